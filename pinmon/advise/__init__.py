@@ -1,0 +1,1 @@
+"""The advisor: pure rules over snapshots that return findings; no I/O."""

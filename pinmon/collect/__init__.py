@@ -1,0 +1,1 @@
+"""Collection: reads the machine (NVML, psutil, /proc) into Snapshot objects; no UI, no advice."""

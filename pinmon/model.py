@@ -1,0 +1,293 @@
+"""The snapshot model: plain frozen dataclasses and the one JSON schema, ``pinmon.snapshot/1``.
+
+Everything downstream of collection (advisor, check report, ``--json``, recordings, replay, TUI,
+exporter) reads these types and nothing else, so a recorded snapshot and a live one are
+indistinguishable. Units are bytes and bytes/second; ``None`` means "unknown" and is written as
+JSON ``null``, never as a 0 that pretends to be a reading.
+
+``from_dict`` ignores keys it does not know (a newer writer may add fields) and raises
+``SchemaError`` with the path of the first bad value.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+SNAPSHOT_SCHEMA = "pinmon.snapshot/1"
+CHECK_SCHEMA = "pinmon.check/1"
+
+SEVERITIES = ("info", "warning", "critical")
+SEVERITY_RANK = {"ok": 0, "info": 0, "warning": 1, "critical": 2}
+
+
+class SchemaError(ValueError):
+    """A dict does not match the snapshot schema; the message names the offending key."""
+
+
+# --- generic (de)serialisation over dataclass type hints -------------------------------------
+
+def _to_json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _to_json(v) for k, v in value.items()}
+    return value
+
+
+def _convert(tp: Any, value: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            if type(None) in args:
+                return None
+            raise SchemaError(f"{path}: null is not allowed")
+        inner = [a for a in args if a is not type(None)]
+        return _convert(inner[0], value, path)
+    if value is None:
+        raise SchemaError(f"{path}: null is not allowed")
+    if dataclasses.is_dataclass(tp):
+        return _from_dict(tp, value, path)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise SchemaError(f"{path}: expected a list, got {type(value).__name__}")
+        return tuple(_convert(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise SchemaError(f"{path}: expected an object, got {type(value).__name__}")
+        return {str(k): _convert(args[1], v, f"{path}.{k}") for k, v in value.items()}
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SchemaError(f"{path}: expected a number, got {type(value).__name__}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise SchemaError(f"{path}: expected an integer, got {type(value).__name__}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise SchemaError(f"{path}: expected true/false, got {type(value).__name__}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise SchemaError(f"{path}: expected a string, got {type(value).__name__}")
+        return value
+    if tp is Any:
+        return value
+    raise SchemaError(f"{path}: unsupported type {tp!r}")  # pragma: no cover - model bug
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _from_dict(cls: type, data: Any, path: str) -> Any:
+    if not isinstance(data, dict):
+        raise SchemaError(f"{path}: expected an object, got {type(data).__name__}")
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            kwargs[f.name] = _convert(hints[f.name], data[f.name], f"{path}.{f.name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise SchemaError(f"{path}: missing key {f.name!r}")
+    return cls(**kwargs)
+
+
+class _Serial:
+    """Mixin: ``to_dict()`` and ``from_dict()`` for the frozen dataclasses below."""
+
+    def to_dict(self) -> dict:
+        return _to_json(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str | None = None):
+        return _from_dict(cls, data, path or cls.__name__.lower())
+
+
+# --- the model ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HostMemory(_Serial):
+    hostname: str
+    mem_total_bytes: Optional[int] = None
+    mem_available_bytes: Optional[int] = None
+    # min(MemTotal, cgroup memory limit): what this process tree can really use.
+    effective_mem_limit_bytes: Optional[int] = None
+    cgroup_limit_bytes: Optional[int] = None
+    swap_used_bytes: Optional[int] = None
+    shmem_bytes: Optional[int] = None
+    mlocked_bytes: Optional[int] = None
+    # Sum of the per-process pinned estimates (see collect/procmaps.py); an estimate, not a reading.
+    pinned_bytes_est: Optional[int] = None
+    write_combined_bytes_est: Optional[int] = None
+    # RLIMIT_MEMLOCK soft limit of pinmon itself; None = unlimited or unknown (see memlock_unlimited).
+    memlock_limit_bytes: Optional[int] = None
+    memlock_unlimited: Optional[bool] = None
+
+    @property
+    def used_bytes(self) -> Optional[int]:
+        if self.mem_total_bytes is None or self.mem_available_bytes is None:
+            return None
+        return self.mem_total_bytes - self.mem_available_bytes
+
+
+@dataclass(frozen=True)
+class Link(_Serial):
+    gen: Optional[int] = None
+    gen_max: Optional[int] = None
+    width: Optional[int] = None
+    width_max: Optional[int] = None
+    # Payload rate of the link as it runs now (gen x width, after line encoding).
+    theoretical_bytes_per_s: Optional[float] = None
+    # The same at the link's maximum generation and width: what the slot is rated for.
+    max_theoretical_bytes_per_s: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Pcie(_Serial):
+    rx_bytes_per_s: Optional[float] = None
+    tx_bytes_per_s: Optional[float] = None
+    # "counters": exact link bytes from NVML's cumulative counters; "sampled": NVML's 20 ms
+    # throughput sample extrapolated; None: no reading.
+    method: Optional[str] = None
+    rx_bytes: Optional[int] = None  # link bytes over the interval (counters only)
+    tx_bytes: Optional[int] = None
+    interval_s: Optional[float] = None
+    replay_delta: Optional[int] = None
+    recovery_delta: Optional[int] = None
+    error_delta: Optional[int] = None  # sum of the error counters below
+    counter_deltas: dict[str, Optional[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GpuProcess(_Serial):
+    pid: int
+    gpu_memory_bytes: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Gpu(_Serial):
+    index: int
+    name: Optional[str] = None
+    uuid: Optional[str] = None
+    pci_bus_id: Optional[str] = None
+    link: Link = field(default_factory=Link)
+    pcie: Pcie = field(default_factory=Pcie)
+    memory_total_bytes: Optional[int] = None
+    memory_used_bytes: Optional[int] = None
+    cpu_affinity: Optional[str] = None  # CPU list, e.g. "0-15"
+    numa_node: Optional[int] = None
+    processes: tuple[GpuProcess, ...] = ()
+    lost: bool = False  # NVML said the GPU fell off the bus
+    notices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProcessPinned(_Serial):
+    pid: int
+    name: Optional[str] = None
+    user: Optional[str] = None
+    cmdline: Optional[str] = None
+    pinned_bytes: Optional[int] = None
+    write_combined_bytes: Optional[int] = None
+    # "est." from /proc/PID/maps, "traced" from an in-process tracer report (exact).
+    source: str = "est."
+    pinned_mappings: Optional[int] = None
+    # Pinned mappings that appeared or vanished since the previous scan (churn).
+    mappings_churn: Optional[int] = None
+    pinned_allocs_per_s: Optional[float] = None
+    median_alloc_bytes: Optional[int] = None
+    wc_readbacks: Optional[int] = None
+    pageable_copy_bytes_per_s: Optional[float] = None
+    registered_bytes: Optional[int] = None
+    requested_pinned_bytes: Optional[int] = None
+    gpu_memory_bytes: Optional[int] = None
+    gpu_indices: tuple[int, ...] = ()
+    call_site: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ProbeMeasurement(_Serial):
+    """One timed operation. ``kind``: "copy", "alloc", "free", "cpu_read", "cpu_write", "kernel_read"."""
+
+    kind: str
+    memory: str  # "pinned", "pageable", "write_combined", "mapped", "portable", "registered", "device"
+    size_bytes: int
+    direction: Optional[str] = None  # "h2d" / "d2h" for copies
+    bytes_per_s: Optional[float] = None
+    seconds: Optional[float] = None  # median time of one operation
+    repeats: Optional[int] = None
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ProbeResult(_Serial):
+    time: float
+    gpu_index: Optional[int] = None
+    status: str = "ok"  # "ok" or "unavailable"
+    reason: Optional[str] = None
+    kind: str = "quick"  # "quick", "sweep", "modes"
+    link_theoretical_bytes_per_s: Optional[float] = None
+    duration_s: Optional[float] = None
+    max_pinned_bytes: Optional[int] = None
+    measurements: tuple[ProbeMeasurement, ...] = ()
+
+    def rate(self, direction: str, memory: str, size_bytes: Optional[int] = None) -> Optional[float]:
+        """Bandwidth of the largest (or the given) copy of this direction and memory kind."""
+        rows = [m for m in self.measurements
+                if m.kind == "copy" and m.direction == direction and m.memory == memory
+                and m.bytes_per_s is not None and (size_bytes is None or m.size_bytes == size_bytes)]
+        if not rows:
+            return None
+        return max(rows, key=lambda m: m.size_bytes).bytes_per_s
+
+
+@dataclass(frozen=True)
+class Finding(_Serial):
+    rule: str
+    severity: str
+    subject: str
+    message: str
+    advice: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Snapshot(_Serial):
+    time: float
+    host: HostMemory
+    schema: str = SNAPSHOT_SCHEMA
+    gpus: tuple[Gpu, ...] = ()
+    processes: tuple[ProcessPinned, ...] = ()
+    probe: Optional[ProbeResult] = None
+    notices: tuple[str, ...] = ()
+    interval_s: Optional[float] = None
+    source: str = "live"  # "live", "replay" or "snapshot"
+
+    def to_dict(self) -> dict:
+        d = _to_json(self)
+        return {"schema": d.pop("schema"), **d}  # schema first: it is what a reader checks
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str | None = None) -> "Snapshot":
+        if not isinstance(data, dict):
+            raise SchemaError(f"snapshot: expected an object, got {type(data).__name__}")
+        schema = data.get("schema")
+        if schema != SNAPSHOT_SCHEMA:
+            raise SchemaError(f"snapshot: schema is {schema!r}, expected {SNAPSHOT_SCHEMA!r}")
+        return _from_dict(cls, data, "snapshot")
+
+
+def worst_severity(findings: "typing.Iterable[Finding]") -> str:
+    """"ok", "warning" or "critical" (info findings do not raise the status)."""
+    rank = max((SEVERITY_RANK[f.severity] for f in findings), default=0)
+    return {0: "ok", 1: "warning", 2: "critical"}[rank]

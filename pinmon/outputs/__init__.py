@@ -1,0 +1,1 @@
+"""Outputs: text report, recordings, Prometheus exporter."""

@@ -1,0 +1,65 @@
+"""Formatting at the edge: bytes as binary GiB/MiB, bandwidth as decimal GB/s (as NVIDIA's tools do).
+
+Inside pinmon every figure is bytes or bytes/second; only views call these. ``None`` prints "n/a".
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+NA = "n/a"
+KIB = 1 << 10
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+def fmt_bytes(n: Optional[float], digits: int = 1) -> str:
+    """1536 -> '1.5 KiB'; 61.2 * 2**30 -> '61.2 GiB'."""
+    if n is None:
+        return NA
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    for unit, size in (("TiB", 1 << 40), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if n >= size:
+            return f"{sign}{n / size:.{digits}f} {unit}"
+    return f"{sign}{int(n)} B"
+
+
+def fmt_rate(bytes_per_s: Optional[float], digits: int = 1) -> str:
+    """Decimal bandwidth: 55.0e9 -> '55.0 GB/s', 3.2e6 -> '3.2 MB/s'."""
+    if bytes_per_s is None:
+        return NA
+    v = abs(bytes_per_s)
+    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if v >= size:
+            return f"{bytes_per_s / size:.{digits}f} {unit}"
+    return f"{bytes_per_s:.0f} B/s"
+
+
+def fmt_pct(fraction: Optional[float], digits: int = 0) -> str:
+    if fraction is None:
+        return NA
+    return f"{fraction * 100:.{digits}f}%"
+
+
+def fmt_int(n: Optional[int]) -> str:
+    return NA if n is None else f"{n:,}"
+
+
+def parse_size(text: str) -> int:
+    """'256M', '256MiB', '1G', '4096' -> bytes (binary multiples). Raises ValueError with a reason."""
+    s = str(text).strip().replace(" ", "")
+    units = {"": 1, "b": 1, "k": KIB, "kb": KIB, "kib": KIB, "m": MIB, "mb": MIB, "mib": MIB,
+             "g": GIB, "gb": GIB, "gib": GIB, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+    i = len(s)
+    while i > 0 and s[i - 1].isalpha():
+        i -= 1
+    num, unit = s[:i], s[i:].lower()
+    if unit not in units or not num:
+        raise ValueError(f"not a size: {text!r} (use e.g. 256M, 1G, 4096)")
+    try:
+        value = float(num)
+    except ValueError:
+        raise ValueError(f"not a size: {text!r} (use e.g. 256M, 1G, 4096)") from None
+    if value < 0 or value != value or value == float("inf"):
+        raise ValueError(f"not a size: {text!r} (must be a positive number)")
+    return int(value * units[unit])
