@@ -1,0 +1,102 @@
+"""The human report of ``pinmon check`` (and of ``pinmon`` without a terminal app): plain text.
+
+Estimates are labelled "est."; unknown values print "n/a". Lines are wrapped to ``width``.
+"""
+from __future__ import annotations
+
+import textwrap
+import time
+from typing import Sequence
+
+from ..model import Finding, Gpu, ProcessPinned, Snapshot, worst_severity
+from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate
+
+
+def link_label(gen, width) -> str:
+    if gen is None and width is None:
+        return "n/a"
+    return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
+
+
+def _share(part, whole):
+    if part is None or not whole:
+        return None
+    return part / whole
+
+
+def host_lines(s: Snapshot) -> list[str]:
+    h = s.host
+    eff = h.effective_mem_limit_bytes
+    lines = [
+        f"RAM      {fmt_bytes(h.mem_total_bytes)} total, {fmt_bytes(h.mem_available_bytes)} available,"
+        f" effective limit {fmt_bytes(eff)}"
+        + (f" (cgroup {fmt_bytes(h.cgroup_limit_bytes)})" if h.cgroup_limit_bytes else ""),
+        f"pinned   {fmt_bytes(h.pinned_bytes_est)} (est.) = {fmt_pct(_share(h.pinned_bytes_est, eff))}"
+        f" of effective RAM; write-combined {fmt_bytes(h.write_combined_bytes_est)} (est.)",
+        f"other    swap used {fmt_bytes(h.swap_used_bytes)}, Shmem {fmt_bytes(h.shmem_bytes)},"
+        f" Mlocked {fmt_bytes(h.mlocked_bytes)}, memlock limit "
+        + ("unlimited" if h.memlock_unlimited else fmt_bytes(h.memlock_limit_bytes)),
+    ]
+    return lines
+
+
+def gpu_line(g: Gpu) -> str:
+    if g.lost:
+        return f"GPU {g.index}  {g.name or 'n/a'}  {g.pci_bus_id or ''}  LOST (fell off the bus)"
+    link, p = g.link, g.pcie
+    method = {"counters": "link bytes", "sampled": "est., 20 ms sample"}.get(p.method or "", "n/a")
+    pct = _share((p.rx_bytes_per_s or 0) + (p.tx_bytes_per_s or 0), link.theoretical_bytes_per_s) \
+        if p.rx_bytes_per_s is not None else None
+    errs = [f"{k} +{v}" for k, v in sorted(p.counter_deltas.items()) if v]
+    return (f"GPU {g.index}  {g.name or 'n/a'}  {g.pci_bus_id or 'n/a'}\n"
+            f"    link {link_label(link.gen, link.width)} (max {link_label(link.gen_max, link.width_max)},"
+            f" {fmt_rate(link.theoretical_bytes_per_s)} now)  RX {fmt_rate(p.rx_bytes_per_s)}"
+            f"  TX {fmt_rate(p.tx_bytes_per_s)} ({method}; {fmt_pct(pct)} of link)\n"
+            f"    PCIe errors since start: {', '.join(errs) if errs else 'none'}")
+
+
+def process_table(procs: Sequence[ProcessPinned], limit: int = 10) -> list[str]:
+    rows = sorted(procs, key=lambda p: -(p.pinned_bytes or 0))[:limit]
+    out = [f"{'PID':>7} {'USER':<10} {'PINNED':>10} {'WC':>10} {'MAPS':>5} {'SRC':<6} COMMAND"]
+    for p in rows:
+        out.append(f"{p.pid:>7} {(p.user or 'n/a')[:10]:<10} {fmt_bytes(p.pinned_bytes):>10}"
+                   f" {fmt_bytes(p.write_combined_bytes):>10} {fmt_int(p.pinned_mappings):>5}"
+                   f" {p.source:<6} {(p.name or 'n/a')[:30]}")
+    if len(procs) > limit:
+        out.append(f"... and {len(procs) - limit} more")
+    return out
+
+
+def finding_lines(findings: Sequence[Finding], width: int) -> list[str]:
+    if not findings:
+        return ["  no findings"]
+    out = []
+    for f in findings:
+        head = f"  {f.severity.upper():<8} {f.rule} [{f.subject}]"
+        out.append(head)
+        for label, text in (("", f.message), ("-> ", f.advice)):
+            out.extend(textwrap.wrap(label + text, width=width, initial_indent="           ",
+                                     subsequent_indent="           "))
+    return out
+
+
+def format_check(snapshot: Snapshot, findings: Sequence[Finding], width: int = 100) -> str:
+    status = worst_severity(findings)
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.time))
+    out = [f"pinmon check: {status.upper()}   host {snapshot.host.hostname}   {when}"
+           + ("   (from a saved snapshot)" if snapshot.source != "live" else ""), ""]
+    out += ["Host memory"] + ["  " + l for l in host_lines(snapshot)] + [""]
+    if snapshot.gpus:
+        out += ["GPUs"] + ["  " + l for g in snapshot.gpus for l in gpu_line(g).splitlines()] + [""]
+    else:
+        out += ["GPUs: none found", ""]
+    if snapshot.processes:
+        out += ["CUDA processes (pinned from /proc/PID/maps unless traced)"]
+        out += ["  " + l for l in process_table(snapshot.processes)] + [""]
+    if snapshot.probe is not None:
+        from .probe_text import headline
+        out += ["Probe", "  " + headline(snapshot.probe), ""]
+    out += [f"Findings ({len(findings)})"] + finding_lines(findings, width) + [""]
+    if snapshot.notices:
+        out += ["Notices"] + [f"  - {n}" for n in snapshot.notices]
+    return "\n".join(out).rstrip() + "\n"

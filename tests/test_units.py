@@ -1,0 +1,36 @@
+"""Formatting at the edge: binary GiB for memory, decimal GB/s for bandwidth, n/a for unknown."""
+import pytest
+
+from pinmon.units import fmt_bytes, fmt_pct, fmt_rate, parse_size
+
+
+def test_fmt_bytes():
+    assert fmt_bytes(None) == "n/a"
+    assert fmt_bytes(0) == "0 B"
+    assert fmt_bytes(1536) == "1.5 KiB"
+    assert fmt_bytes(61.2 * 2**30) == "61.2 GiB"
+    assert fmt_bytes(256 * 2**20) == "256.0 MiB"
+
+
+def test_fmt_rate_is_decimal():
+    assert fmt_rate(None) == "n/a"
+    assert fmt_rate(55.0e9) == "55.0 GB/s"
+    assert fmt_rate(6.3e9) == "6.3 GB/s"
+    assert fmt_rate(3.2e6) == "3.2 MB/s"
+    assert fmt_rate(12) == "12 B/s"
+
+
+def test_fmt_pct():
+    assert fmt_pct(0.873) == "87%" and fmt_pct(None) == "n/a"
+
+
+@pytest.mark.parametrize("text, value", [("256M", 256 << 20), ("256MiB", 256 << 20), ("1G", 1 << 30),
+                                         ("4096", 4096), ("1.5g", 3 << 29), ("64 KiB", 64 << 10)])
+def test_parse_size(text, value):
+    assert parse_size(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "M", "12Q", "-1G", "nanG", "inf", "1e999G"])
+def test_parse_size_rejects(text):
+    with pytest.raises(ValueError):
+        parse_size(text)
