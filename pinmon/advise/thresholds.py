@@ -1,0 +1,62 @@
+"""The advisor's thresholds: one frozen dataclass whose field names are the config file's API.
+
+Every field carries its unit in its name and a ``kind`` in its metadata ("fraction", "bytes",
+"bytes_per_s", "per_s", "seconds") that ``pinmon.config`` uses to validate a ``[thresholds]`` table,
+plus a one-line ``doc`` for the README. Changing a name breaks users' config files: add, never rename.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from ..units import GIB, MIB
+
+THRESHOLD_KINDS = ("fraction", "bytes", "bytes_per_s", "per_s", "seconds")
+
+
+def _t(default, kind: str, doc: str):
+    return field(default=default, metadata={"kind": kind, "doc": doc})
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Limits the rules compare against. Bytes are bytes, rates bytes/second, fractions 0..1."""
+
+    # pinned-ram-share
+    pinned_ram_warning_fraction: float = _t(
+        0.30, "fraction", "pinned-ram-share: warning when pinned / effective RAM is at or above this")
+    pinned_ram_critical_fraction: float = _t(
+        0.50, "fraction", "pinned-ram-share: critical when pinned / effective RAM is above this")
+    # pinned-small-allocs
+    small_alloc_rate_per_s: float = _t(
+        10.0, "per_s", "pinned-small-allocs: pinned allocations per second at or above which to warn")
+    small_alloc_median_bytes: int = _t(
+        1 * MIB, "bytes", "pinned-small-allocs: ...when the median allocation is below this many bytes")
+    # pcie-link-degraded
+    link_degraded_traffic_bytes_per_s: float = _t(
+        1e9, "bytes_per_s", "pcie-link-degraded: rx+tx traffic at or above which a slow link is a warning")
+    # pageable-bulk-copies
+    pageable_copy_bytes_per_s: float = _t(
+        100e6, "bytes_per_s", "pageable-bulk-copies: pageable copy rate at or above which to warn")
+    # probe-below-link
+    probe_link_fraction: float = _t(
+        0.70, "fraction", "probe-below-link: warn when the best pinned copy is below this share of the link")
+    # low-available-memory
+    low_available_fraction: float = _t(
+        0.10, "fraction", "low-available-memory: warn when available / effective RAM is below this")
+    # pinned-growth
+    growth_window_s: float = _t(
+        600.0, "seconds", "pinned-growth: look-back window in seconds")
+    growth_min_bytes: int = _t(
+        1 * GIB, "bytes", "pinned-growth: a process must end the window above this many pinned bytes")
+    growth_min_fraction: float = _t(
+        0.50, "fraction", "pinned-growth: ...and have grown by more than this share of its first sample")
+    growth_max_drop_fraction: float = _t(
+        0.05, "fraction", "pinned-growth: a drop larger than this between samples means it is not a leak")
+    # memlock-limit-low
+    memlock_low_bytes: int = _t(
+        64 * MIB, "bytes", "memlock-limit-low: RLIMIT_MEMLOCK below this many bytes is reported")
+
+
+def threshold_fields() -> dict[str, tuple[str, str]]:
+    """{field name: (kind, doc)} in declaration order."""
+    return {f.name: (f.metadata["kind"], f.metadata["doc"]) for f in fields(Thresholds)}

@@ -1,0 +1,510 @@
+"""NVML: per-GPU static facts, link state, memory, compute processes and PCIe traffic, as ``Gpu`` models.
+
+``NvmlCollector`` owns the NVML session (init, handles, shutdown) and the background PCIe sampler
+(``pcie_counters.PcieSampler``). ``read()`` is cheap: a handful of sub-millisecond calls per GPU plus
+what the sampler has gathered; nothing slow runs on the caller's thread.
+
+It degrades and never crashes. Every NVML call goes through ``call_nvml``, which turns an exception
+into an ``NvmlFailure``: NotSupported leaves the value ``None`` silently, any other error leaves it
+``None`` and adds a notice, GPU_IS_LOST marks that GPU lost while the others carry on, and an NVML
+that cannot start (no library, no driver, no permission) makes the collector unavailable with a
+plain reason instead of an exception.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+from ..model import Gpu, GpuProcess, Link, Pcie
+from .link import theoretical_bytes_per_s
+from .pcie_counters import MASK_32, PcieSampler
+
+# NVML return codes: part of NVML's ABI, identical in every pynvml.
+NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
+NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
+
+# A driver too old for a function answers FUNCTION_NOT_FOUND: for the user that is "not supported".
+_NOT_SUPPORTED_CODES = frozenset({NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND})
+
+# Every NVML function pinmon calls (here and in the sampler), for fakes and fault-injection tests.
+NVML_FUNCTIONS: tuple[str, ...] = (
+    "nvmlInit",
+    "nvmlShutdown",
+    "nvmlDeviceGetCount",
+    "nvmlDeviceGetHandleByIndex",
+    "nvmlDeviceGetName",
+    "nvmlDeviceGetUUID",
+    "nvmlDeviceGetPciInfo",
+    "nvmlDeviceGetCpuAffinity",
+    "nvmlDeviceGetNumaNodeId",
+    "nvmlDeviceGetCurrPcieLinkGeneration",
+    "nvmlDeviceGetMaxPcieLinkGeneration",
+    "nvmlDeviceGetCurrPcieLinkWidth",
+    "nvmlDeviceGetMaxPcieLinkWidth",
+    "nvmlDeviceGetMemoryInfo",
+    "nvmlDeviceGetComputeRunningProcesses",
+    "nvmlDeviceGetFieldValues",
+    "nvmlDeviceGetPcieThroughput",
+)
+
+# What a failing call could not read, in a notice's words.
+_WHAT = {
+    "nvmlDeviceGetHandleByIndex": "the device",
+    "nvmlDeviceGetName": "the name",
+    "nvmlDeviceGetUUID": "the UUID",
+    "nvmlDeviceGetPciInfo": "the PCI bus id",
+    "nvmlDeviceGetCpuAffinity": "the CPU affinity",
+    "nvmlDeviceGetNumaNodeId": "the NUMA node",
+    "nvmlDeviceGetCurrPcieLinkGeneration": "the PCIe link generation",
+    "nvmlDeviceGetMaxPcieLinkGeneration": "the maximum PCIe link generation",
+    "nvmlDeviceGetCurrPcieLinkWidth": "the PCIe link width",
+    "nvmlDeviceGetMaxPcieLinkWidth": "the maximum PCIe link width",
+    "nvmlDeviceGetMemoryInfo": "memory use",
+    "nvmlDeviceGetComputeRunningProcesses": "compute processes",
+    "nvmlDeviceGetFieldValues": "PCIe counters",
+    "nvmlDeviceGetPcieThroughput": "PCIe throughput",
+}
+
+# Why NVML could not start, for the "no NVIDIA GPU monitoring: ..." notice.
+_START_REASONS = {
+    NVML_ERROR_LIBRARY_NOT_FOUND: "NVML library not found (is the NVIDIA driver installed?)",
+    NVML_ERROR_DRIVER_NOT_LOADED: "the NVIDIA kernel driver is not loaded",
+    NVML_ERROR_NO_PERMISSION: "no permission to use NVML (check access to /dev/nvidia*)",
+    NVML_ERROR_UNINITIALIZED: "NVML did not initialize",
+    NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+        "the NVML library and the loaded NVIDIA driver differ in version (reload the driver or reboot)",
+}
+
+# NVML's "no value" for a process's GPU memory (pynvml maps it to None; older ones did not).
+_NOT_AVAILABLE_ULL = (1 << 64) - 1
+
+# The "counters" sampler's reads are 32-bit; at line rate they wrap in 2**32 / link bytes per s.
+_WRAP_BYTES = MASK_32 + 1
+
+
+@dataclass(frozen=True)
+class NvmlFailure:
+    """One failed NVML call: the function, NVML's return code (None if not an NVMLError), its text."""
+
+    function: str
+    code: Optional[int]
+    message: str
+
+    @property
+    def not_supported(self) -> bool:
+        return self.code in _NOT_SUPPORTED_CODES
+
+    @property
+    def gpu_lost(self) -> bool:
+        return self.code == NVML_ERROR_GPU_IS_LOST
+
+
+def _error_text(e: BaseException) -> str:
+    try:
+        return str(e) or type(e).__name__
+    except Exception:  # pynvml's __str__ asks the library, which may be gone
+        return f"NVML error {getattr(e, 'value', '?')}"
+
+
+def call_nvml(nvml: Any, name: str, *args: Any) -> tuple[Any, Optional[NvmlFailure]]:
+    """Call ``nvml.<name>(*args)``; returns ``(value, None)`` or ``(None, NvmlFailure)``, never raises."""
+    fn = getattr(nvml, name, None)
+    if fn is None:
+        return None, NvmlFailure(name, NVML_ERROR_FUNCTION_NOT_FOUND, "not in this pynvml")
+    try:
+        return fn(*args), None
+    except Exception as e:
+        nvml_error = getattr(nvml, "NVMLError", None)
+        if isinstance(nvml_error, type) and isinstance(e, nvml_error):
+            code = getattr(e, "value", None)
+            return None, NvmlFailure(name, code if isinstance(code, int) else None, _error_text(e))
+        return None, NvmlFailure(name, None, f"{type(e).__name__}: {_error_text(e)}")
+
+
+def format_cpu_list(mask_words: Optional[Sequence[int]]) -> Optional[str]:
+    """NVML's CPU affinity (64-bit words, CPU 64*i+j is bit j of word i) -> "0-15,32-47"; None if empty."""
+    if mask_words is None:
+        return None
+    cpus = []
+    for i, word in enumerate(mask_words):
+        w = int(word)
+        j = 0
+        while w:
+            if w & 1:
+                cpus.append(64 * i + j)
+            w >>= 1
+            j += 1
+    if not cpus:
+        return None
+    parts = []
+    start = prev = cpus[0]
+    for c in cpus[1:] + [None]:
+        if c is not None and c == prev + 1:
+            prev = c
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if c is not None:
+            start = prev = c
+    return ",".join(parts)
+
+
+def sysfs_pci_address(pci_bus_id: Optional[str]) -> Optional[str]:
+    """NVML's "00000000:17:00.0" -> sysfs's "0000:17:00.0" (domain as %04x, lower case)."""
+    if not pci_bus_id:
+        return None
+    parts = pci_bus_id.strip().lower().split(":")
+    if len(parts) != 3:
+        return None
+    try:
+        domain = int(parts[0], 16)
+    except ValueError:
+        return None
+    return f"{domain:04x}:{parts[1]}:{parts[2]}"
+
+
+def sysfs_numa_node(pci_bus_id: Optional[str], sysfs_root: str = "/sys") -> Optional[int]:
+    """The NUMA node the kernel assigns to the GPU's PCI device; None if unknown (-1 or unreadable)."""
+    addr = sysfs_pci_address(pci_bus_id)
+    if addr is None:
+        return None
+    try:
+        with open(os.path.join(sysfs_root, "bus/pci/devices", addr, "numa_node")) as f:
+            node = int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+    return node if node >= 0 else None
+
+
+def _small_int(value: Any, limit: int) -> Optional[int]:
+    # NVML answers 0 or 0xFFFFFFFF for a link it cannot read (e.g. a GPU in a low-power state).
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
+        return None
+    return value
+
+
+def _bytes_value(value: Any) -> Optional[int]:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value == _NOT_AVAILABLE_ULL:
+        return None
+    return value
+
+
+@dataclass
+class _GpuState:
+    index: int
+    handle: Any = None
+    name: Optional[str] = None
+    uuid: Optional[str] = None
+    pci_bus_id: Optional[str] = None
+    cpu_affinity: Optional[str] = None
+    numa_node: Optional[int] = None
+    lost: Optional[NvmlFailure] = None
+    start_notices: list[str] = field(default_factory=list)
+
+
+class NvmlCollector:
+    """Reads every NVIDIA GPU through NVML into ``Gpu`` models; ``available`` says whether it can.
+
+    ``nvml`` is the pynvml module (imported on ``start()`` when None) or a fake with its names.
+    ``counter_hz`` is the PCIe byte counter read rate. ``background=False`` starts no thread, so
+    tests drive ``sampler.poll_once()`` themselves; ``clock`` stamps the counter reads.
+    """
+
+    def __init__(self, nvml: Any = None, counter_hz: float = 50.0, *, background: bool = True,
+                 clock: Callable[[], float] = time.monotonic, sysfs_root: str = "/sys"):
+        if not counter_hz > 0:
+            raise ValueError(f"counter rate must be positive, got {counter_hz!r} Hz")
+        self.nvml = nvml
+        self.counter_hz = float(counter_hz)
+        self.available = False
+        self.reason: Optional[str] = None
+        self.sampler: Optional[PcieSampler] = None
+        self._background = background
+        self._clock = clock
+        self._sysfs_root = sysfs_root
+        self._gpus: list[_GpuState] = []
+        self._lock = threading.RLock()
+        self._started = False
+        self._initialized = False
+        self._closed = False
+
+    # --- life cycle --------------------------------------------------------------------------
+
+    def start(self) -> bool:
+        """Initialise NVML, read each GPU's static facts, start the sampler. Returns ``available``."""
+        with self._lock:
+            if self._started or self._closed:
+                return self.available
+            self._started = True
+            if self.nvml is None:
+                try:
+                    import pynvml
+                except Exception:
+                    return self._unavailable(
+                        "the NVML Python bindings are missing (install nvidia-ml-py)")
+                self.nvml = pynvml
+            _, failure = call_nvml(self.nvml, "nvmlInit")
+            if failure is not None:
+                return self._unavailable(_START_REASONS.get(
+                    failure.code, f"NVML did not start (NVML: {failure.message})"))
+            self._initialized = True
+            count, failure = call_nvml(self.nvml, "nvmlDeviceGetCount")
+            if failure is not None or not isinstance(count, int):
+                reason = _START_REASONS.get(failure.code) if failure else None
+                self._shutdown()
+                return self._unavailable(reason or "NVML could not count the GPUs (NVML: "
+                                         f"{failure.message if failure else count!r})")
+            if count <= 0:
+                self._shutdown()
+                return self._unavailable("NVML sees no GPU")
+            self._gpus = [self._open(i) for i in range(count)]
+            self.sampler = PcieSampler(
+                self.nvml, [(g.index, g.handle) for g in self._gpus
+                            if g.handle is not None and g.lost is None],
+                self.counter_hz, call=call_nvml, clock=self._clock)
+            self.sampler.start(background=self._background)
+            self.available = True
+            return True
+
+    def _unavailable(self, reason: str) -> bool:
+        self.available = False
+        self.reason = reason
+        return False
+
+    def _shutdown(self) -> None:
+        if self._initialized:
+            self._initialized = False
+            call_nvml(self.nvml, "nvmlShutdown")
+
+    def _open(self, index: int) -> _GpuState:
+        st = _GpuState(index)
+        handle, failure = call_nvml(self.nvml, "nvmlDeviceGetHandleByIndex", index)
+        if failure is not None:
+            if failure.gpu_lost:
+                st.lost = failure
+            else:
+                st.start_notices.append(f"GPU {index}: NVML cannot open the device ({failure.message})")
+            return st
+        st.handle = handle
+        failures: list[NvmlFailure] = []
+        get = self._getter(st, failures)
+        st.name = _str_or_none(get("nvmlDeviceGetName", handle))
+        st.uuid = _str_or_none(get("nvmlDeviceGetUUID", handle))
+        pci = get("nvmlDeviceGetPciInfo", handle)
+        st.pci_bus_id = _str_or_none(getattr(pci, "busId", None)) if pci is not None else None
+        words = max(1, ((os.cpu_count() or 64) + 63) // 64)
+        st.cpu_affinity = format_cpu_list(get("nvmlDeviceGetCpuAffinity", handle, words))
+        st.numa_node = self._numa_node(st, get)
+        if failures:
+            st.start_notices.append(_failure_notice(index, failures))
+        return st
+
+    def _numa_node(self, st: _GpuState, get: Callable[..., Any]) -> Optional[int]:
+        # sysfs first: it is the host node nearest the PCIe device, which is what pinned-memory
+        # placement needs. NVML's answer exists only where the GPU is itself a NUMA node (its
+        # memory's node on coherent platforms), so it is the fallback, not the authority.
+        node = sysfs_numa_node(st.pci_bus_id, self._sysfs_root)
+        if node is not None:
+            return node
+        value = get("nvmlDeviceGetNumaNodeId", st.handle)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        return None
+
+    def _getter(self, st: _GpuState, failures: list[NvmlFailure]) -> Callable[..., Any]:
+        """A call_nvml for one GPU: a lost GPU is not asked again, failures are collected."""
+        def get(name: str, *args: Any) -> Any:
+            if st.lost is not None:
+                return None
+            value, failure = call_nvml(self.nvml, name, *args)
+            if failure is None:
+                return value
+            if failure.gpu_lost:
+                st.lost = failure
+                if self.sampler is not None:
+                    self.sampler.mark_lost(st.index, failure)
+            elif not failure.not_supported:
+                failures.append(failure)
+            return None
+        return get
+
+    def close(self) -> None:
+        """Stop the sampler and shut NVML down; safe to call twice, or without ``start()``."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            sampler, self.sampler = self.sampler, None
+            if sampler is not None:
+                sampler.stop()
+            self._shutdown()
+            if self.available:
+                self.available = False
+                self.reason = "the NVML collector is closed"
+
+    def __enter__(self) -> "NvmlCollector":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the background PCIe sampling so far, in seconds."""
+        sampler = self.sampler
+        return 0.0 if sampler is None else sampler.cpu_seconds()
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def read(self) -> tuple[tuple[Gpu, ...], tuple[str, ...]]:
+        """Every GPU as a ``Gpu``, and notices (those about one GPU are also in its ``notices``)."""
+        with self._lock:
+            if not self._started and not self._closed:
+                self.start()
+            if not self.available:
+                return (), (f"no NVIDIA GPU monitoring: {self.reason}",)
+            sampler = self.sampler
+            notices: list[str] = list(sampler.drain_notices()) if sampler is not None else []
+            gpus = []
+            for st in self._gpus:
+                gpu = self._read_gpu(st)
+                gpus.append(gpu)
+                notices.extend(gpu.notices)
+            if sampler is not None:
+                sampler.request_sampled()  # the next read gets a fresh sample, without waiting
+            return tuple(gpus), tuple(notices)
+
+    def _read_gpu(self, st: _GpuState) -> Gpu:
+        sampler = self.sampler
+        if st.lost is None and sampler is not None:
+            st.lost = sampler.lost(st.index)
+        if st.lost is not None:
+            return self._lost_gpu(st)
+        if st.handle is None:
+            return Gpu(index=st.index, notices=tuple(st.start_notices))
+        failures: list[NvmlFailure] = []
+        get = self._getter(st, failures)
+        h = st.handle
+        gen = _small_int(get("nvmlDeviceGetCurrPcieLinkGeneration", h), 64)
+        gen_max = _small_int(get("nvmlDeviceGetMaxPcieLinkGeneration", h), 64)
+        width = _small_int(get("nvmlDeviceGetCurrPcieLinkWidth", h), 1024)
+        width_max = _small_int(get("nvmlDeviceGetMaxPcieLinkWidth", h), 1024)
+        mem = get("nvmlDeviceGetMemoryInfo", h)
+        procs = get("nvmlDeviceGetComputeRunningProcesses", h)
+        if st.lost is not None:
+            return self._lost_gpu(st)
+        link = Link(gen=gen, gen_max=gen_max, width=width, width_max=width_max,
+                    theoretical_bytes_per_s=theoretical_bytes_per_s(gen, width),
+                    max_theoretical_bytes_per_s=theoretical_bytes_per_s(gen_max, width_max))
+        notices = list(st.start_notices)
+        pcie, pcie_notices = self._pcie(st, link)
+        if sampler is not None:
+            if sampler.lost(st.index) is not None:
+                st.lost = sampler.lost(st.index)
+                return self._lost_gpu(st)
+            drained = sampler.drain_failures(st.index)
+        else:
+            drained = []
+        counts: dict[str, int] = {}
+        for f, n in drained:
+            failures.append(f)
+            counts[f.function] = n
+        if failures:
+            notices.append(_failure_notice(st.index, failures, counts))
+        notices += pcie_notices
+        return Gpu(index=st.index, name=st.name, uuid=st.uuid, pci_bus_id=st.pci_bus_id,
+                   link=link, pcie=pcie,
+                   memory_total_bytes=_bytes_value(getattr(mem, "total", None)),
+                   memory_used_bytes=_bytes_value(getattr(mem, "used", None)),
+                   cpu_affinity=st.cpu_affinity, numa_node=st.numa_node,
+                   processes=_processes(procs), notices=tuple(notices))
+
+    def _pcie(self, st: _GpuState, link: Link) -> tuple[Pcie, list[str]]:
+        sampler = self.sampler
+        if sampler is None:
+            return Pcie(), []
+        notices: list[str] = []
+        deltas = sampler.error_deltas(st.index)
+        others = [v for k, v in deltas.items() if k not in ("replay", "l0_to_recovery") and v is not None]
+        errors = dict(replay_delta=deltas.get("replay"), recovery_delta=deltas.get("l0_to_recovery"),
+                      # An alarm figure: a few counters overlap (correctable errors include bad
+                      # TLPs), so it is not a count of distinct events; counter_deltas has each.
+                      error_delta=sum(others) if others else None, counter_deltas=deltas)
+        method = sampler.method(st.index)
+        if method == "counters":
+            taken = sampler.take(st.index)
+            if taken is None:
+                return Pcie(method=method, **errors), notices
+            rx, tx, interval_s = taken
+            gap_s = sampler.wrap_gap_s(st.index)
+            line_rate = link.theoretical_bytes_per_s or link.max_theoretical_bytes_per_s
+            if gap_s is not None and line_rate and gap_s > _WRAP_BYTES / line_rate:
+                notices.append(
+                    f"GPU {st.index}: the PCIe counter reads fell behind (a {gap_s * 1e3:.0f} ms gap;"
+                    f" the 32-bit counters can wrap in {_WRAP_BYTES / line_rate * 1e3:.0f} ms at this"
+                    " link's speed), so link bytes may be undercounted")
+            ok = interval_s > 0
+            return Pcie(rx_bytes_per_s=rx / interval_s if ok else None,
+                        tx_bytes_per_s=tx / interval_s if ok else None, method=method,
+                        rx_bytes=rx, tx_bytes=tx, interval_s=interval_s, **errors), notices
+        if method == "sampled":
+            rates = sampler.sampled(st.index)
+            rx_rate, tx_rate = rates if rates is not None else (None, None)
+            return Pcie(rx_bytes_per_s=rx_rate, tx_bytes_per_s=tx_rate, method=method,
+                        **errors), notices
+        return Pcie(**errors), notices
+
+    def _lost_gpu(self, st: _GpuState) -> Gpu:
+        where = f" (bus {st.pci_bus_id})" if st.pci_bus_id else ""
+        message = st.lost.message if st.lost is not None else "GPU is lost"
+        notice = f"GPU {st.index}{where} fell off the bus (NVML: {message})"
+        return Gpu(index=st.index, name=st.name, uuid=st.uuid, pci_bus_id=st.pci_bus_id,
+                   cpu_affinity=st.cpu_affinity, numa_node=st.numa_node, lost=True,
+                   notices=(notice,))
+
+
+def _str_or_none(value: Any) -> Optional[str]:
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    return value if isinstance(value, str) and value else None
+
+
+def _processes(procs: Any) -> tuple[GpuProcess, ...]:
+    """Compute processes, one per pid (MIG lists a pid once per instance; their memory is summed)."""
+    if not procs:
+        return ()
+    by_pid: dict[int, Optional[int]] = {}
+    for p in procs:
+        pid = getattr(p, "pid", None)
+        if not isinstance(pid, int) or isinstance(pid, bool):
+            continue
+        used = _bytes_value(getattr(p, "usedGpuMemory", None))
+        if pid in by_pid:
+            prev = by_pid[pid]
+            by_pid[pid] = used if prev is None else prev + (used or 0)
+        else:
+            by_pid[pid] = used
+    return tuple(GpuProcess(pid=pid, gpu_memory_bytes=used) for pid, used in by_pid.items())
+
+
+def _failure_notice(index: int, failures: Sequence[NvmlFailure],
+                    counts: Optional[dict[str, int]] = None) -> str:
+    """One notice for a GPU's failed calls: "GPU 0: NVML could not read memory use (Unknown Error)"."""
+    parts: list[str] = []
+    seen: set[str] = set()
+    for f in failures:
+        what = _WHAT.get(f.function, f.function)
+        n = (counts or {}).get(f.function, 1)
+        text = f"{what} ({f.message}{f', {n} times' if n > 1 else ''})"
+        if text not in seen:
+            seen.add(text)
+            parts.append(text)
+    return f"GPU {index}: NVML could not read " + ", ".join(parts)

@@ -1,0 +1,202 @@
+"""A probe result as text for a terminal: the headline, copy bandwidth by size, allocation cost and
+break-even, the cudaHostAlloc modes. Bandwidth in decimal GB/s, sizes in binary units.
+
+Only what was measured is printed; a missing figure reads "n/a".
+"""
+from __future__ import annotations
+
+import textwrap
+from typing import Optional, Sequence
+
+from ..model import ProbeMeasurement, ProbeResult
+from ..units import NA, fmt_bytes, fmt_pct, fmt_rate
+
+_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
+
+
+def fmt_seconds(seconds: Optional[float]) -> str:
+    """0.0000091 -> '9.1 us', 0.124 -> '124.0 ms', 1.5 -> '1.50 s'."""
+    if seconds is None:
+        return NA
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
+def link_name(theoretical_bytes_per_s: Optional[float]) -> str:
+    """'Gen5 x16' when the figure is exactly one generation and width's payload rate, else 'link'."""
+    if not theoretical_bytes_per_s:
+        return "link"
+    from ..collect.link import theoretical_bytes_per_s as rate
+
+    for gen in range(1, 8):
+        for width in _WIDTHS:
+            r = rate(gen, width)
+            if r and abs(r - theoretical_bytes_per_s) <= 0.002 * r:
+                return f"Gen{gen} x{width}"
+    return "link"
+
+
+def unavailable_text(reason: Optional[str]) -> str:
+    reason = (reason or "no reason given").strip()
+    # Refusals already read "probe refused: ..." / "probe disabled: ...".
+    return reason if reason.startswith("probe ") else f"probe unavailable: {reason}"
+
+
+def _copies(result: ProbeResult, memory: str, direction: str) -> dict[int, ProbeMeasurement]:
+    return {m.size_bytes: m for m in result.measurements
+            if m.kind == "copy" and m.memory == memory and m.direction == direction
+            and m.bytes_per_s is not None}
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    if a is None or not b:
+        return None
+    return a / b
+
+
+def headline(result: ProbeResult) -> str:
+    """One line: 'pinned H2D 55.0 GB/s vs pageable 6.3 GB/s: 8.7x; 87% of Gen5 x16 (63.0 GB/s)'."""
+    if result.status != "ok":
+        return unavailable_text(result.reason)
+    pinned = _copies(result, "pinned", "h2d")
+    pageable = _copies(result, "pageable", "h2d")
+    both = sorted(set(pinned) & set(pageable))
+    if both:
+        size = both[-1]
+        p, g = pinned[size].bytes_per_s, pageable[size].bytes_per_s
+        text = f"pinned H2D {fmt_rate(p)} vs pageable {fmt_rate(g)}: {p / g:.1f}x"
+    elif pinned:
+        p = pinned[max(pinned)].bytes_per_s
+        text = f"pinned H2D {fmt_rate(p)}"
+    else:
+        text = f"{result.kind} probe: no H2D copy measured"
+        p = None
+    link = result.link_theoretical_bytes_per_s
+    if p is not None and link:
+        text += f"; {fmt_pct(p / link)} of {link_name(link)} ({fmt_rate(link)})"
+    if result.reason:
+        text += f" ({result.reason})"
+    return text
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    return textwrap.wrap(text, width=max(20, width), initial_indent=indent, subsequent_indent=indent,
+                         break_on_hyphens=False) or [indent.rstrip()]
+
+
+def _copy_table(result: ProbeResult) -> list[str]:
+    rows = {(d, mem): _copies(result, mem, d) for d in ("h2d", "d2h") for mem in ("pinned", "pageable")}
+    sizes = sorted({s for table in rows.values() for s in table})
+    if not sizes:
+        return []
+    out = ["Copies (CUDA events, median)",
+           f"  {'SIZE':<9} {'H2D pinned':>10} {'pageable':>10} {'gain':>6}  "
+           f"{'D2H pinned':>10} {'pageable':>10} {'gain':>6}"]
+    for size in sizes:
+        cells = []
+        for d in ("h2d", "d2h"):
+            p = rows[(d, "pinned")].get(size)
+            g = rows[(d, "pageable")].get(size)
+            pr = p.bytes_per_s if p else None
+            gr = g.bytes_per_s if g else None
+            ratio = _ratio(pr, gr)
+            cells.append(f"{fmt_rate(pr):>10} {fmt_rate(gr):>10} "
+                         f"{(f'{ratio:.1f}x' if ratio is not None else NA):>6}")
+        out.append(f"  {fmt_bytes(size):<9} {cells[0]}  {cells[1]}")
+    return out
+
+
+def _cost(result: ProbeResult, kind: str, memory: str, size: int, note: str) -> Optional[float]:
+    for m in result.measurements:
+        if m.kind == kind and m.memory == memory and m.size_bytes == size and m.note == note:
+            return m.seconds
+    return None
+
+
+def _alloc_table(result: ProbeResult, width: int) -> list[str]:
+    from ..probe.engine import break_even_transfers
+
+    sizes = sorted({m.size_bytes for m in result.measurements if m.kind == "alloc"})
+    if not sizes:
+        return []
+
+    def pair(kind: str, memory: str, size: int) -> str:
+        first = _cost(result, kind, memory, size, "first")
+        steady = _cost(result, kind, memory, size, "steady")
+        return f"{fmt_seconds(first)} / {fmt_seconds(steady)}"
+
+    out = ["Allocation cost (first call / steady median)",
+           f"  {'SIZE':<9} {'pinned alloc':>19} {'free':>9}  {'pageable+touch':>19} {'free':>9}"]
+    for size in sizes:
+        out.append(f"  {fmt_bytes(size):<9} {pair('alloc', 'pinned', size):>19}"
+                   f" {fmt_seconds(_cost(result, 'free', 'pinned', size, 'steady')):>9}"
+                   f"  {pair('alloc', 'pageable', size):>19}"
+                   f" {fmt_seconds(_cost(result, 'free', 'pageable', size, 'steady')):>9}")
+    lines = []
+    for size in sizes:
+        n = break_even_transfers(result, size)
+        if n is None:
+            continue
+        pinned = (_cost(result, "alloc", "pinned", size, "steady") or 0) + \
+            (_cost(result, "free", "pinned", size, "steady") or 0)
+        pageable = (_cost(result, "alloc", "pageable", size, "steady") or 0) + \
+            (_cost(result, "free", "pageable", size, "steady") or 0)
+        if n == float("inf"):
+            verdict = "pinning never pays: a pinned H2D copy was not faster"
+        elif n == 0:
+            verdict = "pinning pays from the first transfer"
+        else:
+            verdict = f"pinning pays off after {n:.1f} H2D transfers"
+        lines += _wrap(f"{fmt_bytes(size)}: {verdict} (alloc+free {fmt_seconds(pinned)} pinned vs"
+                       f" {fmt_seconds(pageable)} pageable)", width, "  ")
+    if lines:
+        out += ["Break-even (transfers of one size before a fresh pinned buffer has paid for itself)"]
+        out += lines
+    return out
+
+
+def _modes_table(result: ProbeResult, width: int) -> list[str]:
+    rows = [m for m in result.measurements
+            if m.kind in ("cpu_read", "cpu_write", "kernel_read", "register")
+            or (m.kind == "free" and m.memory == "registered")
+            or (m.kind == "copy" and m.memory not in ("pinned", "pageable"))
+            or (result.kind == "modes" and m.kind == "copy" and m.memory == "pinned")]
+    if not rows:
+        return []
+    out = ["Modes (cudaHostAlloc flags, cudaHostRegister)",
+           f"  {'WHAT':<12} {'MEMORY':<15} {'SIZE':>9} {'RATE':>10} {'TIME':>10}"]
+    for m in rows:
+        what = f"{m.kind} {m.direction}" if m.direction else m.kind
+        out.append(f"  {what:<12} {m.memory:<15} {fmt_bytes(m.size_bytes):>9}"
+                   f" {fmt_rate(m.bytes_per_s):>10} {fmt_seconds(m.seconds):>10}")
+        if m.note:
+            out += _wrap(m.note, width, "      ")
+    return out
+
+
+def format_probe(result: ProbeResult, width: int = 80) -> str:
+    """The whole result as text, lines at most ``width`` wide (a long word may overrun)."""
+    if result.status != "ok":
+        return "\n".join(_wrap(unavailable_text(result.reason), width, "")) + "\n"
+    init = next((m for m in result.measurements if m.kind == "init"), None)
+    head = (f"Probe {result.kind} on CUDA device {result.gpu_index if result.gpu_index is not None else NA}:"
+            f" {fmt_seconds(result.duration_s)}")
+    if init is not None:
+        head += f", CUDA context {fmt_seconds(init.seconds)}"
+    if result.max_pinned_bytes is not None:
+        head += f", pinned cap {fmt_bytes(result.max_pinned_bytes)}"
+    out = _wrap(head, width, "")
+    out += _wrap(headline(result), width, "  ")
+    # A modes probe has no pageable copies: its default-pinned H2D sits in the modes table instead.
+    copies = _copy_table(result) if result.kind != "modes" else []
+    for section in (copies, _alloc_table(result, width), _modes_table(result, width)):
+        if section:
+            out += [""] + section
+    if init is not None and init.note:
+        out += ["", "Notes"]
+        for part in init.note.split("; "):
+            out += _wrap(part, width, "  ")
+    return "\n".join(out) + "\n"

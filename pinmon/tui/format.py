@@ -1,0 +1,202 @@
+"""Pure view helpers shared by the widgets: link states, shares, probe tables, process sorting.
+
+No Textual here, so the rules that decide what the user sees (is a link degraded or just idle?) are
+unit-tested without an app.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from ..model import Gpu, Link, ProbeResult, ProcessPinned
+from ..units import fmt_bytes, fmt_pct, fmt_rate
+
+# Below this much traffic a link running under its maximum is the driver saving power (ASPM /
+# dynamic link speed), not a fault: it retrains to full speed as soon as transfers start.
+DEGRADED_TRAFFIC_BYTES_PER_S = 1e9
+
+SPARK_SAMPLES = 60
+
+SEVERITY_STYLE = {"critical": "$error", "warning": "$warning", "info": "$primary"}
+SEVERITY_LABEL = {"critical": "CRIT", "warning": "WARN", "info": "INFO"}
+
+
+def link_label(gen: Optional[int], width: Optional[int]) -> str:
+    if gen is None and width is None:
+        return "n/a"
+    return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
+
+
+def share(part: Optional[float], whole: Optional[float]) -> Optional[float]:
+    if part is None or not whole:
+        return None
+    return part / whole
+
+
+def traffic_bytes_per_s(gpu: Gpu) -> Optional[float]:
+    rx, tx = gpu.pcie.rx_bytes_per_s, gpu.pcie.tx_bytes_per_s
+    if rx is None and tx is None:
+        return None
+    return (rx or 0.0) + (tx or 0.0)
+
+
+def below_max(link: Link) -> bool:
+    gen_low = link.gen is not None and link.gen_max is not None and link.gen < link.gen_max
+    width_low = link.width is not None and link.width_max is not None and link.width < link.width_max
+    return gen_low or width_low
+
+
+def link_state(gpu: Gpu) -> str:
+    """'lost', 'unknown', 'full', 'degraded' (below max under load) or 'downshift' (below max, idle)."""
+    if gpu.lost:
+        return "lost"
+    link = gpu.link
+    if link.gen is None and link.width is None:
+        return "unknown"
+    if not below_max(link):
+        return "full"
+    traffic = traffic_bytes_per_s(gpu)
+    if traffic is not None and traffic >= DEGRADED_TRAFFIC_BYTES_PER_S:
+        return "degraded"
+    return "downshift"
+
+
+def method_label(method: Optional[str]) -> str:
+    """How the rate was measured, in the fewest characters that stay honest."""
+    return {"counters": "exact", "sampled": "est."}.get(method or "", "n/a")
+
+
+def error_total(gpu: Gpu) -> Optional[int]:
+    """Replays + recoveries + the other error counters, increase since pinmon started; None = no counters."""
+    p = gpu.pcie
+    parts = (p.replay_delta, p.recovery_delta, p.error_delta)
+    if all(v is None for v in parts):
+        return None
+    return sum(v or 0 for v in parts)
+
+
+def error_text(gpu: Gpu, detail: bool = True) -> str:
+    total = error_total(gpu)
+    if total is None:
+        return "errors n/a"
+    if not total or not detail:
+        return f"errors +{total}"
+    p = gpu.pcie
+    named = {"replay": p.replay_delta, "recovery": p.recovery_delta}
+    named.update({k: v for k, v in p.counter_deltas.items() if k not in ("replay", "l0_to_recovery")})
+    parts = [f"{k} +{v}" for k, v in named.items() if v]
+    return f"errors +{total} ({', '.join(parts)})"
+
+
+def fmt_time(t: Optional[float], with_date: bool = True) -> str:
+    if t is None:
+        return "n/a"
+    return time.strftime("%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S", time.localtime(t))
+
+
+def fmt_seconds(s: Optional[float]) -> str:
+    if s is None:
+        return "n/a"
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 120:
+        return f"{s:.1f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+# --- probe ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProbeRow:
+    direction: str  # "h2d" / "d2h"
+    pinned_bytes_per_s: Optional[float]
+    pageable_bytes_per_s: Optional[float]
+    link_bytes_per_s: Optional[float]
+
+    @property
+    def speedup(self) -> Optional[float]:
+        if self.pinned_bytes_per_s is None or not self.pageable_bytes_per_s:
+            return None
+        return self.pinned_bytes_per_s / self.pageable_bytes_per_s
+
+    @property
+    def pinned_share_of_link(self) -> Optional[float]:
+        return share(self.pinned_bytes_per_s, self.link_bytes_per_s)
+
+
+def probe_rows(result: ProbeResult, fallback_link_bytes_per_s: Optional[float] = None) -> list[ProbeRow]:
+    link = result.link_theoretical_bytes_per_s or fallback_link_bytes_per_s
+    return [ProbeRow(d, result.rate(d, "pinned"), result.rate(d, "pageable"), link) for d in ("h2d", "d2h")]
+
+
+def fmt_speedup(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"{x:.1f}x"
+
+
+def sweep_sizes(result: ProbeResult) -> list[int]:
+    return sorted({m.size_bytes for m in result.measurements if m.kind == "copy"})
+
+
+def other_measurements(result: ProbeResult) -> list[str]:
+    """One line per non-copy measurement (allocation cost, CPU access to pinned/WC memory...)."""
+    lines = []
+    for m in result.measurements:
+        if m.kind == "copy":
+            continue
+        figure = fmt_rate(m.bytes_per_s) if m.bytes_per_s is not None else fmt_seconds(m.seconds)
+        note = f"  ({m.note})" if m.note else ""
+        lines.append(f"{m.kind:<11} {m.memory:<14} {fmt_bytes(m.size_bytes):>10}  {figure}{note}")
+    return lines
+
+
+# --- processes -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SortColumn:
+    key: str
+    label: str
+    descending: bool
+    value: Callable[[ProcessPinned], object]
+
+
+def _num(v: Optional[float]) -> float:
+    # Unknown sorts after every reading whatever the direction: see sort_processes.
+    return float("-inf") if v is None else float(v)
+
+
+SORT_COLUMNS: tuple[SortColumn, ...] = (
+    SortColumn("pinned", "pinned", True, lambda p: _num(p.pinned_bytes)),
+    SortColumn("wc", "write-combined", True, lambda p: _num(p.write_combined_bytes)),
+    SortColumn("churn", "churn", True, lambda p: _num(p.mappings_churn)),
+    SortColumn("gpu_mem", "GPU memory", True, lambda p: _num(p.gpu_memory_bytes)),
+    SortColumn("pid", "pid", False, lambda p: p.pid),
+    SortColumn("user", "user", False, lambda p: (p.user or "").lower()),
+    SortColumn("command", "command", False, lambda p: command_text(p).lower()),
+)
+
+
+def command_text(p: ProcessPinned) -> str:
+    return p.cmdline or p.name or "n/a"
+
+
+def sort_processes(procs: Sequence[ProcessPinned], column: SortColumn) -> list[ProcessPinned]:
+    # Ties broken by pid so the table does not shuffle between refreshes.
+    rows = sorted(procs, key=lambda p: p.pid)
+    return sorted(rows, key=column.value, reverse=column.descending)
+
+
+def filter_processes(procs: Sequence[ProcessPinned], text: str) -> list[ProcessPinned]:
+    """Substring match on pid, name, user or command line (case-insensitive)."""
+    needle = text.strip().lower()
+    if not needle:
+        return list(procs)
+    return [p for p in procs
+            if needle in str(p.pid) or needle in (p.name or "").lower()
+            or needle in (p.user or "").lower() or needle in (p.cmdline or "").lower()]
+
+
+def pct_text(fraction: Optional[float]) -> str:
+    return fmt_pct(fraction)

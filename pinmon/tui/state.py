@@ -1,0 +1,62 @@
+"""What the views draw: one immutable ``ViewState`` the app rebuilds and hands to every view.
+
+Views get data, they draw it; they hold no reference to the app's history, the source or the probe.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..model import Finding, Gpu, ProbeResult, Snapshot
+
+
+@dataclass(frozen=True)
+class ProbeView:
+    # None: a probe runner is wired in; otherwise why there are no probe numbers.
+    unavailable_reason: Optional[str] = None
+    live: bool = True
+    running_kind: Optional[str] = None
+    progress_done: Optional[float] = None
+    progress_total: Optional[float] = None
+    progress_label: str = ""
+    latest: Optional[ProbeResult] = None  # the newest result of any kind
+    latest_sweep: Optional[ProbeResult] = None
+    # Seconds spent probing and seconds the app has watched: the cost the probe puts on the box.
+    probe_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    count: int = 0
+
+    @property
+    def duty_cycle(self) -> Optional[float]:
+        if self.wall_seconds <= 0:
+            return None
+        return min(1.0, self.probe_seconds / self.wall_seconds)
+
+
+@dataclass(frozen=True)
+class ViewState:
+    snapshot: Optional[Snapshot] = None
+    findings: tuple[Finding, ...] = ()
+    live: bool = True
+    paused: bool = False
+    speed: float = 1.0
+    interval_s: float = 1.0
+    recording_path: Optional[str] = None
+    ended: bool = False
+    selected_gpu: int = 0  # position in snapshot.gpus
+    # GPU index -> the last SPARK_SAMPLES readings (None where there was no reading).
+    rx_series: dict[int, tuple[Optional[float], ...]] = field(default_factory=dict)
+    tx_series: dict[int, tuple[Optional[float], ...]] = field(default_factory=dict)
+    notices: tuple[str, ...] = ()
+    probe: ProbeView = field(default_factory=ProbeView)
+
+    @property
+    def gpus(self) -> tuple[Gpu, ...]:
+        return self.snapshot.gpus if self.snapshot is not None else ()
+
+    @property
+    def selected(self) -> Optional[Gpu]:
+        gpus = self.gpus
+        if not gpus:
+            return None
+        return gpus[min(self.selected_gpu, len(gpus) - 1)]

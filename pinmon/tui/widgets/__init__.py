@@ -1,0 +1,1 @@
+"""Small widgets, one per file; each draws a ``ViewState`` and reads nothing else."""

@@ -1,0 +1,40 @@
+"""The one method every view implements, so the app can refresh them all the same way."""
+from __future__ import annotations
+
+from textual.content import Content
+
+from ..state import ViewState
+
+
+class View:
+    """Mixin for widgets the app refreshes with each new ``ViewState``."""
+
+    def show(self, state: ViewState) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class CompositeView(View):
+    """A view with children of its own: a state that comes before they are mounted waits for them."""
+
+    _pending: ViewState | None = None
+
+    def show(self, state: ViewState) -> None:
+        if all(child.is_mounted for child in self.children) and self.is_mounted:  # type: ignore[attr-defined]
+            self._pending = None
+            self.draw(state)
+        else:
+            first = self._pending is None
+            self._pending = state
+            if first:
+                self.call_after_refresh(self._draw_pending)  # type: ignore[attr-defined]
+
+    def _draw_pending(self) -> None:
+        if self._pending is not None:
+            self.show(self._pending)
+
+    def draw(self, state: ViewState) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def lines(*rows: Content | str) -> Content:
+    return Content("\n").join(r if isinstance(r, Content) else Content(r) for r in rows)

@@ -1,0 +1,63 @@
+"""The selected GPU in full: bus id, CPU affinity, NUMA node, memory, its processes."""
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from ...units import fmt_bytes, fmt_rate
+from ..format import command_text, error_text, error_total, link_label, link_state, method_label
+from ..state import ViewState
+from .base import View, lines
+
+
+class GpuDetail(Static, View):
+    def show(self, state: ViewState) -> None:
+        gpu = state.selected
+        if gpu is None:
+            self.border_title = "GPU detail"
+            self.update("no GPU selected")
+            return
+        self.border_title = f"GPU {gpu.index} detail (g: next GPU)"
+        link = gpu.link
+        names = {p.pid: p for p in (state.snapshot.processes if state.snapshot else ())}
+        rows: list[Content | str] = [
+            Content.assemble(("name      ", "dim"), gpu.name or "n/a", "  ", ("uuid ", "dim"), gpu.uuid or "n/a"),
+            Content.assemble(("bus id    ", "dim"), gpu.pci_bus_id or "n/a",
+                             ("   NUMA node ", "dim"), "n/a" if gpu.numa_node is None else str(gpu.numa_node),
+                             ("   CPU affinity ", "dim"), gpu.cpu_affinity or "n/a"),
+            Content.assemble(("memory    ", "dim"), f"{fmt_bytes(gpu.memory_used_bytes)} used of "
+                                                    f"{fmt_bytes(gpu.memory_total_bytes)}"),
+            Content.assemble(("link      ", "dim"), f"{link_label(link.gen, link.width)} now = "
+                             f"{fmt_rate(link.theoretical_bytes_per_s)}; max {link_label(link.gen_max, link.width_max)}"
+                             f" = {fmt_rate(link.max_theoretical_bytes_per_s)}", _state_note(link_state(gpu))),
+            Content.assemble(("traffic   ", "dim"), f"RX {fmt_rate(gpu.pcie.rx_bytes_per_s)}  TX "
+                             f"{fmt_rate(gpu.pcie.tx_bytes_per_s)}  ({_method_note(gpu.pcie.method)})"),
+            Content.assemble(("PCIe      ", "dim"), (error_text(gpu), "bold $error" if error_total(gpu) else ""),
+                             (" since pinmon started", "dim")),
+        ]
+        rows += [Content.assemble(("notice    ", "dim"), (n, "$warning")) for n in gpu.notices]
+        if gpu.processes:
+            rows.append(Content.styled(f"{'PID':>8}  {'GPU MEM':>10}  COMMAND", "bold"))
+            for gp in sorted(gpu.processes, key=lambda p: -(p.gpu_memory_bytes or 0)):
+                proc = names.get(gp.pid)
+                rows.append(f"{gp.pid:>8}  {fmt_bytes(gp.gpu_memory_bytes):>10}  "
+                            f"{command_text(proc) if proc else 'n/a'}")
+        else:
+            rows.append(Content.styled("no compute processes on this GPU", "dim"))
+        self.update(lines(*rows))
+
+
+def _state_note(state: str) -> Content:
+    if state == "degraded":
+        return Content.styled("  DEGRADED under load: check slot, riser, BIOS link settings", "bold $warning")
+    if state == "downshift":
+        return Content.styled("  (idle downshift: power saving, normal)", "dim")
+    return Content("")
+
+
+def _method_note(method) -> str:
+    if method == "counters":
+        return "exact link byte counters"
+    if method == "sampled":
+        return "est.: NVML 20 ms sample"
+    return method_label(method)

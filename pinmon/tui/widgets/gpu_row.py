@@ -1,0 +1,96 @@
+"""One GPU: link now vs max, RX and TX with a 60-sample sparkline each, method, error deltas."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Static
+
+from ...model import Gpu
+from ...units import fmt_rate
+from ..format import error_text, error_total, link_label, link_state, method_label, share
+from .sparkline import RateSparkline
+
+_LINK_STYLE = {"degraded": "bold $warning", "downshift": "dim", "full": "", "unknown": "dim", "lost": "bold $error"}
+_LINK_NOTE = {"degraded": " DEGRADED", "downshift": " idle"}
+
+
+def head_content(gpu: Gpu, selected: bool) -> Content:
+    marker = ("▶ ", "bold $accent") if selected else "  "
+    name = gpu.name or "n/a"
+    if gpu.lost:
+        return Content.assemble(marker, (f"GPU {gpu.index}", "bold"), f" {name}  ",
+                                (" LOST ", "bold reverse $error"), " fell off the bus")
+    state = link_state(gpu)
+    link = gpu.link
+    now = link_label(link.gen, link.width)
+    top = link_label(link.gen_max, link.width_max)
+    return Content.assemble(
+        marker, (f"GPU {gpu.index}", "bold"), f" {name}  ",
+        (now + _LINK_NOTE.get(state, ""), _LINK_STYLE[state]), f" (max {top})  ",
+        (error_text(gpu, detail=False), "bold $error" if error_total(gpu) else "dim"))
+
+
+def direction_content(label: str, rate: Optional[float], link_rate: Optional[float],
+                      method: Optional[str]) -> Content:
+    est = method_label(method)
+    pct = share(rate, link_rate)
+    pct_text = "" if pct is None else f"{pct * 100:3.0f}%"
+    return Content.assemble((label, "bold"), f" {fmt_rate(rate):>10} ", (f"{pct_text:>4}", ""),
+                            (f" {est:<5}", "dim"))
+
+
+class GpuRow(Vertical, can_focus=True):
+    """Focusable so Enter on the row selects the GPU and shows its detail."""
+
+    BINDINGS = [Binding("enter", "select_gpu", "Detail", show=False)]
+
+    class Selected(Message):
+        def __init__(self, position: int):
+            super().__init__()
+            self.position = position
+
+    def __init__(self, position: int, **kw):
+        super().__init__(**kw)
+        self.position = position
+        self._data: Optional[tuple] = None
+
+    def compose(self):
+        yield Static(classes="gpu-head")
+        with Horizontal(classes="gpu-dir"):
+            yield Static(classes="gpu-rate rx")
+            yield RateSparkline(classes="rx")
+        with Horizontal(classes="gpu-dir"):
+            yield Static(classes="gpu-rate tx")
+            yield RateSparkline(classes="tx")
+
+    def on_mount(self) -> None:
+        if self._data is not None:
+            self._apply(*self._data)
+
+    def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
+                selected: bool) -> None:
+        self._data = (gpu, tuple(rx), tuple(tx), selected)
+        if self.is_mounted:
+            self._apply(*self._data)
+
+    def _apply(self, gpu: Gpu, rx, tx, selected: bool) -> None:
+        self.set_class(selected, "-selected")
+        self.set_class(gpu.lost, "-lost")
+        self.query_one(".gpu-head", Static).update(head_content(gpu, selected))
+        for d in self.query(".gpu-dir"):
+            d.display = not gpu.lost
+        link_rate = gpu.link.theoretical_bytes_per_s
+        p = gpu.pcie
+        self.query_one(".gpu-rate.rx", Static).update(direction_content("RX H2D", p.rx_bytes_per_s, link_rate, p.method))
+        self.query_one(".gpu-rate.tx", Static).update(direction_content("TX D2H", p.tx_bytes_per_s, link_rate, p.method))
+        # One scale for both directions: the link as rated, so a downshift shows as lower bars.
+        scale = gpu.link.max_theoretical_bytes_per_s or link_rate
+        self.query_one("RateSparkline.rx", RateSparkline).set_samples(rx, scale)
+        self.query_one("RateSparkline.tx", RateSparkline).set_samples(tx, scale)
+
+    def action_select_gpu(self) -> None:
+        self.post_message(self.Selected(self.position))

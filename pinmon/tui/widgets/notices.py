@@ -1,0 +1,15 @@
+"""Notices from the collector (missing NVML, unreadable /proc) and from the app (source errors)."""
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from ..state import ViewState
+from .base import View, lines
+
+
+class NoticeBar(Static, View):
+    def show(self, state: ViewState) -> None:
+        self.display = bool(state.notices)
+        if state.notices:
+            self.update(lines(*(Content.assemble(("! ", "bold $warning"), n) for n in state.notices)))

@@ -1,0 +1,132 @@
+"""Probe results measured on this box: pinned vs pageable copies, speedup, share of the link.
+
+With no probe engine the panel says why and shows no numbers: a made-up figure here would be
+read as a measurement.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import ProgressBar, Static
+
+from ...model import ProbeResult
+from ...units import fmt_bytes, fmt_pct, fmt_rate
+from ..format import fmt_seconds, fmt_speedup, fmt_time, other_measurements, probe_rows, sweep_sizes
+from ..state import ProbeView, ViewState
+from .base import CompositeView, View, lines
+
+
+def result_rows(result: ProbeResult, link_bytes_per_s: Optional[float], recorded: bool) -> list[Content]:
+    where = "GPU n/a" if result.gpu_index is None else f"GPU {result.gpu_index}"
+    head = Content.assemble((f"{result.kind} probe", "bold"), f", {where}, {fmt_time(result.time)}",
+                            f", took {fmt_seconds(result.duration_s)}" if result.duration_s is not None else "",
+                            (" (from the recording)", "dim") if recorded else "")
+    if result.status != "ok":
+        return [head, Content.assemble(("probe did not run: ", "$warning"), result.reason or "no reason given")]
+    rows = [head,
+            Content.styled(f"{'':<4} {'pinned':>11} {'pageable':>11} {'speedup':>8} {'pinned % of link':>17}", "bold")]
+    for r in probe_rows(result, link_bytes_per_s):
+        slow = r.speedup is not None and r.speedup >= 1.5
+        rows.append(Content.assemble(
+            (f"{r.direction.upper():<4}", "bold"), f" {fmt_rate(r.pinned_bytes_per_s):>11}",
+            f" {fmt_rate(r.pageable_bytes_per_s):>11}",
+            (f" {fmt_speedup(r.speedup):>8}", "bold $warning" if slow else ""),
+            f" {fmt_pct(r.pinned_share_of_link):>17}"))
+    link = result.link_theoretical_bytes_per_s or link_bytes_per_s
+    cap = f", pinned buffers capped at {fmt_bytes(result.max_pinned_bytes)}" if result.max_pinned_bytes else ""
+    rows.append(Content.styled(f"link {fmt_rate(link)} theoretical{cap}", "dim"))
+    return rows
+
+
+def sweep_rows(result: ProbeResult) -> list[Content]:
+    sizes = sweep_sizes(result)
+    if len(sizes) < 2:
+        return []
+    rows = [Content.styled(f"{'size':>10} {'H2D pin':>10} {'H2D page':>10} {'D2H pin':>10} {'D2H page':>10}", "bold")]
+    for size in sizes:
+        cells = [fmt_rate(result.rate(d, m, size)) for d in ("h2d", "d2h") for m in ("pinned", "pageable")]
+        rows.append(Content(f"{fmt_bytes(size):>10} " + " ".join(f"{c:>10}" for c in cells)))
+    return rows
+
+
+def duty_row(p: ProbeView) -> Content:
+    if not p.count:
+        return Content.styled("probe duty cycle: no probe run yet", "dim")
+    return Content.assemble("probe duty cycle ", (fmt_pct(p.duty_cycle, 2), "bold"),
+                            f" ({fmt_seconds(p.probe_seconds)} probing in {fmt_seconds(p.wall_seconds)},"
+                            f" {p.count} run{'s' if p.count != 1 else ''})")
+
+
+class ProbePanel(Vertical, CompositeView):
+    def compose(self):
+        yield Static(id="probe-progress-label")
+        yield ProgressBar(id="probe-progress", show_eta=False)
+        yield Static(id="probe-body")
+
+    def draw(self, state: ViewState) -> None:
+        p = state.probe
+        running = p.running_kind is not None
+        label = self.query_one("#probe-progress-label", Static)
+        bar = self.query_one("#probe-progress", ProgressBar)
+        label.display = bar.display = running
+        if running:
+            label.update(Content.assemble((f"{p.running_kind} probe running", "bold $accent"),
+                                          f"  {p.progress_label}" if p.progress_label else ""))
+            bar.update(total=p.progress_total, progress=p.progress_done or 0)
+        self.query_one("#probe-body", Static).update(lines(*probe_body(state)))
+
+
+def probe_body(state: ViewState) -> list[Content]:
+    p = state.probe
+    sel = state.selected
+    link = sel.link.theoretical_bytes_per_s if sel is not None else None
+    recorded = state.snapshot.probe if state.snapshot is not None else None
+    latest = p.latest or recorded
+    rows: list[Content] = []
+    if latest is not None:
+        rows += result_rows(latest, link, recorded=p.latest is None)
+        sweep = p.latest_sweep or (recorded if recorded is not None and recorded.kind == "sweep" else None)
+        if sweep is not None and sweep_rows(sweep):
+            rows += [Content(""), Content.assemble(("sweep", "bold"), f", {fmt_time(sweep.time)}")] + sweep_rows(sweep)
+        other = other_measurements(latest)
+        if other:
+            rows += [Content("")] + [Content(o) for o in other]
+    elif p.unavailable_reason is not None or not p.live:
+        rows.append(Content.assemble(("no probe results", "bold"), ": ",
+                                     p.unavailable_reason if p.live else "this recording carries none"))
+        rows.append(Content.styled("pinned-vs-pageable numbers need CuPy and an NVIDIA GPU on this machine;"
+                                   " nothing is shown rather than a guess.", "dim"))
+    else:
+        rows.append(Content.styled("no probe yet: p runs a quick probe, s a size sweep", "dim"))
+    if p.live and p.unavailable_reason is None:
+        rows += [Content(""), duty_row(p),
+                 Content.styled("p: quick probe (pinned vs pageable, selected GPU)   s: size sweep", "dim")]
+    elif not p.live:
+        rows += [Content(""), Content.styled("probes run only live, not in replay", "dim")]
+    return rows
+
+
+class ProbeSummary(Static, View):
+    """The latest probe in a few lines, for the overview on large terminals."""
+
+    def show(self, state: ViewState) -> None:
+        p = state.probe
+        recorded = state.snapshot.probe if state.snapshot is not None else None
+        latest = p.latest or recorded
+        sel = state.selected
+        rows: list[Content] = []
+        if p.running_kind is not None:
+            done = "" if not p.progress_total else f" {fmt_pct((p.progress_done or 0) / p.progress_total)}"
+            rows.append(Content.styled(f"{p.running_kind} probe running{done}", "bold $accent"))
+        if latest is not None:
+            rows += result_rows(latest, sel.link.theoretical_bytes_per_s if sel else None, p.latest is None)[:-1]
+        elif p.live and p.unavailable_reason is not None:
+            rows.append(Content.assemble(("no probe results: ", "bold"), p.unavailable_reason))
+        else:
+            rows.append(Content.styled("no probe yet (p: quick probe, s: sweep)" if p.live else
+                                       "this recording carries no probe result", "dim"))
+        if p.live and p.unavailable_reason is None and p.count:
+            rows.append(duty_row(p))
+        self.update(lines(*rows))

@@ -1,0 +1,42 @@
+"""Reading what the user sees: widget text and the whole screen as plain text."""
+from __future__ import annotations
+
+import io
+import time
+
+from rich.console import Console
+
+
+def text_of(widget) -> str:
+    return str(widget.render())
+
+
+def screen_text(app) -> str:
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, record=True,
+                      legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
+
+
+async def wait_for(pilot, predicate, timeout_s: float = 5.0) -> None:
+    """Let the app run until ``predicate()`` holds (worker threads post their messages meanwhile)."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+class StepClock:
+    """A monotonic clock that moves only when told: duty cycles stay the same in every run."""
+
+    def __init__(self, start: float = 1000.0):
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
