@@ -397,6 +397,10 @@ COMMANDS = {"check": cmd_check, "pinned": cmd_pinned, "record": cmd_record, "rep
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if next((a for a in argv if not a.startswith("-")), None) == "check":
+        # argparse reports unknown arguments from the top-level parser: keep check's exit code 3.
+        parser.bad_input_code = EXIT_CHECK_UNKNOWN  # type: ignore[attr-defined]
     args = parser.parse_args(argv)
     command = args.command
     bad_code = EXIT_CHECK_UNKNOWN if command == "check" else EXIT_BAD_INPUT

@@ -68,14 +68,21 @@ class GpuRow(Vertical, can_focus=True):
             yield RateSparkline(classes="tx")
 
     def on_mount(self) -> None:
-        if self._data is not None:
-            self._apply(*self._data)
+        self._apply_latest()
 
     def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
                 selected: bool) -> None:
         self._data = (gpu, tuple(rx), tuple(tx), selected)
-        if self.is_mounted:
-            self._apply(*self._data)
+        self._apply_latest()
+
+    def _apply_latest(self) -> None:
+        if self._data is None or not self.is_mounted:
+            return  # on_mount applies it
+        if len(self.query(RateSparkline)) < 2 or len(self.query(".gpu-rate")) < 2:
+            # Mounted before its grandchildren: draw once they are there.
+            self.call_after_refresh(self._apply_latest)
+            return
+        self._apply(*self._data)
 
     def _apply(self, gpu: Gpu, rx, tx, selected: bool) -> None:
         self.set_class(selected, "-selected")
