@@ -50,8 +50,11 @@ class Config:
 
 
 def default_config_path() -> str:
-    import platformdirs
-
+    try:
+        import platformdirs
+    except ImportError:  # a broken install should still run: fall back to the XDG default
+        base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+        return os.path.join(base, "pinmon", "config.toml")
     return os.path.join(platformdirs.user_config_dir("pinmon"), "config.toml")
 
 

@@ -90,8 +90,9 @@ def _probe_cpu_read(probe: ProbeResult, memory: str) -> Optional[float]:
 
 
 def _finding(rule: str, severity: str, subject: str, message: str, advice: str, **values) -> Finding:
+    # Unknown figures are left out rather than written as null: Finding.from_dict rejects null values.
     return Finding(rule=rule, severity=severity, subject=subject, message=message, advice=advice,
-                   values=values)
+                   values={k: v for k, v in values.items() if v is not None})
 
 
 # --- host-wide rules -----------------------------------------------------------------------------
@@ -238,8 +239,8 @@ def wc_cpu_readback(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]
         wc_bytes = p.write_combined_bytes
         if p.wc_readbacks is not None and p.wc_readbacks > 0:
             held = f" ({fmt_bytes(wc_bytes)} held)" if wc_bytes else ""
-            message = (f"{fmt_int(p.wc_readbacks)} CPU reads from write-combined pinned memory{held}"
-                       f" {_src(p)}: CPU reads from write-combined memory are uncached and on bare metal"
+            message = (f"{fmt_int(p.wc_readbacks)} CPU reads {_src(p)} from write-combined pinned memory{held}:"
+                       f" CPU reads from write-combined memory are uncached and on bare metal"
                        f" typically an order of magnitude slower than from ordinary memory{measured}")
             out.append(_finding("wc-cpu-readback", "warning", process_subject(p), message, advice,
                                 pid=p.pid, wc_readbacks=p.wc_readbacks, write_combined_bytes=wc_bytes))

@@ -19,7 +19,8 @@ class CompositeView(View):
     _pending: ViewState | None = None
 
     def show(self, state: ViewState) -> None:
-        if all(child.is_mounted for child in self.children) and self.is_mounted:  # type: ignore[attr-defined]
+        children = self.children  # type: ignore[attr-defined]
+        if self.is_mounted and children and all(child.is_mounted for child in children):  # type: ignore[attr-defined]
             self._pending = None
             self.draw(state)
         else:

@@ -40,10 +40,8 @@ class FindingsPanel(OptionList, View):
                                                   "$success"), id="none", disabled=True))
             return
         self.add_options(Option(finding_prompt(f)) for f in self.findings)
-        if keep is not None:
-            self.highlighted = min(keep, len(self.findings) - 1)
-        elif self.has_focus:
-            self.highlighted = 0
+        # Enter works as soon as the list has focus: something is always highlighted.
+        self.highlighted = 0 if keep is None else min(keep, len(self.findings) - 1)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

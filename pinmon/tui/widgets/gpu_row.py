@@ -68,7 +68,8 @@ class GpuRow(Vertical, can_focus=True):
             yield RateSparkline(classes="tx")
 
     def on_mount(self) -> None:
-        self._apply_latest()
+        # is_mounted turns true only after this handler; draw on the next refresh.
+        self.call_after_refresh(self._apply_latest)
 
     def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
                 selected: bool) -> None:
