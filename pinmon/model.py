@@ -40,6 +40,8 @@ def _to_json(value: Any) -> Any:
 
 
 def _convert(tp: Any, value: Any, path: str) -> Any:
+    if tp is Any:
+        return value  # free-form values (a finding's numbers) may hold null
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):

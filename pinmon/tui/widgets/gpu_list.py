@@ -13,23 +13,24 @@ class GpuList(Vertical, CompositeView):
     def __init__(self, **kw):
         super().__init__(**kw)
         self._indices: tuple[int, ...] | None = None
+        self._rows: list[GpuRow] = []
+        self._empty = Static("no GPUs", classes="empty")
 
     def compose(self):
-        yield Static("no GPUs", classes="empty")
+        yield self._empty
 
     def draw(self, state: ViewState) -> None:
         gpus = state.gpus
         indices = tuple(g.index for g in gpus)
-        empty = self.query_one(".empty", Static)
-        empty.display = not gpus
+        self._empty.display = not gpus
         if not gpus:
-            empty.update("no NVIDIA GPU in this snapshot (see the notice above)")
+            self._empty.update("no NVIDIA GPU in this snapshot (see the notice above)")
         if indices != self._indices:
             self._indices = indices
-            self.query(GpuRow).remove()
-            self.mount_all(GpuRow(i) for i in range(len(gpus)))
-        for row in self.query(GpuRow):
-            if row.position < len(gpus):
-                g = gpus[row.position]
-                row.set_gpu(g, state.rx_series.get(g.index, ()), state.tx_series.get(g.index, ()),
-                            row.position == state.selected_gpu)
+            for row in self._rows:
+                row.remove()
+            self._rows = [GpuRow(i) for i in range(len(gpus))]
+            self.mount_all(self._rows)
+        for row, g in zip(self._rows, gpus):
+            row.set_gpu(g, state.rx_series.get(g.index, ()), state.tx_series.get(g.index, ()),
+                        row.position == state.selected_gpu)

@@ -59,13 +59,13 @@ class GpuRow(Vertical, can_focus=True):
         self._data: Optional[tuple] = None
 
     def compose(self):
-        yield Static(classes="gpu-head")
-        with Horizontal(classes="gpu-dir"):
-            yield Static(classes="gpu-rate rx")
-            yield RateSparkline(classes="rx")
-        with Horizontal(classes="gpu-dir"):
-            yield Static(classes="gpu-rate tx")
-            yield RateSparkline(classes="tx")
+        # Children kept by reference: a row redraws every interval, and CSS queries cost more than drawing.
+        self._head = Static(classes="gpu-head")
+        self._rate = {"rx": Static(classes="gpu-rate"), "tx": Static(classes="gpu-rate")}
+        self._spark = {"rx": RateSparkline(), "tx": RateSparkline()}
+        self._dirs = [Horizontal(self._rate[d], self._spark[d], classes="gpu-dir") for d in ("rx", "tx")]
+        yield self._head
+        yield from self._dirs
 
     def on_mount(self) -> None:
         # is_mounted turns true only after this handler; draw on the next refresh.
@@ -79,7 +79,8 @@ class GpuRow(Vertical, can_focus=True):
     def _apply_latest(self) -> None:
         if self._data is None or not self.is_mounted:
             return  # on_mount applies it
-        if len(self.query(RateSparkline)) < 2 or len(self.query(".gpu-rate")) < 2:
+        widgets = (self._head, *self._rate.values(), *self._spark.values())
+        if not all(w.is_mounted for w in widgets):
             # Mounted before its grandchildren: draw once they are there.
             self.call_after_refresh(self._apply_latest)
             return
@@ -88,17 +89,17 @@ class GpuRow(Vertical, can_focus=True):
     def _apply(self, gpu: Gpu, rx, tx, selected: bool) -> None:
         self.set_class(selected, "-selected")
         self.set_class(gpu.lost, "-lost")
-        self.query_one(".gpu-head", Static).update(head_content(gpu, selected))
-        for d in self.query(".gpu-dir"):
+        self._head.update(head_content(gpu, selected))
+        for d in self._dirs:
             d.display = not gpu.lost
         link_rate = gpu.link.theoretical_bytes_per_s
         p = gpu.pcie
-        self.query_one(".gpu-rate.rx", Static).update(direction_content("RX H2D", p.rx_bytes_per_s, link_rate, p.method))
-        self.query_one(".gpu-rate.tx", Static).update(direction_content("TX D2H", p.tx_bytes_per_s, link_rate, p.method))
+        self._rate["rx"].update(direction_content("RX H2D", p.rx_bytes_per_s, link_rate, p.method))
+        self._rate["tx"].update(direction_content("TX D2H", p.tx_bytes_per_s, link_rate, p.method))
         # One scale for both directions: the link as rated, so a downshift shows as lower bars.
         scale = gpu.link.max_theoretical_bytes_per_s or link_rate
-        self.query_one("RateSparkline.rx", RateSparkline).set_samples(rx, scale)
-        self.query_one("RateSparkline.tx", RateSparkline).set_samples(tx, scale)
+        self._spark["rx"].set_samples(rx, scale)
+        self._spark["tx"].set_samples(tx, scale)
 
     def action_select_gpu(self) -> None:
         self.post_message(self.Selected(self.position))

@@ -48,7 +48,6 @@ class RateSparkline(Sparkline):
         scale = scale_max or peak
         if samples != self.samples or scale != self.scale_max:
             self.samples, self.scale_max = samples, scale
-            self.data = [v or 0.0 for v in samples]  # keeps the base class's reactive in step
             self.refresh()
 
     def render(self):
