@@ -31,8 +31,9 @@ def link_name(theoretical_bytes_per_s: Optional[float]) -> str:
         return "link"
     from ..collect.link import theoretical_bytes_per_s as rate
 
-    for gen in range(1, 8):
-        for width in _WIDTHS:
+    # Equal rates are ambiguous (Gen4 x32 = Gen5 x16): prefer the common x16 slot, newest gen first.
+    for width in sorted(_WIDTHS, key=lambda w: (w != 16, -w)):
+        for gen in range(7, 0, -1):
             r = rate(gen, width)
             if r and abs(r - theoretical_bytes_per_s) <= 0.002 * r:
                 return f"Gen{gen} x{width}"

@@ -224,6 +224,7 @@ class PinmonApp(App[int]):
     def on_mount(self) -> None:
         self._main_screen = self.screen
         self._views = [w for w in self.screen.query("*") if isinstance(w, View)]
+        self._view_pane = {id(w): _pane_of(w) for w in self._views}
         self._started_at = self._clock()
         if self._install_signal_handlers:
             self._add_signal_handlers()
@@ -366,11 +367,23 @@ class PinmonApp(App[int]):
                          tx_series=self._series[1], notices=tuple(dict.fromkeys(notices)), probe=probe)
 
     def refresh_views(self) -> None:
+        """Draw the views the user can see; the others catch up when their tab or size shows them.
+
+        A DataTable of a few hundred processes costs more to redraw than everything else together,
+        so hidden views are skipped rather than drawn every interval for nobody.
+        """
         if not self._views:
             return
         state = self.view_state()
+        active = self.query_one(TabbedContent).active
         for view in self._views:
-            view.show(state)
+            pane = self._view_pane.get(id(view))
+            if (pane is None or pane == active) and view.display:  # type: ignore[attr-defined]
+                view.show(state)
+
+    def on_resize(self) -> None:
+        # Crossing the wide/narrow breakpoint shows views that were skipped while hidden.
+        self.call_after_refresh(self.refresh_views)
 
     # --- actions -----------------------------------------------------------------------------
 
@@ -400,6 +413,7 @@ class PinmonApp(App[int]):
             tabs.active = tab_id  # TabActivated then moves the focus into the tab
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.refresh_views()
         self._focus_tab(event.pane.id or "")
 
     def _focus_tab(self, tab_id: str) -> None:
@@ -605,6 +619,15 @@ class PinmonApp(App[int]):
         """SIGTERM / SIGHUP (SSH gone): close the recording first, then exit like q does."""
         self._stop_recording(quiet=True)
         self.exit(0)
+
+
+def _pane_of(widget) -> Optional[str]:
+    node = widget
+    while node is not None:
+        if isinstance(node, TabPane):
+            return node.id
+        node = node.parent
+    return None
 
 
 def _titled(widget, title: str):

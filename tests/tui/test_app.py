@@ -83,6 +83,7 @@ async def test_g_cycles_gpus_and_shows_detail():
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         feed(app)
+        await pilot.press("2")
         detail = app.query_one(GpuDetail)
         assert "00000000:17:00.0" in text_of(detail)
         await pilot.press("g")
@@ -488,6 +489,7 @@ async def test_probe_runner_exception_becomes_a_result_with_a_reason():
         await pilot.press("p")
         await wait_for(pilot, lambda: app.probe_latest is not None)
         assert app.probe_latest.status == "unavailable"
+        await pilot.press("5")
         assert "cudaErrorNoDevice" in probe_text(app)
 
 
