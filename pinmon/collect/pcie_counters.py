@@ -115,7 +115,6 @@ class _Gpu:
     errors_due: float = 0.0
     # sampled fallback
     sampled: Optional[tuple[Optional[float], Optional[float]]] = None
-    sampled_time: Optional[float] = None
     in_flight: bool = False
     # failures since the collector last drained them: function name -> [failure, count]
     failures: dict[str, list] = field(default_factory=dict)
@@ -403,7 +402,6 @@ class PcieSampler:
             if g.lost is None:
                 tx_kb, tx_failure = self._nvml(g, "nvmlDeviceGetPcieThroughput", g.handle,
                                                getattr(nvml, "NVML_PCIE_UTIL_TX_BYTES", 0))
-            now = self._clock()
             with self._lock:
                 if rx_kb is None and tx_kb is None:
                     if all(getattr(f, "not_supported", False) for f in (rx_failure, tx_failure)):
@@ -412,7 +410,6 @@ class PcieSampler:
                 else:
                     g.sampled = (None if rx_kb is None else float(rx_kb) * _THROUGHPUT_UNIT_BYTES,
                                  None if tx_kb is None else float(tx_kb) * _THROUGHPUT_UNIT_BYTES)
-                    g.sampled_time = now
         finally:
             with self._idle:
                 g.in_flight = False

@@ -378,7 +378,8 @@ class PinmonApp(App[int]):
         active = self.query_one(TabbedContent).active
         for view in self._views:
             pane = self._view_pane.get(id(view))
-            if (pane is None or pane == active) and view.display:  # type: ignore[attr-defined]
+            shown = view.display or getattr(view, "hides_itself", False)  # type: ignore[attr-defined]
+            if (pane is None or pane == active) and shown:
                 view.show(state)
 
     def on_resize(self) -> None:

@@ -1,6 +1,7 @@
 """NvmlCollector against the fake NVML: static facts, link, counters, fallback, and every error path."""
-import os
 import sys
+import threading
+import time
 
 import pytest
 
@@ -190,7 +191,6 @@ def test_sampled_fallback(no_sysfs):
 
 
 def test_read_never_runs_the_slow_sampled_call_on_the_callers_thread(no_sysfs):
-    import threading
     fake = FakeNvml(2, byte_counters_return=NVML_ERROR_NOT_SUPPORTED, rx_bytes_per_s=5e9)
     c = NvmlCollector(fake, sysfs_root=no_sysfs)  # with its threads
     c.start()
@@ -470,13 +470,11 @@ def test_read_starts_on_first_use(no_sysfs):
 def test_with_threads_close_stops_them(no_sysfs):
     fake = FakeNvml(2, rx_bytes_per_s=1e9)
     with NvmlCollector(fake, counter_hz=200.0, sysfs_root=no_sysfs) as c:
-        import time
         deadline = time.monotonic() + 2
         while fake.called("nvmlDeviceGetFieldValues") < 10 and time.monotonic() < deadline:
             time.sleep(0.005)
         assert c.cpu_seconds() > 0
     n = len(fake.calls)
-    import time
     time.sleep(0.03)
     assert len(fake.calls) == n and fake.init_count == 0
 

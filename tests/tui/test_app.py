@@ -113,9 +113,9 @@ async def test_filter_narrows_the_process_table_and_escape_clears():
     async with app.run_test(size=SIZE) as pilot:
         feed(app)
         table = app.query_one("#process-table", DataTable)
-        assert table.row_count == 4
-        await pilot.press("slash")
+        await pilot.press("slash")  # from the overview: switches to the table and opens the filter
         assert active_tab(app) == "processes"
+        assert table.row_count == 4
         assert isinstance(app.focused, Input)
         await pilot.press(*"bob")
         assert table.row_count == 1

@@ -9,6 +9,8 @@ from .base import View, lines
 
 
 class NoticeBar(Static, View):
+    hides_itself = True  # hidden while there is nothing to say, so the app must still feed it
+
     def show(self, state: ViewState) -> None:
         self.display = bool(state.notices)
         if state.notices:
