@@ -18,10 +18,13 @@ from ..format import SORT_COLUMNS, command_text, filter_processes, sort_processe
 from ..state import ViewState
 from .base import CompositeView
 
-# (sort key or None, header, right-aligned)
-COLUMNS = (("pid", "PID", True), ("user", "USER", False), ("pinned", "PINNED", True),
-           ("wc", "WC", True), (None, "MAPS", True), ("churn", "CHURN", True),
-           ("gpu_mem", "GPU MEM", True), (None, "SRC", False), ("command", "COMMAND", False))
+# (sort key or None, header, right-aligned, width). Fixed widths fit the widest value each column
+# can print ("1023.9 GiB", pid 4194304), so no number is cut and nothing is re-measured per refresh.
+COLUMNS = (("pid", "PID", True, 7), ("user", "USER", False, 8), ("pinned", "PINNED", True, 10),
+           ("wc", "WC", True, 10), (None, "MAPS", True, 7), ("churn", "CHURN", True, 7),
+           ("gpu_mem", "GPU MEM", True, 10), (None, "SRC", False, 6), ("command", "COMMAND", False, None))
+# Past this many changed cells one rebuild is cheaper than cell-by-cell updates.
+MAX_CELL_UPDATES = 40
 
 
 class FilterInput(Input):
@@ -42,7 +45,7 @@ def process_cells(p: ProcessPinned) -> tuple[Text, ...]:
     values = (str(p.pid), p.user or "n/a", fmt_bytes(p.pinned_bytes), fmt_bytes(p.write_combined_bytes),
               fmt_int(p.pinned_mappings), churn if not p.mappings_churn else f"±{churn}",
               fmt_bytes(p.gpu_memory_bytes), p.source, command_text(p))
-    return tuple(_cell(v, right) for v, (_, _, right) in zip(values, COLUMNS))
+    return tuple(_cell(v, right) for v, (_, _, right, _) in zip(values, COLUMNS))
 
 
 class ProcessPanel(Vertical, CompositeView):
@@ -109,28 +112,40 @@ class ProcessPanel(Vertical, CompositeView):
             self._columns_for = self.sort_index
             table.clear(columns=True)
             self._shown_rows = None
-            for key, header, right in COLUMNS:
+            for key, header, right, width in COLUMNS:
                 label = header + ((" ▼" if self.sort_column.descending else " ▲") if key == self.sort_column.key else "")
-                table.add_column(_cell(label, right), key=header)
+                table.add_column(_cell(label, right), key=header, width=width)
         procs = self.visible_processes()
         rows = tuple((p.pid, process_cells(p)) for p in procs)
         if rows != self._shown_rows:
-            self._shown_rows = rows
-            keep = None
-            if table.row_count:
-                try:
-                    keep = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-                except Exception:  # cursor outside the old rows
-                    keep = None
-            table.clear()
-            for pid, cells in rows:
-                table.add_row(*cells, key=str(pid))
-            if keep is not None:
-                try:
-                    table.move_cursor(row=table.get_row_index(keep), animate=False)
-                except Exception:  # that process is gone
-                    pass
+            old, self._shown_rows = self._shown_rows, rows
+            changes = None
+            if old is not None and [pid for pid, _ in old] == [pid for pid, _ in rows]:
+                changes = [(pid, col[1], new) for (pid, cells), (_, old_cells) in zip(rows, old)
+                           for col, new, prev in zip(COLUMNS, cells, old_cells) if new != prev]
+            if changes is not None and len(changes) <= MAX_CELL_UPDATES:
+                # Same processes in the same order: change only the cells that moved.
+                for pid, header, new in changes:
+                    table.update_cell(str(pid), header, new, update_width=header == "COMMAND")
+            else:
+                self._rebuild_rows(table, rows)
         self._update_status(len(procs))
+
+    def _rebuild_rows(self, table: DataTable, rows: tuple) -> None:
+        keep = None
+        if table.row_count:
+            try:
+                keep = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+            except Exception:  # cursor outside the old rows
+                keep = None
+        table.clear()
+        for pid, cells in rows:
+            table.add_row(*cells, key=str(pid))
+        if keep is not None:
+            try:
+                table.move_cursor(row=table.get_row_index(keep), animate=False)
+            except Exception:  # that process is gone
+                pass
 
     def _update_status(self, shown: int) -> None:
         total = len(self.processes)
