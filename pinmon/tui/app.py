@@ -52,7 +52,7 @@ ADVISOR_WINDOW = 600
 HISTORY_LEN = ADVISOR_WINDOW + SPARK_SAMPLES
 # A first automatic probe soon after start, so the Probe tab has numbers without waiting a full period.
 FIRST_PROBE_DELAY_S = 5.0
-NO_GPU_HINT = "no GPU to watch here: `pinmon demo` plays a session recorded on an NVIDIA H200"
+NO_GPU_HINT = "no GPU here: `pinmon demo` plays a session recorded on an H200"
 
 TABS = (("overview", "1 Overview"), ("gpus", "2 GPUs"), ("memory", "3 Memory"),
         ("processes", "4 Processes"), ("probe", "5 Probe"), ("advisor", "6 Advisor"))

@@ -282,7 +282,6 @@ def test_modes_rows_and_notes(fake):
     wc = rows(r, "cpu_read", "write_combined")[0]
     # The stand-in's "write-combined" memory is ordinary memory: no penalty, and the note says so.
     assert "no CPU-read penalty measured (write-combining not honoured here, e.g. in a VM)" in wc.note
-    flags = sorted({flags for _, _, flags in []})  # noqa: F841 - all freed by now
     assert fake.calls["hostAlloc"] == 4  # default, WC, mapped, portable
     assert fake.pinned_peak <= CAP
 

@@ -526,7 +526,9 @@ async def test_replay_speed_changes_the_polling_period():
     src = FakeSource(live=False, interval_s=0.2)
     app = make_app(src, poll=True, interval_s=0.2, speed=16)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: src.calls >= 10, timeout_s=3)  # 12.5 ms apart at 16x
+        assert app._period_s() == pytest.approx(0.2 / 16)
+        # Polling really happens at that period: generous timeout, a loaded CI box is slow.
+        await wait_for(pilot, lambda: src.calls >= 10, timeout_s=20)
 
 
 async def test_speed_keys_in_live_mode_only_explain():

@@ -10,11 +10,21 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ...model import Finding
+from ...units import fmt_bytes, fmt_pct, fmt_rate
 from ..format import SEVERITY_STYLE
 
 
-def _value(v: Any) -> str:
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
+def _value(key: str, v: Any) -> str:
+    """Units by the key's name (the model's convention: ``*_bytes``, ``*_bytes_per_s``), raw as well."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if key.endswith("_bytes_per_s"):
+        return f"{fmt_rate(v)}  ({v:.4g} B/s)"
+    if key.endswith("_bytes"):
+        return f"{fmt_bytes(v)}  ({v:,} B)" if isinstance(v, int) else fmt_bytes(v)
+    if key in ("share", "fraction") or key.endswith("_share") or key.endswith("_fraction"):
+        return f"{fmt_pct(v, 1)}  ({v:.4g})"
+    return f"{v:.4g}" if isinstance(v, float) else f"{v:,}"
 
 
 def finding_text(f: Finding) -> Content:
@@ -26,7 +36,7 @@ def finding_text(f: Finding) -> Content:
     if f.values:
         rows += [Content(""), Content.styled("numbers", "bold")]
         width = max(len(k) for k in f.values)
-        rows += [Content.assemble((f"  {k:<{width}}  ", "dim"), _value(v)) for k, v in f.values.items()]
+        rows += [Content.assemble((f"  {k:<{width}}  ", "dim"), _value(k, v)) for k, v in f.values.items()]
     rows += [Content(""), Content.styled("Esc / Enter / q: close", "dim")]
     return Content("\n").join(rows)
 

@@ -57,7 +57,7 @@ def _state_note(state: str) -> Content:
 
 def _method_note(method) -> str:
     if method == "counters":
-        return "exact link byte counters"
+        return "exact: link counters"
     if method == "sampled":
         return "est.: NVML 20 ms sample"
     return method_label(method)

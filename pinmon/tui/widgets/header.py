@@ -1,5 +1,10 @@
-"""The status line: LIVE/REPLAY badge, host, GPU count, effective RAM, interval, snapshot time, REC."""
+"""The status line: LIVE/REPLAY badge, host, GPU count, effective RAM, interval, snapshot time, REC.
+
+On a narrow terminal it drops words before numbers: first "every", then the date (the time stays).
+"""
 from __future__ import annotations
+
+from typing import Optional
 
 from textual.content import Content
 from textual.widgets import Static
@@ -15,11 +20,28 @@ def _speed(x: float) -> str:
 
 
 class StatusHeader(Static, View):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._state: Optional[ViewState] = None
+
     def show(self, state: ViewState) -> None:
-        self.update(header_content(state))
+        self._state = state
+        self.update(header_content(state, self.content_size.width or None))
+
+    def on_resize(self) -> None:
+        if self._state is not None:
+            self.update(header_content(self._state, self.content_size.width or None))
 
 
-def header_content(state: ViewState) -> Content:
+def header_content(state: ViewState, width: Optional[int] = None) -> Content:
+    for compact in range(3):
+        content = _header(state, compact)
+        if width is None or content.cell_length <= width:
+            return content
+    return content  # still too long: it wraps, nothing is cut
+
+
+def _header(state: ViewState, compact: int) -> Content:
     parts: list[Content | tuple[str, str] | str] = []
     if state.live:
         parts.append((" LIVE ", "bold reverse $success"))
@@ -39,8 +61,8 @@ def header_content(state: ViewState) -> Content:
         parts += [" ", (h.hostname, "bold"),
                   f"  {n} GPU{'s' if n != 1 else ''}",
                   f"  RAM {fmt_bytes(effective)}",
-                  f"  every {state.interval_s:g} s" + (f"/{_speed(state.speed)}" if not state.live else ""),
-                  "  ", (fmt_time(snap.time), "bold")]
+                  f"  {'every ' if compact < 1 else ''}{state.interval_s:g} s",
+                  "  ", (fmt_time(snap.time, with_date=compact < 2), "bold")]
     if state.recording_path:
         parts += ["  ", (" REC ", "bold reverse $error"), " ", state.recording_path]
     return Content.assemble(*parts)

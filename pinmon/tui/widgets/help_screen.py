@@ -10,28 +10,29 @@ from textual.widgets import Static
 KEYS = (
     ("q", "quit (a recording in progress is closed first)"),
     ("? / F1", "this help"),
-    ("1 … 6", "tabs: Overview, GPUs, Memory, Processes, Probe, Advisor"),
-    ("g", "next GPU (detail on the GPUs tab; probes use the selected GPU)"),
-    ("Enter", "on a GPU row: its detail; on a finding: the full text"),
-    ("p", "quick probe now: pinned vs pageable copy bandwidth"),
+    ("1 … 6", "Overview, GPUs, Memory, Processes, Probe, Advisor"),
+    ("g", "next GPU (its detail; probes use the selected GPU)"),
+    ("Enter", "GPU row: its detail; finding: the full text"),
+    ("p", "quick probe now: pinned vs pageable copies"),
     ("s", "probe sweep over copy sizes"),
-    ("/", "filter processes by pid, name or user; Esc clears"),
+    ("/", "filter processes (pid, name, user); Esc clears"),
     ("o", "next sort column of the process table"),
-    ("space", "pause: live keeps collecting (and recording) but freezes the view; replay stops"),
-    ("r", "start / stop recording the snapshots to a file"),
+    ("space", "pause: live freezes the view, replay stops"),
+    ("r", "start / stop recording snapshots to a file"),
     ("+ / -", "replay speed"),
     ("ctrl+p", "command palette: every action by name"),
-    ("Tab", "move between panels"),
+    ("Tab", "move between panels; arrows scroll"),
 )
 
 TERMS = (
-    ("est.", "an estimate: pinned memory read from /proc/PID/maps, or PCIe rates from NVML's 20 ms sample"),
-    ("exact", "PCIe rates from the link's byte counters over the whole interval"),
-    ("traced", "pinned bytes reported by the in-process tracer (exact)"),
-    ("DEGRADED", "the link runs below its max generation or width while moving >= 1 GB/s"),
-    ("idle", "below max while idle: the driver saves power and retrains on load; normal"),
-    ("┃ 50%", "pinned memory past half of effective RAM starves the page cache and other processes"),
-    ("duty cycle", "share of wall time spent probing: the load pinmon itself adds"),
+    ("est.", "estimate: pinned from /proc/PID/maps, PCIe from a 20 ms sample"),
+    ("exact", "PCIe bytes from the link counters over the interval"),
+    ("traced", "pinned bytes from the in-process tracer (exact)"),
+    ("DEGRADED", "below max gen/width while moving >= 1 GB/s"),
+    ("idle", "below max while idle: power saving, retrains on load"),
+    ("┃ 50%", "pinned past half of effective RAM starves the rest"),
+    ("duty", "share of wall time spent probing: pinmon's own load"),
+    ("paused", "live pause still collects and records"),
 )
 
 
@@ -39,8 +40,8 @@ def help_text() -> Content:
     rows = [Content.styled("keys", "bold")]
     rows += [Content.assemble((f"  {k:<8}", "bold $accent"), v) for k, v in KEYS]
     rows += [Content(""), Content.styled("terms", "bold")]
-    rows += [Content.assemble((f"  {k:<11}", "bold"), v) for k, v in TERMS]
-    rows += [Content(""), Content.styled("no GPU here? `pinmon demo` replays a recorded H200 session.", "dim"),
+    rows += [Content.assemble((f"  {k:<8}", "bold"), v) for k, v in TERMS]
+    rows += [Content(""), Content.styled("no GPU here? `pinmon demo` plays a recorded H200 session", "dim"),
              Content.styled("Esc / q / ?: close", "dim")]
     return Content("\n").join(rows)
 

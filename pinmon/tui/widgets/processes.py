@@ -18,11 +18,12 @@ from ..format import SORT_COLUMNS, command_text, filter_processes, sort_processe
 from ..state import ViewState
 from .base import CompositeView
 
-# (sort key or None, header, right-aligned, width). Fixed widths fit the widest value each column
-# can print ("1023.9 GiB", pid 4194304), so no number is cut and nothing is re-measured per refresh.
-COLUMNS = (("pid", "PID", True, 7), ("user", "USER", False, 8), ("pinned", "PINNED", True, 10),
+# (sort key or None, header, right-aligned, width). Fixed widths fit the widest value a column can
+# print ("1023.9 GiB", pid 4194304) plus one space of gutter, so at 80 columns every number is whole
+# and only the command line runs off to the right; nothing is re-measured on refresh either.
+COLUMNS = (("pid", "PID", True, 8), ("user", "USER", False, 9), ("pinned", "PINNED", True, 11),
            ("wc", "WC", True, 10), (None, "MAPS", True, 7), ("churn", "CHURN", True, 7),
-           ("gpu_mem", "GPU MEM", True, 10), (None, "SRC", False, 6), ("command", "COMMAND", False, None))
+           ("gpu_mem", "GPU MEM", True, 10), (None, "SRC", False, 7), ("command", "COMMAND", False, None))
 # Past this many changed cells one rebuild is cheaper than cell-by-cell updates.
 MAX_CELL_UPDATES = 40
 
@@ -37,7 +38,9 @@ class FilterInput(Input):
 
 
 def _cell(text: str, right: bool) -> Text:
-    return Text(text, justify="right" if right else "left", no_wrap=True)
+    # No cell padding in the table: a left-aligned cell brings its own space, a right-aligned one
+    # has the spare width of its column.
+    return Text(text if right else " " + text, justify="right" if right else "left", no_wrap=True)
 
 
 def process_cells(p: ProcessPinned) -> tuple[Text, ...]:
@@ -62,7 +65,7 @@ class ProcessPanel(Vertical, CompositeView):
         inp = FilterInput(placeholder="filter: pid, name or user (Enter: table, Esc: clear)", id="process-filter")
         inp.display = False
         yield inp
-        table = DataTable(id="process-table", cursor_type="row", zebra_stripes=True)
+        table = DataTable(id="process-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
         yield table
         yield Static(id="process-status")
 
