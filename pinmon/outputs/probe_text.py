@@ -93,12 +93,13 @@ def _copy_table(result: ProbeResult) -> list[str]:
     sizes = sorted({s for table in rows.values() for s in table})
     if not sizes:
         return []
-    out = ["Copies (CUDA events, median)",
-           f"  {'SIZE':<9} {'H2D pinned':>10} {'pageable':>10} {'gain':>6}  "
-           f"{'D2H pinned':>10} {'pageable':>10} {'gain':>6}"]
+    # An alloc probe copies H2D only: no empty D2H columns for it.
+    directions = [d for d in ("h2d", "d2h") if rows[(d, "pinned")] or rows[(d, "pageable")]]
+    header = "  ".join(f"{d.upper() + ' pinned':>10} {'pageable':>10} {'gain':>6}" for d in directions)
+    out = ["Copies (CUDA events, median)", f"  {'SIZE':<9} {header}"]
     for size in sizes:
         cells = []
-        for d in ("h2d", "d2h"):
+        for d in directions:
             p = rows[(d, "pinned")].get(size)
             g = rows[(d, "pageable")].get(size)
             pr = p.bytes_per_s if p else None
@@ -106,7 +107,7 @@ def _copy_table(result: ProbeResult) -> list[str]:
             ratio = _ratio(pr, gr)
             cells.append(f"{fmt_rate(pr):>10} {fmt_rate(gr):>10} "
                          f"{(f'{ratio:.1f}x' if ratio is not None else NA):>6}")
-        out.append(f"  {fmt_bytes(size):<9} {cells[0]}  {cells[1]}")
+        out.append(f"  {fmt_bytes(size):<9} {'  '.join(cells)}")
     return out
 
 
@@ -154,7 +155,7 @@ def _alloc_table(result: ProbeResult, width: int) -> list[str]:
         lines += _wrap(f"{fmt_bytes(size)}: {verdict} (alloc+free {fmt_seconds(pinned)} pinned vs"
                        f" {fmt_seconds(pageable)} pageable)", width, "  ")
     if lines:
-        out += ["Break-even (transfers of one size before a fresh pinned buffer has paid for itself)"]
+        out += ["Break-even (H2D transfers before a new pinned buffer has paid for itself)"]
         out += lines
     return out
 
@@ -183,12 +184,12 @@ def format_probe(result: ProbeResult, width: int = 80) -> str:
     if result.status != "ok":
         return "\n".join(_wrap(unavailable_text(result.reason), width, "")) + "\n"
     init = next((m for m in result.measurements if m.kind == "init"), None)
-    head = (f"Probe {result.kind} on CUDA device {result.gpu_index if result.gpu_index is not None else NA}:"
-            f" {fmt_seconds(result.duration_s)}")
+    gpu = result.gpu_index if result.gpu_index is not None else NA
+    head = f"Probe {result.kind}, CUDA device {gpu}: {fmt_seconds(result.duration_s)}"
     if init is not None:
-        head += f", CUDA context {fmt_seconds(init.seconds)}"
+        head += f" (context {fmt_seconds(init.seconds)})"
     if result.max_pinned_bytes is not None:
-        head += f", pinned cap {fmt_bytes(result.max_pinned_bytes)}"
+        head += f", cap {fmt_bytes(result.max_pinned_bytes)}"
     out = _wrap(head, width, "")
     out += _wrap(headline(result), width, "  ")
     # A modes probe has no pageable copies: its default-pinned H2D sits in the modes table instead.

@@ -754,7 +754,7 @@ def annotate_modes(rows: list[ProbeMeasurement]) -> list[ProbeMeasurement]:
             m = _add_note(m, verdict)
         elif (m.kind == "kernel_read" and m.memory == "mapped" and mapped and device
               and mapped.bytes_per_s and device.bytes_per_s):
-            m = _add_note(m, f"device memory reads {device.bytes_per_s / mapped.bytes_per_s:.0f}x faster")
+            m = _add_note(m, f"device memory reads {device.bytes_per_s / mapped.bytes_per_s:.1f}x faster")
         elif (m.kind == "copy" and m.memory in ("registered", "portable", "write_combined")
               and pinned_h2d and pinned_h2d.bytes_per_s and m.bytes_per_s):
             m = _add_note(m, f"{m.bytes_per_s / pinned_h2d.bytes_per_s:.2f}x default pinned H2D")

@@ -26,6 +26,7 @@ from textual.binding import Binding
 from textual.containers import Container, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
+from textual.css.query import NoMatches
 from textual.widgets import Footer, TabbedContent, TabPane, Tabs
 
 from ..collect.source import Source
@@ -374,8 +375,11 @@ class PinmonApp(App[int]):
         """
         if not self._views:
             return
+        try:
+            active = self.query_one(TabbedContent).active
+        except NoMatches:
+            return  # the screen is being torn down (quit while a snapshot was in flight)
         state = self.view_state()
-        active = self.query_one(TabbedContent).active
         for view in self._views:
             pane = self._view_pane.get(id(view))
             shown = view.display or getattr(view, "hides_itself", False)  # type: ignore[attr-defined]
