@@ -169,18 +169,18 @@ def _modes_table(result: ProbeResult, width: int) -> list[str]:
     if not rows:
         return []
     out = ["Modes (cudaHostAlloc flags, cudaHostRegister)",
-           f"  {'WHAT':<12} {'MEMORY':<15} {'SIZE':>9} {'RATE':>10} {'TIME':>10}"]
+           f"  {'WHAT':<12} {'MEMORY':<14} {'SIZE':>9} {'RATE':>10} {'TIME':>9}"]
     for m in rows:
         what = f"{m.kind} {m.direction}" if m.direction else m.kind
-        out.append(f"  {what:<12} {m.memory:<15} {fmt_bytes(m.size_bytes):>9}"
-                   f" {fmt_rate(m.bytes_per_s):>10} {fmt_seconds(m.seconds):>10}")
+        out.append(f"  {what:<12} {m.memory:<14} {fmt_bytes(m.size_bytes):>9}"
+                   f" {fmt_rate(m.bytes_per_s):>10} {fmt_seconds(m.seconds):>9}")
         if m.note:
             out += _wrap(m.note, width, "      ")
     return out
 
 
 def format_probe(result: ProbeResult, width: int = 80) -> str:
-    """The whole result as text, lines at most ``width`` wide (a long word may overrun)."""
+    """The whole result as text. Tables are at most 72 columns; wrapped text fits ``width``."""
     if result.status != "ok":
         return "\n".join(_wrap(unavailable_text(result.reason), width, "")) + "\n"
     init = next((m for m in result.measurements if m.kind == "init"), None)
