@@ -6,7 +6,7 @@ Only what was measured is printed; a missing figure reads "n/a".
 from __future__ import annotations
 
 import textwrap
-from typing import Optional, Sequence
+from typing import Optional
 
 from ..model import ProbeMeasurement, ProbeResult
 from ..units import NA, fmt_bytes, fmt_pct, fmt_rate

@@ -26,7 +26,6 @@ from textual.binding import Binding
 from textual.containers import Container, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.css.query import NoMatches
 from textual.widgets import Footer, TabbedContent, TabPane, Tabs
 
 from ..collect.source import Source
@@ -373,12 +372,9 @@ class PinmonApp(App[int]):
         A DataTable of a few hundred processes costs more to redraw than everything else together,
         so hidden views are skipped rather than drawn every interval for nobody.
         """
-        if not self._views:
-            return
-        try:
-            active = self.query_one(TabbedContent).active
-        except NoMatches:
-            return  # the screen is being torn down (quit while a snapshot was in flight)
+        if not self._views or self._stop.is_set() or not self.is_running:
+            return  # not mounted yet, or shutting down with a worker's message still in flight
+        active = self._tabs().active
         state = self.view_state()
         for view in self._views:
             pane = self._view_pane.get(id(view))
@@ -391,6 +387,14 @@ class PinmonApp(App[int]):
         self.call_after_refresh(self.refresh_views)
 
     # --- actions -----------------------------------------------------------------------------
+
+    def _main(self, selector, expect_type=None):
+        """A widget of the main screen, also while a modal (help, finding, palette) is on top."""
+        screen = self._main_screen or self.screen
+        return screen.query_one(selector, expect_type) if expect_type else screen.query_one(selector)
+
+    def _tabs(self) -> TabbedContent:
+        return self._main(TabbedContent)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("speed", "no_probe"):
@@ -411,7 +415,7 @@ class PinmonApp(App[int]):
             self.push_screen(HelpScreen())
 
     def action_tab(self, tab_id: str) -> None:
-        tabs = self.query_one(TabbedContent)
+        tabs = self._tabs()
         if tabs.active == tab_id:
             self._focus_tab(tab_id)
         else:
@@ -423,24 +427,24 @@ class PinmonApp(App[int]):
 
     def _focus_tab(self, tab_id: str) -> None:
         # Focusing a widget in another pane would switch TabbedContent back to that pane.
-        if self.query_one(TabbedContent).active != tab_id:
+        if self._tabs().active != tab_id:
             return
         if tab_id == "processes":
             if self._filter_on_activate:
                 self._filter_on_activate = False
-                self.query_one(ProcessPanel).open_filter()
+                self._main(ProcessPanel).open_filter()
             else:
-                self.query_one(ProcessPanel).focus_table()
+                self._main(ProcessPanel).focus_table()
         elif tab_id == "advisor":
-            self.query_one(FindingsPanel).focus()
-        elif tab_id == "gpus" and self.query_one("#gpu-list", GpuList).query(GpuRow):
-            rows = list(self.query_one("#gpu-list", GpuList).query(GpuRow))
+            self._main(FindingsPanel).focus()
+        elif tab_id == "gpus" and self._main("#gpu-list", GpuList).query(GpuRow):
+            rows = list(self._main("#gpu-list", GpuList).query(GpuRow))
             rows[min(self.selected_gpu, len(rows) - 1)].focus()
         elif tab_id in ("memory", "probe"):
-            self.query_one(f"#{tab_id}-scroll").focus()  # arrows scroll a tall panel on a small terminal
+            self._main(f"#{tab_id}-scroll").focus()  # arrows scroll a tall panel on a small terminal
         else:
             # Focus left in a hidden pane would pull TabbedContent back there; the tab bar is safe.
-            self.query_one(TabbedContent).query_one(Tabs).focus()
+            self._tabs().query_one(Tabs).focus()
 
     def action_next_gpu(self) -> None:
         gpus = self.displayed.gpus if self.displayed is not None else ()
@@ -454,19 +458,19 @@ class PinmonApp(App[int]):
     def on_gpu_row_selected(self, message: GpuRow.Selected) -> None:
         self.selected_gpu = message.position
         self.refresh_views()
-        if self.query_one(TabbedContent).active != "gpus":
+        if self._tabs().active != "gpus":
             self.action_tab("gpus")
 
     def action_filter(self) -> None:
-        tabs = self.query_one(TabbedContent)
+        tabs = self._tabs()
         if tabs.active == "processes":
-            self.query_one(ProcessPanel).open_filter()
+            self._main(ProcessPanel).open_filter()
         else:
             self._filter_on_activate = True  # the focus moves once the tab is shown
             tabs.active = "processes"
 
     def action_clear_filter(self) -> None:
-        panel = self.query_one(ProcessPanel)
+        panel = self._main(ProcessPanel)
         if panel.filter_text:
             panel.clear_filter()
 
@@ -599,7 +603,7 @@ class PinmonApp(App[int]):
         yield SystemCommand("Filter processes", "Filter the process table by pid, name or user (/)",
                             self.action_filter)
         yield SystemCommand("Sort processes", "Next sort column of the process table (o)",
-                            lambda: self.query_one(ProcessPanel).action_cycle_sort())
+                            lambda: self._main(ProcessPanel).action_cycle_sort())
         yield SystemCommand("Pause / resume", "Freeze the view (live) or stop the replay (space)", self.action_pause)
         yield SystemCommand("Start / stop recording", "Record the snapshots to a file (r)", self.action_record)
         if not self.live:

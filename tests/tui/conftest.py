@@ -1,5 +1,4 @@
 """TUI tests: local times print in UTC, so headers read the same on every machine."""
-import os
 import time
 
 import pytest

@@ -12,7 +12,7 @@ import pytest
 from pinmon.tui.app import PinmonApp
 from pinmon.tui.widgets.processes import FilterInput
 
-from .fakes import FakeProbeRunner, FakeSource, NoGpuSource, fake_advisor, make_probe_result, make_snapshot, no_findings
+from .fakes import FakeProbeRunner, FakeSource, NoGpuSource, fake_advisor, make_probe_result, no_findings
 from .util import StepClock
 
 SMALL = (80, 24)

@@ -25,7 +25,7 @@ KEYS = (
 )
 
 TERMS = (
-    ("est.", "estimate: pinned from /proc/PID/maps, PCIe from a 20 ms sample"),
+    ("est.", "estimate: /proc/PID/maps for pinned, 20 ms sample for PCIe"),
     ("exact", "PCIe bytes from the link counters over the interval"),
     ("traced", "pinned bytes from the in-process tracer (exact)"),
     ("DEGRADED", "below max gen/width while moving >= 1 GB/s"),

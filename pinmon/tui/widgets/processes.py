@@ -4,7 +4,7 @@ Sort column and filter text are this view's own state (how the user looks), not 
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
 from rich.text import Text
 from textual.binding import Binding
