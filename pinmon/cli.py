@@ -115,7 +115,17 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="play the bundled recording made on an NVIDIA H200",
                        description="Play the bundled recording made on an NVIDIA H200 (PCIe Gen5 x16) in the terminal app.")
     d.add_argument("--speed", type=_positive_float, default=1.0)
+    for module in _command_modules():
+        module.add_parser(sub)
     return p
+
+
+def _command_modules():
+    import importlib
+
+    from .commands import MODULES
+
+    return [importlib.import_module(f".commands.{name}", __package__) for name in MODULES]
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -404,8 +414,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     command = args.command
     bad_code = EXIT_CHECK_UNKNOWN if command == "check" else EXIT_BAD_INPUT
+    run = COMMANDS.get(command)
+    if run is None and command is not None:
+        run = next(m.run for m in _command_modules() if m.__name__.rsplit(".", 1)[-1] == command)
     try:
-        return COMMANDS.get(command, cmd_default)(args)
+        return (run or cmd_default)(args)
     except UsageError as e:
         print(f"pinmon: error: {e}", file=sys.stderr)
         return bad_code

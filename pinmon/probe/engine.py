@@ -121,6 +121,28 @@ def probe_available(gpu_index: int = 0) -> tuple[bool, Optional[str]]:
     return True, None
 
 
+def cuda_devices() -> tuple[list[tuple[int, Optional[str]]], Optional[str]]:
+    """([(CUDA index, PCI bus id or None), ...], None), or ([], reason starting "probe unavailable: ").
+
+    CUDA numbers devices in its own order (and CUDA_VISIBLE_DEVICES renumbers them), so callers
+    match a device to its NVML entry by bus id, not by index.
+    """
+    cp, reason = _import_cupy()
+    if cp is None:
+        return [], UNAVAILABLE_PREFIX + reason
+    reason = _device_problem(cp, 0)
+    if reason:
+        return [], UNAVAILABLE_PREFIX + reason
+    devices = []
+    for i in range(cp.cuda.runtime.getDeviceCount()):
+        try:
+            bus = cp.cuda.Device(i).pci_bus_id
+        except Exception:  # an old CuPy or a device that will not answer: the index still works
+            bus = None
+        devices.append((i, bus if isinstance(bus, str) else None))
+    return devices, None
+
+
 def _device_problem(cp, gpu_index: int) -> Optional[str]:
     try:
         count = cp.cuda.runtime.getDeviceCount()

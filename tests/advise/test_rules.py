@@ -516,3 +516,18 @@ def test_findings_are_json_with_numeric_values():
 def test_advise_reads_a_replayed_history():
     history = [Snapshot.from_dict(s.to_dict()) for s in _series([GIB + i * (GIB // 10) for i in range(11)])]
     assert [f.rule for f in advise(history)] == ["pinned-growth"]
+
+
+def test_pinned_small_allocs_quotes_the_steady_call_not_the_first():
+    import dataclasses
+
+    from pinmon.model import ProbeMeasurement
+
+    probe = make_probe()
+    probe = dataclasses.replace(probe, measurements=probe.measurements + (
+        ProbeMeasurement(kind="alloc", memory="pinned", size_bytes=4096, seconds=1.1e-3, note="first"),
+        ProbeMeasurement(kind="alloc", memory="pinned", size_bytes=4096, seconds=9e-6,
+                         note="steady; break_even_transfers=3")))
+    snap = make_snap(processes=[make_proc(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
+    [f] = R.pinned_small_allocs([snap], T)
+    assert f.values["probe_alloc_seconds"] == 9e-6 and "4.0 KiB in 9 us" in f.advice
