@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import signal
 import threading
 import time
@@ -52,6 +53,8 @@ ADVISOR_WINDOW = 600
 HISTORY_LEN = ADVISOR_WINDOW + SPARK_SAMPLES
 # A first automatic probe soon after start, so the Probe tab has numbers without waiting a full period.
 FIRST_PROBE_DELAY_S = 5.0
+# After SIGHUP, how long a clean exit may take before the process ends itself.
+HANGUP_GRACE_S = 3.0
 NO_GPU_HINT = "no GPU here: `pinmon demo` plays a session recorded on an H200"
 
 TABS = (("overview", "1 Overview"), ("gpus", "2 GPUs"), ("memory", "3 Memory"),
@@ -627,6 +630,13 @@ class PinmonApp(App[int]):
     def handle_stop_signal(self, signum: int = signal.SIGTERM) -> None:
         """SIGTERM / SIGHUP (SSH gone): close the recording first, then exit like q does."""
         self._stop_recording(quiet=True)
+        if signum == signal.SIGHUP:
+            # The terminal is gone: restoring it can block for ever (Textual's writer thread dies
+            # on the closed pty and its queue fills). The recording is closed and every other
+            # resource is the kernel's to reclaim, so end the process if a clean exit stalls.
+            watchdog = threading.Timer(HANGUP_GRACE_S, os._exit, (0,))
+            watchdog.daemon = True
+            watchdog.start()
         self.exit(0)
 
 

@@ -51,7 +51,8 @@ def memory_rows(h: HostMemory, compact: bool = False) -> list[Content]:
         extra.append(("swap used", fmt_bytes(h.swap_used_bytes)))
     if compact:
         for pair in (extra[i:i + 2] for i in range(0, len(extra), 2)):
-            rows.append(Content.assemble(*[p for k, v in pair for p in ((f"{k:<8}", "dim"), f"{v:<18}")]))
+            # A label at least one space from its value, even one longer than the column ("cgroup limit").
+            rows.append(Content.assemble(*[p for k, v in pair for p in ((f"{k} ".ljust(8), "dim"), f"{v:<18}")]))
     else:
         rows += [Content.assemble((f"{k:<13}", "dim"), v) for k, v in extra]
         rows.append(Content.styled("pinned: CUDA host allocations seen in /proc/PID/maps (est.); ┃ marks 50% of"
