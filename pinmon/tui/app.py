@@ -55,6 +55,8 @@ HISTORY_LEN = ADVISOR_WINDOW + SPARK_SAMPLES
 FIRST_PROBE_DELAY_S = 5.0
 # After SIGHUP, how long a clean exit may take before the process ends itself.
 HANGUP_GRACE_S = 3.0
+# Automatic probes are skipped while probing (automatic or asked for) exceeds this share of wall time.
+AUTO_PROBE_DUTY_LIMIT = 0.01
 NO_GPU_HINT = "no GPU here: `pinmon demo` plays a session recorded on an H200"
 
 TABS = (("overview", "1 Overview"), ("gpus", "2 GPUs"), ("memory", "3 Memory"),
@@ -135,7 +137,8 @@ class PinmonApp(App[int]):
                  speed: float = 1.0,
                  start_polling: bool = True,
                  clock: Callable[[], float] = time.monotonic,
-                 install_signal_handlers: bool = False):
+                 install_signal_handlers: bool = False,
+                 auto_probe_duty_limit: float = AUTO_PROBE_DUTY_LIMIT):
         super().__init__()
         self.source = source
         self.advisor = advisor
@@ -151,6 +154,7 @@ class PinmonApp(App[int]):
         self.start_polling = start_polling
         self._clock = clock
         self._install_signal_handlers = install_signal_handlers
+        self.auto_probe_duty_limit = auto_probe_duty_limit
 
         self.history: deque[Snapshot] = deque(maxlen=HISTORY_LEN)
         self.latest: Optional[Snapshot] = None
@@ -545,6 +549,9 @@ class PinmonApp(App[int]):
 
     def _periodic_probe(self) -> None:
         if self.probe_running is None and not self.paused and self.probe_runner is not None:
+            elapsed = self._clock() - self._started_at
+            if self.probe_count and self.probe_seconds > self.auto_probe_duty_limit * elapsed:
+                return  # pinmon's own load stays under the limit: this automatic probe is skipped
             self.start_probe("quick")
 
     def start_probe(self, kind: str) -> None:

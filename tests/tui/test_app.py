@@ -473,10 +473,28 @@ async def test_probe_results_join_later_snapshots():
 async def test_periodic_probe_runs_in_live_mode():
     runner = FakeProbeRunner()
     app = make_app(FakeSource(interval_s=0.05), poll=True, interval_s=0.05, probe_runner=runner,
-                   probe_every_s=0.1)
+                   probe_every_s=0.1, auto_probe_duty_limit=1.0)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.probe_count >= 2)
         assert all(kind == "quick" for kind, _ in runner.calls)
+
+
+def test_automatic_probes_keep_the_duty_cycle_under_one_percent():
+    now = [100.0]
+    app = make_app(probe_runner=FakeProbeRunner(), probe_every_s=60.0, clock=lambda: now[0])
+    started = []
+    app.start_probe = started.append
+    app._started_at = 100.0
+    now[0] = 105.0
+    app._periodic_probe()  # the first one always runs
+    assert started == ["quick"]
+    app.probe_count, app.probe_seconds = 1, 0.9  # a slow box: 0.9 s per quick probe
+    now[0] = 165.0
+    app._periodic_probe()  # 0.9 s in 65 s is 1.4%: skipped
+    assert started == ["quick"]
+    now[0] = 225.0
+    app._periodic_probe()  # 0.9 s in 125 s is 0.7%: runs
+    assert started == ["quick", "quick"]
 
 
 async def test_probe_runner_exception_becomes_a_result_with_a_reason():
