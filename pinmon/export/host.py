@@ -1,0 +1,42 @@
+"""Host memory metrics: RAM, the effective (cgroup) limit, swap, shmem, mlocked, pinned estimate.
+
+Unknown values are not exported. ``memlock_limit_bytes`` is absent when the limit is unlimited;
+``pinmon_host_memlock_unlimited`` says which.
+"""
+from __future__ import annotations
+
+from .families import Gauge, emit
+from .state import StateView
+
+# (metric name, HostMemory field, help)
+FIELDS = (
+    ("host_memory_total_bytes", "mem_total_bytes", "MemTotal"),
+    ("host_memory_available_bytes", "mem_available_bytes", "available RAM, capped by the room left under the cgroup limit"),
+    ("host_effective_memory_limit_bytes", "effective_mem_limit_bytes", "min(MemTotal, cgroup memory limit): what this process tree can use"),
+    ("host_cgroup_memory_limit_bytes", "cgroup_limit_bytes", "cgroup memory limit (tightest ancestor)"),
+    ("host_swap_used_bytes", "swap_used_bytes", "swap in use"),
+    ("host_shmem_bytes", "shmem_bytes", "Shmem from /proc/meminfo"),
+    ("host_mlocked_bytes", "mlocked_bytes", "Mlocked from /proc/meminfo (CUDA pinned memory is not in it)"),
+    ("host_pinned_bytes_estimate", "pinned_bytes_est", "CUDA pinned host memory, sum of the per-process /proc/PID/maps estimates"),
+    ("host_write_combined_bytes_estimate", "write_combined_bytes_est", "write-combined pinned memory, estimated"),
+    ("host_memlock_limit_bytes", "memlock_limit_bytes", "RLIMIT_MEMLOCK soft limit of the exporter (absent when unlimited)"),
+)
+
+
+def families(view: StateView) -> list:
+    snap = view.snapshot
+    if snap is None:
+        return []
+    h = snap.host
+    info = Gauge("host_info", "host identity (value 1)", ("hostname",))
+    info.add((h.hostname,), 1)
+    gauges = [info]
+    for name, attr, doc in FIELDS:
+        gauge = Gauge(name, doc)
+        gauge.add((), getattr(h, attr))
+        gauges.append(gauge)
+    unlimited = Gauge("host_memlock_unlimited", "1 when RLIMIT_MEMLOCK is unlimited")
+    if h.memlock_unlimited is not None:
+        unlimited.add((), 1 if h.memlock_unlimited else 0)
+    gauges.append(unlimited)
+    return emit(*gauges)

@@ -1,0 +1,33 @@
+"""The advisor's view and the exporter's own health: findings, status, snapshot time, error counts."""
+from __future__ import annotations
+
+from ..model import SEVERITY_RANK, worst_severity
+from .families import Counter, Gauge, emit
+from .state import StateView
+
+
+def families(view: StateView) -> list:
+    finding = Gauge("finding", "1 for each active advisor finding (rule ids are stable)",
+                    ("rule", "severity", "subject"))
+    seen = set()
+    for f in view.findings:
+        key = (f.rule, f.severity, f.subject)
+        if key not in seen:  # a duplicate series would make the whole scrape invalid
+            seen.add(key)
+            finding.add(key, 1)
+    status = Gauge("status", "worst active finding: 0 ok, 1 warning, 2 critical (as pinmon check's exit code)")
+    last = Gauge("last_snapshot_timestamp_seconds", "time of the snapshot being served (unix time; a "
+                 "replay serves the recording's times)")
+    if view.snapshot is not None:
+        status.add((), SEVERITY_RANK[worst_severity(view.findings)])
+        last.add((), view.snapshot.time)
+    snaps = Counter("snapshots_total", "snapshots taken (or read from the recording) since start")
+    snaps.add((), view.snapshots_total)
+    errors = Counter("collection_errors_total", "failed snapshot, advisor or probe runs; the last good data "
+                     "is served meanwhile", ("stage",))
+    for stage, n in sorted(view.collection_errors.items()):
+        errors.add((stage,), n)
+    done = Gauge("replay_finished", "replay only: 1 once the recording ended (its last snapshot is held)")
+    if view.replay_finished is not None:
+        done.add((), 1 if view.replay_finished else 0)
+    return emit(finding, status, last, snaps, errors, done)
