@@ -271,6 +271,14 @@ class NvmlCollector:
                             if g.handle is not None and g.lost is None],
                 self.counter_hz, call=call_nvml, clock=self._clock)
             self.sampler.start(background=self._background)
+            for st in self._gpus:
+                # A failure while detecting the byte counters outlasts one snapshot (the GPU stays
+                # on the sampled fallback), so it joins the start notices every snapshot carries;
+                # `pinmon check` would otherwise lose it with its discarded first snapshot.
+                early = self.sampler.take_start_failures(st.index)
+                if early:
+                    st.start_notices.append(_failure_notice(st.index, [f for f, _ in early],
+                                                            {f.function: n for f, n in early}))
             self.available = True
             return True
 

@@ -189,6 +189,7 @@ class PcieSampler:
         self._pool: Optional[_DaemonPool] = None
         self._cpu_s = 0.0
         self._notices: list[str] = []
+        self._start_failures: dict[int, list[tuple[Any, int]]] = {}
         self._started = False
         self._byte_fields = self._field_ids(("NVML_FI_DEV_PCIE_COUNT_RX_BYTES",
                                              "NVML_FI_DEV_PCIE_COUNT_TX_BYTES"))
@@ -216,6 +217,11 @@ class PcieSampler:
             g.errors_due = now + self.error_period_s * (1 + n / max(1, len(self._gpus)))
         with self._lock:
             self._cpu_s += time.thread_time() - t0
+            # What failed while detecting decides a GPU's method for good (a failed counter read
+            # means the sampled fallback), so the collector keeps it visible: noted before the
+            # threads start, so no later, passing failure is mistaken for one of these.
+            self._start_failures = {g.index: [(f, n) for f, n in g.failures.values()]
+                                    for g in self._gpus.values() if g.failures}
         if not background:
             return
         if any(g.method == "sampled" for g in self._gpus.values()):
@@ -495,6 +501,21 @@ class PcieSampler:
             out = [(f, n) for f, n in g.failures.values()]
             g.failures.clear()
             return out
+
+    def take_start_failures(self, gpu: int) -> list[tuple[Any, int]]:
+        """NVML failures of ``start()`` for this GPU (other than NotSupported and lost), once;
+        they are taken out of what ``drain_failures`` hands out, so none is reported twice."""
+        with self._lock:
+            early = self._start_failures.pop(gpu, [])
+            g = self._gpus.get(gpu)
+            if g is not None:
+                for f, n in early:
+                    entry = g.failures.get(f.function)
+                    if entry is not None:
+                        entry[1] -= n
+                        if entry[1] <= 0:
+                            del g.failures[f.function]
+            return early
 
     def drain_notices(self) -> list[str]:
         """Sampler-wide notices (internal errors) since the last drain."""

@@ -1,0 +1,52 @@
+"""The NVML fault matrix: which functions pinmon calls (recorded, not listed by hand) x which errors.
+
+``recorded_functions()`` runs a healthy collector against the fake NVML on a box whose two GPUs
+exercise every path (GPU 0 has the link byte counters, GPU 1 falls back to the sampled throughput
+call, no sysfs so the NUMA node is asked of NVML) and returns the NVML functions it called. A new
+call added to the collector joins the matrix without anyone editing a list.
+"""
+from __future__ import annotations
+
+from tests.fakes.fake_pynvml import NVML_ERROR_NOT_SUPPORTED, FakeGpu, FakeNvml
+
+# The eight errors of the matrix, by the fake's plain names (tests/fakes/fake_pynvml.ERRORS).
+MATRIX_ERRORS = ("not_supported", "gpu_lost", "no_permission", "unknown", "timeout",
+                 "library_not_found", "driver_not_loaded", "uninitialized")
+MODES = ("always", "mid-run")
+# Functions not tied to one GPU: a fault is injected for every caller.
+GLOBAL_FUNCTIONS = frozenset({"nvmlInit", "nvmlShutdown", "nvmlDeviceGetCount"})
+TARGET_GPU = 1  # faults hit GPU 1; GPU 0 must keep its exact readings
+TICK_S = 1 / 64
+
+
+def make_fake() -> FakeNvml:
+    return FakeNvml([
+        FakeGpu(index=0, rx_bytes_per_s=1e9, tx_bytes_per_s=2e8, processes=[(4242, 1 << 30)]),
+        FakeGpu(index=1, rx_bytes_per_s=5e9, byte_counters_return=NVML_ERROR_NOT_SUPPORTED,
+                processes=[(4343, 2 << 30)]),
+    ])
+
+
+def drive(fake, collector, seconds: float = 1.25):
+    """Advance the fake clock by ``seconds`` of sampler ticks, sample the fallback GPUs, read."""
+    for _ in range(int(seconds / TICK_S)):
+        fake.advance(TICK_S)
+        collector.sampler.poll_once() if collector.sampler is not None else None
+    if collector.sampler is not None:
+        collector.sampler.refresh_sampled()
+    return collector.read()
+
+
+def recorded_functions(sysfs_root: str = "/nonexistent-sysfs") -> tuple[str, ...]:
+    from pinmon.collect.nvml import NvmlCollector
+
+    fake = make_fake()
+    c = NvmlCollector(fake, background=False, clock=fake.clock, sysfs_root=sysfs_root)
+    c.start()
+    for _ in range(3):
+        drive(fake, c)
+    c.close()
+    seen: dict[str, None] = {}
+    for function, _gpu, _thread in fake.calls:
+        seen.setdefault(function, None)
+    return tuple(seen)

@@ -1,0 +1,243 @@
+"""NVML fault matrix: every NVML function pinmon calls x eight NVML errors x (always, from mid-run).
+
+The functions come from a recorded healthy run (``nvml_matrix.recorded_functions``), so the matrix
+follows the code. For each cell the collector, ``pinmon check`` (through ``cli.main`` with the fake
+module injected as ``pynvml``) and, for a few representative cells, the terminal app must keep
+running, show the value as unknown (None / "n/a") with a notice naming the error, and leave GPU 0
+(which the fault does not touch) exact. GPU_IS_LOST must end as a lost GPU and a ``gpu-lost``
+finding. A fault injected mid-run into a call made only at start has nothing to break: that cell
+checks the run stays healthy.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from pinmon.advise import advise
+from pinmon.collect.nvml import NVML_FUNCTIONS, NvmlCollector
+from pinmon.model import HostMemory, Snapshot
+from pinmon.outputs.text import format_check
+from tests.fakes.fake_pynvml import _ERROR_TEXT, ERRORS
+
+from .nvml_matrix import (GLOBAL_FUNCTIONS, MATRIX_ERRORS, MODES, TARGET_GPU, drive, make_fake,
+                          recorded_functions)
+
+FUNCTIONS = recorded_functions()
+MATRIX = [(f, e, m) for f in FUNCTIONS for e in MATRIX_ERRORS for m in MODES]
+# Exact GPU 0 link bytes per drive(): 80 ticks of 1/64 s at 1e9 B/s.
+GPU0_RX_PER_READ = 1_250_000_000
+
+# What each per-GPU function provides, to check it reads as unknown when the call fails.
+VALUE_OF = {
+    "nvmlDeviceGetName": lambda g: g.name,
+    "nvmlDeviceGetUUID": lambda g: g.uuid,
+    "nvmlDeviceGetPciInfo": lambda g: g.pci_bus_id,
+    "nvmlDeviceGetCpuAffinity": lambda g: g.cpu_affinity,
+    "nvmlDeviceGetNumaNodeId": lambda g: g.numa_node,
+    "nvmlDeviceGetCurrPcieLinkGeneration": lambda g: g.link.gen,
+    "nvmlDeviceGetMaxPcieLinkGeneration": lambda g: g.link.gen_max,
+    "nvmlDeviceGetCurrPcieLinkWidth": lambda g: g.link.width,
+    "nvmlDeviceGetMaxPcieLinkWidth": lambda g: g.link.width_max,
+    "nvmlDeviceGetMemoryInfo": lambda g: g.memory_total_bytes,
+    "nvmlDeviceGetComputeRunningProcesses": lambda g: g.processes or None,
+    "nvmlDeviceGetPcieThroughput": lambda g: g.pcie.rx_bytes_per_s,
+    "nvmlDeviceGetHandleByIndex": lambda g: g.name,
+}
+# Read on every snapshot on the caller's thread, so a mid-run fault shows in the very next read.
+EVERY_READ = frozenset({"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
+                        "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth",
+                        "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetComputeRunningProcesses"})
+
+
+def test_the_matrix_covers_every_listed_function_and_error():
+    # The recording must find every function the collector declares, and nothing undeclared.
+    assert set(FUNCTIONS) == set(NVML_FUNCTIONS)
+    assert set(MATRIX_ERRORS) == set(ERRORS)
+    assert len(MATRIX) == len(FUNCTIONS) * 8 * 2 == 272
+
+
+def snapshot_of(gpus, notices) -> Snapshot:
+    return Snapshot(time=1.0, host=HostMemory(hostname="box"), gpus=gpus, notices=notices)
+
+
+def target_of(function):
+    return None if function in GLOBAL_FUNCTIONS else TARGET_GPU
+
+
+# --- the collector -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("function, error, mode", MATRIX)
+def test_collector(function, error, mode, tmp_path):
+    fake = make_fake()
+    gpu = target_of(function)
+    if mode == "always":
+        fake.fail(function, error, gpu=gpu)
+    c = NvmlCollector(fake, background=False, clock=fake.clock, sysfs_root=str(tmp_path / "sys"))
+    c.start()
+    reads = [drive(fake, c)]
+    injected_at = 0
+    if mode == "mid-run":
+        injected_at = fake.called(function, gpu)
+        fake.fail(function, error, gpu=gpu)
+    reads += [drive(fake, c) for _ in range(3)]
+    c.close()
+    c.close()
+    hit = fake.called(function, gpu) > injected_at
+
+    for gpus, notices in reads:
+        assert isinstance(gpus, tuple) and isinstance(notices, tuple)
+        assert all(isinstance(n, str) and "\n" not in n for n in notices)
+        snap = snapshot_of(gpus, notices)
+        assert Snapshot.from_dict(json.loads(json.dumps(snap.to_dict()))) == snap
+        format_check(snap, advise([snap]))  # the report prints whatever is unknown as n/a
+    gpus, notices = reads[-1]
+    findings = advise([snapshot_of(gpus, notices)])
+    text = _ERROR_TEXT[ERRORS[error]]
+
+    if not hit or function == "nvmlShutdown":
+        # Nothing failed that the run needed (a start-only call faulted after start, or shutdown).
+        assert [g.lost for g in gpus] == [False, False] and notices == ()
+        return
+    if function in ("nvmlInit", "nvmlDeviceGetCount"):
+        assert gpus == () and len(notices) == 1
+        assert notices[0].startswith("no NVIDIA GPU monitoring: ")
+        assert fake.init_count == 0  # shut down again, or never started
+        return
+
+    g0, g1 = gpus
+    # GPU 0 is untouched: exact bytes, no notice, not lost.
+    assert not g0.lost and g0.notices == () and g0.name == "NVIDIA H200"
+    assert g0.pcie.method == "counters" and g0.pcie.rx_bytes == GPU0_RX_PER_READ
+    if error == "gpu_lost":
+        assert g1.lost
+        assert any(n.startswith("GPU 1") and "fell off the bus" in n for n in notices)
+        assert [f.subject for f in findings if f.rule == "gpu-lost"] == ["gpu1"]
+        return
+    assert not g1.lost and not any(f.rule == "gpu-lost" for f in findings)
+    if function in VALUE_OF and (mode == "always" or function in EVERY_READ):
+        assert VALUE_OF[function](g1) is None
+    if function == "nvmlDeviceGetFieldValues" and mode == "always":
+        assert g1.pcie.replay_delta is None and g1.pcie.error_delta is None
+    if error == "not_supported":
+        if function == "nvmlDeviceGetHandleByIndex":  # a GPU that cannot be opened is worth a word
+            assert notices == (f"GPU 1: NVML cannot open the device ({text})",)
+        else:
+            assert notices == ()  # unsupported is normal on many boards: silent
+        return
+    mine = [n for n in notices if n.startswith("GPU 1")]
+    assert mine and all(f"({text}" in n for n in mine), notices
+    assert g1.notices == tuple(mine)
+
+
+# --- pinmon check, through cli.main ----------------------------------------------------------------
+
+@pytest.fixture
+def injected(monkeypatch):
+    """A fresh fake installed as the ``pynvml`` module that the live collector imports."""
+    fake = make_fake()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    return fake
+
+
+@pytest.mark.parametrize("function, error, mode", MATRIX)
+def test_check(function, error, mode, injected, monkeypatch, capsys):
+    from pinmon import cli
+
+    fake = injected
+    gpu = target_of(function)
+    seen = {}
+
+    def live_snapshot(col, window_s):
+        col.snapshot()
+        if mode == "mid-run":
+            seen["injected_at"] = fake.called(function, gpu)
+            fake.fail(function, error, gpu=gpu)
+        nvml = col._nvml
+        if nvml is not None and nvml.sampler is not None:
+            nvml.sampler.request_sampled()
+            nvml.sampler.wait_idle(5.0)  # the fallback sample lands before the snapshot
+        seen["before_final"] = fake.called(function, gpu)
+        return col.snapshot()
+
+    if mode == "always":
+        fake.fail(function, error, gpu=gpu)
+    monkeypatch.setattr(cli, "_live_snapshot", live_snapshot)
+    as_json = mode == "mid-run"
+    code = cli.main(["check", "--window", "0.01"] + (["--json"] if as_json else []))
+    out, err = capsys.readouterr()
+    assert err == "" and code in (0, 1, 2)
+    # Calls made on the snapshot's own thread count up to its end; the sampler's up to its start.
+    calls = fake.called(function, gpu) if function in EVERY_READ else seen["before_final"]
+    hit = calls > seen.get("injected_at", 0)
+    if as_json:
+        doc = json.loads(out)
+        rules = [f["rule"] for f in doc["findings"]]
+        gpus = doc["snapshot"]["gpus"]
+        notices = doc["snapshot"]["notices"]
+    else:
+        assert "Traceback" not in out
+        rules = [r for r in ("gpu-lost",) if r in out]
+        gpus, notices = None, [out]
+    if hit and error == "gpu_lost" and function not in GLOBAL_FUNCTIONS:
+        assert code == 2 and "gpu-lost" in rules
+        if gpus is not None:
+            assert [g["lost"] for g in gpus] == [False, True]
+    elif function in ("nvmlInit", "nvmlDeviceGetCount") and hit:
+        assert any("no NVIDIA GPU monitoring" in n for n in notices)
+    else:
+        assert "gpu-lost" not in rules
+    if hit and error not in ("not_supported", "gpu_lost") and function not in GLOBAL_FUNCTIONS:
+        # The report names what NVML said, so the unknown value has its reason next to it.
+        assert f"({_ERROR_TEXT[ERRORS[error]]}" in out
+
+
+# --- the terminal app, a few representative cells ---------------------------------------------------
+
+TUI_CELLS = [
+    ("nvmlDeviceGetMemoryInfo", "gpu_lost", "mid-run"),
+    ("nvmlDeviceGetFieldValues", "unknown", "always"),
+    ("nvmlInit", "library_not_found", "always"),
+    ("nvmlDeviceGetCurrPcieLinkGeneration", "not_supported", "always"),
+    ("nvmlDeviceGetComputeRunningProcesses", "timeout", "mid-run"),
+]
+
+
+@pytest.mark.parametrize("function, error, mode", TUI_CELLS)
+async def test_tui(function, error, mode, tmp_path):
+    from pinmon.collect.collector import LiveCollector
+    from pinmon.tui.app import PinmonApp
+    from pinmon.tui.widgets.notices import NoticeBar
+    from tests.tui.util import screen_text, text_of
+
+    fake = make_fake()
+    gpu = target_of(function)
+    if mode == "always":
+        fake.fail(function, error, gpu=gpu)
+    (tmp_path / "proc").mkdir()
+    col = LiveCollector(nvml=fake, proc_root=str(tmp_path / "proc"))
+    app = PinmonApp(col, lambda h: advise(h), start_polling=False, probe_every_s=None)
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            app.apply_snapshot(col.snapshot())
+            await pilot.pause()
+            if mode == "mid-run":
+                fake.fail(function, error, gpu=gpu)
+            for _ in range(2):
+                app.apply_snapshot(col.snapshot())
+                await pilot.pause()
+            screen = screen_text(app)
+            notices = text_of(app.query_one(NoticeBar))
+            assert app.is_running
+    finally:
+        col.close()
+    if error == "gpu_lost":
+        assert app.latest.gpus[1].lost and any(f.rule == "gpu-lost" for f in app.findings)
+        assert "fell off the bus" in notices or "fell off the bus" in screen
+    elif function == "nvmlInit":
+        assert "no NVIDIA GPU monitoring" in notices + screen
+    elif error == "not_supported":
+        assert app.latest.gpus[1].link.gen is None and ("n/a" in screen or "Gen?" in screen)
+    else:
+        assert _ERROR_TEXT[ERRORS[error]] in notices + screen
