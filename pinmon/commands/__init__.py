@@ -4,4 +4,4 @@ Each module here has ``add_parser(sub)`` (adds its subparser to the ``pinmon`` p
 parsers of ``cli._Parser`` so bad arguments get one line) and ``run(args) -> int`` (its exit code;
 raise ``cli.UsageError`` for bad input). ``MODULES`` lists them in ``--help`` order.
 """
-MODULES = ("probe", "export")
+MODULES = ("probe", "export", "trace")

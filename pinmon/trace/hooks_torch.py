@@ -1,0 +1,131 @@
+"""PyTorch hooks: pinned tensors and host<->device tensor copies, once the program imports torch.
+
+Wrapped: ``Tensor.pin_memory``, the factories ``torch.empty/zeros/ones/full/tensor/...`` when called
+with ``pin_memory=True``, and ``Tensor.to/copy_/cuda/cpu`` when they cross between host and device
+(the host side is pinned when ``Tensor.is_pinned()`` says so; it is asked only for such copies).
+
+PyTorch's caching host allocator rounds every pinned block up to a power of two and keeps freed
+blocks cached: a tensor's requested bytes are its storage size, and the bytes held are
+``torch.cuda.host_memory_stats()["allocated_bytes.current"]`` where PyTorch has it (2.5+), else
+the live tensors' sizes rounded up. Not seen: pinning done inside C++ (e.g. a DataLoader's
+``pin_memory=True`` pins through ``Tensor.pin_memory``, which is seen; custom extensions are not).
+"""
+from __future__ import annotations
+
+import weakref
+
+from .state import TORCH, TracerState, next_pow2
+from .wrap import guard, patch
+
+FACTORIES = ("empty", "zeros", "ones", "full", "tensor", "rand", "randn", "randint", "arange",
+             "empty_strided", "empty_like", "zeros_like", "ones_like", "full_like", "as_tensor")
+
+
+def _nbytes(t) -> int:
+    try:
+        return int(t.untyped_storage().nbytes())
+    except Exception:
+        return int(t.nbytes)
+
+
+def hook(torch, state: TracerState) -> None:
+    from .callsite import skip_package
+
+    skip_package(torch)
+    st = state
+    Tensor = torch.Tensor
+
+    def record_pinned(t) -> None:
+        try:
+            requested = _nbytes(t)
+            ptr = int(t.untyped_storage().data_ptr())
+            st.record_alloc(ptr, next_pow2(requested), TORCH, requested=requested)
+            # The block goes back to the caching allocator when the storage dies; a tensor is the
+            # handle we can watch (views keep the storage: a finalizer on the tensor can fire early).
+            weakref.finalize(t, st.record_free, ptr)
+        except Exception:
+            pass
+
+    def make_pin(orig):
+        def pin_memory(self, *a, **k):
+            if getattr(guard, "on", False):
+                return orig(self, *a, **k)
+            out = orig(self, *a, **k)
+            if out is not self:
+                record_pinned(out)
+            return out
+        return pin_memory
+
+    def make_factory(orig):
+        def factory(*a, **k):
+            out = orig(*a, **k)
+            if k.get("pin_memory"):
+                record_pinned(out)
+            return out
+        return factory
+
+    def host_kind(t):
+        try:
+            return TORCH if t.is_pinned() else None
+        except Exception:
+            return None
+
+    def crossing(src, dst) -> None:
+        """Record a copy from tensor ``src`` to tensor ``dst`` if exactly one side is on a GPU."""
+        try:
+            if src.is_cuda == dst.is_cuda:
+                return
+            if dst.is_cuda:
+                st.record_copy("h2d", _tensor_bytes(dst), host_kind(src))
+            else:
+                st.record_copy("d2h", _tensor_bytes(dst), host_kind(dst))
+        except Exception:
+            pass
+
+    def make_to(orig):
+        def to(self, *a, **k):
+            out = orig(self, *a, **k)
+            if out is not self and not getattr(guard, "on", False):
+                crossing(self, out)
+            return out
+        return to
+
+    def make_copy(orig):
+        def copy_(self, src, *a, **k):
+            out = orig(self, src, *a, **k)
+            if not getattr(guard, "on", False):
+                crossing(src, self)
+            return out
+        return copy_
+
+    hooks = [(Tensor, "pin_memory", make_pin), (Tensor, "to", make_to), (Tensor, "cuda", make_to),
+             (Tensor, "cpu", make_to), (Tensor, "copy_", make_copy)]
+    hooks += [(torch, name, make_factory) for name in FACTORIES]
+    for owner, name, make in hooks:
+        label = f"{'torch.Tensor' if owner is Tensor else 'torch'}.{name}"
+        st.record_hook(label, patch(owner, name, make))
+
+    def held_bytes():
+        cuda = getattr(torch, "cuda", None)
+        stats_fn = getattr(cuda, "host_memory_stats", None)
+        if stats_fn is None or not cuda.is_initialized():
+            return None
+        value = stats_fn().get("allocated_bytes.current")
+        return int(value) if value is not None else None
+
+    def stats():
+        cuda = getattr(torch, "cuda", None)
+        fn = getattr(cuda, "host_memory_stats", None)
+        if fn is None or not cuda.is_initialized():
+            return {}
+        s = fn()
+        keys = ("allocated_bytes.current", "allocated_bytes.peak", "active_bytes.current",
+                "allocations.current", "num_host_alloc", "num_host_free")
+        return {k: s[k] for k in keys if k in s}
+
+    st.held_override[TORCH] = held_bytes
+    st.extra["torch_host_memory"] = stats
+
+
+def _tensor_bytes(t) -> int:
+    return int(t.numel()) * int(t.element_size())

@@ -1,0 +1,87 @@
+"""Run a function right after a module is first imported, without importing it ourselves.
+
+``when_imported("torch", fn)`` calls ``fn(module)`` at once if the module is already in
+``sys.modules``, else after its import finishes (a finder on ``sys.meta_path`` wraps the module's
+loader). Installing the tracer therefore never imports torch or cupy, and costs nothing for
+programs that never do.
+"""
+from __future__ import annotations
+
+import importlib.abc
+import sys
+import threading
+from typing import Callable
+
+_callbacks: dict[str, list[Callable]] = {}
+_lock = threading.Lock()
+
+
+def _run(name: str, module) -> None:
+    for fn in _callbacks.pop(name, []):
+        try:
+            fn(module)
+        except Exception:
+            pass  # a hook that fails leaves the module as it was; the program goes on
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, name: str, loader):
+        self._name = name
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        spec = module.__spec__
+        if spec is not None:
+            spec.loader = self._loader  # the module keeps its real loader (reload, resources)
+        module.__loader__ = self._loader
+        self._loader.exec_module(module)
+        _run(self._name, module)
+
+    def __getattr__(self, item):  # get_resource_reader, is_package, ... go to the real loader
+        return getattr(self._loader, item)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def __init__(self):
+        self._busy = threading.local()
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in _callbacks or getattr(self._busy, "on", False):
+            return None
+        self._busy.on = True
+        try:
+            spec = None
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        except Exception:
+            return None
+        finally:
+            self._busy.on = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        spec.loader = _Loader(fullname, spec.loader)
+        return spec
+
+
+_finder = _Finder()
+
+
+def when_imported(name: str, fn: Callable) -> None:
+    with _lock:
+        module = sys.modules.get(name)
+        if module is None:
+            _callbacks.setdefault(name, []).append(fn)
+            if _finder not in sys.meta_path:
+                sys.meta_path.insert(0, _finder)
+            return
+    try:
+        fn(module)
+    except Exception:
+        pass

@@ -1,0 +1,166 @@
+"""Report files: where they live, how they are written safely, and the writer thread.
+
+One JSON file per traced process, ``<pid>.json``, schema ``pinmon.trace/1``, in a per-user runtime
+directory: ``$XDG_RUNTIME_DIR/pinmon`` when that variable names a directory owned by this user,
+else ``/tmp/pinmon-<uid>``. The directory is created 0700 and refused (no report written) when it
+is a symlink, belongs to someone else or is open to others: another user must not be able to plant
+or read reports. Files are 0600, written to a temporary file in the same directory and renamed over
+the old one, so a reader sees a whole report or the previous one, never half of one.
+
+The report carries the process's start time from ``/proc/PID/stat`` (field 22, clock ticks since
+boot) so a reader can tell a live traced process from a new process that reused its pid.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import stat
+import sys
+import threading
+import time
+from typing import Callable, Optional
+
+TRACE_SCHEMA = "pinmon.trace/1"
+INTERVAL_S = 0.5
+
+
+class UnsafeDirError(OSError):
+    """The report directory exists but is not safe to use (symlink, other owner, open mode)."""
+
+
+def proc_start_ticks(pid: int, proc_root: str = "/proc") -> Optional[int]:
+    """Field 22 of /proc/PID/stat (start time in clock ticks since boot), or None."""
+    try:
+        with open(os.path.join(proc_root, str(pid), "stat"), "rb") as f:
+            data = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    rest = data.rpartition(")")[2].split()
+    try:
+        return int(rest[19])  # fields 3.. start at index 0, so field 22 is index 19
+    except (IndexError, ValueError):
+        return None
+
+
+def runtime_dir(uid: Optional[int] = None, env: Optional[dict] = None) -> str:
+    """The report directory for this user (not created here)."""
+    uid = os.getuid() if uid is None else uid
+    env = os.environ if env is None else env
+    xdg = env.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isabs(xdg):
+        try:
+            st = os.lstat(xdg)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
+                return os.path.join(xdg, "pinmon")
+        except OSError:
+            pass
+    # Always /tmp, not $TMPDIR: the tracer and the reader must agree without sharing an environment.
+    return os.path.join("/tmp", f"pinmon-{uid}")
+
+
+def check_dir(path: str, uid: Optional[int] = None) -> None:
+    """Raise UnsafeDirError unless ``path`` is a real directory of ``uid`` with mode 0700."""
+    uid = os.getuid() if uid is None else uid
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeDirError(f"{path} is a symlink")
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeDirError(f"{path} is not a directory")
+    if st.st_uid != uid:
+        raise UnsafeDirError(f"{path} belongs to uid {st.st_uid}, not {uid}")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        raise UnsafeDirError(f"{path} has mode {stat.S_IMODE(st.st_mode):o}, not 700")
+
+
+def ensure_dir(path: str) -> str:
+    """Create ``path`` 0700 if missing; raise UnsafeDirError if it exists and is unsafe."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    check_dir(path)
+    return path
+
+
+def write_report(directory: str, pid: int, payload: dict) -> str:
+    """Atomically replace ``<directory>/<pid>.json`` with ``payload``; returns the path."""
+    final = os.path.join(directory, f"{pid}.json")
+    data = json.dumps(payload, separators=(",", ":")).encode()
+    fd, tmp = _open_temp(directory, pid)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, final)  # a symlink at ``final`` is replaced, never followed
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return final
+
+
+def _open_temp(directory: str, pid: int) -> tuple[int, str]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for attempt in range(100):
+        tmp = os.path.join(directory, f".{pid}.{os.urandom(4).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {directory}")
+
+
+class ReportWriter:
+    """Daemon thread: writes this process's report every ``interval_s`` and once more at exit."""
+
+    def __init__(self, build: Callable[[], dict], directory: Optional[str] = None,
+                 interval_s: float = INTERVAL_S):
+        self.build = build
+        self.directory = directory
+        self.interval_s = interval_s
+        self.pid = os.getpid()
+        self.start_ticks = proc_start_ticks(self.pid)
+        self.writes = 0
+        self.error: Optional[str] = None
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
+
+    def payload(self, final: bool = False) -> dict:
+        body = self.build()
+        return {"schema": TRACE_SCHEMA, "pid": self.pid, "start_ticks": self.start_ticks,
+                "uid": os.getuid(), "time": time.time(), "final": final,
+                "argv": list(sys.argv[:20]), **body}
+
+    def write_once(self, final: bool = False) -> bool:
+        with self._lock:
+            try:
+                if os.getpid() != self.pid:  # a fork: the child is another process
+                    return False
+                directory = self.directory or runtime_dir()
+                ensure_dir(directory)
+                write_report(directory, self.pid, self.payload(final))
+                self.writes += 1
+                self.error = None
+                return True
+            except Exception as e:  # never let reporting disturb the program
+                self.error = f"{type(e).__name__}: {e}"
+                return False
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.write_once()
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="pinmon-trace-report", daemon=True)
+        self._thread.start()
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.write_once(final=True)

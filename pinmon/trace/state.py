@@ -1,0 +1,330 @@
+"""The tracer's bookkeeping: counters, the table of pinned host ranges, and the per-process figures.
+
+Hooks call the ``record_*`` methods; the report writer calls ``report()`` every half second. Every
+method catches its own errors (``_safe``): bookkeeping must never break the traced program. One lock
+guards the counters; it is held for a few dictionary updates, never across a CUDA call.
+
+What is exact: every call that went through a hooked function (bytes, direction, host memory kind as
+this table knows it). What is not seen: allocations and copies made inside CuPy or PyTorch C code,
+other libraries' pinned memory, and CPU loads from a write-combined buffer (see ``readbacks``).
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import os
+import threading
+import time
+from collections import Counter, deque
+from typing import Callable, Optional
+
+from .callsite import call_site
+
+# Host memory kinds in the range table.
+PINNED, WRITE_COMBINED, REGISTERED, POOL, TORCH = "pinned", "write_combined", "registered", "pool", "torch"
+
+# Copy size classes: small copies are latency-bound, bulk ones bandwidth-bound.
+SIZE_CLASSES = ((64 << 10, "lt_64k"), (1 << 20, "64k_1m"), (16 << 20, "1m_16m"), (None, "ge_16m"))
+RATE_WINDOW_S = 5.0
+RECENT_ALLOCS = 4096  # sizes kept for the median
+TOP_SITES = 5
+
+
+def size_class(n: int) -> str:
+    for limit, name in SIZE_CLASSES:
+        if limit is None or n < limit:
+            return name
+    return SIZE_CLASSES[-1][1]  # pragma: no cover
+
+
+def pow2_bucket(n: int) -> int:
+    """Lower bound of the power-of-two bucket holding ``n`` (0 for 0)."""
+    return 1 << (n.bit_length() - 1) if n > 0 else 0
+
+
+def next_pow2(n: int) -> int:
+    return 1 << (n - 1).bit_length() if n > 1 else max(n, 1)
+
+
+def _safe(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except Exception:
+            self.internal_errors += 1
+            return None
+    return wrapper
+
+
+class TracerState:
+    """Everything one traced process has seen. Thread-safe; never raises from ``record_*``."""
+
+    def __init__(self, clock: Callable[[], float] = time.time):
+        self.clock = clock
+        self.started = clock()
+        self.lock = threading.Lock()
+        self.internal_errors = 0
+        self.counters: Counter = Counter()
+        # Pinned host ranges: start -> (size, kind, requested); _starts is sorted for bisect.
+        self._ranges: dict[int, tuple[int, str, int]] = {}
+        self._starts: list[int] = []
+        self.held = Counter()        # kind -> bytes held now
+        self.requested = Counter()   # kind -> bytes the program asked for, of those held
+        self.peak_bytes = 0
+        self.recent_sizes: deque = deque(maxlen=RECENT_ALLOCS)
+        self.histogram: Counter = Counter()
+        self.sites: dict[str, Counter] = {}  # category -> Counter(site -> bytes)
+        self.site_counts: dict[str, Counter] = {}
+        self._samples: deque = deque(maxlen=64)  # (time, counters copy) for the rates
+        self.hooks: dict[str, bool] = {}
+        self.missing: list[str] = []
+        self.extra: dict[str, Callable[[], dict]] = {}  # name -> stats callable (pool, torch)
+        self.held_override: dict[str, Callable[[], Optional[int]]] = {}
+
+    # --- the range table -------------------------------------------------------------------
+
+    def _add_range(self, ptr: int, size: int, kind: str, requested: int) -> None:
+        old = self._ranges.get(ptr)
+        if old is not None:
+            self._drop(ptr, old)
+        else:
+            bisect.insort(self._starts, ptr)
+        self._ranges[ptr] = (size, kind, requested)
+        self.held[kind] += size
+        self.requested[kind] += requested
+        total = self._held_total()
+        if total > self.peak_bytes:
+            self.peak_bytes = total
+
+    def _drop(self, ptr: int, entry) -> None:
+        size, kind, requested = entry
+        self.held[kind] -= size
+        self.requested[kind] -= requested
+
+    def _remove_range(self, ptr: int) -> Optional[tuple[int, str, int]]:
+        entry = self._ranges.pop(ptr, None)
+        if entry is None:
+            return None
+        i = bisect.bisect_left(self._starts, ptr)
+        if i < len(self._starts) and self._starts[i] == ptr:
+            del self._starts[i]
+        self._drop(ptr, entry)
+        return entry
+
+    def _held_total(self) -> int:
+        return sum(v for v in self.held.values() if v > 0)
+
+    def lookup(self, ptr: int) -> Optional[str]:
+        """The kind of pinned memory holding host address ``ptr``, or None (pageable, as far as known)."""
+        try:
+            with self.lock:
+                i = bisect.bisect_right(self._starts, ptr) - 1
+                if i < 0:
+                    return None
+                start = self._starts[i]
+                size, kind, _ = self._ranges[start]
+                return kind if ptr < start + max(size, 1) else None
+        except Exception:
+            return None
+
+    # --- events ----------------------------------------------------------------------------
+
+    def _site(self, category: str, site: Optional[str], nbytes: int) -> None:
+        if site is None:
+            return
+        by = self.sites.setdefault(category, Counter())
+        if site in by or len(by) < 1000:  # bounded
+            by[site] += nbytes
+            self.site_counts.setdefault(category, Counter())[site] += 1
+
+    @_safe
+    def record_alloc(self, ptr: int, size: int, kind: str = PINNED, requested: Optional[int] = None,
+                     fresh: bool = True, site: Optional[str] = None) -> None:
+        """A pinned allocation. ``fresh``: a new driver allocation (not a block reused from a pool)."""
+        if site is None:
+            site = call_site(3)
+        req = size if requested is None else requested
+        with self.lock:
+            if ptr:
+                self._add_range(ptr, size, kind, req)
+            c = self.counters
+            c["alloc.calls"] += 1
+            if fresh:
+                c["alloc.count"] += 1
+                c["alloc.bytes"] += size
+                self.recent_sizes.append(req)
+                self.histogram[pow2_bucket(req)] += 1
+            if kind == WRITE_COMBINED:
+                c["alloc.wc.count"] += 1
+            self._site("alloc", site, size)
+            if size > req:
+                self._site("rounding_waste", site, size - req)
+
+    @_safe
+    def record_free(self, ptr: int) -> None:
+        with self.lock:
+            entry = self._remove_range(ptr)
+            self.counters["free.count"] += 1
+            if entry is not None:
+                self.counters["free.bytes"] += entry[0]
+
+    @_safe
+    def record_register(self, ptr: int, size: int) -> None:
+        site = call_site(3)
+        with self.lock:
+            self._add_range(ptr, size, REGISTERED, size)
+            self.counters["register.count"] += 1
+            self._site("register", site, size)
+
+    @_safe
+    def record_unregister(self, ptr: int) -> None:
+        with self.lock:
+            self._remove_range(ptr)
+            self.counters["unregister.count"] += 1
+
+    @_safe
+    def record_copy(self, direction: str, nbytes: int, host_kind: Optional[str]) -> None:
+        """A host<->device copy; ``host_kind`` from ``lookup`` (None: pageable)."""
+        pinned = host_kind is not None
+        mem = "pinned" if pinned else "pageable"
+        wc_readback = direction == "d2h" and host_kind == WRITE_COMBINED
+        site = call_site(3) if (not pinned or wc_readback) else None
+        cls = size_class(nbytes)
+        with self.lock:
+            c = self.counters
+            c[f"copy.{direction}.{mem}.bytes"] += nbytes
+            c[f"copy.{direction}.{mem}.count"] += 1
+            c[f"copy.{direction}.{mem}.{cls}.bytes"] += nbytes
+            if not pinned:
+                self._site("pageable_copy", site, nbytes)
+            if host_kind == WRITE_COMBINED:
+                c[f"copy.{direction}.wc.count"] += 1
+                c[f"copy.{direction}.wc.bytes"] += nbytes
+            if wc_readback:
+                # A device-to-host copy into write-combined memory exists to be read by the CPU:
+                # that read is uncached. Counted as one readback per copy.
+                c["wc.readbacks"] += 1
+                self._site("wc_readback", site, nbytes)
+
+    @_safe
+    def record_hook(self, name: str, ok: bool) -> None:
+        self.hooks[name] = ok
+        if not ok and name not in self.missing:
+            self.missing.append(name)
+
+    # --- the report ------------------------------------------------------------------------
+
+    def _rates(self, now: float, counters: Counter) -> tuple[dict, float]:
+        """Per-second rates of every counter over the last RATE_WINDOW_S (or since start)."""
+        base_t, base = self.started, Counter()
+        for t, snap in self._samples:
+            if now - t <= RATE_WINDOW_S:
+                base_t, base = t, snap
+                break
+        self._samples.append((now, counters))
+        dt = now - base_t
+        if dt <= 0:
+            return {}, 0.0
+        return {k: (v - base.get(k, 0)) / dt for k, v in counters.items()}, dt
+
+    def _top(self, category: str) -> list[dict]:
+        by = self.sites.get(category)
+        if not by:
+            return []
+        counts = self.site_counts.get(category, Counter())
+        return [{"site": s, "bytes": b, "count": counts.get(s, 0)} for s, b in by.most_common(TOP_SITES)]
+
+    def report(self, now: Optional[float] = None) -> dict:
+        """The figures of the ``pinmon.trace/1`` report (without the identity fields)."""
+        now = self.clock() if now is None else now
+        with self.lock:
+            counters = Counter(self.counters)
+            held = dict(self.held)
+            requested = dict(self.requested)
+            sizes = sorted(self.recent_sizes)
+            histogram = {str(k): v for k, v in sorted(self.histogram.items())}
+            sites = {cat: self._top(cat) for cat in self.sites}
+            peak = self.peak_bytes
+            ranges = len(self._ranges)
+        extra = {}
+        for name, fn in list(self.extra.items()):
+            try:
+                extra[name] = fn()
+            except Exception:
+                self.internal_errors += 1
+        for kind, fn in list(self.held_override.items()):
+            try:
+                v = fn()
+                if v is not None:
+                    held[kind] = v
+            except Exception:
+                self.internal_errors += 1
+        rates, window = self._rates(now, counters)
+        held_total = sum(v for k, v in held.items() if v > 0 and k != WRITE_COMBINED)
+        wc = max(held.get(WRITE_COMBINED, 0), 0)
+        req_total = sum(max(requested.get(k, 0), 0) for k in held if k != WRITE_COMBINED)
+        waste = max(sum(max(held.get(k, 0), 0) for k in held if k != WRITE_COMBINED) - req_total, 0)
+        peak = max(peak, held_total + wc)
+        copies = {}
+        for d in ("h2d", "d2h"):
+            for mem in ("pinned", "pageable"):
+                key = f"copy.{d}.{mem}"
+                copies.setdefault(d, {})[mem] = {
+                    "bytes": counters.get(key + ".bytes", 0), "count": counters.get(key + ".count", 0),
+                    "bytes_per_s": rates.get(key + ".bytes", 0.0),
+                    "size_classes": {name: {"bytes": counters.get(f"{key}.{name}.bytes", 0),
+                                            "bytes_per_s": rates.get(f"{key}.{name}.bytes", 0.0)}
+                                     for _, name in SIZE_CLASSES}}
+        median = sizes[len(sizes) // 2] if sizes else None
+        return {
+            "window_s": window,
+            "pinned": {
+                "bytes": held_total, "peak_bytes": peak, "write_combined_bytes": wc,
+                "registered_bytes": max(held.get(REGISTERED, 0), 0),
+                "requested_bytes": req_total, "rounding_waste_bytes": waste,
+                "by_kind": {k: v for k, v in held.items()}, "ranges": ranges,
+            },
+            "allocs": {
+                "count": counters.get("alloc.count", 0), "calls": counters.get("alloc.calls", 0),
+                "bytes": counters.get("alloc.bytes", 0), "frees": counters.get("free.count", 0),
+                "per_s": rates.get("alloc.count", 0.0), "frees_per_s": rates.get("free.count", 0.0),
+                "calls_per_s": rates.get("alloc.calls", 0.0),
+                "median_bytes": median, "histogram": histogram,
+                "write_combined": counters.get("alloc.wc.count", 0),
+                "registers": counters.get("register.count", 0),
+            },
+            "copies": copies,
+            "pageable_copy_bytes_per_s": rates.get("copy.h2d.pageable.bytes", 0.0)
+            + rates.get("copy.d2h.pageable.bytes", 0.0),
+            "pinned_copy_bytes_per_s": rates.get("copy.h2d.pinned.bytes", 0.0)
+            + rates.get("copy.d2h.pinned.bytes", 0.0),
+            "wc": {"readbacks": counters.get("wc.readbacks", 0),
+                   "d2h_copies": counters.get("copy.d2h.wc.count", 0),
+                   "h2d_copies": counters.get("copy.h2d.wc.count", 0)},
+            "call_sites": sites,
+            "extra": extra,
+            "hooks": dict(self.hooks), "missing_hooks": list(self.missing),
+            "internal_errors": self.internal_errors,
+        }
+
+
+_state: Optional[TracerState] = None
+_state_lock = threading.Lock()
+
+
+def get_state() -> TracerState:
+    global _state
+    with _state_lock:
+        if _state is None:
+            _state = TracerState()
+        return _state
+
+
+def reset_state() -> None:
+    """For tests: forget everything (a new process starts empty anyway)."""
+    global _state
+    with _state_lock:
+        _state = None
+
+
