@@ -76,7 +76,8 @@ class TracerState:
         self.histogram: Counter = Counter()
         self.sites: dict[str, Counter] = {}  # category -> Counter(site -> bytes)
         self.site_counts: dict[str, Counter] = {}
-        self._samples: deque = deque(maxlen=64)  # (time, counters copy) for the rates
+        # (time, counters copy) for the rates; the start is the first baseline.
+        self._samples: deque = deque([(self.started, Counter())], maxlen=64)
         self.hooks: dict[str, bool] = {}
         self.missing: list[str] = []
         self.extra: dict[str, Callable[[], dict]] = {}  # name -> stats callable (pool, torch)
@@ -217,12 +218,14 @@ class TracerState:
 
     def _rates(self, now: float, counters: Counter) -> tuple[dict, float]:
         """Per-second rates of every counter over the last RATE_WINDOW_S (or since start)."""
-        base_t, base = self.started, Counter()
-        for t, snap in self._samples:
-            if now - t <= RATE_WINDOW_S:
+        base_t, base = self._samples[0]
+        for t, snap in self._samples:  # oldest first: keep the newest at least a window old
+            if now - t >= RATE_WINDOW_S:
                 base_t, base = t, snap
+            else:
                 break
-        self._samples.append((now, counters))
+        if now - self._samples[-1][0] >= 0.1:  # tests and a final report may come close together
+            self._samples.append((now, counters))
         dt = now - base_t
         if dt <= 0:
             return {}, 0.0

@@ -1,0 +1,47 @@
+"""A CuPy stand-in for the tracer tests: same Python API shape, "device" arrays live in host memory."""
+import numpy
+
+from . import cuda
+
+
+class ndarray:
+    def __init__(self, host):
+        self._data = numpy.array(host, copy=True)
+        self.nbytes = self._data.nbytes
+        self.shape = self._data.shape
+        self.dtype = self._data.dtype
+
+    def get(self, stream=None, order="C", out=None, blocking=True):
+        if out is not None:
+            out[...] = self._data
+            return out
+        return self._data.copy()
+
+    def set(self, arr, stream=None):
+        if arr.shape != self.shape:
+            raise ValueError("Shape mismatch")
+        self._data[...] = arr
+
+
+def asarray(a, dtype=None, order=None, *, blocking=False):
+    if isinstance(a, ndarray):
+        return a
+    return ndarray(numpy.asarray(a, dtype=dtype))
+
+
+def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, blocking=False):
+    return ndarray(numpy.array(obj, dtype=dtype))
+
+
+def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
+    if isinstance(a, ndarray):
+        return a.get(stream=stream, order=order, out=out, blocking=blocking)
+    return numpy.asarray(a)
+
+
+def empty(shape, dtype=float):
+    return ndarray(numpy.empty(shape, dtype))
+
+
+def get_default_pinned_memory_pool():
+    return cuda._pool
