@@ -1,6 +1,6 @@
 """The exporter on a GPU box: scrape ``pinmon export`` live while a known pinned H2D load runs.
 
-Usage: python bench/export_scrape.py OUTDIR [--load-seconds 8] [--probe-every 15]
+Usage: python bench/export_scrape.py OUTDIR [--load-seconds 8] [--probe-every 30]
 
 Starts ``pinmon export`` (live, loopback, a free port, ``--probe-every``), scrapes /metrics before,
 during and after ``bench/transfer_load.py`` (pinned 256 MiB host-to-device copies), then stops the
@@ -67,7 +67,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
     ap.add_argument("--load-seconds", type=float, default=8.0)
-    ap.add_argument("--probe-every", type=float, default=15.0)
+    ap.add_argument("--probe-every", type=float, default=30.0)
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     err_path = os.path.join(a.outdir, "export_stderr.txt")
@@ -81,7 +81,7 @@ def main():
         time.sleep(0.2)
         err.seek(0)
         for line in err.read().splitlines():
-            if "serving " in line:
+            if "serving http" in line:
                 url = line.split("serving ", 1)[1].split()[0]
     if url is None:
         exporter.kill()
@@ -121,8 +121,11 @@ def main():
         while scrapes[-1]["probe_pinned_h2d_bytes_per_s"] is None and time.time() < end:
             time.sleep(2)
             scrape("probe")
-        with open(load_json) as f:
-            load = json.load(f)
+        try:
+            with open(load_json) as f:
+                load = json.load(f)
+        except (OSError, ValueError):
+            load = {"error": f"transfer_load.py exited {proc.returncode} without writing {load_json}"}
     finally:
         exporter.send_signal(signal.SIGTERM)
         try:
@@ -135,7 +138,7 @@ def main():
     summary = {"url": url, "exporter_exit_code": exit_code, "load": load, "scrapes": scrapes}
     before = [s for s in scrapes if s["phase"] == "before" and s["rx_bytes_total"] is not None]
     after = [s for s in scrapes if s["phase"] == "after" and s["rx_bytes_total"] is not None]
-    if load and before and after:
+    if load and "payload_bytes" in load and before and after:
         delta = after[-1]["rx_bytes_total"] - before[-1]["rx_bytes_total"]
         summary["rx_bytes_total_increase"] = delta
         summary["rx_link_over_payload"] = delta / load["payload_bytes"] if load["payload_bytes"] else None
