@@ -155,6 +155,7 @@ class PinmonApp(App[int]):
         self._clock = clock
         self._install_signal_handlers = install_signal_handlers
         self.auto_probe_duty_limit = auto_probe_duty_limit
+        self.hangup_watchdog: Optional[threading.Timer] = None
 
         self.history: deque[Snapshot] = deque(maxlen=HISTORY_LEN)
         self.latest: Optional[Snapshot] = None
@@ -641,9 +642,10 @@ class PinmonApp(App[int]):
             # The terminal is gone: restoring it can block for ever (Textual's writer thread dies
             # on the closed pty and its queue fills). The recording is closed and every other
             # resource is the kernel's to reclaim, so end the process if a clean exit stalls.
-            watchdog = threading.Timer(HANGUP_GRACE_S, os._exit, (0,))
-            watchdog.daemon = True
-            watchdog.start()
+            # run_app cancels it once the app has returned and its threads have stopped.
+            self.hangup_watchdog = threading.Timer(HANGUP_GRACE_S, os._exit, (0,))
+            self.hangup_watchdog.daemon = True
+            self.hangup_watchdog.start()
         self.exit(0)
 
 
@@ -690,4 +692,6 @@ def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding
         app.shutdown()
         app.poll_done.wait(join_timeout_s)
         app.probe_done.wait(join_timeout_s)
+        if app.hangup_watchdog is not None:
+            app.hangup_watchdog.cancel()
     return int(code or 0)

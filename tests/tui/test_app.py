@@ -589,7 +589,12 @@ async def test_stop_signal_closes_the_recording_and_exits():
     assert app.return_code == 0
 
 
-def test_run_app_exits_on_sighup_with_threads_stopped():
+def test_run_app_exits_on_sighup_with_threads_stopped(monkeypatch):
+    import pinmon.tui.app as app_module
+
+    # The hang-up watchdog must be cancelled by a clean exit: were it not, it would end this
+    # process 0.2 s later and the test run with it.
+    monkeypatch.setattr(app_module, "HANGUP_GRACE_S", 0.2)
     src = FakeSource(interval_s=0.02)
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGHUP))
     timer.start()
@@ -602,5 +607,5 @@ def test_run_app_exits_on_sighup_with_threads_stopped():
     assert code == 0
     calls = src.calls
     assert calls > 0
-    threading.Event().wait(0.1)
+    threading.Event().wait(0.5)
     assert src.calls == calls  # nothing polls the source after run_app returns

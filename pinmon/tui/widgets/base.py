@@ -37,5 +37,23 @@ class CompositeView(View):
         raise NotImplementedError
 
 
+def _shape(content) -> tuple[int, int]:
+    text = content.plain if isinstance(content, Content) else str(content)
+    rows = text.split("\n")
+    return len(rows), max(len(r) for r in rows)
+
+
+def set_content(widget, content: Content | str) -> None:
+    """``Static.update`` only when the text or its styles changed, and a layout pass only when its
+    shape (lines, widest line) did: most of a 1 s refresh repeats what is on screen."""
+    key = (content.plain, tuple(content.spans)) if isinstance(content, Content) else content
+    last = getattr(widget, "_pinmon_drawn", None)
+    if last is not None and last[0] == key:
+        return
+    shape = _shape(content)
+    widget._pinmon_drawn = (key, shape)
+    widget.update(content, layout=last is None or last[1] != shape)
+
+
 def lines(*rows: Content | str) -> Content:
     return Content("\n").join(r if isinstance(r, Content) else Content(r) for r in rows)

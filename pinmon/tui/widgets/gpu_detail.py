@@ -7,7 +7,7 @@ from textual.widgets import Static
 from ...units import fmt_bytes, fmt_rate
 from ..format import command_text, error_text, error_total, link_label, link_state, method_label
 from ..state import ViewState
-from .base import View, lines
+from .base import View, lines, set_content
 
 
 class GpuDetail(Static, View):
@@ -15,7 +15,7 @@ class GpuDetail(Static, View):
         gpu = state.selected
         if gpu is None:
             self.border_title = "GPU detail"
-            self.update("no GPU selected")
+            set_content(self, "no GPU selected")
             return
         self.border_title = f"GPU {gpu.index} detail (g: next GPU)"
         link = gpu.link
@@ -44,7 +44,7 @@ class GpuDetail(Static, View):
                             f"{command_text(proc) if proc else 'n/a'}")
         else:
             rows.append(Content.styled("no compute processes on this GPU", "dim"))
-        self.update(lines(*rows))
+        set_content(self, lines(*rows))
 
 
 def _state_note(state: str) -> Content:

@@ -5,7 +5,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from ..state import ViewState
-from .base import CompositeView
+from .base import CompositeView, set_content
 from .gpu_row import GpuRow
 
 
@@ -24,7 +24,7 @@ class GpuList(Vertical, CompositeView):
         indices = tuple(g.index for g in gpus)
         self._empty.display = not gpus
         if not gpus:
-            self._empty.update("no NVIDIA GPU in this snapshot (see the notice above)")
+            set_content(self._empty, "no NVIDIA GPU in this snapshot (see the notice above)")
         if indices != self._indices:
             self._indices = indices
             for row in self._rows:

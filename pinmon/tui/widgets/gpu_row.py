@@ -13,6 +13,7 @@ from ...model import Gpu
 from ...units import fmt_rate
 from ..format import error_text, error_total, link_label, link_state, method_label, share
 from .sparkline import RateSparkline
+from .base import set_content
 
 _LINK_STYLE = {"degraded": "bold $warning", "downshift": "dim", "full": "", "unknown": "dim", "lost": "bold $error"}
 _LINK_NOTE = {"degraded": " DEGRADED", "downshift": " idle"}
@@ -89,13 +90,13 @@ class GpuRow(Vertical, can_focus=True):
     def _apply(self, gpu: Gpu, rx, tx, selected: bool) -> None:
         self.set_class(selected, "-selected")
         self.set_class(gpu.lost, "-lost")
-        self._head.update(head_content(gpu, selected))
+        set_content(self._head, head_content(gpu, selected))
         for d in self._dirs:
             d.display = not gpu.lost
         link_rate = gpu.link.theoretical_bytes_per_s
         p = gpu.pcie
-        self._rate["rx"].update(direction_content("RX H2D", p.rx_bytes_per_s, link_rate, p.method))
-        self._rate["tx"].update(direction_content("TX D2H", p.tx_bytes_per_s, link_rate, p.method))
+        set_content(self._rate["rx"], direction_content("RX H2D", p.rx_bytes_per_s, link_rate, p.method))
+        set_content(self._rate["tx"], direction_content("TX D2H", p.tx_bytes_per_s, link_rate, p.method))
         # One scale for both directions: the link as rated, so a downshift shows as lower bars.
         scale = gpu.link.max_theoretical_bytes_per_s or link_rate
         self._spark["rx"].set_samples(rx, scale)

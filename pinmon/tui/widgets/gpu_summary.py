@@ -7,14 +7,14 @@ from textual.widgets import Static
 from ...units import fmt_rate
 from ..format import error_total, link_label, link_state
 from ..state import ViewState
-from .base import View, lines
+from .base import View, lines, set_content
 from .gpu_row import _LINK_NOTE, _LINK_STYLE
 
 
 class GpuSummary(Static, View):
     def show(self, state: ViewState) -> None:
         if not state.gpus:
-            self.update(Content.styled("no NVIDIA GPU", "dim"))
+            set_content(self, Content.styled("no NVIDIA GPU", "dim"))
             return
         rows = []
         for pos, g in enumerate(state.gpus):
@@ -30,4 +30,4 @@ class GpuSummary(Static, View):
                 f"  RX {fmt_rate(g.pcie.rx_bytes_per_s)}  TX {fmt_rate(g.pcie.tx_bytes_per_s)}{est}",
                 (f"  errors +{error_total(g)}", "bold $error") if error_total(g) else "",
                 ("  " + (g.name or ""), "dim")))
-        self.update(lines(*rows))
+        set_content(self, lines(*rows))

@@ -12,7 +12,7 @@ from textual.widgets import Static
 from ...units import fmt_bytes
 from ..format import fmt_time
 from ..state import ViewState
-from .base import View
+from .base import View, set_content
 
 
 def _speed(x: float) -> str:
@@ -26,11 +26,11 @@ class StatusHeader(Static, View):
 
     def show(self, state: ViewState) -> None:
         self._state = state
-        self.update(header_content(state, self.content_size.width or None))
+        set_content(self, header_content(state, self.content_size.width or None))
 
     def on_resize(self) -> None:
         if self._state is not None:
-            self.update(header_content(self._state, self.content_size.width or None))
+            set_content(self, header_content(self._state, self.content_size.width or None))
 
 
 def header_content(state: ViewState, width: Optional[int] = None) -> Content:

@@ -9,7 +9,7 @@ from ...units import fmt_bytes, fmt_pct
 from ..format import share
 from ..state import ViewState
 from .bar import bar
-from .base import View, lines
+from .base import View, lines, set_content
 
 # Pinned memory cannot be swapped or reclaimed; past half of RAM the kernel and every other
 # process fight over what is left (the advisor's rule uses the same mark).
@@ -67,6 +67,6 @@ class MemoryPanel(Static, View):
 
     def show(self, state: ViewState) -> None:
         if state.snapshot is None:
-            self.update(Content.styled("waiting for the first snapshot…", "dim"))
+            set_content(self, Content.styled("waiting for the first snapshot…", "dim"))
             return
-        self.update(lines(*memory_rows(state.snapshot.host, self.compact)))
+        set_content(self, lines(*memory_rows(state.snapshot.host, self.compact)))

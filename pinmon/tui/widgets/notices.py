@@ -5,7 +5,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from ..state import ViewState
-from .base import View, lines
+from .base import View, lines, set_content
 
 
 class NoticeBar(Static, View):
@@ -14,4 +14,4 @@ class NoticeBar(Static, View):
     def show(self, state: ViewState) -> None:
         self.display = bool(state.notices)
         if state.notices:
-            self.update(lines(*(Content.assemble(("! ", "bold $warning"), n) for n in state.notices)))
+            set_content(self, lines(*(Content.assemble(("! ", "bold $warning"), n) for n in state.notices)))

@@ -15,7 +15,7 @@ from ...model import ProbeResult
 from ...units import fmt_bytes, fmt_pct, fmt_rate
 from ..format import fmt_seconds, fmt_speedup, fmt_time, other_measurements, probe_rows, sweep_sizes
 from ..state import ProbeView, ViewState
-from .base import CompositeView, View, lines
+from .base import CompositeView, View, lines, set_content
 
 
 def result_rows(result: ProbeResult, link_bytes_per_s: Optional[float], recorded: bool) -> list[Content]:
@@ -72,10 +72,10 @@ class ProbePanel(Vertical, CompositeView):
         bar = self.query_one("#probe-progress", ProgressBar)
         label.display = bar.display = running
         if running:
-            label.update(Content.assemble((f"{p.running_kind} probe running", "bold $accent"),
+            set_content(label, Content.assemble((f"{p.running_kind} probe running", "bold $accent"),
                                           f"  {p.progress_label}" if p.progress_label else ""))
             bar.update(total=p.progress_total, progress=p.progress_done or 0)
-        self.query_one("#probe-body", Static).update(lines(*probe_body(state)))
+        set_content(self.query_one("#probe-body", Static), lines(*probe_body(state)))
 
 
 def probe_body(state: ViewState) -> list[Content]:
@@ -129,4 +129,4 @@ class ProbeSummary(Static, View):
                                        "this recording carries no probe result", "dim"))
         if p.live and p.unavailable_reason is None and p.count:
             rows.append(duty_row(p))
-        self.update(lines(*rows))
+        set_content(self, lines(*rows))

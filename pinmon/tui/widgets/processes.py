@@ -16,7 +16,7 @@ from ...model import ProcessPinned
 from ...units import fmt_bytes, fmt_int
 from ..format import SORT_COLUMNS, command_text, filter_processes, sort_processes
 from ..state import ViewState
-from .base import CompositeView
+from .base import CompositeView, set_content
 
 # (sort key or None, header, right-aligned, width). Fixed widths fit the widest value a column can
 # print ("1023.9 GiB", pid 4194304) plus one space of gutter, so at 80 columns every number is whole
@@ -159,7 +159,7 @@ class ProcessPanel(Vertical, CompositeView):
             parts += [("  filter ", "dim"), (repr(text), "bold $accent"), (" (/ edit, Esc clear)", "dim")]
         else:
             parts += [("  / filter", "dim")]
-        self.query_one("#process-status", Static).update(Content.assemble(*parts))
+        set_content(self.query_one("#process-status", Static), Content.assemble(*parts))
 
     def focus_table(self) -> None:
         self.query_one(DataTable).focus()

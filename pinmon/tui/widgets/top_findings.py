@@ -5,7 +5,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from ..state import ViewState
-from .base import View, lines
+from .base import View, lines, set_content
 from .findings import badge
 
 
@@ -17,10 +17,10 @@ class TopFindings(Static, View):
 
     def show(self, state: ViewState) -> None:
         if state.snapshot is None:
-            self.update(Content.styled("waiting for the first snapshot…", "dim"))
+            set_content(self, Content.styled("waiting for the first snapshot…", "dim"))
             return
         if not state.findings:
-            self.update(Content.styled("No findings.", "$success"))
+            set_content(self, Content.styled("No findings.", "$success"))
             return
         rows: list[Content] = []
         for f in state.findings[: self.limit]:
@@ -29,4 +29,4 @@ class TopFindings(Static, View):
                 rows.append(Content.assemble(("       → ", "bold $accent"), (f.advice, "italic")))
         if len(state.findings) > self.limit:
             rows.append(Content.styled(f"… {len(state.findings) - self.limit} more (6: Advisor)", "dim"))
-        self.update(lines(*rows))
+        set_content(self, lines(*rows))

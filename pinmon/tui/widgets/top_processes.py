@@ -7,7 +7,7 @@ from textual.widgets import Static
 from ...units import fmt_bytes
 from ..format import SORT_COLUMNS, command_text, sort_processes
 from ..state import ViewState
-from .base import View, lines
+from .base import View, lines, set_content
 
 
 class TopProcesses(Static, View):
@@ -18,7 +18,7 @@ class TopProcesses(Static, View):
     def show(self, state: ViewState) -> None:
         procs = state.snapshot.processes if state.snapshot is not None else ()
         if not procs:
-            self.update(Content.styled("no CUDA processes with pinned memory", "dim"))
+            set_content(self, Content.styled("no CUDA processes with pinned memory", "dim"))
             return
         rows = [Content.styled(f"{'PID':>8} {'USER':<9} {'PINNED':>10} {'GPU MEM':>10}  COMMAND", "bold")]
         for p in sort_processes(procs, SORT_COLUMNS[0])[: self.limit]:
@@ -27,4 +27,4 @@ class TopProcesses(Static, View):
                                 f" {fmt_bytes(p.gpu_memory_bytes):>10}  {p.name or command_text(p)}{src}"))
         if len(procs) > self.limit:
             rows.append(Content.styled(f"… {len(procs) - self.limit} more (4: Processes)", "dim"))
-        self.update(lines(*rows))
+        set_content(self, lines(*rows))
