@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One evidence run on the H200 test machine; each part writes under OUTDIR and a failing part does
+# not stop the others. Usage: bash bench/h200_batch.sh OUTDIR PART...   (parts: env gputests probe
+# check pollcost tui screenshots)
+set -u
+out=${1:?outdir}; shift; mkdir -p "$out"
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+if ls .whl/*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/textual ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+fi
+part() { echo "== $1 ($(date +%T))"; }
+for p in "$@"; do case $p in
+env)
+  part env
+  { nvidia-smi -L; nvidia-smi --query-gpu=driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv;
+    python3 -c "import cupy, platform; print('python', platform.python_version(), 'cupy', cupy.__version__)";
+    nproc; free -g; } > "$out/env.txt" 2>&1; cat "$out/env.txt";;
+gputests)
+  part gputests
+  python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_probe_gpu.py tests/gpu/test_pinned_gpu.py \
+    tests/gpu/test_probe_command_gpu.py 2>&1 | tail -15 > "$out/gpu_tests.txt"; cat "$out/gpu_tests.txt";;
+probe)
+  part probe
+  python3 bench/probe_vs_torch.py "$out/probe_vs_torch_h200.json" 2>&1 | tail -12
+  /usr/bin/time -f "wall %e s, max RSS %M KiB" python3 -m pinmon probe --sweep --modes --json \
+    > "$out/probe_sweep_modes_h200.json" 2> "$out/probe_sweep_modes_time.txt"; echo "rc=$?"; cat "$out/probe_sweep_modes_time.txt"
+  python3 -m pinmon probe --sweep --modes > "$out/probe_sweep_modes_h200.txt" 2>&1; echo "rc=$?"; head -30 "$out/probe_sweep_modes_h200.txt";;
+check)
+  part check
+  for i in 1 2 3; do /usr/bin/time -f "%e" python3 -m pinmon check --probe --json > "$out/check_probe_$i.json" 2>> "$out/check_probe_wall.txt"; done
+  echo "check --probe wall s:"; cat "$out/check_probe_wall.txt";;
+pollcost)
+  part pollcost
+  python3 bench/poll_cost.py "$out/poll_cost_h200.json" --real-nvml 20 2>&1 | tail -12;;
+tui)
+  part tui
+  python3 bench/tui_overhead.py --seconds 30 --only demo,live,live_no_probe,nvitop --out "$out/tui_overhead_h200.json" 2>&1 | tail -8;;
+screenshots)
+  part screenshots
+  python3 bench/transfer_load.py 40 --json "$out/screenshot_load.json" > /dev/null 2>&1 & lp=$!
+  sleep 3; python3 bench/tui_screenshots.py "$out" --live 12 2>&1 | tail -4; wait $lp;;
+*) echo "unknown part $p";;
+esac; done
