@@ -33,6 +33,11 @@ def _src(p: ProcessPinned) -> str:
     return "(traced)" if p.source == "traced" else "(est.)"
 
 
+def _site_sentence(p: ProcessPinned) -> str:
+    """Names the call site (file:line) the tracer saw doing most of it, when there is one."""
+    return f" Most of it comes from {p.call_site}." if p.call_site else ""
+
+
 def _fmt_seconds(s: float) -> str:
     if s < 1e-3:
         return f"{s * 1e6:.0f} us"
@@ -193,9 +198,11 @@ def pinned_small_allocs(history: Sequence[Snapshot], t: Thresholds) -> list[Find
         message = f"{rate:.1f} pinned allocations/s, median {fmt_bytes(median)} {_src(p)}"
         advice = (f"Each cudaHostAlloc maps and pins pages through the driver and costs far more than malloc"
                   f" ({costs}). Allocate pinned buffers once and reuse them, or take them from a pinned pool"
-                  f" (CuPy's pinned memory pool, PyTorch's caching host allocator behind `pin_memory()`).")
+                  f" (CuPy's pinned memory pool, PyTorch's caching host allocator behind `pin_memory()`)."
+                  + _site_sentence(p))
         out.append(_finding("pinned-small-allocs", "warning", process_subject(p), message, advice,
-                            pid=p.pid, pinned_allocs_per_s=rate, median_alloc_bytes=median, **probe_values))
+                            pid=p.pid, pinned_allocs_per_s=rate, median_alloc_bytes=median,
+                            call_site=p.call_site, **probe_values))
     return out
 
 
@@ -245,8 +252,9 @@ def wc_cpu_readback(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]
             message = (f"{fmt_int(p.wc_readbacks)} CPU reads {_src(p)} from write-combined pinned memory{held}:"
                        f" CPU reads from write-combined memory are uncached and on bare metal"
                        f" typically an order of magnitude slower than from ordinary memory{measured}")
-            out.append(_finding("wc-cpu-readback", "warning", process_subject(p), message, advice,
-                                pid=p.pid, wc_readbacks=p.wc_readbacks, write_combined_bytes=wc_bytes))
+            out.append(_finding("wc-cpu-readback", "warning", process_subject(p), message,
+                                advice + _site_sentence(p), pid=p.pid, wc_readbacks=p.wc_readbacks,
+                                write_combined_bytes=wc_bytes, call_site=p.call_site))
         elif wc_bytes is not None and wc_bytes > 0:
             message = (f"holds {fmt_bytes(wc_bytes)} {_src(p)} of write-combined pinned memory: fine for"
                        f" buffers the CPU only writes and the GPU reads; never read it from the CPU")
@@ -277,9 +285,38 @@ def pageable_bulk_copies(history: Sequence[Snapshot], t: Thresholds) -> list[Fin
         message = f"{fmt_rate(rate)} of host-device copies from pageable memory {_src(p)}"
         advice = ("Copies from pageable memory go through the driver's own pinned bounce buffer at a fraction"
                   " of the link's speed. Pin the staging buffer (cudaHostAlloc, `cupyx.empty_pinned`,"
-                  " PyTorch `pin_memory()`), or cudaHostRegister a buffer that is reused." + speedup_text)
+                  " PyTorch `pin_memory()`), or cudaHostRegister a buffer that is reused." + speedup_text
+                  + _site_sentence(p))
         out.append(_finding("pageable-bulk-copies", "warning", process_subject(p), message, advice,
-                            pid=p.pid, pageable_copy_bytes_per_s=rate, **speedup_values))
+                            pid=p.pid, pageable_copy_bytes_per_s=rate, call_site=p.call_site,
+                            **speedup_values))
+    return out
+
+
+def pinned_rounding_waste(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]:
+    """Pinned bytes held far above the bytes the program asked for (traced processes only)."""
+    snap = _latest(history)
+    if snap is None:
+        return []
+    out = []
+    for p in snap.processes:
+        allocated, requested = p.pinned_bytes, p.requested_pinned_bytes
+        if allocated is None or requested is None or allocated <= 0 or requested > allocated:
+            continue
+        waste = allocated - requested
+        fraction = waste / allocated
+        if waste < t.rounding_waste_min_bytes or fraction < t.rounding_waste_min_fraction:
+            continue
+        message = (f"holds {fmt_bytes(allocated)} of pinned memory for {fmt_bytes(requested)} requested"
+                   f" {_src(p)}: {fmt_bytes(waste)} ({fmt_pct(fraction)}) pinned but unused")
+        advice = ("PyTorch's caching host allocator rounds every pinned block up to the next power of two"
+                  " (a 129 MiB tensor takes 256 MiB) and keeps freed blocks cached for reuse. Size pinned"
+                  " staging buffers at or just under a power of two, or pin one large buffer and slice it;"
+                  " PyTorch 2.5+ releases cached blocks with `torch._C._host_emptyCache()`."
+                  + _site_sentence(p))
+        out.append(_finding("pinned-rounding-waste", "warning", process_subject(p), message, advice,
+                            pid=p.pid, pinned_bytes=allocated, requested_pinned_bytes=requested,
+                            waste_bytes=waste, waste_fraction=fraction, call_site=p.call_site))
     return out
 
 
@@ -486,6 +523,7 @@ RULES: dict[str, Rule] = {
     "pinned-growth": pinned_growth,
     "pinned-small-allocs": pinned_small_allocs,
     "pageable-bulk-copies": pageable_bulk_copies,
+    "pinned-rounding-waste": pinned_rounding_waste,
     "wc-cpu-readback": wc_cpu_readback,
     "pcie-link-degraded": pcie_link_degraded,
     "pcie-errors": pcie_errors,

@@ -52,6 +52,11 @@ class Thresholds:
         0.50, "fraction", "pinned-growth: ...and have grown by more than this share of its first sample")
     growth_max_drop_fraction: float = _t(
         0.05, "fraction", "pinned-growth: a drop larger than this between samples means it is not a leak")
+    # pinned-rounding-waste
+    rounding_waste_min_bytes: int = _t(
+        256 * MIB, "bytes", "pinned-rounding-waste: pinned bytes held beyond those requested, at or above which to warn")
+    rounding_waste_min_fraction: float = _t(
+        0.25, "fraction", "pinned-rounding-waste: ...when that waste is at least this share of the pinned bytes")
     # memlock-limit-low
     memlock_low_bytes: int = _t(
         64 * MIB, "bytes", "memlock-limit-low: RLIMIT_MEMLOCK below this many bytes is reported")
