@@ -86,6 +86,13 @@ class Refresher:
     # --- the thread ----------------------------------------------------------------------------
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception as e:  # a bug here must not leave a silent, stale exporter: say so, keep serving
+            self._error("snapshot", e)
+            self.finished.set()
+
+    def _loop(self) -> None:
         live = getattr(self.source, "live", True)
         prev_time: Optional[float] = None
         while not self._stop.is_set():
