@@ -181,3 +181,18 @@ def test_ipv6_listen(recording):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_serves_live_and_exits_0_on_sigterm():
+    # No GPU here (or NVML faked away): host memory is still collected in the background.
+    p, url = start_exporter(["--interval", "0.2", "--listen", "127.0.0.1:0"])
+    try:
+        text = wait_for(url, "pinmon_snapshots_total", lambda v: v >= 3)
+        assert value(text, "pinmon_host_memory_total_bytes") > 0
+        assert value(text, "pinmon_replay_finished") is None
+        p.terminate()
+        assert p.wait(timeout=10) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
