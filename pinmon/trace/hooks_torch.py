@@ -34,12 +34,20 @@ def hook(torch, state: TracerState) -> None:
     skip_package(torch)
     st = state
     Tensor = torch.Tensor
+    # Block addresses handed out before: the caching allocator hands the same block out again, and
+    # that reuse is no new cudaHostAlloc (bounded: an address seen once is cheap to forget).
+    seen_blocks: set = set()
 
     def record_pinned(t) -> None:
         try:
             requested = _nbytes(t)
             ptr = int(t.untyped_storage().data_ptr())
-            st.record_alloc(ptr, next_pow2(requested), TORCH, requested=requested)
+            fresh = ptr not in seen_blocks
+            if fresh:
+                if len(seen_blocks) > 100_000:
+                    seen_blocks.clear()
+                seen_blocks.add(ptr)
+            st.record_alloc(ptr, next_pow2(requested), TORCH, requested=requested, fresh=fresh)
             # The block goes back to the caching allocator when the storage dies; a tensor is the
             # handle we can watch (views keep the storage: a finalizer on the tensor can fire early).
             weakref.finalize(t, st.record_free, ptr)

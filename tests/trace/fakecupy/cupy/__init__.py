@@ -4,12 +4,22 @@ import numpy
 from . import cuda
 
 
+class _Memory:
+    def __init__(self, arr):
+        self.ptr = arr.ctypes.data
+
+
 class ndarray:
     def __init__(self, host):
         self._data = numpy.array(host, copy=True)
         self.nbytes = self._data.nbytes
         self.shape = self._data.shape
         self.dtype = self._data.dtype
+        self.data = _Memory(self._data)  # "device" memory is host memory here
+
+    def __iadd__(self, other):
+        self._data += other
+        return self
 
     def get(self, stream=None, order="C", out=None, blocking=True):
         if out is not None:
@@ -41,6 +51,10 @@ def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
 
 def empty(shape, dtype=float):
     return ndarray(numpy.empty(shape, dtype))
+
+
+def arange(n, dtype=None):
+    return ndarray(numpy.arange(n, dtype=dtype))
 
 
 def get_default_pinned_memory_pool():
