@@ -40,7 +40,7 @@ def _read(path: str) -> Optional[str]:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL byte in a path built from /proc/self/cgroup
         return None
 
 
