@@ -31,10 +31,10 @@ TOP_SITES = 5
 
 
 def size_class(n: int) -> str:
-    for limit, name in SIZE_CLASSES:
-        if limit is None or n < limit:
-            return name
-    return SIZE_CLASSES[-1][1]  # pragma: no cover
+    # An if chain, not a loop over SIZE_CLASSES: it runs on every copy.
+    if n < 1 << 20:
+        return "lt_64k" if n < 64 << 10 else "64k_1m"
+    return "1m_16m" if n < 16 << 20 else "ge_16m"
 
 
 def pow2_bucket(n: int) -> int:
@@ -82,6 +82,7 @@ class TracerState:
         self.missing: list[str] = []
         self.extra: dict[str, Callable[[], dict]] = {}  # name -> stats callable (pool, torch)
         self.held_override: dict[str, Callable[[], Optional[int]]] = {}
+        self._copy_keys: dict = {}
 
     # --- the range table -------------------------------------------------------------------
 
@@ -118,14 +119,16 @@ class TracerState:
 
     def lookup(self, ptr: int) -> Optional[str]:
         """The kind of pinned memory holding host address ``ptr``, or None (pageable, as far as known)."""
+        # No lock: under the GIL a concurrent insert can at worst give a stale answer, and an
+        # index or key error (an entry removed in between) reads as "not pinned".
         try:
-            with self.lock:
-                i = bisect.bisect_right(self._starts, ptr) - 1
-                if i < 0:
-                    return None
-                start = self._starts[i]
-                size, kind, _ = self._ranges[start]
-                return kind if ptr < start + max(size, 1) else None
+            starts = self._starts
+            i = bisect.bisect_right(starts, ptr) - 1
+            if i < 0:
+                return None
+            start = starts[i]
+            size, kind, _ = self._ranges[start]
+            return kind if ptr < start + max(size, 1) else None
         except Exception:
             return None
 
@@ -134,10 +137,13 @@ class TracerState:
     def _site(self, category: str, site: Optional[str], nbytes: int) -> None:
         if site is None:
             return
-        by = self.sites.setdefault(category, Counter())
+        by = self.sites.get(category)
+        if by is None:
+            by = self.sites[category] = Counter()
+            self.site_counts[category] = Counter()
         if site in by or len(by) < 1000:  # bounded
             by[site] += nbytes
-            self.site_counts.setdefault(category, Counter())[site] += 1
+            self.site_counts[category][site] += 1
 
     @_safe
     def record_alloc(self, ptr: int, size: int, kind: str = PINNED, requested: Optional[int] = None,
@@ -184,29 +190,40 @@ class TracerState:
             self._remove_range(ptr)
             self.counters["unregister.count"] += 1
 
-    @_safe
     def record_copy(self, direction: str, nbytes: int, host_kind: Optional[str]) -> None:
-        """A host<->device copy; ``host_kind`` from ``lookup`` (None: pageable)."""
-        pinned = host_kind is not None
-        mem = "pinned" if pinned else "pageable"
-        wc_readback = direction == "d2h" and host_kind == WRITE_COMBINED
-        site = call_site(3) if (not pinned or wc_readback) else None
-        cls = size_class(nbytes)
-        with self.lock:
-            c = self.counters
-            c[f"copy.{direction}.{mem}.bytes"] += nbytes
-            c[f"copy.{direction}.{mem}.count"] += 1
-            c[f"copy.{direction}.{mem}.{cls}.bytes"] += nbytes
-            if not pinned:
-                self._site("pageable_copy", site, nbytes)
-            if host_kind == WRITE_COMBINED:
-                c[f"copy.{direction}.wc.count"] += 1
-                c[f"copy.{direction}.wc.bytes"] += nbytes
-            if wc_readback:
-                # A device-to-host copy into write-combined memory exists to be read by the CPU:
-                # that read is uncached. Counted as one readback per copy.
-                c["wc.readbacks"] += 1
-                self._site("wc_readback", site, nbytes)
+        """A host<->device copy; ``host_kind`` from ``lookup`` (None: pageable).
+
+        The hottest path of the tracer (every copy): the counter keys are built once per
+        (direction, memory, size class) and cached; no call-site walk for a pinned copy."""
+        try:
+            pinned = host_kind is not None
+            wc = host_kind == WRITE_COMBINED
+            cls = size_class(nbytes)
+            keys = self._copy_keys.get((direction, pinned, cls))
+            if keys is None:
+                mem = "pinned" if pinned else "pageable"
+                keys = self._copy_keys[(direction, pinned, cls)] = (
+                    f"copy.{direction}.{mem}.bytes", f"copy.{direction}.{mem}.count",
+                    f"copy.{direction}.{mem}.{cls}.bytes")
+            wc_readback = wc and direction == "d2h"
+            site = call_site(2) if (not pinned or wc_readback) else None
+            with self.lock:
+                c = self.counters
+                c[keys[0]] += nbytes
+                c[keys[1]] += 1
+                c[keys[2]] += nbytes
+                if not pinned:
+                    self._site("pageable_copy", site, nbytes)
+                elif wc:
+                    c[f"copy.{direction}.wc.count"] += 1
+                    c[f"copy.{direction}.wc.bytes"] += nbytes
+                    if wc_readback:
+                        # A device-to-host copy into write-combined memory exists to be read by the
+                        # CPU, and that read is uncached: one readback per copy.
+                        c["wc.readbacks"] += 1
+                        self._site("wc_readback", site, nbytes)
+        except Exception:
+            self.internal_errors += 1
 
     @_safe
     def record_hook(self, name: str, ok: bool) -> None:
