@@ -231,12 +231,16 @@ def cmd_pinned(args) -> int:
         from .collect.processes import ProcessScanner, scan_notice
 
         scan = ProcessScanner(pids=args.pid).scan()
-        rows += scan.processes
+        from .collect.processes import _describe
+        from .collect.traced import merge_traced, read_all
+
+        # A traced process's row carries its in-process tracer's exact figures.
+        rows += merge_traced(scan.processes, read_all(), _describe, args.pid)
         n = scan_notice(scan)
         if n:
             notes.append(n)
         if args.pid:
-            found = {p.pid for p in scan.processes}
+            found = {p.pid for p in rows}
             for pid in args.pid:
                 if pid not in found and os.path.exists(f"/proc/{pid}"):
                     notes.append(f"pid {pid}: not a CUDA process (no /dev/nvidia* mapping) or not readable")

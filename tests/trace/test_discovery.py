@@ -198,3 +198,15 @@ def test_a_killed_writer_leaves_nothing_a_reader_trusts(report_dir):
     p.wait(10)
     res = read_reports(report_dir)
     assert p.pid not in res.processes and os.listdir(report_dir) == []
+
+
+def test_pinmon_pinned_shows_traced_processes(report_dir, monkeypatch, capsys):
+    from pinmon.cli import main
+
+    monkeypatch.setenv("PINMON_TRACE_DIR", report_dir)
+    R.write_report(report_dir, os.getpid(), own_report())
+    assert main(["pinned", "--pid", str(os.getpid()), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (row,) = [p for p in out["processes"] if p["pid"] == os.getpid()]
+    assert row["source"] == "traced" and row["pinned_bytes"] == 30 * 4096
+    assert not any("not a CUDA process" in n for n in out["notices"])
