@@ -5,12 +5,14 @@ follows the code. For each cell the collector, ``pinmon check`` (through ``cli.m
 module injected as ``pynvml``) and, for a few representative cells, the terminal app must keep
 running, show the value as unknown (None / "n/a") with a notice naming the error, and leave GPU 0
 (which the fault does not touch) exact. GPU_IS_LOST must end as a lost GPU and a ``gpu-lost``
-finding. A fault injected mid-run into a call made only at start has nothing to break: that cell
+finding. Where ``pinmon.export`` exists, every collector cell is also scraped: the scrape must work,
+a lost GPU reads ``pinmon_gpu_up 0`` with an active ``gpu-lost`` finding metric. A fault injected mid-run into a call made only at start has nothing to break: that cell
 checks the run stays healthy.
 """
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
@@ -62,6 +64,20 @@ def snapshot_of(gpus, notices) -> Snapshot:
     return Snapshot(time=1.0, host=HostMemory(hostname="box"), gpus=gpus, notices=notices)
 
 
+def exported(reads):
+    """The exporter's scrape after these reads (None without pinmon.export): it must not fail."""
+    try:
+        from pinmon.export import ExportState, build_registry, metrics_text
+    except ImportError:
+        return None
+    state = ExportState()
+    for gpus, notices in reads:
+        snap = snapshot_of(gpus, notices)
+        state.add_snapshot(snap)
+        state.set_findings(advise([snap]))
+    return metrics_text(build_registry(state))
+
+
 def target_of(function):
     return None if function in GLOBAL_FUNCTIONS else TARGET_GPU
 
@@ -95,6 +111,7 @@ def test_collector(function, error, mode, tmp_path):
     gpus, notices = reads[-1]
     findings = advise([snapshot_of(gpus, notices)])
     text = _ERROR_TEXT[ERRORS[error]]
+    metrics = exported(reads)
 
     if not hit or function == "nvmlShutdown":
         # Nothing failed that the run needed (a start-only call faulted after start, or shutdown).
@@ -114,8 +131,13 @@ def test_collector(function, error, mode, tmp_path):
         assert g1.lost
         assert any(n.startswith("GPU 1") and "fell off the bus" in n for n in notices)
         assert [f.subject for f in findings if f.rule == "gpu-lost"] == ["gpu1"]
+        if metrics is not None:
+            assert re.search(r'^pinmon_gpu_up\{gpu="1",.*\} 0\.0$', metrics, re.M)
+            assert 'pinmon_finding{rule="gpu-lost",severity="critical",subject="gpu1"} 1.0' in metrics
         return
     assert not g1.lost and not any(f.rule == "gpu-lost" for f in findings)
+    if metrics is not None:
+        assert "gpu-lost" not in metrics and re.search(r'^pinmon_gpu_up\{gpu="1",.*\} 1\.0$', metrics, re.M)
     if function in VALUE_OF and (mode == "always" or function in EVERY_READ):
         assert VALUE_OF[function](g1) is None
     if function == "nvmlDeviceGetFieldValues" and mode == "always":
@@ -241,3 +263,34 @@ async def test_tui(function, error, mode, tmp_path):
         assert app.latest.gpus[1].link.gen is None and ("n/a" in screen or "Gen?" in screen)
     else:
         assert _ERROR_TEXT[ERRORS[error]] in notices + screen
+
+
+# --- pinmon export --once, a few representative cells ----------------------------------------------
+
+EXPORT_CELLS = [
+    ("nvmlDeviceGetMemoryInfo", "gpu_lost", "always"),
+    ("nvmlDeviceGetHandleByIndex", "gpu_lost", "always"),
+    ("nvmlDeviceGetFieldValues", "timeout", "always"),
+    ("nvmlInit", "driver_not_loaded", "always"),
+    ("nvmlDeviceGetCount", "uninitialized", "always"),
+    ("nvmlDeviceGetCurrPcieLinkWidth", "no_permission", "always"),
+]
+
+
+@pytest.mark.parametrize("function, error, mode", EXPORT_CELLS)
+def test_export_once(function, error, mode, injected, capsys):
+    pytest.importorskip("pinmon.export")
+    from pinmon import cli
+
+    injected.fail(function, error, gpu=target_of(function))
+    code = cli.main(["export", "--once", "--interval", "0.05"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "Traceback" not in err
+    assert "pinmon_status " in out
+    if error == "gpu_lost":
+        assert re.search(r'^pinmon_gpu_up\{gpu="1",.*\} 0\.0$', out, re.M)
+        assert 'rule="gpu-lost"' in out
+    elif function in GLOBAL_FUNCTIONS:
+        assert "pinmon_gpu_up{" not in out
+    else:
+        assert re.search(r'^pinmon_gpu_up\{gpu="1",.*\} 1\.0$', out, re.M) and "gpu-lost" not in out
