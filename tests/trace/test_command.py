@@ -109,3 +109,27 @@ def test_a_fake_cupy_program_under_pinmon_trace_reports_its_allocations(report_d
     data = json.load(open(os.path.join(report_dir, f"{int(r.stdout)}.json")))
     assert data["allocs"]["count"] == 50 and data["pinned"]["bytes"] == 50 * 4096
     assert data["call_sites"]["alloc"][0]["site"] == "<string>:3"
+
+
+def test_the_bootstrap_runs_the_sitecustomize_it_shadows(report_dir, tmp_path):
+    (tmp_path / "sitecustomize.py").write_text("import os\nos.environ['THEIR_SITECUSTOMIZE'] = 'ran'\n")
+    e = env(report_dir, PYTHONPATH=str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "pinmon", "trace", "--", sys.executable, "-c",
+                        "import os, sys, pinmon.trace as t; print(os.environ.get('THEIR_SITECUSTOMIZE'),"
+                        " t.installed(), sys.modules['sitecustomize'].__file__)"],
+                       env=e, capture_output=True, text=True, cwd=str(tmp_path), timeout=60)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    ran, installed, _ = r.stdout.split()
+    assert (ran, installed) == ("ran", "True")
+
+
+def test_a_forked_child_reports_as_itself(report_dir):
+    prog = ("import os, sys, time, json\nimport pinmon.trace as t\nt.install()\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n    time.sleep(0.5)\n    os._exit(0 if t.writer().pid == os.getpid() else 1)\n"
+            "_, status = os.waitpid(pid, 0)\nprint(pid, os.waitstatus_to_exitcode(status))\n")
+    r = subprocess.run([sys.executable, "-c", prog], env=env(report_dir, PYTHONPATH=ROOT),
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    child, code = r.stdout.split()
+    assert code == "0", r.stderr
+    assert os.path.exists(os.path.join(report_dir, f"{child}.json"))
