@@ -22,7 +22,7 @@ class LiveCollector:
 
     def __init__(self, interval_s: float = 1.0, nvml=None, use_nvml: bool = True,
                  host_root: str = "/", proc_root: str = "/proc", pids: Optional[list[int]] = None,
-                 counter_hz: float = 50.0):
+                 counter_hz: Optional[float] = None):
         self.interval_s = interval_s
         self.host_root = host_root
         self.scanner = ProcessScanner(proc_root=proc_root, pids=pids)

@@ -20,7 +20,10 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..model import Gpu, GpuProcess, Link, Pcie
 from .link import theoretical_bytes_per_s
-from .pcie_counters import MASK_32, PcieSampler
+from .pcie_counters import MASK_32, PcieSampler, counter_hz_for_link
+
+# Error counters are deltas since start that change rarely; each read is ~4 ms of CPU per GPU.
+ERROR_PERIOD_S = 5.0
 
 # NVML return codes: part of NVML's ABI, identical in every pynvml.
 NVML_ERROR_UNINITIALIZED = 1
@@ -218,12 +221,15 @@ class NvmlCollector:
     tests drive ``sampler.poll_once()`` themselves; ``clock`` stamps the counter reads.
     """
 
-    def __init__(self, nvml: Any = None, counter_hz: float = 50.0, *, background: bool = True,
-                 clock: Callable[[], float] = time.monotonic, sysfs_root: str = "/sys"):
-        if not counter_hz > 0:
+    def __init__(self, nvml: Any = None, counter_hz: Optional[float] = None, *, background: bool = True,
+                 clock: Callable[[], float] = time.monotonic, sysfs_root: str = "/sys",
+                 error_period_s: float = ERROR_PERIOD_S):
+        if counter_hz is not None and not counter_hz > 0:
             raise ValueError(f"counter rate must be positive, got {counter_hz!r} Hz")
         self.nvml = nvml
-        self.counter_hz = float(counter_hz)
+        # None: as often as the fastest GPU's link needs (pcie_counters.counter_hz_for_link).
+        self.counter_hz = float(counter_hz) if counter_hz is not None else None
+        self.error_period_s = error_period_s
         self.available = False
         self.reason: Optional[str] = None
         self.sampler: Optional[PcieSampler] = None
@@ -266,10 +272,12 @@ class NvmlCollector:
                 self._shutdown()
                 return self._unavailable("NVML sees no GPU")
             self._gpus = [self._open(i) for i in range(count)]
+            if self.counter_hz is None:
+                self.counter_hz = counter_hz_for_link(self._fastest_link_bytes_per_s())
             self.sampler = PcieSampler(
                 self.nvml, [(g.index, g.handle) for g in self._gpus
                             if g.handle is not None and g.lost is None],
-                self.counter_hz, call=call_nvml, clock=self._clock)
+                self.counter_hz, call=call_nvml, clock=self._clock, error_period_s=self.error_period_s)
             self.sampler.start(background=self._background)
             for st in self._gpus:
                 # A failure while detecting the byte counters outlasts one snapshot (the GPU stays
@@ -281,6 +289,21 @@ class NvmlCollector:
                                                             {f.function: n for f, n in early}))
             self.available = True
             return True
+
+    def _fastest_link_bytes_per_s(self) -> Optional[float]:
+        """The top payload rate of the fastest GPU's link at its maximum generation and width; None
+        when any GPU's cannot be read (then the counters are read at the safe top rate)."""
+        rates = []
+        for g in self._gpus:
+            if g.handle is None or g.lost is not None:
+                continue
+            gen, _ = call_nvml(self.nvml, "nvmlDeviceGetMaxPcieLinkGeneration", g.handle)
+            width, _ = call_nvml(self.nvml, "nvmlDeviceGetMaxPcieLinkWidth", g.handle)
+            rate = theoretical_bytes_per_s(_small_int(gen, 64), _small_int(width, 1024))
+            if rate is None:
+                return None
+            rates.append(rate)
+        return max(rates) if rates else None
 
     def _unavailable(self, reason: str) -> bool:
         self.available = False

@@ -155,6 +155,26 @@ class _DaemonPool:
             t.join(max(0.0, deadline - time.monotonic()))
 
 
+# Reads per wrap of a 32-bit byte counter at the link's top rate: two leave a whole wrap period of
+# slack for a late tick (GIL, a slow NVML call) before bytes could be lost.
+READS_PER_WRAP = 2.0
+MIN_COUNTER_HZ, MAX_COUNTER_HZ = 5.0, 50.0
+UNKNOWN_LINK_COUNTER_HZ = 50.0
+
+
+def counter_hz_for_link(max_bytes_per_s: Optional[float]) -> float:
+    """How often to read the byte counters of a link whose top payload rate is ``max_bytes_per_s``.
+
+    The counters are 32 bits of link bytes: at Gen5 x16 (63.0 GB/s) they wrap every 68 ms, so
+    they are read at 29 Hz; a Gen4 x16 link needs 15 Hz, Gen3 x16 8 Hz. Reading no faster than
+    needed is most of pinmon's own CPU cost (each read is ~0.3-0.7 ms of CPU inside NVML).
+    """
+    if not max_bytes_per_s or max_bytes_per_s <= 0:
+        return UNKNOWN_LINK_COUNTER_HZ
+    wrap_s = (1 << 32) / max_bytes_per_s
+    return min(MAX_COUNTER_HZ, max(MIN_COUNTER_HZ, READS_PER_WRAP / wrap_s))
+
+
 class PcieSampler:
     """PCIe byte and error counters of several GPUs, read in one background thread.
 

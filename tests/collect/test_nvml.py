@@ -514,3 +514,20 @@ def test_fault_matrix_never_raises(function, error, no_sysfs):
         assert bool(gpus[faulted].notices) == (not silent)
     c.close()
     c.close()
+
+
+def test_counter_rate_follows_the_fastest_link(no_sysfs):
+    from pinmon.collect.pcie_counters import counter_hz_for_link
+
+    # Gen5 x16 wraps the 32-bit byte counter every 68 ms at full rate: two reads per wrap.
+    assert counter_hz_for_link(63.015e9) == pytest.approx(29.3, abs=0.1)
+    assert counter_hz_for_link(31.5e9) == pytest.approx(14.7, abs=0.1)
+    assert counter_hz_for_link(None) == 50.0 and counter_hz_for_link(1e6) == 5.0
+    slow = collector(FakeNvml([FakeGpu(gen_max=4, width_max=16), FakeGpu(gen_max=3, width_max=16)]), no_sysfs)
+    assert slow.counter_hz == pytest.approx(14.7, abs=0.1)
+    assert slow.sampler.period_s == pytest.approx(1 / slow.counter_hz)
+    mixed = collector(FakeNvml([FakeGpu(gen_max=3, width_max=16), FakeGpu(gen_max=5, width_max=16)]), no_sysfs)
+    assert mixed.counter_hz == pytest.approx(29.3, abs=0.1)
+    assert collector(FakeNvml(1), no_sysfs, counter_hz=200.0).counter_hz == 200.0
+    for c in (slow, mixed):
+        c.close()
