@@ -37,9 +37,15 @@ def hook(torch, state: TracerState) -> None:
     # Block addresses handed out before: the caching allocator hands the same block out again, and
     # that reuse is no new cudaHostAlloc (bounded: an address seen once is cheap to forget).
     seen_blocks: set = set()
+    # Under torch.compile the wrappers are traced too: bookkeeping (a lock, dict updates) would
+    # break the graph, so it is skipped while compiling (compiled code is not traced anyway).
+    compiler = getattr(torch, "compiler", None)
+    is_compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
 
     def record_pinned(t) -> None:
         try:
+            if is_compiling():
+                return
             requested = _nbytes(t)
             ptr = int(t.untyped_storage().data_ptr())
             fresh = ptr not in seen_blocks
@@ -81,7 +87,7 @@ def hook(torch, state: TracerState) -> None:
     def crossing(src, dst) -> None:
         """Record a copy from tensor ``src`` to tensor ``dst`` if exactly one side is on a GPU."""
         try:
-            if src.is_cuda == dst.is_cuda:
+            if src.is_cuda == dst.is_cuda or is_compiling():
                 return
             if dst.is_cuda:
                 st.record_copy("h2d", _tensor_bytes(dst), host_kind(src))
