@@ -23,7 +23,7 @@ pcies = st.builds(Pcie, rx_bytes_per_s=maybe_float, tx_bytes_per_s=maybe_float,
                   method=st.sampled_from([None, "counters", "sampled"]), rx_bytes=maybe_int, tx_bytes=maybe_int,
                   replay_delta=maybe_int, counter_deltas=st.dictionaries(st.sampled_from(["replay", "bad_tlp"]), maybe_int))
 gpus = st.lists(st.builds(Gpu, index=st.integers(0, 7), name=text, uuid=text, pci_bus_id=text, link=links, pcie=pcies,
-                          lost=st.booleans()), max_size=3, unique_by=lambda g: (g.index, g.uuid))
+                          lost=st.booleans()), max_size=3, unique_by=lambda g: g.index)  # NVML indices are unique
 processes = st.lists(st.builds(ProcessPinned, pid=st.integers(1, 1 << 22), name=text, user=text, pinned_bytes=maybe_int,
                                write_combined_bytes=maybe_int, source=st.sampled_from(["est.", "traced"])),
                      max_size=30, unique_by=lambda p: p.pid)
