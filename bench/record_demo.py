@@ -1,5 +1,5 @@
 """Record the bundled demo on a real GPU: idle, pinned and pageable traffic, a write-combined buffer,
-and a pinned-memory hog that crosses 30% and then 50% of RAM, with live quick probes.
+traced examples (small pinned allocations, pageable copies, a WC readback), and a pinned-memory hog that crosses 30% and then 50% of RAM, with live quick probes.
 
 Usage (GPU machine): python bench/record_demo.py OUT.jsonl.gz [--hog-fraction 0.55]
 Every figure in the recording is what pinmon measured live; nothing is synthesised.
@@ -49,11 +49,19 @@ def main():
     py = sys.executable
     load = os.path.join(HERE, "transfer_load.py")
     # (start s, argv) of each workload, relative to the start of the recording.
+    examples = os.path.join(os.path.dirname(HERE), "examples")
+
+    def traced(name, *args):  # an example under the tracer: its row reads "traced", its figures exact
+        return [py, "-m", "pinmon.trace", os.path.join(examples, name), *args]
+
     plan = [
         (8, [py, load, "18"]),
+        (20, traced("small_pinned_allocs.py", "--seconds", "25")),
         (30, [py, load, "18", "--pageable"]),
+        (30, traced("pageable_copies.py", "--seconds", "15")),
         (50, [py, load, "10", "--d2h"]),
         (50, [py, "-c", WC, "40"]),
+        (50, traced("wc_readback.py", "--seconds", "14")),
     ]
     col = LiveCollector(interval_s=1.0)
     total = col.snapshot().host.effective_mem_limit_bytes
