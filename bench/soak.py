@@ -230,7 +230,7 @@ def main(argv=None) -> int:
         gc.collect()
         m = min(n, args.tui_snapshots)
         result["tui"] = t = soak_tui(path, m)
-        if "skipped" not in t:
+        if "skipped" not in t and t["snapshots"] >= 10:
             print(f"TUI headless, first {m} snapshots: {t['snapshots_per_s']:.0f} snapshots/s,"
                   f" {t['ms_first_tenth']:.1f} -> {t['ms_last_tenth']:.1f} ms/snapshot,"
                   f" RSS +{t['rss_growth_after_warmup_mib']:.1f} MiB after warm-up")
