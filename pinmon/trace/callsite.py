@@ -2,7 +2,9 @@
 
 Only allocations and slow (pageable or write-combined) copies ask for a call site; a fast pinned
 copy never walks the stack. The walk follows ``f_back`` pointers from ``sys._getframe`` (no
-``inspect``, no source lines read), and file names are shortened once per code object.
+``inspect``, no source lines read). Each code file name is classified once (library or program)
+and a program file's ``file:line`` strings are built once per line, so a repeated call site costs
+a few dictionary lookups and no string formatting.
 """
 from __future__ import annotations
 
@@ -13,33 +15,55 @@ from typing import Optional
 _PINMON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # "<frozen runpy>" and friends are the interpreter's own frames (python -m, runpy).
 _skip: tuple[str, ...] = (_PINMON_DIR, "<frozen ")
-_names: dict = {}
+MAX_FILES = 10000  # bounded: a program that generates code forever must not grow the caches
+MAX_LINES = 1000   # per file
+
+
+class _File:
+    """A program (not library) source file: its display name and its ``file:line`` strings."""
+
+    __slots__ = ("name", "lines")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.lines: dict = {}
+
+
+_LIBRARY = _File("")  # the marker for a file whose frames are skipped
+# co_filename -> _File or _LIBRARY. Rebound (not cleared) when a package is added to the skip list,
+# so a walk in another thread keeps a consistent table.
+_files: dict = {}
 
 
 def skip_package(module) -> None:
     """Treat frames in ``module``'s package directory as library frames (e.g. cupy, torch)."""
-    global _skip
+    global _skip, _files
     try:
         path = os.path.dirname(os.path.abspath(module.__file__)) + os.sep
     except Exception:
         return
     if path not in _skip:
         _skip = _skip + (path,)
+        _files = {}  # earlier verdicts may name a file of this package a program file
 
 
-def _display(code) -> str:
-    name = _names.get(code)
-    if name is None:
-        name = code.co_filename
-        try:
-            rel = os.path.relpath(name)
-            if not rel.startswith(".." + os.sep):
-                name = rel
-        except ValueError:
-            pass
-        if len(_names) < 10000:  # bounded: a program that generates code forever must not grow it
-            _names[code] = name
-    return name
+def _display(filename: str) -> str:
+    """``filename`` relative to the working directory when it lies below it."""
+    try:
+        rel = os.path.relpath(filename)
+        if not rel.startswith(".." + os.sep):
+            return rel
+    except ValueError:
+        pass
+    return filename
+
+
+def _classify(filename: str) -> _File:
+    files = _files
+    info = _LIBRARY if filename.startswith(_skip) else _File(_display(filename))
+    if len(files) < MAX_FILES:
+        files[filename] = info
+    return info
 
 
 def call_site(depth: int = 2) -> Optional[str]:
@@ -48,9 +72,22 @@ def call_site(depth: int = 2) -> Optional[str]:
         f = sys._getframe(depth)
     except (ValueError, AttributeError):
         return None
-    skip = _skip
-    while f is not None and f.f_code.co_filename.startswith(skip):
+    files = _files
+    while f is not None:
+        filename = f.f_code.co_filename
+        info = files.get(filename)
+        if info is None:
+            info = _classify(filename)
+        if info is not _LIBRARY:
+            return _line(info, f.f_lineno)
         f = f.f_back
-    if f is None:
-        return None
-    return f"{_display(f.f_code)}:{f.f_lineno}"
+    return None
+
+
+def _line(info: _File, lineno) -> str:
+    site = info.lines.get(lineno)
+    if site is None:
+        site = f"{info.name}:{lineno}"
+        if len(info.lines) < MAX_LINES:
+            info.lines[lineno] = site
+    return site

@@ -13,6 +13,8 @@ compiled code (its ``cimport`` of the runtime bypasses these Python attributes),
 """
 from __future__ import annotations
 
+import ctypes
+
 from .state import POOL, PINNED, WRITE_COMBINED, TracerState
 from .wrap import guard, patch
 
@@ -20,8 +22,21 @@ HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2
 WC_FLAG = 4  # cudaHostAllocWriteCombined (mapped = 2, portable = 1)
 
 
+_addressof = ctypes.addressof
+_from_buffer = ctypes.c_char.from_buffer
+
+
 def _host_ptr(arr) -> int:
-    return arr.__array_interface__["data"][0]
+    """The address of a numpy array's first byte.
+
+    Through the buffer protocol first: ``__array_interface__`` builds a dictionary (shape, strides,
+    descr) per call, several times the cost. The buffer protocol gives the same address for a
+    writable C-contiguous array and refuses every other (read-only, strided, empty): those take
+    the interface."""
+    try:
+        return _addressof(_from_buffer(arr))
+    except Exception:
+        return arr.__array_interface__["data"][0]
 
 
 def hook(cupy, state: TracerState) -> None:
@@ -142,27 +157,34 @@ def hook(cupy, state: TracerState) -> None:
             return wrapper
         return make
 
+    lookup = st.lookup
+
+    def host_kind(arr):
+        """The pinned kind of numpy array ``arr``'s memory, or None; no address taken while no
+        pinned range is known (the table is re-read per call: a fork resets it)."""
+        return lookup(_host_ptr(arr)) if st._starts else None
+
     def rec_from_host(result, a, k):  # cupy.asarray / cupy.array
         obj = a[0] if a else k.get("obj", k.get("a"))
         if type(obj) is ndarray_np or isinstance(obj, ndarray_np):
-            st.record_copy("h2d", obj.nbytes, st.lookup(_host_ptr(obj)))
+            st.record_copy("h2d", obj.nbytes, host_kind(obj))
 
     def rec_asnumpy(result, a, k):
         src = a[0] if a else k.get("a")
         if isinstance(src, cupy.ndarray) and isinstance(result, ndarray_np):
-            st.record_copy("d2h", src.nbytes, st.lookup(_host_ptr(result)))
+            st.record_copy("d2h", src.nbytes, host_kind(result))
 
     def rec_get(result, a, k):  # ndarray.get(self, stream=None, order='C', out=None, blocking=True)
         self = a[0]
         out = k.get("out", a[3] if len(a) > 3 else None)
         host = out if out is not None else result
-        kind = st.lookup(_host_ptr(host)) if isinstance(host, ndarray_np) else None
+        kind = host_kind(host) if isinstance(host, ndarray_np) else None
         st.record_copy("d2h", self.nbytes, kind)
 
     def rec_set(result, a, k):  # ndarray.set(self, arr, stream=None)
         arr = a[1] if len(a) > 1 else k.get("arr")
         if isinstance(arr, ndarray_np):
-            st.record_copy("h2d", arr.nbytes, st.lookup(_host_ptr(arr)))
+            st.record_copy("h2d", arr.nbytes, host_kind(arr))
 
     hooks = [
         (rt, "hostAlloc", make_host_alloc), (rt, "freeHost", make_free_host),

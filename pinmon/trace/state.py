@@ -1,8 +1,12 @@
 """The tracer's bookkeeping: counters, the table of pinned host ranges, and the per-process figures.
 
 Hooks call the ``record_*`` methods; the report writer calls ``report()`` every half second. Every
-method catches its own errors (``_safe``): bookkeeping must never break the traced program. One lock
-guards the counters; it is held for a few dictionary updates, never across a CUDA call.
+method catches its own errors: bookkeeping must never break the traced program. One lock guards the
+range table, the allocation counters and the call-site tables; it is held for a few dictionary
+updates, never across a CUDA call. Copies, the hottest path, take no lock unless they need a call
+site (pageable, write-combined readback): each thread adds to its own list of copy counters
+(``_tally``), and ``report()`` sums the lists. A report taken while another thread is inside a copy
+may count that one copy's bytes and not yet its count; every copy is in the next report.
 
 What is exact: every call that went through a hooked function (bytes, direction, host memory kind as
 this table knows it). What is not seen: allocations and copies made inside CuPy or PyTorch C code,
@@ -15,10 +19,13 @@ import functools
 import os
 import threading
 import time
+import weakref
 from collections import Counter, deque
 from typing import Callable, Optional
 
 from .callsite import call_site
+
+_bisect_right = bisect.bisect_right  # a global lookup, not an attribute lookup, per copy
 
 # Host memory kinds in the range table.
 PINNED, WRITE_COMBINED, REGISTERED, POOL, TORCH = "pinned", "write_combined", "registered", "pool", "torch"
@@ -28,6 +35,36 @@ SIZE_CLASSES = ((64 << 10, "lt_64k"), (1 << 20, "64k_1m"), (16 << 20, "1m_16m"),
 RATE_WINDOW_S = 5.0
 RECENT_ALLOCS = 4096  # sizes kept for the median
 TOP_SITES = 5
+
+
+# The per-thread copy tally: one block of slots per (direction, host memory): bytes, count, then the
+# bytes of each size class; then the write-combined counts and bytes per direction and the readbacks.
+_CLASS_NAMES = tuple(name for _, name in SIZE_CLASSES)
+_BLOCK = 2 + len(_CLASS_NAMES)
+_COPY_BASE = {"h2d": 0, "d2h": 2 * _BLOCK}  # + _BLOCK for pageable
+_WC_BASE = 4 * _BLOCK                       # + 2 for d2h: count, bytes
+_READBACKS = _WC_BASE + 4
+
+
+def _slot_keys() -> tuple[str, ...]:
+    """The counter name of every tally slot, in slot order."""
+    keys = []
+    for d in ("h2d", "d2h"):
+        for mem in ("pinned", "pageable"):
+            keys += [f"copy.{d}.{mem}.bytes", f"copy.{d}.{mem}.count"]
+            keys += [f"copy.{d}.{mem}.{name}.bytes" for name in _CLASS_NAMES]
+    for d in ("h2d", "d2h"):
+        keys += [f"copy.{d}.wc.count", f"copy.{d}.wc.bytes"]
+    return tuple(keys + ["wc.readbacks"])
+
+
+SLOT_KEYS = _slot_keys()
+
+
+class _Owner:
+    """Lives in a thread's local storage: when it is gone (the thread ended) its tally is final."""
+
+    __slots__ = ("__weakref__",)
 
 
 def size_class(n: int) -> str:
@@ -66,8 +103,9 @@ class TracerState:
         self.lock = threading.Lock()
         self.internal_errors = 0
         self.counters: Counter = Counter()
-        # Pinned host ranges: start -> (size, kind, requested); _starts is sorted for bisect.
-        self._ranges: dict[int, tuple[int, str, int]] = {}
+        # Pinned host ranges: start -> (size, kind, requested, end); _starts is sorted for bisect.
+        # The end is stored so that a lookup (every copy) does no arithmetic.
+        self._ranges: dict[int, tuple[int, str, int, int]] = {}
         self._starts: list[int] = []
         self.held = Counter()        # kind -> bytes held now
         self.requested = Counter()   # kind -> bytes the program asked for, of those held
@@ -82,7 +120,10 @@ class TracerState:
         self.missing: list[str] = []
         self.extra: dict[str, Callable[[], dict]] = {}  # name -> stats callable (pool, torch)
         self.held_override: dict[str, Callable[[], Optional[int]]] = {}
-        self._copy_keys: dict = {}
+        self._copy_keys: dict = {}  # copies in a direction other than h2d/d2h (none expected)
+        self._local = threading.local()
+        self._tallies: list = []  # (weakref to a thread's _Owner, its tally), registered under lock
+        self._folded = [0] * len(SLOT_KEYS)  # the tallies of threads that ended
 
     # --- the range table -------------------------------------------------------------------
 
@@ -92,7 +133,7 @@ class TracerState:
             self._drop(ptr, old)
         else:
             bisect.insort(self._starts, ptr)
-        self._ranges[ptr] = (size, kind, requested)
+        self._ranges[ptr] = (size, kind, requested, ptr + max(size, 1))
         self.held[kind] += size
         self.requested[kind] += requested
         total = self._held_total()
@@ -100,11 +141,11 @@ class TracerState:
             self.peak_bytes = total
 
     def _drop(self, ptr: int, entry) -> None:
-        size, kind, requested = entry
+        size, kind, requested, _ = entry
         self.held[kind] -= size
         self.requested[kind] -= requested
 
-    def _remove_range(self, ptr: int) -> Optional[tuple[int, str, int]]:
+    def _remove_range(self, ptr: int) -> Optional[tuple[int, str, int, int]]:
         entry = self._ranges.pop(ptr, None)
         if entry is None:
             return None
@@ -123,12 +164,11 @@ class TracerState:
         # index or key error (an entry removed in between) reads as "not pinned".
         try:
             starts = self._starts
-            i = bisect.bisect_right(starts, ptr) - 1
+            i = _bisect_right(starts, ptr) - 1
             if i < 0:
                 return None
-            start = starts[i]
-            size, kind, _ = self._ranges[start]
-            return kind if ptr < start + max(size, 1) else None
+            entry = self._ranges[starts[i]]
+            return entry[1] if ptr < entry[3] else None
         except Exception:
             return None
 
@@ -145,85 +185,150 @@ class TracerState:
             by[site] += nbytes
             self.site_counts[category][site] += 1
 
-    @_safe
     def record_alloc(self, ptr: int, size: int, kind: str = PINNED, requested: Optional[int] = None,
                      fresh: bool = True, site: Optional[str] = None) -> None:
         """A pinned allocation. ``fresh``: a new driver allocation (not a block reused from a pool)."""
-        if site is None:
-            site = call_site(3)
-        req = size if requested is None else requested
-        with self.lock:
-            if ptr:
-                self._add_range(ptr, size, kind, req)
-            c = self.counters
-            c["alloc.calls"] += 1
-            if fresh:
-                c["alloc.count"] += 1
-                c["alloc.bytes"] += size
-                self.recent_sizes.append(req)
-                self.histogram[pow2_bucket(req)] += 1
-            if kind == WRITE_COMBINED:
-                c["alloc.wc.count"] += 1
-            self._site("alloc", site, size)
-            if size > req:
-                self._site("rounding_waste", site, size - req)
+        # try/except in the body, not the _safe decorator: one frame less per allocation.
+        try:
+            if site is None:
+                site = call_site(2)
+            req = size if requested is None else requested
+            with self.lock:
+                if ptr:
+                    self._add_range(ptr, size, kind, req)
+                c = self.counters
+                c["alloc.calls"] += 1
+                if fresh:
+                    c["alloc.count"] += 1
+                    c["alloc.bytes"] += size
+                    self.recent_sizes.append(req)
+                    self.histogram[pow2_bucket(req)] += 1
+                if kind == WRITE_COMBINED:
+                    c["alloc.wc.count"] += 1
+                self._site("alloc", site, size)
+                if size > req:
+                    self._site("rounding_waste", site, size - req)
+        except Exception:
+            self.internal_errors += 1
 
-    @_safe
     def record_free(self, ptr: int) -> None:
-        with self.lock:
-            entry = self._remove_range(ptr)
-            self.counters["free.count"] += 1
-            if entry is not None:
-                self.counters["free.bytes"] += entry[0]
+        try:
+            with self.lock:
+                entry = self._remove_range(ptr)
+                self.counters["free.count"] += 1
+                if entry is not None:
+                    self.counters["free.bytes"] += entry[0]
+        except Exception:
+            self.internal_errors += 1
 
-    @_safe
     def record_register(self, ptr: int, size: int) -> None:
-        site = call_site(3)
-        with self.lock:
-            self._add_range(ptr, size, REGISTERED, size)
-            self.counters["register.count"] += 1
-            self._site("register", site, size)
+        try:
+            site = call_site(2)
+            with self.lock:
+                self._add_range(ptr, size, REGISTERED, size)
+                self.counters["register.count"] += 1
+                self._site("register", site, size)
+        except Exception:
+            self.internal_errors += 1
 
-    @_safe
     def record_unregister(self, ptr: int) -> None:
+        try:
+            with self.lock:
+                self._remove_range(ptr)
+                self.counters["unregister.count"] += 1
+        except Exception:
+            self.internal_errors += 1
+
+    def _tally(self) -> list:
+        """This thread's copy tally (made and registered on its first copy)."""
+        try:
+            return self._local.tally
+        except AttributeError:
+            pass
+        tally, owner = [0] * len(SLOT_KEYS), _Owner()
         with self.lock:
-            self._remove_range(ptr)
-            self.counters["unregister.count"] += 1
+            self._tallies.append((weakref.ref(owner), tally))
+        local = self._local
+        local.owner, local.tally = owner, tally
+        return tally
 
     def record_copy(self, direction: str, nbytes: int, host_kind: Optional[str]) -> None:
         """A host<->device copy; ``host_kind`` from ``lookup`` (None: pageable).
 
-        The hottest path of the tracer (every copy): the counter keys are built once per
-        (direction, memory, size class) and cached; no call-site walk for a pinned copy."""
+        The hottest path of the tracer (every copy): integer adds to this thread's tally, no lock,
+        no allocation; a call-site walk (and the lock) only for a pageable copy or a write-combined
+        readback, the slow copies a finding names."""
         try:
-            pinned = host_kind is not None
-            wc = host_kind == WRITE_COMBINED
-            cls = size_class(nbytes)
-            keys = self._copy_keys.get((direction, pinned, cls))
-            if keys is None:
-                mem = "pinned" if pinned else "pageable"
-                keys = self._copy_keys[(direction, pinned, cls)] = (
-                    f"copy.{direction}.{mem}.bytes", f"copy.{direction}.{mem}.count",
-                    f"copy.{direction}.{mem}.{cls}.bytes")
-            wc_readback = wc and direction == "d2h"
-            site = call_site(2) if (not pinned or wc_readback) else None
-            with self.lock:
-                c = self.counters
-                c[keys[0]] += nbytes
-                c[keys[1]] += 1
-                c[keys[2]] += nbytes
-                if not pinned:
+            base = _COPY_BASE.get(direction)
+            if base is None:
+                self._record_other_copy(direction, nbytes, host_kind)
+                return
+            if host_kind is None:
+                base += _BLOCK
+            try:
+                tally = self._local.tally
+            except AttributeError:
+                tally = self._tally()
+            # The size class by comparisons against constants: cheaper than a loop or a table.
+            if nbytes < 1 << 20:
+                cls = 2 if nbytes < 64 << 10 else 3
+            else:
+                cls = 4 if nbytes < 16 << 20 else 5
+            tally[base] += nbytes
+            tally[base + 1] += 1
+            tally[base + cls] += nbytes
+            if host_kind is None:
+                site = call_site(2)
+                with self.lock:
                     self._site("pageable_copy", site, nbytes)
-                elif wc:
-                    c[f"copy.{direction}.wc.count"] += 1
-                    c[f"copy.{direction}.wc.bytes"] += nbytes
-                    if wc_readback:
-                        # A device-to-host copy into write-combined memory exists to be read by the
-                        # CPU, and that read is uncached: one readback per copy.
-                        c["wc.readbacks"] += 1
+            elif host_kind == WRITE_COMBINED:
+                wc = _WC_BASE if base == 0 else _WC_BASE + 2
+                tally[wc] += 1
+                tally[wc + 1] += nbytes
+                if wc != _WC_BASE:
+                    # A device-to-host copy into write-combined memory exists to be read by the
+                    # CPU, and that read is uncached: one readback per copy.
+                    tally[_READBACKS] += 1
+                    site = call_site(2)
+                    with self.lock:
                         self._site("wc_readback", site, nbytes)
         except Exception:
             self.internal_errors += 1
+
+    def _record_other_copy(self, direction: str, nbytes: int, host_kind: Optional[str]) -> None:
+        """A copy in a direction the tally has no slots for: counted by name, as any counter."""
+        pinned = host_kind is not None
+        keys = self._copy_keys.get((direction, pinned))
+        if keys is None:
+            mem = "pinned" if pinned else "pageable"
+            keys = self._copy_keys[(direction, pinned)] = (
+                f"copy.{direction}.{mem}.bytes", f"copy.{direction}.{mem}.count", f"copy.{direction}.{mem}.")
+        site = call_site(3) if not pinned else None
+        with self.lock:
+            c = self.counters
+            c[keys[0]] += nbytes
+            c[keys[1]] += 1
+            c[f"{keys[2]}{size_class(nbytes)}.bytes"] += nbytes
+            if not pinned:
+                self._site("pageable_copy", site, nbytes)
+            elif host_kind == WRITE_COMBINED:
+                c[f"copy.{direction}.wc.count"] += 1
+                c[f"copy.{direction}.wc.bytes"] += nbytes
+
+    def _copy_totals(self) -> list:
+        """Every thread's tally summed (under the lock); the tallies of ended threads are folded."""
+        totals = list(self._folded)
+        live = []
+        for owner, tally in self._tallies:
+            values = list(tally)  # one read of each slot: the owner may be adding to it
+            for i, v in enumerate(values):
+                totals[i] += v
+            if owner() is None:  # the thread ended: its tally can no longer change
+                self._folded = [a + b for a, b in zip(self._folded, values)]
+            else:
+                live.append((owner, tally))
+        self._tallies = live
+        return totals
 
     @_safe
     def record_hook(self, name: str, ok: bool) -> None:
@@ -260,6 +365,9 @@ class TracerState:
         now = self.clock() if now is None else now
         with self.lock:
             counters = Counter(self.counters)
+            for key, v in zip(SLOT_KEYS, self._copy_totals()):
+                if v:
+                    counters[key] += v
             held = dict(self.held)
             requested = dict(self.requested)
             sizes = sorted(self.recent_sizes)
