@@ -25,27 +25,9 @@ import time
 import psutil
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-def tree_cpu_seconds(proc: psutil.Process) -> float:
-    total = 0.0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            pass
-    return total
-
-
-def tree_rss_bytes(proc: psutil.Process) -> int:
-    total = 0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
+from overhead import tree_cpu_s, tree_rss  # noqa: E402  (the same process-tree accounting)
 
 
 def run_on_pty(argv, marker: bytes, seconds: float, size=(80, 24), quit_keys=b"q", env=None):
@@ -94,15 +76,15 @@ def run_on_pty(argv, marker: bytes, seconds: float, size=(80, 24), quit_keys=b"q
     warm_until = time.perf_counter() + 3.0  # start-up work (imports, first scans) is not steady state
     while time.perf_counter() < warm_until and drain(0.05):
         pass
-    cpu0, w0 = tree_cpu_seconds(proc), time.perf_counter()
+    cpu0, w0 = tree_cpu_s(proc), time.perf_counter()
     rss_peak = 0
     bytes0 = out_bytes
     end = w0 + seconds
     while time.perf_counter() < end:
         if not drain(0.1):
             break
-        rss_peak = max(rss_peak, tree_rss_bytes(proc))
-    cpu1, w1 = tree_cpu_seconds(proc), time.perf_counter()
+        rss_peak = max(rss_peak, tree_rss(proc))
+    cpu1, w1 = tree_cpu_s(proc), time.perf_counter()
     window = w1 - w0
     os.write(fd, quit_keys)
     exit_deadline = time.perf_counter() + 15

@@ -60,17 +60,10 @@ def probe_kinds(sweep: bool, modes: bool) -> list[str]:
     return kinds
 
 
-def _bus_key(bus_id: Optional[str]) -> Optional[str]:
-    """NVML says '00000000:1B:00.0', CUDA '0000:1b:00.0': compare bus:device.function only."""
-    if not bus_id:
-        return None
-    parts = bus_id.strip().lower().split(":")
-    return ":".join(parts[-2:]) if len(parts) >= 2 else None
-
-
 def nvml_links(nvml=None) -> dict[str, tuple[Optional[str], Optional[float]]]:
-    """{bus key: (GPU name, link theoretical bytes/s)} from NVML; {} when NVML is unavailable."""
-    from ..collect.nvml import NvmlCollector
+    """{PCI address as sysfs spells it: (GPU name, link theoretical bytes/s)} from NVML; {} when NVML is
+    unavailable. NVML and CUDA spell bus ids differently ("00000000:1B:00.0", "0000:1b:00.0")."""
+    from ..collect.nvml import NvmlCollector, sysfs_pci_address
 
     col = NvmlCollector(nvml, background=False)
     try:
@@ -78,7 +71,7 @@ def nvml_links(nvml=None) -> dict[str, tuple[Optional[str], Optional[float]]]:
             return {}
         gpus, _ = col.read()
         return {key: (g.name, g.link.theoretical_bytes_per_s)
-                for g in gpus if (key := _bus_key(g.pci_bus_id))}
+                for g in gpus if (key := sysfs_pci_address(g.pci_bus_id))}
     except Exception:  # the link rate only annotates the result; a failing NVML must not stop a probe
         return {}
     finally:
@@ -114,6 +107,7 @@ class ProgressBar:
 def run(args) -> int:
     from ..cli import UsageError
     from ..outputs.probe_text import format_probe, unavailable_text
+    from ..collect.nvml import sysfs_pci_address
     from ..probe import cuda_devices, run_probe
 
     max_pinned = args.sub_max_pinned if args.sub_max_pinned is not None else args.max_pinned
@@ -134,7 +128,7 @@ def run(args) -> int:
     width = shutil.get_terminal_size((80, 24)).columns
     results, payload = [], []
     for index, bus in chosen:
-        name, link = links.get(_bus_key(bus) or "", (None, None))
+        name, link = links.get(sysfs_pci_address(bus) or "", (None, None))
         for kind in kinds:
             bar = ProgressBar(bar_stream, f"GPU {index} {kind}") if bar_stream else None
             try:

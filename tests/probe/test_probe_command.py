@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from pinmon.cli import main
+from pinmon.collect.nvml import sysfs_pci_address
 from pinmon.commands import probe as cmd
 from pinmon.probe import engine as E
 
@@ -21,7 +22,7 @@ def fake(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", cp)
     # NVML spells the bus id with an 8-digit domain and upper case; only GPU 0's entry is known.
     monkeypatch.setattr(cmd, "nvml_links", lambda nvml=None: {
-        cmd._bus_key("00000000:1B:00.0"): ("NVIDIA H200", GEN5_X16)})
+        sysfs_pci_address("00000000:1B:00.0"): ("NVIDIA H200", GEN5_X16)})
     yield cp.cuda.runtime
     assert_all_freed(cp.cuda.runtime)
 
@@ -92,6 +93,6 @@ def test_progress_bar_draws_and_clears():
     assert s.getvalue().endswith("\r") and not bar.shown
 
 
-def test_bus_keys_match_across_spellings():
-    assert cmd._bus_key("00000000:1B:00.0") == cmd._bus_key("0000:1b:00.0") == "1b:00.0"
-    assert cmd._bus_key(None) is None and cmd._bus_key("junk") is None
+def test_bus_ids_match_across_spellings():
+    assert sysfs_pci_address("00000000:1B:00.0") == sysfs_pci_address("0000:1B:00.0") == "0000:1b:00.0"
+    assert sysfs_pci_address(None) is None and sysfs_pci_address("junk") is None
