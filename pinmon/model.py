@@ -154,20 +154,30 @@ class Link(_Serial):
     max_theoretical_bytes_per_s: Optional[float] = None
 
 
+# PCIe methods that count every link byte over the interval (see Pcie.method).
+EXACT_PCIE_METHODS = frozenset({"gpm", "counters"})
+
+
 @dataclass(frozen=True)
 class Pcie(_Serial):
     rx_bytes_per_s: Optional[float] = None
     tx_bytes_per_s: Optional[float] = None
-    # "counters": exact link bytes from NVML's cumulative counters; "sampled": NVML's 20 ms
-    # throughput sample extrapolated; None: no reading.
+    # "gpm": exact link bytes from chained GPM samples (Hopper and newer); "counters": exact link
+    # bytes from NVML's cumulative 32-bit counters; "sampled": NVML's 20 ms throughput sample
+    # extrapolated; None: no reading.
     method: Optional[str] = None
-    rx_bytes: Optional[int] = None  # link bytes over the interval (counters only)
+    rx_bytes: Optional[int] = None  # link bytes over the interval (exact methods only)
     tx_bytes: Optional[int] = None
     interval_s: Optional[float] = None
     replay_delta: Optional[int] = None
     recovery_delta: Optional[int] = None
     error_delta: Optional[int] = None  # sum of the error counters below
     counter_deltas: dict[str, Optional[int]] = field(default_factory=dict)
+
+    @property
+    def exact(self) -> bool:
+        """Whether the bytes were counted (GPM or the link counters), not extrapolated."""
+        return self.method in EXACT_PCIE_METHODS
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ class LiveCollector:
 
     def __init__(self, interval_s: float = 1.0, nvml=None, use_nvml: bool = True,
                  host_root: str = "/", proc_root: str = "/proc", pids: Optional[list[int]] = None,
-                 counter_hz: Optional[float] = None):
+                 counter_hz: Optional[float] = None, prefer_gpm: bool = True):
         self.interval_s = interval_s
         self.host_root = host_root
         self.scanner = ProcessScanner(proc_root=proc_root, pids=pids)
@@ -33,7 +33,7 @@ class LiveCollector:
         if use_nvml:
             from .nvml import NvmlCollector
 
-            self._nvml = NvmlCollector(nvml=nvml, counter_hz=counter_hz)
+            self._nvml = NvmlCollector(nvml=nvml, counter_hz=counter_hz, prefer_gpm=prefer_gpm)
             self._nvml.start()
 
     def set_probe(self, result: Optional[ProbeResult]) -> None:

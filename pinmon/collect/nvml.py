@@ -57,6 +57,11 @@ NVML_FUNCTIONS: tuple[str, ...] = (
     "nvmlDeviceGetComputeRunningProcesses",
     "nvmlDeviceGetFieldValues",
     "nvmlDeviceGetPcieThroughput",
+    "nvmlGpmQueryDeviceSupport",
+    "nvmlGpmSampleAlloc",
+    "nvmlGpmSampleGet",
+    "nvmlGpmMetricsGet",
+    "nvmlGpmSampleFree",
 )
 
 # What a failing call could not read, in a notice's words.
@@ -75,6 +80,11 @@ _WHAT = {
     "nvmlDeviceGetComputeRunningProcesses": "compute processes",
     "nvmlDeviceGetFieldValues": "PCIe counters",
     "nvmlDeviceGetPcieThroughput": "PCIe throughput",
+    "nvmlGpmQueryDeviceSupport": "GPM support",
+    "nvmlGpmSampleAlloc": "a GPM sample buffer",
+    "nvmlGpmSampleGet": "PCIe traffic (GPM sample)",
+    "nvmlGpmMetricsGet": "PCIe traffic (GPM metrics)",
+    "nvmlGpmSampleFree": "a GPM sample buffer",
 }
 
 # Why NVML could not start, for the "no NVIDIA GPU monitoring: ..." notice.
@@ -217,19 +227,21 @@ class NvmlCollector:
     """Reads every NVIDIA GPU through NVML into ``Gpu`` models; ``available`` says whether it can.
 
     ``nvml`` is the pynvml module (imported on ``start()`` when None) or a fake with its names.
-    ``counter_hz`` is the PCIe byte counter read rate. ``background=False`` starts no thread, so
+    ``counter_hz`` is the PCIe byte counter read rate; ``prefer_gpm=False`` reads the byte counters
+    even where GPM could give the bytes (see pcie_counters). ``background=False`` starts no thread, so
     tests drive ``sampler.poll_once()`` themselves; ``clock`` stamps the counter reads.
     """
 
     def __init__(self, nvml: Any = None, counter_hz: Optional[float] = None, *, background: bool = True,
                  clock: Callable[[], float] = time.monotonic, sysfs_root: str = "/sys",
-                 error_period_s: float = ERROR_PERIOD_S):
+                 error_period_s: float = ERROR_PERIOD_S, prefer_gpm: bool = True):
         if counter_hz is not None and not counter_hz > 0:
             raise ValueError(f"counter rate must be positive, got {counter_hz!r} Hz")
         self.nvml = nvml
         # None: as often as the fastest GPU's link needs (pcie_counters.counter_hz_for_link).
         self.counter_hz = float(counter_hz) if counter_hz is not None else None
         self.error_period_s = error_period_s
+        self.prefer_gpm = prefer_gpm
         self.available = False
         self.reason: Optional[str] = None
         self.sampler: Optional[PcieSampler] = None
@@ -277,7 +289,8 @@ class NvmlCollector:
             self.sampler = PcieSampler(
                 self.nvml, [(g.index, g.handle) for g in self._gpus
                             if g.handle is not None and g.lost is None],
-                self.counter_hz, call=call_nvml, clock=self._clock, error_period_s=self.error_period_s)
+                self.counter_hz, call=call_nvml, clock=self._clock, error_period_s=self.error_period_s,
+                prefer_gpm=self.prefer_gpm)
             self.sampler.start(background=self._background)
             for st in self._gpus:
                 # A failure while detecting the byte counters outlasts one snapshot (the GPU stays
@@ -470,6 +483,14 @@ class NvmlCollector:
                       # TLPs), so it is not a count of distinct events; counter_deltas has each.
                       error_delta=sum(others) if others else None, counter_deltas=deltas)
         method = sampler.method(st.index)
+        if method == "gpm":
+            taken = sampler.take(st.index)
+            if taken is None or not taken[2] > 0:
+                return Pcie(method=method, **errors), notices
+            rx, tx, interval_s = taken
+            return Pcie(rx_bytes_per_s=None if rx is None else rx / interval_s,
+                        tx_bytes_per_s=None if tx is None else tx / interval_s, method=method,
+                        rx_bytes=rx, tx_bytes=tx, interval_s=interval_s, **errors), notices
         if method == "counters":
             taken = sampler.take(st.index)
             if taken is None:

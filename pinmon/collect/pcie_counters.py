@@ -1,5 +1,8 @@
-"""Background PCIe sampling for every GPU: link byte counters, error counters, the sampled fallback.
+"""PCIe sampling for every GPU: GPM samples, link byte counters, error counters, the sampled fallback.
 
+Where the GPU offers GPM (Hopper and newer), link bytes come from chained GPM samples taken when
+the collector takes a reading (``pcie_gpm.GpmReader``): exact over each interval at a few tens of
+microseconds of CPU per snapshot, with no fast thread. Elsewhere (or with ``prefer_gpm=False``),
 NVML's cumulative link byte counters (``NVML_FI_DEV_PCIE_COUNT_RX_BYTES`` / ``_TX_BYTES``) are only
 32 bits wide: at 55 GB/s they wrap about every 78 ms, so a 1 s poll cannot difference them. One
 daemon thread reads them for all GPUs at ``hz`` (50 Hz by default) and unwraps them into monotonic
@@ -9,6 +12,8 @@ that bound them. The same thread reads the PCIe error counters about once a seco
 Where the byte counters are unsupported, the GPU falls back to ``nvmlDeviceGetPcieThroughput``
 ("sampled"), which blocks ~21 ms per call. Those calls run on a small pool of daemon workers, one
 job per GPU, so eight GPUs cost the wall time of one and the caller never waits.
+
+A GPU whose GPM keeps failing for ``GPM_GIVE_UP_S`` is moved to the byte counters.
 
 The sampler never raises out of its threads: an NVML error is recorded for the collector to report,
 a lost GPU is marked lost and skipped, the other GPUs keep being served.
@@ -20,6 +25,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
+
+from .pcie_gpm import GpmReader
 
 MASK_32 = (1 << 32) - 1
 
@@ -101,7 +108,7 @@ class _EventCounter:
 class _Gpu:
     index: int
     handle: Any
-    method: Optional[str] = None  # "counters", "sampled" or None
+    method: Optional[str] = None  # "gpm", "counters", "sampled" or None
     lost: Any = None  # the failure that said GPU_IS_LOST
     # byte counters
     rx: Optional[CounterUnwrapper] = None
@@ -113,6 +120,9 @@ class _Gpu:
     # error counters
     errors: dict[str, Optional[_EventCounter]] = field(default_factory=dict)
     errors_due: float = 0.0
+    # GPM
+    gpm: Optional[GpmReader] = None
+    gpm_failing_since: Optional[float] = None  # clock() of the first failed take in a row
     # sampled fallback
     sampled: Optional[tuple[Optional[float], Optional[float]]] = None
     in_flight: bool = False
@@ -160,6 +170,8 @@ class _DaemonPool:
 READS_PER_WRAP = 2.0
 MIN_COUNTER_HZ, MAX_COUNTER_HZ = 5.0, 50.0
 UNKNOWN_LINK_COUNTER_HZ = 50.0
+# GPM failing this long in a row (every take None) moves the GPU to the byte counters.
+GPM_GIVE_UP_S = 5.0
 
 
 def counter_hz_for_link(max_bytes_per_s: Optional[float]) -> float:
@@ -180,14 +192,15 @@ class PcieSampler:
 
     ``gpus`` is a sequence of ``(gpu_index, nvml_handle)``. ``call(nvml, name, *args)`` returns
     ``(value, failure)`` (see ``nvml.call_nvml``); every NVML call goes through it. ``clock`` gives
-    seconds and stamps each counter read. Tests call ``start(background=False)`` and then drive
+    seconds and stamps each counter read and GPM sample. ``prefer_gpm=False`` never uses GPM (the
+    byte counters are then read on every GPU that has them). Tests call ``start(background=False)`` and then drive
     ``poll_once()``, ``poll_errors()`` and ``refresh_sampled()`` themselves.
     """
 
     def __init__(self, nvml: Any, gpus: Sequence[tuple[int, Any]], hz: float = 50.0, *,
                  call: Optional[Callable[..., tuple[Any, Any]]] = None,
                  clock: Callable[[], float] = time.monotonic, error_period_s: float = 1.0,
-                 sample_workers: int = 8):
+                 sample_workers: int = 8, prefer_gpm: bool = True):
         if not hz > 0:
             raise ValueError(f"counter rate must be positive, got {hz!r} Hz")
         if call is None:
@@ -198,6 +211,7 @@ class PcieSampler:
         self.hz = float(hz)
         self.period_s = 1.0 / self.hz
         self.error_period_s = error_period_s
+        self.prefer_gpm = prefer_gpm
         self._call = call
         self._clock = clock
         self._sample_workers = max(1, sample_workers)
@@ -205,6 +219,7 @@ class PcieSampler:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set to make the thread re-plan its next tick now
         self._thread: Optional[threading.Thread] = None
         self._pool: Optional[_DaemonPool] = None
         self._cpu_s = 0.0
@@ -254,12 +269,17 @@ class PcieSampler:
     def stop(self, timeout_s: float = 2.0) -> None:
         """Stop the threads (idempotent). A worker inside a 21 ms NVML call is waited for."""
         self._stop.set()
+        self._wake.set()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout_s)
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.stop(timeout_s)
+        for g in self._gpus.values():
+            reader, g.gpm = g.gpm, None
+            if reader is not None:
+                reader.close()
 
     def _run(self) -> None:
         next_tick = time.monotonic()
@@ -271,12 +291,23 @@ class PcieSampler:
                     note = f"PCIe counter sampler: internal error {type(e).__name__}: {e}"
                     if note not in self._notices:
                         self._notices.append(note)
-            next_tick += self.period_s
+            next_tick += self._tick_s()
             delay = next_tick - time.monotonic()
             if delay < 0:  # fell behind (a slow NVML call): restart the schedule, do not burst
                 next_tick = time.monotonic()
                 delay = 0.0
-            self._stop.wait(delay)
+            if self._wake.wait(delay):  # a GPU moved to the counters: read them from now on
+                self._wake.clear()
+                next_tick = time.monotonic()
+
+    def _tick_s(self) -> float:
+        """The thread's period: the counter rate while any GPU reads byte counters; otherwise it
+        only has error counters to read, spread over ``error_period_s``."""
+        with self._lock:
+            gpus = list(self._gpus.values())
+        if any(g.method == "counters" and g.lost is None for g in gpus):
+            return self.period_s
+        return max(self.period_s, min(1.0, self.error_period_s / max(1, len(gpus))))
 
     # --- NVML calls --------------------------------------------------------------------------
 
@@ -297,6 +328,17 @@ class PcieSampler:
         return None, failure
 
     def _detect(self, g: _Gpu) -> None:
+        if self.prefer_gpm and hasattr(self.nvml, "nvmlGpmQueryDeviceSupport"):
+            reader = GpmReader(self.nvml, g.handle, lambda name, *a: self._nvml(g, name, *a),
+                               self._clock)
+            if reader.start():
+                g.gpm, g.method = reader, "gpm"
+                return
+            if g.lost is not None:
+                return
+        self._detect_counters(g)
+
+    def _detect_counters(self, g: _Gpu) -> None:
         values = None
         if self._byte_fields is not None:
             values, _ = self._nvml(g, "nvmlDeviceGetFieldValues", g.handle, list(self._byte_fields))
@@ -458,6 +500,8 @@ class PcieSampler:
         g = self._gpus.get(gpu)
         if g is None:
             return None
+        if g.method == "gpm":
+            return self._take_gpm(g)
         with self._lock:
             if g.method != "counters" or g.lost is not None or g.taken is None:
                 return None
@@ -470,6 +514,40 @@ class PcieSampler:
             g.taken_gap_s = None if (g.rx.wide or g.tx.wide) else g.gap_s
             g.gap_s = 0.0
             return rx1 - rx0, tx1 - tx0, t1 - t0
+
+    def _take_gpm(self, g: _Gpu) -> Optional[tuple[Optional[int], Optional[int], float]]:
+        """A GPM reading on the caller's thread (~40 us); after ``GPM_GIVE_UP_S`` of failures in a
+        row the GPU moves to the byte counters (or the sampled fallback)."""
+        reader = g.gpm
+        if reader is None or g.lost is not None:
+            return None
+        t0 = time.thread_time()
+        try:
+            taken = reader.take()
+            now = self._clock()
+            if taken is not None:
+                g.gpm_failing_since = None
+                return taken
+            if not reader.due(now):
+                return None  # too soon after the last sample: not a failure
+            if g.gpm_failing_since is None:
+                g.gpm_failing_since = now
+            elif now - g.gpm_failing_since >= GPM_GIVE_UP_S and g.lost is None:
+                reader.close()
+                g.gpm = None
+                self._detect_counters(g)
+                with self._lock:
+                    note = (f"GPU {g.index}: GPM gave no PCIe reading for {GPM_GIVE_UP_S:.0f} s;"
+                            f" now using the {'byte counters' if g.method == 'counters' else 'sampled throughput'}")
+                    if note not in self._notices:
+                        self._notices.append(note)
+                if g.method == "sampled" and self._pool is None and self._thread is not None:
+                    self._pool = _DaemonPool(1, "pinmon-pcie-sampled")
+                self._wake.set()
+            return None
+        finally:
+            with self._lock:
+                self._cpu_s += time.thread_time() - t0
 
     def wrap_gap_s(self, gpu: int) -> Optional[float]:
         """Longest gap between two 32-bit counter reads within the interval of the latest take.

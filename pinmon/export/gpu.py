@@ -19,8 +19,8 @@ def families(view: StateView) -> list:
     snap = view.snapshot
     if snap is None:
         return []
-    info = Gauge("gpu_info", "GPU identity (value 1); pcie_method: counters = exact link bytes, "
-                 "sampled = NVML 20 ms throughput sample", LABELS + ("name", "pcie_method"))
+    info = Gauge("gpu_info", "GPU identity (value 1); pcie_method: gpm or counters = exact link "
+                 "bytes, sampled = NVML 20 ms throughput sample", LABELS + ("name", "pcie_method"))
     up = Gauge("gpu_up", "1 when NVML answers for the GPU, 0 when it fell off the bus", LABELS)
     mem_total = Gauge("gpu_memory_total_bytes", "GPU memory size", LABELS)
     mem_used = Gauge("gpu_memory_used_bytes", "GPU memory in use", LABELS)

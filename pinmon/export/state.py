@@ -26,7 +26,7 @@ def gpu_key(gpu: Gpu) -> str:
 class StateView:
     snapshot: Optional[Snapshot]
     findings: tuple[Finding, ...]
-    # gpu_key -> (rx link bytes, tx link bytes) summed over every "counters" interval seen.
+    # gpu_key -> (rx link bytes, tx link bytes) summed over every exact ("gpm" or "counters") interval.
     pcie_bytes_totals: dict[str, tuple[int, int]] = field(default_factory=dict)
     collection_errors: dict[str, int] = field(default_factory=dict)
     snapshots_total: int = 0
@@ -50,7 +50,7 @@ class ExportState:
                 p = g.pcie
                 # Only exact link bytes make a counter; a sampled rate times the interval would be an
                 # extrapolation dressed up as a count.
-                if p.method == "counters" and not g.lost:
+                if p.exact and not g.lost:
                     rx, tx = self._totals.get(gpu_key(g), (0, 0))
                     self._totals[gpu_key(g)] = (rx + max(0, p.rx_bytes or 0), tx + max(0, p.tx_bytes or 0))
             self._snapshot = snapshot

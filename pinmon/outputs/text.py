@@ -44,7 +44,8 @@ def gpu_line(g: Gpu) -> str:
     if g.lost:
         return f"GPU {g.index}  {g.name or 'n/a'}  {g.pci_bus_id or ''}  LOST (fell off the bus)"
     link, p = g.link, g.pcie
-    method = {"counters": "link bytes", "sampled": "est., 20 ms sample"}.get(p.method or "", "n/a")
+    method = {"gpm": "link bytes, GPM", "counters": "link bytes", "sampled": "est., 20 ms sample"}.get(
+        p.method or "", "n/a")
     pct = _share((p.rx_bytes_per_s or 0) + (p.tx_bytes_per_s or 0), link.theoretical_bytes_per_s) \
         if p.rx_bytes_per_s is not None else None
     errs = [f"{k} +{v}" for k, v in sorted(p.counter_deltas.items()) if v]

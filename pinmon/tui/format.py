@@ -64,7 +64,7 @@ def link_state(gpu: Gpu) -> str:
 
 def method_label(method: Optional[str]) -> str:
     """How the rate was measured, in the fewest characters that stay honest."""
-    return {"counters": "exact", "sampled": "est."}.get(method or "", "n/a")
+    return {"gpm": "exact", "counters": "exact", "sampled": "est."}.get(method or "", "n/a")
 
 
 def error_total(gpu: Gpu) -> Optional[int]:

@@ -487,16 +487,22 @@ def test_counter_rate_must_be_positive():
 # --- fault matrix: every NVML call x every error, nothing raises --------------------------------
 
 GLOBAL_CALLS = ("nvmlInit", "nvmlShutdown", "nvmlDeviceGetCount")
+# Called only when the collector closes: nothing a read could show.
+AT_CLOSE = ("nvmlShutdown", "nvmlGpmSampleFree")
 
 
 @pytest.mark.parametrize("function", NVML_FUNCTIONS)
 @pytest.mark.parametrize("error", sorted(ERRORS))
 def test_fault_matrix_never_raises(function, error, no_sysfs):
-    fake = FakeNvml(2, rx_bytes_per_s=1e9)
-    fake.gpus[1].byte_counters_return = NVML_ERROR_NOT_SUPPORTED  # one GPU on each method
-    # GPU 1 is the one that runs the sampled call; GPU 0 every other per-GPU call.
-    faulted = 1 if function == "nvmlDeviceGetPcieThroughput" else 0
-    fake.fail(function, error, gpu=None if function in GLOBAL_CALLS else faulted)
+    # One GPU on each method: 0 byte counters, 1 sampled throughput, 2 GPM.
+    fake = FakeNvml(3, rx_bytes_per_s=1e9)
+    fake.gpus[1].byte_counters_return = NVML_ERROR_NOT_SUPPORTED
+    fake.gpus[2].gpm_supported = True
+    faulted = (1 if function == "nvmlDeviceGetPcieThroughput" else
+               2 if function.startswith("nvmlGpm") else 0)
+    # A sample buffer is allocated for no GPU in particular: that fault hits every caller.
+    inject_all = function in GLOBAL_CALLS or function == "nvmlGpmSampleAlloc"
+    fake.fail(function, error, gpu=None if inject_all else faulted)
     c = collector(fake, no_sysfs)
     if c.available:
         ticks(fake, c, 70)
@@ -506,14 +512,21 @@ def test_fault_matrix_never_raises(function, error, no_sysfs):
     if function in GLOBAL_CALLS:
         assert c.available == (function == "nvmlShutdown")
     else:
-        assert len(gpus) == 2
-        assert not gpus[1 - faulted].lost
-        assert gpus[faulted].lost == (error == "gpu_lost")
+        assert len(gpus) == 3
+        assert not any(g.lost for g in gpus if g.index != faulted)
+        lost = error == "gpu_lost" and function not in AT_CLOSE
+        assert gpus[faulted].lost == lost
         # NotSupported is silent, except for a GPU that cannot even be opened.
-        silent = error == "not_supported" and function != "nvmlDeviceGetHandleByIndex"
+        silent = (error == "not_supported" and function != "nvmlDeviceGetHandleByIndex") \
+            or function in AT_CLOSE
         assert bool(gpus[faulted].notices) == (not silent)
+        if function.startswith("nvmlGpm") and not lost:
+            # GPM failing from the start: the GPU's bytes come from its byte counters instead.
+            early = function in ("nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleGet")
+            assert gpus[faulted].pcie.method == ("counters" if early else "gpm")
     c.close()
     c.close()
+    assert fake.gpm_samples_alive == 0 or function == "nvmlGpmSampleFree"
 
 
 def test_counter_rate_follows_the_fastest_link(no_sysfs):

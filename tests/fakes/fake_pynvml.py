@@ -6,6 +6,10 @@ code, with ``.value``). It keeps a virtual clock: ``advance(dt_s)`` moves time a
 byte totals by its scripted rates, so tests know the exact bytes, wrap-arounds included; the byte
 counter fields report ``total mod 2**counter_bits``.
 
+GPM (``gpm_supported=True`` on a ``FakeGpu``): a sample records the GPU's byte totals and the
+virtual time, and ``nvmlGpmMetricsGet`` answers the average rates between two samples in MiB/s, as
+the real one does, so chained samples add up to the exact bytes.
+
 Faults: ``fail(function, error, gpu=None, times=None)`` makes calls raise (``error`` is an NVML
 code or a key of ``ERRORS``); ``lose(gpu)`` makes every call for that GPU answer GPU_IS_LOST.
 Every call is recorded in ``calls`` as ``(function, gpu_index_or_None, thread_ident)``.
@@ -90,6 +94,10 @@ NVML_FI_DEV_PCIE_COUNT_LANE_ERROR = 183
 NVML_FI_DEV_PCIE_COUNT_TX_BYTES = 197
 NVML_FI_DEV_PCIE_COUNT_RX_BYTES = 198
 
+NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20
+NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21
+NVML_GPM_METRICS_GET_VERSION = 1
+
 CONSTANT_NAMES = tuple(n for n in dir() if n.startswith("NVML_"))
 
 
@@ -171,6 +179,7 @@ class FakeGpu:
     counter_bits: int = 32
     byte_counters_return: int = NVML_SUCCESS  # per-field nvmlReturn of the RX/TX byte fields
     throughput_supported: bool = True
+    gpm_supported: bool = False
     error_counters: dict = field(default_factory=lambda: dict(DEFAULT_ERROR_COUNTERS))
     lost: bool = False
 
@@ -204,7 +213,8 @@ class FakeNvml:
         "nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetCurrPcieLinkWidth",
         "nvmlDeviceGetMaxPcieLinkWidth", "nvmlDeviceGetMemoryInfo",
         "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetFieldValues",
-        "nvmlDeviceGetPcieThroughput",
+        "nvmlDeviceGetPcieThroughput", "nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc",
+        "nvmlGpmSampleGet", "nvmlGpmMetricsGet", "nvmlGpmSampleFree",
     )
     ERRORS = ERRORS
     NVMLError = NVMLError
@@ -218,6 +228,7 @@ class FakeNvml:
         self.field_requests: list[tuple[int, tuple[int, ...]]] = []  # (gpu, field ids) per call
         self.faults: list[_Fault] = []
         self.init_count = 0
+        self.gpm_samples_alive = 0
         # Called inside nvmlDeviceGetPcieThroughput as hook(gpu_index, counter), outside the lock,
         # so a test can block there (a barrier proves the calls run in parallel).
         self.throughput_hook: Optional[Callable[[int, int], None]] = None
@@ -392,3 +403,63 @@ class FakeNvml:
             raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
         rate = g.rx_bytes_per_s if counter == NVML_PCIE_UTIL_RX_BYTES else g.tx_bytes_per_s
         return int(rate // 1000)  # KB/s, KB = 1000 bytes
+
+    # --- GPM -----------------------------------------------------------------------------------
+
+    def nvmlGpmQueryDeviceSupport(self, device):
+        g = self._gpu("nvmlGpmQueryDeviceSupport", device)
+        return SimpleNamespace(version=1, isSupportedDevice=int(g.gpm_supported))
+
+    def nvmlGpmSampleAlloc(self) -> "FakeGpmSample":
+        self._enter("nvmlGpmSampleAlloc")
+        sample = FakeGpmSample()
+        with self._lock:
+            self.gpm_samples_alive += 1
+        return sample
+
+    def nvmlGpmSampleFree(self, sample: "FakeGpmSample") -> None:
+        self._enter("nvmlGpmSampleFree", sample.gpu)
+        if sample.freed:
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        sample.freed = True
+        with self._lock:
+            self.gpm_samples_alive -= 1
+
+    def nvmlGpmSampleGet(self, device, sample: "FakeGpmSample") -> "FakeGpmSample":
+        g = self._gpu("nvmlGpmSampleGet", device)
+        if not g.gpm_supported:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        with self._lock:
+            sample.gpu, sample.time, sample.rx, sample.tx = g.index, self.now, g.rx_total, g.tx_total
+        return sample
+
+    def c_nvmlGpmMetricsGet_t(self) -> SimpleNamespace:
+        return SimpleNamespace(version=0, numMetrics=0, sample1=None, sample2=None,
+                               metrics=[SimpleNamespace(metricId=0, nvmlReturn=0, value=0.0)
+                                        for _ in range(8)])
+
+    def nvmlGpmMetricsGet(self, request):
+        s1, s2 = request.sample1, request.sample2
+        self._enter("nvmlGpmMetricsGet", getattr(s1, "gpu", None))
+        if request.version != NVML_GPM_METRICS_GET_VERSION or s1 is None or s2 is None \
+                or s1.time is None or s2.time is None:
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        dt = s2.time - s1.time
+        for m in request.metrics[:request.numMetrics]:
+            if m.metricId not in (NVML_GPM_METRIC_PCIE_RX_PER_SEC, NVML_GPM_METRIC_PCIE_TX_PER_SEC) or dt <= 0:
+                m.nvmlReturn, m.value = NVML_ERROR_INVALID_ARGUMENT, 0.0
+                continue
+            moved = s2.rx - s1.rx if m.metricId == NVML_GPM_METRIC_PCIE_RX_PER_SEC else s2.tx - s1.tx
+            m.nvmlReturn, m.value = NVML_SUCCESS, moved / dt / (1 << 20)  # MiB/s
+        return request
+
+
+@dataclass
+class FakeGpmSample:
+    """A GPM sample buffer: which GPU, when, and its byte totals then."""
+
+    gpu: Optional[int] = None
+    time: Optional[float] = None
+    rx: int = 0
+    tx: int = 0
+    freed: bool = False

@@ -1,9 +1,9 @@
 """The NVML fault matrix: which functions pinmon calls (recorded, not listed by hand) x which errors.
 
-``recorded_functions()`` runs a healthy collector against the fake NVML on a box whose two GPUs
+``recorded_functions()`` runs a healthy collector against the fake NVML on a box whose three GPUs
 exercise every path (GPU 0 has the link byte counters, GPU 1 falls back to the sampled throughput
-call, no sysfs so the NUMA node is asked of NVML) and returns the NVML functions it called. A new
-call added to the collector joins the matrix without anyone editing a list.
+call, GPU 2 has GPM; no sysfs so the NUMA node is asked of NVML) and returns the NVML functions it
+called. A new call added to the collector joins the matrix without anyone editing a list.
 """
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ MATRIX_ERRORS = ("not_supported", "gpu_lost", "no_permission", "unknown", "timeo
 MODES = ("always", "mid-run")
 # Functions not tied to one GPU: a fault is injected for every caller.
 GLOBAL_FUNCTIONS = frozenset({"nvmlInit", "nvmlShutdown", "nvmlDeviceGetCount"})
-TARGET_GPU = 1  # faults hit GPU 1; GPU 0 must keep its exact readings
+TARGET_GPU = 1  # faults hit GPU 1 (GPU 2 for GPM calls); GPU 0 must keep its exact readings
+GPM_GPU = 2
+# Called only when the collector closes: a fault there has nothing to show.
+AT_CLOSE = frozenset({"nvmlShutdown", "nvmlGpmSampleFree"})
 TICK_S = 1 / 64
 
 
@@ -24,7 +27,20 @@ def make_fake() -> FakeNvml:
         FakeGpu(index=0, rx_bytes_per_s=1e9, tx_bytes_per_s=2e8, processes=[(4242, 1 << 30)]),
         FakeGpu(index=1, rx_bytes_per_s=5e9, byte_counters_return=NVML_ERROR_NOT_SUPPORTED,
                 processes=[(4343, 2 << 30)]),
+        FakeGpu(index=2, rx_bytes_per_s=3e9, gpm_supported=True),
     ])
+
+
+def target_of(function: str):
+    """The GPU whose readings a fault in ``function`` should show on (None: every GPU)."""
+    if function in GLOBAL_FUNCTIONS:
+        return None
+    return GPM_GPU if function.startswith("nvmlGpm") else TARGET_GPU
+
+
+def inject_of(function: str):
+    """The GPU a fault is injected for: a GPM sample buffer is allocated for no GPU in particular."""
+    return None if function == "nvmlGpmSampleAlloc" else target_of(function)
 
 
 def drive(fake, collector, seconds: float = 1.25):

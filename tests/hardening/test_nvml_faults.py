@@ -23,8 +23,8 @@ from pinmon.model import HostMemory, Snapshot
 from pinmon.outputs.text import format_check
 from tests.fakes.fake_pynvml import _ERROR_TEXT, ERRORS
 
-from .nvml_matrix import (GLOBAL_FUNCTIONS, MATRIX_ERRORS, MODES, TARGET_GPU, drive, make_fake,
-                          recorded_functions)
+from .nvml_matrix import (AT_CLOSE, GLOBAL_FUNCTIONS, MATRIX_ERRORS, MODES, drive, inject_of,
+                          make_fake, recorded_functions, target_of)
 
 FUNCTIONS = recorded_functions()
 MATRIX = [(f, e, m) for f in FUNCTIONS for e in MATRIX_ERRORS for m in MODES]
@@ -50,14 +50,17 @@ VALUE_OF = {
 # Read on every snapshot on the caller's thread, so a mid-run fault shows in the very next read.
 EVERY_READ = frozenset({"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
                         "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth",
-                        "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetComputeRunningProcesses"})
+                        "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetComputeRunningProcesses",
+                        "nvmlGpmSampleGet", "nvmlGpmMetricsGet"})
+# GPM calls made only while detecting: failing from the start, the GPU uses its byte counters.
+GPM_AT_START = frozenset({"nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleGet"})
 
 
 def test_the_matrix_covers_every_listed_function_and_error():
     # The recording must find every function the collector declares, and nothing undeclared.
     assert set(FUNCTIONS) == set(NVML_FUNCTIONS)
     assert set(MATRIX_ERRORS) == set(ERRORS)
-    assert len(MATRIX) == len(FUNCTIONS) * 8 * 2 == 272
+    assert len(MATRIX) == len(FUNCTIONS) * 8 * 2 == 352
 
 
 def snapshot_of(gpus, notices) -> Snapshot:
@@ -78,16 +81,12 @@ def exported(reads):
     return metrics_text(build_registry(state))
 
 
-def target_of(function):
-    return None if function in GLOBAL_FUNCTIONS else TARGET_GPU
-
-
 # --- the collector -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("function, error, mode", MATRIX)
 def test_collector(function, error, mode, tmp_path):
     fake = make_fake()
-    gpu = target_of(function)
+    gpu, target = inject_of(function), target_of(function)
     if mode == "always":
         fake.fail(function, error, gpu=gpu)
     c = NvmlCollector(fake, background=False, clock=fake.clock, sysfs_root=str(tmp_path / "sys"))
@@ -113,9 +112,10 @@ def test_collector(function, error, mode, tmp_path):
     text = _ERROR_TEXT[ERRORS[error]]
     metrics = exported(reads)
 
-    if not hit or function == "nvmlShutdown":
-        # Nothing failed that the run needed (a start-only call faulted after start, or shutdown).
-        assert [g.lost for g in gpus] == [False, False] and notices == ()
+    if not hit or function in AT_CLOSE:
+        # Nothing failed that the run needed (a start-only call faulted after start, or a call
+        # made on close).
+        assert [g.lost for g in gpus] == [False, False, False] and notices == ()
         return
     if function in ("nvmlInit", "nvmlDeviceGetCount"):
         assert gpus == () and len(notices) == 1
@@ -123,32 +123,40 @@ def test_collector(function, error, mode, tmp_path):
         assert fake.init_count == 0  # shut down again, or never started
         return
 
-    g0, g1 = gpus
-    # GPU 0 is untouched: exact bytes, no notice, not lost.
+    g0, g1 = gpus[0], gpus[target]
+    # GPU 0 is untouched: exact bytes, no notice, not lost; so is the third GPU.
     assert not g0.lost and g0.notices == () and g0.name == "NVIDIA H200"
     assert g0.pcie.method == "counters" and g0.pcie.rx_bytes == GPU0_RX_PER_READ
+    assert all(not g.lost and g.notices == () for g in gpus if g.index not in (0, target))
     if error == "gpu_lost":
         assert g1.lost
-        assert any(n.startswith("GPU 1") and "fell off the bus" in n for n in notices)
-        assert [f.subject for f in findings if f.rule == "gpu-lost"] == ["gpu1"]
+        assert any(n.startswith(f"GPU {target}") and "fell off the bus" in n for n in notices)
+        assert [f.subject for f in findings if f.rule == "gpu-lost"] == [f"gpu{target}"]
         if metrics is not None:
-            assert re.search(r'^pinmon_gpu_up\{gpu="1",.*\} 0\.0$', metrics, re.M)
-            assert 'pinmon_finding{rule="gpu-lost",severity="critical",subject="gpu1"} 1.0' in metrics
+            assert re.search(rf'^pinmon_gpu_up\{{gpu="{target}",.*\}} 0\.0$', metrics, re.M)
+            assert ('pinmon_finding{rule="gpu-lost",severity="critical",subject="gpu%d"} 1.0' % target
+                    in metrics)
         return
     assert not g1.lost and not any(f.rule == "gpu-lost" for f in findings)
     if metrics is not None:
-        assert "gpu-lost" not in metrics and re.search(r'^pinmon_gpu_up\{gpu="1",.*\} 1\.0$', metrics, re.M)
+        assert "gpu-lost" not in metrics
+        assert re.search(rf'^pinmon_gpu_up\{{gpu="{target}",.*\}} 1\.0$', metrics, re.M)
     if function in VALUE_OF and (mode == "always" or function in EVERY_READ):
         assert VALUE_OF[function](g1) is None
     if function == "nvmlDeviceGetFieldValues" and mode == "always":
         assert g1.pcie.replay_delta is None and g1.pcie.error_delta is None
+    if function.startswith("nvmlGpm"):
+        if mode == "always" and function in GPM_AT_START:
+            assert g1.pcie.method == "counters" and g1.pcie.rx_bytes == 3 * GPU0_RX_PER_READ
+        else:  # failing mid-run (or every metrics call): no reading rather than a wrong one
+            assert g1.pcie.method == "gpm" and g1.pcie.rx_bytes is None
     if error == "not_supported":
         if function == "nvmlDeviceGetHandleByIndex":  # a GPU that cannot be opened is worth a word
             assert notices == (f"GPU 1: NVML cannot open the device ({text})",)
         else:
             assert notices == ()  # unsupported is normal on many boards: silent
         return
-    mine = [n for n in notices if n.startswith("GPU 1")]
+    mine = [n for n in notices if n.startswith(f"GPU {target}")]
     assert mine and all(f"({text}" in n for n in mine), notices
     assert g1.notices == tuple(mine)
 
@@ -168,7 +176,7 @@ def test_check(function, error, mode, injected, monkeypatch, capsys):
     from pinmon import cli
 
     fake = injected
-    gpu = target_of(function)
+    gpu, target = inject_of(function), target_of(function)
     seen = {}
 
     def live_snapshot(col, window_s):
@@ -205,7 +213,7 @@ def test_check(function, error, mode, injected, monkeypatch, capsys):
     if hit and error == "gpu_lost" and function not in GLOBAL_FUNCTIONS:
         assert code == 2 and "gpu-lost" in rules
         if gpus is not None:
-            assert [g["lost"] for g in gpus] == [False, True]
+            assert [g["lost"] for g in gpus] == [i == target for i in range(3)]
     elif function in ("nvmlInit", "nvmlDeviceGetCount") and hit:
         assert any("no NVIDIA GPU monitoring" in n for n in notices)
     else:
@@ -219,6 +227,7 @@ def test_check(function, error, mode, injected, monkeypatch, capsys):
 
 TUI_CELLS = [
     ("nvmlDeviceGetMemoryInfo", "gpu_lost", "mid-run"),
+    ("nvmlGpmSampleGet", "timeout", "mid-run"),
     ("nvmlDeviceGetFieldValues", "unknown", "always"),
     ("nvmlInit", "library_not_found", "always"),
     ("nvmlDeviceGetCurrPcieLinkGeneration", "not_supported", "always"),
@@ -234,7 +243,7 @@ async def test_tui(function, error, mode, tmp_path):
     from tests.tui.util import screen_text, text_of
 
     fake = make_fake()
-    gpu = target_of(function)
+    gpu = inject_of(function)
     if mode == "always":
         fake.fail(function, error, gpu=gpu)
     (tmp_path / "proc").mkdir()
@@ -274,6 +283,7 @@ EXPORT_CELLS = [
     ("nvmlInit", "driver_not_loaded", "always"),
     ("nvmlDeviceGetCount", "uninitialized", "always"),
     ("nvmlDeviceGetCurrPcieLinkWidth", "no_permission", "always"),
+    ("nvmlGpmSampleGet", "gpu_lost", "always"),
 ]
 
 
@@ -282,13 +292,14 @@ def test_export_once(function, error, mode, injected, capsys):
     pytest.importorskip("pinmon.export")
     from pinmon import cli
 
-    injected.fail(function, error, gpu=target_of(function))
+    injected.fail(function, error, gpu=inject_of(function))
     code = cli.main(["export", "--once", "--interval", "0.05"])
     out, err = capsys.readouterr()
     assert code == 0 and "Traceback" not in err
     assert "pinmon_status " in out
+    target = target_of(function)
     if error == "gpu_lost":
-        assert re.search(r'^pinmon_gpu_up\{gpu="1",.*\} 0\.0$', out, re.M)
+        assert re.search(rf'^pinmon_gpu_up\{{gpu="{target}",.*\}} 0\.0$', out, re.M)
         assert 'rule="gpu-lost"' in out
     elif function in GLOBAL_FUNCTIONS:
         assert "pinmon_gpu_up{" not in out

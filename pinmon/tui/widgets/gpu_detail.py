@@ -56,6 +56,8 @@ def _state_note(state: str) -> Content:
 
 
 def _method_note(method) -> str:
+    if method == "gpm":
+        return "exact: GPM link bytes"
     if method == "counters":
         return "exact: link counters"
     if method == "sampled":
