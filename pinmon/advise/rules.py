@@ -326,12 +326,17 @@ def pinned_growth(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]:
         return []
     end_s = snap.time
     start_s = end_s - t.growth_window_s
+    # Only a process holding more than the minimum now can qualify; the advisor runs every second
+    # over ten minutes of history, so the others are not looked up at all.
+    candidates = [p for p in snap.processes
+                  if p.pinned_bytes is not None and p.pinned_bytes > t.growth_min_bytes]
+    if not candidates:
+        return []
     window = [s for s in history if start_s <= s.time <= end_s]
+    by_pid = _pinned_by_pid(window, {p.pid for p in candidates})
     out = []
-    for latest in snap.processes:
-        if latest.pinned_bytes is None:
-            continue
-        samples = _pinned_samples(window, latest)
+    for latest in candidates:
+        samples = _pinned_samples(by_pid.get(latest.pid, ()), latest)
         if len(samples) < 2:
             continue
         (t0, first), (t1, last) = samples[0], samples[-1]
@@ -361,17 +366,26 @@ def pinned_growth(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]:
     return out
 
 
-def _pinned_samples(window: Sequence[Snapshot], latest: ProcessPinned) -> list[tuple[float, int]]:
-    """(time, pinned bytes) of this process in each snapshot of the window, oldest first."""
-    samples: list[tuple[float, int]] = []
+def _pinned_by_pid(window: Sequence[Snapshot], pids: set[int]) -> dict[int, list[tuple[float, ProcessPinned]]]:
+    """(time, row) of each of ``pids`` in each snapshot of the window, oldest first: one pass."""
+    out: dict[int, list[tuple[float, ProcessPinned]]] = {}
     for s in window:
-        p = next((q for q in s.processes if q.pid == latest.pid), None)
-        if p is None or p.pinned_bytes is None:
+        for q in s.processes:
+            if q.pid in pids:
+                out.setdefault(q.pid, []).append((s.time, q))
+    return out
+
+
+def _pinned_samples(rows: Sequence[tuple[float, ProcessPinned]], latest: ProcessPinned) -> list[tuple[float, int]]:
+    """(time, pinned bytes) of this process from its rows in the window, oldest first."""
+    samples: list[tuple[float, int]] = []
+    for time_s, p in rows:
+        if p.pinned_bytes is None:
             continue
         if p.name and latest.name and p.name != latest.name:
             samples = []  # the pid was reused by another program: its history does not count
             continue
-        samples.append((s.time, p.pinned_bytes))
+        samples.append((time_s, p.pinned_bytes))
     return samples
 
 
