@@ -8,10 +8,12 @@ Parts (``--parts``, default all):
   pseudo-terminal (where it imports), (e) ``nvidia-smi dmon -s t -d 1``. CPU share: user+system
   seconds of the process tree (psutil) over the window after a 3 s warm-up, divided by the window
   (1.0 = one core). RSS: peak of the tree's summed RSS, sampled every second.
-- ``accuracy``: a CuPy pinned host-to-device copy loop moves a counted number of bytes; pinmon's
-  counters-method RX bytes over exactly that window vs the bytes moved (link bytes carry ~8% of
-  protocol overhead, so the payload-corrected ratio is shown too), and what 1 Hz calls of the
-  20 ms ``nvmlDeviceGetPcieThroughput`` would have reported.
+- ``accuracy``: a CuPy pinned host-to-device copy loop moves a counted number of bytes, steadily and
+  in 0.2 s bursts every 0.7 s; two collectors read at once, one with GPM (the default on Hopper)
+  and one with the byte counters; each 1 s interval's RX link bytes of each are set against the
+  bytes moved in it (link bytes carry ~8% of protocol overhead, so payload-corrected ratios are
+  shown), with what 1 Hz calls of the 20 ms ``nvmlDeviceGetPcieThroughput`` would have reported.
+- ``collect_counters``: the ``collect`` loop with GPM turned off (the byte counters' thread).
 - ``scale``: time per ``LiveCollector.snapshot()`` with 1, 8 and 64 fake GPUs (tests/fakes) and a
   fake /proc of 1,000 processes (100 of them CUDA); goal: 8 GPUs <= 2x one GPU.
 
@@ -36,7 +38,7 @@ import psutil
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-PARTS = ("collect", "tui", "export", "nvitop", "dmon", "accuracy", "scale")
+PARTS = ("collect", "collect_counters", "tui", "export", "nvitop", "dmon", "accuracy", "scale")
 WARMUP_S = 3.0
 EXPORT_LISTEN = "127.0.0.1:19477"
 MIB = 1 << 20
@@ -146,9 +148,9 @@ def child_env() -> dict:
 
 
 COLLECT_LOOP = """
-import time
+import sys, time
 from pinmon.collect.collector import LiveCollector
-with LiveCollector(interval_s=1.0) as col:
+with LiveCollector(interval_s=1.0, prefer_gpm=sys.argv[1] == "gpm") as col:
     nxt = time.monotonic()
     while True:
         col.snapshot()
@@ -160,8 +162,8 @@ with LiveCollector(interval_s=1.0) as col:
 def part_program(name: str, seconds: float) -> dict:
     py = sys.executable
     env = child_env()
-    if name == "collect":
-        return measure([py, "-c", COLLECT_LOOP], seconds, env=env)
+    if name in ("collect", "collect_counters"):
+        return measure([py, "-c", COLLECT_LOOP, "gpm" if name == "collect" else "counters"], seconds, env=env)
     if name == "tui":
         return measure([py, "-m", "pinmon", "--interval", "1", "--no-probe"], seconds, pty_size=(160, 48), env=env)
     if name == "export":
@@ -190,6 +192,7 @@ def part_program(name: str, seconds: float) -> dict:
 # --- PCIe accuracy -------------------------------------------------------------------------------
 
 def part_accuracy(seconds: float) -> dict:
+    """Both exact methods (GPM, byte counters) side by side, on a steady and on a bursty load."""
     try:
         import cupy as cp
         import pynvml
@@ -197,58 +200,93 @@ def part_accuracy(seconds: float) -> dict:
         return {"skipped": f"needs CuPy and pynvml: {e}"}
     from pinmon.collect.collector import LiveCollector
 
-    size = 256 * MIB
+    size = 64 * MIB
     window = max(5.0, min(seconds, 20.0))
     host = cp.cuda.alloc_pinned_memory(size)
     dev = cp.cuda.alloc(size)
     stream = cp.cuda.Stream(non_blocking=True)
     moved = [0]
+    lock = threading.Lock()
     stop = threading.Event()
 
-    def copies():
+    def copies(on_s, off_s):
+        # Bursts of on_s every on_s + off_s (0.7 s: never in step with the 1 s snapshots).
         with stream:
             while not stop.is_set():
-                cp.cuda.runtime.memcpyAsync(dev.ptr, host.ptr, size, cp.cuda.runtime.memcpyHostToDevice, stream.ptr)
-                stream.synchronize()
-                moved[0] += size
+                end = time.monotonic() + on_s
+                while time.monotonic() < end and not stop.is_set():
+                    cp.cuda.runtime.memcpyAsync(dev.ptr, host.ptr, size, cp.cuda.runtime.memcpyHostToDevice,
+                                                stream.ptr)
+                    stream.synchronize()
+                    with lock:
+                        moved[0] += size
+                if off_s:
+                    stop.wait(off_s)
 
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-    sampled = []
-
-    def sample_1hz():
-        while not stop.is_set():
-            t = time.monotonic()
-            kb = pynvml.nvmlDeviceGetPcieThroughput(handle, pynvml.NVML_PCIE_UTIL_RX_BYTES)
-            sampled.append(kb * 1000.0)  # B/s over a 20 ms window, extrapolated to the second
-            stop.wait(max(0.0, 1.0 - (time.monotonic() - t)))
-
-    with LiveCollector(interval_s=1.0) as col:
-        col.snapshot()
-        time.sleep(1.0)
-        base = col.snapshot()  # the counting interval restarts here
-        t0 = time.monotonic()
-        threads = [threading.Thread(target=copies), threading.Thread(target=sample_1hz)]
-        for t in threads:
+    out = {"copy_bytes": size}
+    with LiveCollector(interval_s=1.0, prefer_gpm=True) as gpm_col, \
+            LiveCollector(interval_s=1.0, prefer_gpm=False) as ctr_col:
+        for name, on_s, off_s in (("steady", 1.0, 0.0), ("bursty", 0.2, 0.5)):
+            stop.clear()
+            for col in (gpm_col, ctr_col):
+                col.snapshot()
+            time.sleep(1.0)
+            rows = []
+            with lock:
+                m0 = moved[0]
+            base = (gpm_col.snapshot(), ctr_col.snapshot())
+            t = threading.Thread(target=copies, args=(on_s, off_s))
             t.start()
-        time.sleep(window)
-        stop.set()
-        for t in threads:
+            nxt = time.monotonic()
+            for _ in range(int(window)):
+                nxt += 1.0
+                time.sleep(max(0.0, nxt - time.monotonic()))
+                # The 20 ms sampled call first: it blocks, and the snapshots below close the interval.
+                kb = pynvml.nvmlDeviceGetPcieThroughput(handle, pynvml.NVML_PCIE_UTIL_RX_BYTES)
+                g, c = gpm_col.snapshot(), ctr_col.snapshot()
+                with lock:
+                    m1 = moved[0]
+                pg, pc = g.gpus[0].pcie, c.gpus[0].pcie
+                rows.append({"payload_bytes": m1 - m0, "gpm_rx_bytes": pg.rx_bytes, "gpm_method": pg.method,
+                             "gpm_interval_s": pg.interval_s, "counters_rx_bytes": pc.rx_bytes,
+                             "counters_method": pc.method, "counters_interval_s": pc.interval_s,
+                             "sampled_rx_bytes_1s": kb * 1000.0})
+                m0 = m1
+            stop.set()
             t.join()
-        t1 = time.monotonic()
-        snap = col.snapshot()
+            out[name] = _accuracy_summary(rows, on_s, off_s)
+            out[name]["idle_rx_bytes_per_s_before"] = base[1].gpus[0].pcie.rx_bytes_per_s if base[1].gpus else None
     pynvml.nvmlShutdown()
-    g = snap.gpus[0] if snap.gpus else None
-    rx = g.pcie.rx_bytes if g is not None else None
-    idle_rate = base.gpus[0].pcie.rx_bytes_per_s if base.gpus else None
-    sampled_bytes = sum(sampled) * 1.0  # each 1 Hz call stands for one second
-    out = {"window_s": t1 - t0, "payload_bytes": moved[0], "method": g.pcie.method if g else None,
-           "pinmon_rx_link_bytes": rx, "pinmon_interval_s": g.pcie.interval_s if g else None,
-           "idle_rx_bytes_per_s_before": idle_rate,
-           "ratio_pinmon_over_payload": rx / moved[0] if rx and moved[0] else None,
-           "ratio_after_1_078_link_overhead": rx / moved[0] / 1.078 if rx and moved[0] else None,
-           "sampled_calls": len(sampled), "sampled_extrapolated_bytes": sampled_bytes,
-           "ratio_sampled_over_payload": sampled_bytes / moved[0] if moved[0] else None}
+    return out
+
+
+def _accuracy_summary(rows: list, on_s: float, off_s: float) -> dict:
+    """Totals over the window, and how far each 1 s interval strays, per method."""
+    import statistics
+
+    payload = sum(r["payload_bytes"] for r in rows)
+    out = {"burst_on_s": on_s, "burst_off_s": off_s, "intervals": len(rows), "payload_bytes": payload,
+           "rows": rows}
+    for key in ("gpm_rx_bytes", "counters_rx_bytes", "sampled_rx_bytes_1s"):
+        vals = [r[key] for r in rows]
+        if any(v is None for v in vals):
+            out[key.replace("_rx_bytes", "").replace("_1s", "")] = {"missing_intervals": sum(v is None for v in vals)}
+            continue
+        total = sum(vals)
+        # Link bytes carry ~7.8% protocol overhead over the payload (measured: 1.078x).
+        per = [v / r["payload_bytes"] / 1.078 for v, r in zip(vals, rows) if r["payload_bytes"]]
+        out[key.replace("_rx_bytes", "").replace("_1s", "")] = {
+            "total_link_bytes": total, "ratio_over_payload": total / payload if payload else None,
+            "ratio_after_1_078_link_overhead": total / payload / 1.078 if payload else None,
+            "interval_ratio_min": min(per) if per else None, "interval_ratio_max": max(per) if per else None,
+            "interval_ratio_median": statistics.median(per) if per else None}
+    g = [r["gpm_rx_bytes"] for r in rows]
+    c = [r["counters_rx_bytes"] for r in rows]
+    if all(v is not None for v in g + c) and all(c):
+        per = [a / b for a, b in zip(g, c)]
+        out["gpm_over_counters"] = {"total": sum(g) / sum(c), "interval_min": min(per), "interval_max": max(per)}
     return out
 
 
@@ -324,17 +362,25 @@ def main(argv=None) -> int:
         r["part_wall_s"] = time.monotonic() - t0
         res[part] = r
         if "cpu_share" in r:
-            print(f"{part:8} CPU {r['cpu_share'] * 100:6.2f}% of one core, peak RSS {r['peak_rss_mib']:6.1f} MiB")
-        elif part == "accuracy" and "ratio_pinmon_over_payload" in r:
-            print(f"accuracy: pinmon {r['ratio_pinmon_over_payload']:.3f}x payload (link bytes;"
-                  f" {r['ratio_after_1_078_link_overhead']:.3f}x after 1.078 overhead),"
-                  f" sampled 1 Hz {r['ratio_sampled_over_payload']:.3f}x")
+            print(f"{part:16} CPU {r['cpu_share'] * 100:6.2f}% of one core, peak RSS {r['peak_rss_mib']:6.1f} MiB")
+        elif part == "accuracy" and "steady" in r:
+            for load in ("steady", "bursty"):
+                a = r[load]
+                parts_txt = []
+                for m in ("gpm", "counters", "sampled"):
+                    x = a.get(m, {})
+                    if "ratio_after_1_078_link_overhead" in x:
+                        parts_txt.append(f"{m} {x['ratio_after_1_078_link_overhead']:.3f}x"
+                                         f" (1 s intervals {x['interval_ratio_min']:.2f}..{x['interval_ratio_max']:.2f})")
+                    else:
+                        parts_txt.append(f"{m} {x}")
+                print(f"accuracy {load}: payload-corrected " + ", ".join(parts_txt))
         elif part == "scale":
             print("scale: " + ", ".join(f"{n} GPUs {r[f'gpus_{n}']['snapshot_cpu_ms']:.2f} ms" for n in (1, 8, 64))
                   + f"; 8/1 = {r['ratio_8_over_1_cpu']:.2f}, 64/1 = {r['ratio_64_over_1_cpu']:.2f}")
         else:
             print(f"{part:8} {r}")
-    for name in ("tui", "export", "nvitop", "dmon"):
+    for name in ("collect_counters", "tui", "export", "nvitop", "dmon"):
         a, b = res.get("collect", {}), res.get(name, {})
         if "cpu_share" in a and "cpu_share" in b and a["cpu_share"]:
             print(f"{name} / collect loop CPU: {b['cpu_share'] / a['cpu_share']:.2f}")
