@@ -24,15 +24,33 @@ class _AbsoluteBars:
         width = self.width or options.max_width
         samples = list(self.samples)[-width:]  # newest at the right edge; older ones scroll off
         pad = width - len(samples)
-        if pad:
-            yield Segment(" " * pad)
+        top = len(BARS) - 1
+        # One colour per bar height (blended from min to max colour), built once per render, and
+        # runs of equal bars joined into one segment: the sparklines redraw every second.
+        styles: dict[int, Style] = {}
+        run_level, run_len = None, pad  # level None: blanks (padding and unknown samples)
         for v in samples:
             if v is None:
-                yield Segment(" ")
-                continue
-            ratio = max(0.0, min(1.0, v / self.scale_max)) if self.scale_max > 0 else 0.0
-            color = self.min_color.blend(self.max_color, ratio).rich_color
-            yield Segment(BARS[min(len(BARS) - 1, int(ratio * len(BARS)))], Style.from_color(color))
+                level = None
+            else:
+                ratio = max(0.0, min(1.0, v / self.scale_max)) if self.scale_max > 0 else 0.0
+                level = min(top, int(ratio * len(BARS)))
+            if level != run_level and run_len:
+                yield self._segment(run_level, run_len, styles)
+                run_len = 0
+            run_level = level
+            run_len += 1
+        if run_len:
+            yield self._segment(run_level, run_len, styles)
+
+    def _segment(self, level: Optional[int], n: int, styles: dict[int, Style]) -> Segment:
+        if level is None:
+            return Segment(" " * n)
+        style = styles.get(level)
+        if style is None:
+            color = self.min_color.blend(self.max_color, level / (len(BARS) - 1)).rich_color
+            style = styles[level] = Style.from_color(color)
+        return Segment(BARS[level] * n, style)
 
 
 class RateSparkline(Sparkline):
