@@ -1,8 +1,9 @@
 """NVML: per-GPU static facts, link state, memory, compute processes and PCIe traffic, as ``Gpu`` models.
 
 ``NvmlCollector`` owns the NVML session (init, handles, shutdown) and the background PCIe sampler
-(``pcie_counters.PcieSampler``). ``read()`` is cheap: a handful of sub-millisecond calls per GPU plus
-what the sampler has gathered; nothing slow runs on the caller's thread.
+(``pcie_counters.PcieSampler``). ``read()`` is cheap: a handful of sub-millisecond calls per GPU (a
+GPM sample among them, ~40 us, where the GPU has GPM) plus what the sampler has gathered; nothing
+slow runs on the caller's thread.
 
 It degrades and never crashes. Every NVML call goes through ``call_nvml``, which turns an exception
 into an ``NvmlFailure``: NotSupported leaves the value ``None`` silently, any other error leaves it
