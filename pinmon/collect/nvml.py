@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from ..model import Gpu, GpuProcess, Link, Pcie
+from ..model import EXACT_PCIE_METHODS, Gpu, GpuProcess, Link, Pcie
 from .link import theoretical_bytes_per_s
 from .pcie_counters import MASK_32, PcieSampler, counter_hz_for_link
 
@@ -484,29 +484,22 @@ class NvmlCollector:
                       # TLPs), so it is not a count of distinct events; counter_deltas has each.
                       error_delta=sum(others) if others else None, counter_deltas=deltas)
         method = sampler.method(st.index)
-        if method == "gpm":
-            taken = sampler.take(st.index)
-            if taken is None or not taken[2] > 0:
-                return Pcie(method=method, **errors), notices
-            rx, tx, interval_s = taken
-            return Pcie(rx_bytes_per_s=None if rx is None else rx / interval_s,
-                        tx_bytes_per_s=None if tx is None else tx / interval_s, method=method,
-                        rx_bytes=rx, tx_bytes=tx, interval_s=interval_s, **errors), notices
-        if method == "counters":
+        if method in EXACT_PCIE_METHODS:
             taken = sampler.take(st.index)
             if taken is None:
                 return Pcie(method=method, **errors), notices
-            rx, tx, interval_s = taken
-            gap_s = sampler.wrap_gap_s(st.index)
-            line_rate = link.theoretical_bytes_per_s or link.max_theoretical_bytes_per_s
-            if gap_s is not None and line_rate and gap_s > _WRAP_BYTES / line_rate:
-                notices.append(
-                    f"GPU {st.index}: the PCIe counter reads fell behind (a {gap_s * 1e3:.0f} ms gap;"
-                    f" the 32-bit counters can wrap in {_WRAP_BYTES / line_rate * 1e3:.0f} ms at this"
-                    " link's speed), so link bytes may be undercounted")
+            rx, tx, interval_s = taken  # GPM may leave one direction None
+            if method == "counters":
+                gap_s = sampler.wrap_gap_s(st.index)
+                line_rate = link.theoretical_bytes_per_s or link.max_theoretical_bytes_per_s
+                if gap_s is not None and line_rate and gap_s > _WRAP_BYTES / line_rate:
+                    notices.append(
+                        f"GPU {st.index}: the PCIe counter reads fell behind (a {gap_s * 1e3:.0f} ms gap;"
+                        f" the 32-bit counters can wrap in {_WRAP_BYTES / line_rate * 1e3:.0f} ms at this"
+                        " link's speed), so link bytes may be undercounted")
             ok = interval_s > 0
-            return Pcie(rx_bytes_per_s=rx / interval_s if ok else None,
-                        tx_bytes_per_s=tx / interval_s if ok else None, method=method,
+            return Pcie(rx_bytes_per_s=rx / interval_s if ok and rx is not None else None,
+                        tx_bytes_per_s=tx / interval_s if ok and tx is not None else None, method=method,
                         rx_bytes=rx, tx_bytes=tx, interval_s=interval_s, **errors), notices
         if method == "sampled":
             rates = sampler.sampled(st.index)

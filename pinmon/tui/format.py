@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from ..model import Gpu, Link, ProbeResult, ProcessPinned
+from ..model import EXACT_PCIE_METHODS, Gpu, Link, ProbeResult, ProcessPinned
 from ..units import fmt_bytes, fmt_pct, fmt_rate
 
 # Below this much traffic a link running under its maximum is the driver saving power (ASPM /
@@ -64,7 +64,9 @@ def link_state(gpu: Gpu) -> str:
 
 def method_label(method: Optional[str]) -> str:
     """How the rate was measured, in the fewest characters that stay honest."""
-    return {"gpm": "exact", "counters": "exact", "sampled": "est."}.get(method or "", "n/a")
+    if method in EXACT_PCIE_METHODS:
+        return "exact"
+    return "est." if method == "sampled" else "n/a"
 
 
 def error_total(gpu: Gpu) -> Optional[int]:

@@ -207,7 +207,10 @@ def test_the_background_thread_reads_no_byte_counters_for_a_gpm_gpu(no_sysfs):
     c = NvmlCollector(fake, sysfs_root=no_sysfs, error_period_s=0.2)
     c.start()
     try:
-        time.sleep(0.5)
+        # The thread's first error read comes one error period after start(); wait for it.
+        deadline = time.monotonic() + 10.0
+        while fake.called("nvmlDeviceGetFieldValues") < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         (g,), _ = c.read()
     finally:
         c.close()
