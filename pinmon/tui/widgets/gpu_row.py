@@ -4,19 +4,20 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
-from textual.widgets import Static
+from textual.widget import Widget
 
 from ...model import Gpu
 from ...units import fmt_rate
 from ..format import error_text, error_total, link_label, link_state, method_label, share
-from .sparkline import RateSparkline
-from .base import set_content
+from .base import lines
+from .sparkline import spark_content
 
 _LINK_STYLE = {"degraded": "bold $warning", "downshift": "dim", "full": "", "unknown": "dim", "lost": "bold $error"}
 _LINK_NOTE = {"degraded": " DEGRADED", "downshift": " idle"}
+# The rate column ("RX H2D  12.3 GB/s  45% exact"); the bars fill the rest of the row.
+RATE_CELLS = 32
 
 
 def head_content(gpu: Gpu, selected: bool) -> Content:
@@ -44,9 +45,14 @@ def direction_content(label: str, rate: Optional[float], link_rate: Optional[flo
                             (f" {est:<5}", "dim"))
 
 
-class GpuRow(Vertical, can_focus=True):
-    """Focusable so Enter on the row selects the GPU and shows its detail."""
+class GpuRow(Widget, can_focus=True):
+    """One widget for the three lines, bars included: each widget on screen costs the compositor a
+    render pass per refresh, and a row redraws every second (8 GPUs: 8 passes, not 56).
 
+    Focusable so Enter on the row selects the GPU and shows its detail.
+    """
+
+    COMPONENT_CLASSES = {"gpu-row--spark-min", "gpu-row--spark-max"}
     BINDINGS = [Binding("enter", "select_gpu", "Detail", show=False)]
 
     class Selected(Message):
@@ -58,49 +64,65 @@ class GpuRow(Vertical, can_focus=True):
         super().__init__(**kw)
         self.position = position
         self._data: Optional[tuple] = None
-
-    def compose(self):
-        # Children kept by reference: a row redraws every interval, and CSS queries cost more than drawing.
-        self._head = Static(classes="gpu-head")
-        self._rate = {"rx": Static(classes="gpu-rate"), "tx": Static(classes="gpu-rate")}
-        self._spark = {"rx": RateSparkline(), "tx": RateSparkline()}
-        self._dirs = [Horizontal(self._rate[d], self._spark[d], classes="gpu-dir") for d in ("rx", "tx")]
-        yield self._head
-        yield from self._dirs
-
-    def on_mount(self) -> None:
-        # is_mounted turns true only after this handler; draw on the next refresh.
-        self.call_after_refresh(self._apply_latest)
+        self._drawn: Optional[tuple] = None  # (width, focused, Content) last built
 
     def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
                 selected: bool) -> None:
-        self._data = (gpu, tuple(rx), tuple(tx), selected)
-        self._apply_latest()
-
-    def _apply_latest(self) -> None:
-        if self._data is None or not self.is_mounted:
-            return  # on_mount applies it
-        widgets = (self._head, *self._rate.values(), *self._spark.values())
-        if not all(w.is_mounted for w in widgets):
-            # Mounted before its grandchildren: draw once they are there.
-            self.call_after_refresh(self._apply_latest)
+        data = (gpu, tuple(rx), tuple(tx), selected)
+        if data == self._data:
             return
-        self._apply(*self._data)
-
-    def _apply(self, gpu: Gpu, rx, tx, selected: bool) -> None:
+        self._data = data
         self.set_class(selected, "-selected")
         self.set_class(gpu.lost, "-lost")
-        set_content(self._head, head_content(gpu, selected))
-        for d in self._dirs:
-            d.display = not gpu.lost
+        if not self.is_mounted:
+            return  # on_mount draws it
+        old = self._drawn
+        new = self._build()
+        if old is not None and old[2].is_same(new[2]):
+            return  # new numbers, same text and bars: nothing to redraw
+        self._drawn = new
+        self.refresh(layout=old is None or old[2].plain.count("\n") != new[2].plain.count("\n"))
+
+    def _build(self) -> tuple:
+        width = self.content_size.width
+        focused = self.has_focus
+        if self._data is None:
+            return width, focused, Content.styled("waiting for the first snapshot…", "dim")
+        gpu, rx, tx, selected = self._data
+        head = head_content(gpu, selected)
+        if focused:
+            head = head.stylize_before("bold")
+        if gpu.lost:
+            return width, focused, head
+        _, base = self.background_colors
+        low = base + self.get_component_styles("gpu-row--spark-min").color
+        high = base + self.get_component_styles("gpu-row--spark-max").color
         link_rate = gpu.link.theoretical_bytes_per_s
-        p = gpu.pcie
-        set_content(self._rate["rx"], direction_content("RX H2D", p.rx_bytes_per_s, link_rate, p.method))
-        set_content(self._rate["tx"], direction_content("TX D2H", p.tx_bytes_per_s, link_rate, p.method))
         # One scale for both directions: the link as rated, so a downshift shows as lower bars.
         scale = gpu.link.max_theoretical_bytes_per_s or link_rate
-        self._spark["rx"].set_samples(rx, scale)
-        self._spark["tx"].set_samples(tx, scale)
+        p = gpu.pcie
+        spark_cells = max(0, width - RATE_CELLS)
+        rows = [head]
+        for label, rate, series in (("RX H2D", p.rx_bytes_per_s, rx), ("TX D2H", p.tx_bytes_per_s, tx)):
+            text = direction_content(label, rate, link_rate, p.method).truncate(RATE_CELLS, pad=True)
+            rows.append(text + spark_content(series, scale, spark_cells, low, high))
+        return width, focused, lines(*rows)
+
+    def render(self) -> Content:
+        drawn = self._drawn
+        if drawn is None or drawn[0] != self.content_size.width or drawn[1] != self.has_focus:
+            drawn = self._drawn = self._build()  # resized or focus moved: the bars fill the new width
+        return drawn[2]
+
+    def on_mount(self) -> None:
+        self._drawn = None
+        self.refresh(layout=True)
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
 
     def action_select_gpu(self) -> None:
         self.post_message(self.Selected(self.position))

@@ -1,0 +1,211 @@
+"""Where pinmon's CPU goes: per thread of the live programs, and per part of one snapshot.
+
+- ``threads``: the TUI (``pinmon --no-probe`` on a 160x48 pseudo-terminal) and a 1 Hz collect loop
+  run for ``--seconds`` each after a 3 s warm-up; each thread's user+system seconds over the window
+  (psutil ``Process.threads()``), the main thread named as such (in the TUI it draws the screen; the
+  collection runs in a worker thread, the byte/error counters in their own).
+- ``parts``: in this process, ``--snapshots`` calls of each part of ``LiveCollector.snapshot()``
+  (host memory, NVML read, /proc scan, tracer reports), CPU time per call (``time.thread_time``).
+- ``profile``: the TUI's main thread under cProfile for ``--seconds``; the top functions by own
+  time and by cumulative time are written next to the JSON.
+
+Usage: python bench/cpu_breakdown.py OUT.json [--seconds 30] [--snapshots 50] [--parts threads,parts,profile]
+[--tree DIR] measures the pinmon package found under DIR instead of this checkout (an A/B of two trees).
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import pstats
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import psutil
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from overhead import COLLECT_LOOP, WARMUP_S, _drain  # noqa: E402  (the same programs as overhead.py)
+
+PTY_SIZE = (160, 48)
+
+
+def _env(tree: str) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (tree, env.get("PYTHONPATH")) if x)
+    env.setdefault("TERM", "xterm-256color")
+    return env
+
+
+def _spawn(argv: list[str], env: dict, pty_size=None):
+    """Start ``argv`` (on a pseudo-terminal of ``pty_size`` when given); its output is drained."""
+    stop = threading.Event()
+    if pty_size is not None:
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", pty_size[1], pty_size[0], 0, 0))
+        p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+        os.close(slave)
+        fd = master
+    else:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             env=env, start_new_session=True)
+        master, fd = None, p.stdout.fileno()
+    threading.Thread(target=_drain, args=(fd, stop), daemon=True).start()
+    return p, master, stop
+
+
+def _stop(p, master, stop, quit_key: bytes = b"") -> None:
+    if quit_key and master is not None and p.poll() is None:
+        os.write(master, quit_key)  # a clean exit, so a profile gets written
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            pass
+    stop.set()
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    if master is not None:
+        os.close(master)
+
+
+def _thread_times(proc: psutil.Process) -> dict[int, float]:
+    return {t.id: t.user_time + t.system_time for t in proc.threads()}
+
+
+def thread_cpu(argv: list[str], seconds: float, env: dict, pty_size=None) -> dict:
+    """CPU share of one core per thread of ``argv`` over ``seconds`` after the warm-up."""
+    p, master, stop = _spawn(argv, env, pty_size)
+    try:
+        time.sleep(WARMUP_S)
+        if p.poll() is not None:
+            return {"argv": argv, "error": f"exited during warm-up with code {p.returncode}"}
+        proc = psutil.Process(p.pid)
+        t0, w0 = _thread_times(proc), time.monotonic()
+        time.sleep(seconds)
+        t1, wall = _thread_times(proc), time.monotonic() - w0
+    finally:
+        _stop(p, master, stop)
+    threads = []
+    for tid, cpu in t1.items():
+        delta = cpu - t0.get(tid, 0.0)
+        threads.append({"thread": "main" if tid == p.pid else f"tid {tid}",
+                        "cpu_share": delta / wall, "cpu_s": delta})
+    threads.sort(key=lambda t: -t["cpu_s"])
+    total = sum(t["cpu_s"] for t in threads)
+    return {"argv": argv, "window_s": wall, "cpu_share": total / wall, "threads": threads}
+
+
+def part_threads(seconds: float, tree: str) -> dict:
+    py, env = sys.executable, _env(tree)
+    return {
+        "tui": thread_cpu([py, "-m", "pinmon", "--interval", "1", "--no-probe"], seconds, env, PTY_SIZE),
+        "collect": thread_cpu([py, "-c", COLLECT_LOOP, "gpm"], seconds, env),
+    }
+
+
+def part_parts(snapshots: int, tree: str) -> dict:
+    """CPU per call of each part of a live snapshot, measured in a child on ``tree``'s code."""
+    code = r"""
+import json, sys, time
+from pinmon.collect.collector import LiveCollector
+from pinmon.collect.host import read_host_memory
+from pinmon.collect.traced import read_all
+n = int(sys.argv[1])
+col = LiveCollector(interval_s=1.0)
+time.sleep(2.0)
+parts = {"host": lambda: read_host_memory(col.host_root), "scan": col.scanner.scan,
+         "traced": lambda: read_all(), "snapshot": col.snapshot}
+if col._nvml is not None:
+    parts["nvml"] = col._nvml.read
+out = {}
+for name, fn in parts.items():
+    fn()
+    c0 = time.thread_time()
+    for _ in range(n):
+        fn()
+        time.sleep(0.02)  # spread out, as a 1 Hz loop would, so caches are not all warm
+    out[name + "_cpu_s"] = (time.thread_time() - c0) / n
+scan = col.scanner.scan()
+out["processes_scanned"] = scan.scanned
+out["cuda_processes"] = len(scan.processes)
+col.close()
+print(json.dumps(out))
+"""
+    r = subprocess.run([sys.executable, "-c", code, str(snapshots)], env=_env(tree), capture_output=True,
+                       text=True, timeout=600)
+    if r.returncode != 0:
+        return {"error": r.stderr.strip().splitlines()[-1:] or [f"exit {r.returncode}"]}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def part_profile(seconds: float, tree: str, out_path: str) -> dict:
+    fd, prof = tempfile.mkstemp(suffix=".prof")
+    os.close(fd)
+    argv = [sys.executable, "-m", "cProfile", "-o", prof, "-m", "pinmon", "--interval", "1", "--no-probe"]
+    p, master, stop = _spawn(argv, _env(tree), PTY_SIZE)
+    try:
+        time.sleep(WARMUP_S + seconds)
+    finally:
+        _stop(p, master, stop, quit_key=b"q")
+    if not os.path.getsize(prof):
+        return {"error": "no profile written"}
+    text = io.StringIO()
+    stats = pstats.Stats(prof, stream=text)
+    stats.sort_stats("tottime").print_stats(40)
+    stats.sort_stats("cumulative").print_stats(60)
+    report = out_path + ".profile.txt"
+    with open(report, "w") as f:
+        f.write(text.getvalue())
+    os.unlink(prof)
+    return {"report": os.path.basename(report)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--snapshots", type=int, default=50)
+    ap.add_argument("--parts", default="threads,parts,profile")
+    ap.add_argument("--tree", default=ROOT, help="directory holding the pinmon package to measure")
+    args = ap.parse_args(argv)
+    tree = os.path.abspath(args.tree)
+    result = {"python": platform.python_version(), "cpus": os.cpu_count(), "tree": tree,
+              "seconds": args.seconds, "time": time.time()}
+    for part in args.parts.split(","):
+        if part == "threads":
+            result["threads"] = part_threads(args.seconds, tree)
+            for name, r in result["threads"].items():
+                top = ", ".join(f"{t['thread']} {t['cpu_share'] * 100:.2f}%" for t in r.get("threads", [])[:4])
+                print(f"{name}: {r.get('cpu_share', float('nan')) * 100:.2f}% of one core ({top})")
+        elif part == "parts":
+            result["parts"] = part_parts(args.snapshots, tree)
+            print("snapshot parts (ms CPU per call):", {k: (round(v * 1e3, 3) if k.endswith("_s") else v)
+                                                        for k, v in result["parts"].items()})
+        elif part == "profile":
+            result["profile"] = part_profile(args.seconds, tree, args.out)
+            print("profile:", result["profile"])
+        else:
+            ap.error(f"unknown part {part!r}")
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
