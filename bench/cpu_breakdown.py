@@ -43,8 +43,9 @@ def _env(tree: str) -> dict:
     return env
 
 
-def _spawn(argv: list[str], env: dict, pty_size=None):
-    """Start ``argv`` (on a pseudo-terminal of ``pty_size`` when given); its output is drained."""
+def _spawn(argv: list[str], env: dict, pty_size=None, cwd: str = ROOT):
+    """Start ``argv`` in ``cwd`` (on a pseudo-terminal of ``pty_size`` when given); its output is
+    drained. ``-m``/``-c`` put the working directory first on sys.path: it picks the tree measured."""
     stop = threading.Event()
     if pty_size is not None:
         import fcntl
@@ -54,12 +55,13 @@ def _spawn(argv: list[str], env: dict, pty_size=None):
 
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", pty_size[1], pty_size[0], 0, 0))
-        p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+        p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
+                             start_new_session=True)
         os.close(slave)
         fd = master
     else:
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             env=env, start_new_session=True)
+                             env=env, cwd=cwd, start_new_session=True)
         master, fd = None, p.stdout.fileno()
     threading.Thread(target=_drain, args=(fd, stop), daemon=True).start()
     return p, master, stop
@@ -88,9 +90,9 @@ def _thread_times(proc: psutil.Process) -> dict[int, float]:
     return {t.id: t.user_time + t.system_time for t in proc.threads()}
 
 
-def thread_cpu(argv: list[str], seconds: float, env: dict, pty_size=None) -> dict:
+def thread_cpu(argv: list[str], seconds: float, env: dict, pty_size=None, cwd: str = ROOT) -> dict:
     """CPU share of one core per thread of ``argv`` over ``seconds`` after the warm-up."""
-    p, master, stop = _spawn(argv, env, pty_size)
+    p, master, stop = _spawn(argv, env, pty_size, cwd)
     try:
         time.sleep(WARMUP_S)
         if p.poll() is not None:
@@ -114,8 +116,8 @@ def thread_cpu(argv: list[str], seconds: float, env: dict, pty_size=None) -> dic
 def part_threads(seconds: float, tree: str) -> dict:
     py, env = sys.executable, _env(tree)
     return {
-        "tui": thread_cpu([py, "-m", "pinmon", "--interval", "1", "--no-probe"], seconds, env, PTY_SIZE),
-        "collect": thread_cpu([py, "-c", COLLECT_LOOP, "gpm"], seconds, env),
+        "tui": thread_cpu([py, "-m", "pinmon", "--interval", "1", "--no-probe"], seconds, env, PTY_SIZE, tree),
+        "collect": thread_cpu([py, "-c", COLLECT_LOOP, "gpm"], seconds, env, cwd=tree),
     }
 
 
@@ -147,8 +149,8 @@ out["cuda_processes"] = len(scan.processes)
 col.close()
 print(json.dumps(out))
 """
-    r = subprocess.run([sys.executable, "-c", code, str(snapshots)], env=_env(tree), capture_output=True,
-                       text=True, timeout=600)
+    r = subprocess.run([sys.executable, "-c", code, str(snapshots)], env=_env(tree), cwd=tree,
+                       capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         return {"error": r.stderr.strip().splitlines()[-1:] or [f"exit {r.returncode}"]}
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -158,7 +160,7 @@ def part_profile(seconds: float, tree: str, out_path: str) -> dict:
     fd, prof = tempfile.mkstemp(suffix=".prof")
     os.close(fd)
     argv = [sys.executable, "-m", "cProfile", "-o", prof, "-m", "pinmon", "--interval", "1", "--no-probe"]
-    p, master, stop = _spawn(argv, _env(tree), PTY_SIZE)
+    p, master, stop = _spawn(argv, _env(tree), PTY_SIZE, tree)
     try:
         time.sleep(WARMUP_S + seconds)
     finally:
@@ -166,6 +168,9 @@ def part_profile(seconds: float, tree: str, out_path: str) -> dict:
     if not os.path.getsize(prof):
         return {"error": "no profile written"}
     text = io.StringIO()
+    keep = out_path + ".prof"  # the whole profile, for callers/callees later
+    with open(prof, "rb") as src, open(keep, "wb") as dst:
+        dst.write(src.read())
     stats = pstats.Stats(prof, stream=text)
     stats.sort_stats("tottime").print_stats(40)
     stats.sort_stats("cumulative").print_stats(60)
@@ -173,7 +178,7 @@ def part_profile(seconds: float, tree: str, out_path: str) -> dict:
     with open(report, "w") as f:
         f.write(text.getvalue())
     os.unlink(prof)
-    return {"report": os.path.basename(report)}
+    return {"report": os.path.basename(report), "profile": os.path.basename(keep)}
 
 
 def main(argv=None) -> int:

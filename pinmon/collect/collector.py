@@ -13,7 +13,7 @@ from typing import Optional
 
 from ..model import GpuProcess, HostMemory, ProbeResult, ProcessPinned, Snapshot
 from .host import read_host_memory
-from .processes import ProcessScanner, _describe, scan_notice
+from .processes import ProcessScanner, scan_notice
 from .traced import merge_traced, read_all
 
 
@@ -56,7 +56,7 @@ class LiveCollector:
         # In-process tracer reports replace the /proc estimates of the pids they cover.
         proc_root = self.scanner.proc_root
         traced = read_all(proc_root=proc_root, clean=proc_root == "/proc")
-        rows = merge_traced(scan.processes, traced, _describe, self.scanner.only_pids)
+        rows = merge_traced(scan.processes, traced, self.scanner.describe, self.scanner.only_pids)
         processes = merge_gpu_processes(rows, gpus)
         pinned = sum(p.pinned_bytes or 0 for p in processes)
         wc = sum(p.write_combined_bytes or 0 for p in processes)

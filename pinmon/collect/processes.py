@@ -2,19 +2,28 @@
 
 A process that exits mid-scan or denies access is skipped and counted, never raised on; the caller
 turns the counts into one notice. Names and users come from psutil, only for CUDA processes.
+
+The scan runs every second over every process, so it is kept cheap: maps are read as bytes with
+plain ``os.read`` (half the cost of a text file object) and only CUDA processes' maps are decoded;
+a CUDA process whose maps did not change since the last scan keeps its estimate without a parse;
+names, users and command lines are looked up again only every ``DESCRIBE_TTL_S``.
 """
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import psutil
 
 from ..model import ProcessPinned
 from .procmaps import PinnedEstimate, churn, estimate_pinned
 
-_NVIDIA_MARK = "/dev/nvidia"
+_NVIDIA_MARK = b"/dev/nvidia"
+_READ_CHUNK = 1 << 16
+# A pid's name, user and command line are kept this long while it stays a CUDA process.
+DESCRIBE_TTL_S = 10.0
 
 
 @dataclass
@@ -25,9 +34,18 @@ class ScanResult:
     scanned: int = 0
 
 
-def read_maps(pid: int, proc_root: str = "/proc") -> str:
-    with open(os.path.join(proc_root, str(pid), "maps"), encoding="utf-8", errors="replace") as f:
-        return f.read()
+def read_maps(pid: int, proc_root: str = "/proc") -> bytes:
+    """The raw bytes of /proc/PID/maps (the kernel builds the text as it is read)."""
+    fd = os.open(os.path.join(proc_root, str(pid), "maps"), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, _READ_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
 
 
 def _describe(pid: int) -> tuple[Optional[str], Optional[str], Optional[str]]:
@@ -52,10 +70,13 @@ def _describe(pid: int) -> tuple[Optional[str], Optional[str], Optional[str]]:
 class ProcessScanner:
     """Scans processes for CUDA pinned mappings and keeps the last ranges to measure churn."""
 
-    def __init__(self, proc_root: str = "/proc", pids: Optional[list[int]] = None):
+    def __init__(self, proc_root: str = "/proc", pids: Optional[list[int]] = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.proc_root = proc_root
         self.only_pids = pids
-        self._previous: dict[int, frozenset] = {}
+        self._previous: dict[int, tuple[bytes, PinnedEstimate]] = {}
+        self._described: dict[int, tuple[float, tuple]] = {}
+        self._clock = clock
         self.self_pid = os.getpid()
 
     def _pids(self) -> list[int]:
@@ -68,7 +89,8 @@ class ProcessScanner:
 
     def scan(self) -> ScanResult:
         result = ScanResult()
-        current: dict[int, frozenset] = {}
+        current: dict[int, tuple[bytes, PinnedEstimate]] = {}
+        now = self._clock()
         for pid in self._pids():
             try:
                 text = read_maps(pid, self.proc_root)
@@ -85,23 +107,40 @@ class ProcessScanner:
             # Cheap test before parsing: most processes on a box are not CUDA processes.
             if _NVIDIA_MARK not in text:
                 continue
-            est = estimate_pinned(text)
+            last = self._previous.get(pid)
+            if last is not None and last[0] == text:
+                est = last[1]  # the same mappings as a second ago: the same estimate
+            else:
+                est = estimate_pinned(text.decode("utf-8", errors="replace"))
             if not est.is_cuda:
                 continue
-            current[pid] = est.ranges
-            result.processes.append(self._row(pid, est))
+            current[pid] = (text, est)
+            result.processes.append(self._row(pid, est, None if last is None else last[1].ranges, now))
         self._previous = current
+        self._described = {pid: d for pid, d in self._described.items() if pid in current}
         return result
 
-    def _row(self, pid: int, est: PinnedEstimate) -> ProcessPinned:
-        name, user, cmdline = _describe(pid)
+    def describe(self, pid: int) -> tuple:
+        """(name, user, cmdline) of ``pid``, from the cache while it is fresh."""
+        return self._describe_cached(pid, self._clock())
+
+    def _describe_cached(self, pid: int, now: float) -> tuple:
+        cached = self._described.get(pid)
+        if cached is not None and now - cached[0] < DESCRIBE_TTL_S:
+            return cached[1]
+        described = _describe(pid)
+        self._described[pid] = (now, described)
+        return described
+
+    def _row(self, pid: int, est: PinnedEstimate, previous: Optional[frozenset], now: float) -> ProcessPinned:
+        name, user, cmdline = self._describe_cached(pid, now)
         return ProcessPinned(
             pid=pid, name=name, user=user, cmdline=cmdline,
             pinned_bytes=est.pinned_bytes,
             write_combined_bytes=est.write_combined_bytes,
             source="est.",
             pinned_mappings=est.pinned_mappings,
-            mappings_churn=churn(self._previous.get(pid), est.ranges),
+            mappings_churn=churn(previous, est.ranges),
         )
 
 

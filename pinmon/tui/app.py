@@ -31,6 +31,7 @@ from textual.widgets import Footer, TabbedContent, TabPane, Tabs
 
 from ..collect.source import Source
 from ..model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
+from .compositor import main_screen
 from .format import SPARK_SAMPLES
 from .state import ProbeView, ViewState
 from .widgets.base import View
@@ -189,6 +190,9 @@ class PinmonApp(App[int]):
         self._started_at = clock()
 
     # --- layout ------------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen:
+        return main_screen()
 
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="status")
