@@ -3,9 +3,9 @@
 Hooks call the ``record_*`` methods; the report writer calls ``report()`` every half second. Every
 method catches its own errors: bookkeeping must never break the traced program. One lock guards the
 range table, the allocation counters and the call-site tables; it is held for a few dictionary
-updates, never across a CUDA call. Copies, the hottest path, take no lock unless they need a call
-site (pageable, write-combined readback): each thread adds to its own list of copy counters
-(``_tally``), and ``report()`` sums the lists. A report taken while another thread is inside a copy
+updates, never across a CUDA call. Copies, the hottest path, take no lock: each thread adds to its
+own list of copy counters (``_tally``) and, for the copies a finding names (pageable, write-combined
+readback), to its own call-site table; ``report()`` sums them. A report taken while another thread is inside a copy
 may count that one copy's bytes and not yet its count; every copy is in the next report.
 
 What is exact: every call that went through a hooked function (bytes, direction, host memory kind as
@@ -35,6 +35,8 @@ SIZE_CLASSES = ((64 << 10, "lt_64k"), (1 << 20, "64k_1m"), (16 << 20, "1m_16m"),
 RATE_WINDOW_S = 5.0
 RECENT_ALLOCS = 4096  # sizes kept for the median
 TOP_SITES = 5
+MAX_SITES = 1000  # call sites kept per category (and per thread for copies): bounded memory
+COPY_SITE_CATEGORIES = ("pageable_copy", "wc_readback")
 
 
 # The per-thread copy tally: one block of slots per (direction, host memory): bytes, count, then the
@@ -122,7 +124,8 @@ class TracerState:
         self.held_override: dict[str, Callable[[], Optional[int]]] = {}
         self._copy_keys: dict = {}  # copies in a direction other than h2d/d2h (none expected)
         self._local = threading.local()
-        self._tallies: list = []  # (weakref to a thread's _Owner, its tally), registered under lock
+        # (weakref to a thread's _Owner, its tally, its copy call sites), registered under lock
+        self._tallies: list = []
         self._folded = [0] * len(SLOT_KEYS)  # the tallies of threads that ended
 
     # --- the range table -------------------------------------------------------------------
@@ -174,16 +177,16 @@ class TracerState:
 
     # --- events ----------------------------------------------------------------------------
 
-    def _site(self, category: str, site: Optional[str], nbytes: int) -> None:
+    def _site(self, category: str, site: Optional[str], nbytes: int, count: int = 1) -> None:
         if site is None:
             return
         by = self.sites.get(category)
         if by is None:
             by = self.sites[category] = Counter()
             self.site_counts[category] = Counter()
-        if site in by or len(by) < 1000:  # bounded
+        if site in by or len(by) < MAX_SITES:  # bounded
             by[site] += nbytes
-            self.site_counts[category][site] += 1
+            self.site_counts[category][site] += count
 
     def record_alloc(self, ptr: int, size: int, kind: str = PINNED, requested: Optional[int] = None,
                      fresh: bool = True, site: Optional[str] = None) -> None:
@@ -246,11 +249,26 @@ class TracerState:
         except AttributeError:
             pass
         tally, owner = [0] * len(SLOT_KEYS), _Owner()
+        sites: dict = {category: {} for category in COPY_SITE_CATEGORIES}
         with self.lock:
-            self._tallies.append((weakref.ref(owner), tally))
+            self._tallies.append((weakref.ref(owner), tally, sites))
         local = self._local
-        local.owner, local.tally = owner, tally
+        local.owner, local.tally, local.sites = owner, tally, sites
         return tally
+
+    def _copy_site(self, category: str, nbytes: int) -> None:
+        """Charge a copy to its call site in this thread's table: [bytes, count] per site."""
+        site = call_site(3)
+        if site is None:
+            return
+        table = self._local.sites[category]
+        entry = table.get(site)
+        if entry is None:
+            if len(table) >= MAX_SITES:
+                return
+            entry = table[site] = [0, 0]
+        entry[0] += nbytes
+        entry[1] += 1
 
     def record_copy(self, direction: str, nbytes: int, host_kind: Optional[str]) -> None:
         """A host<->device copy; ``host_kind`` from ``lookup`` (None: pageable).
@@ -278,9 +296,7 @@ class TracerState:
             tally[base + 1] += 1
             tally[base + cls] += nbytes
             if host_kind is None:
-                site = call_site(2)
-                with self.lock:
-                    self._site("pageable_copy", site, nbytes)
+                self._copy_site("pageable_copy", nbytes)
             elif host_kind == WRITE_COMBINED:
                 wc = _WC_BASE if base == 0 else _WC_BASE + 2
                 tally[wc] += 1
@@ -289,9 +305,7 @@ class TracerState:
                     # A device-to-host copy into write-combined memory exists to be read by the
                     # CPU, and that read is uncached: one readback per copy.
                     tally[_READBACKS] += 1
-                    site = call_site(2)
-                    with self.lock:
-                        self._site("wc_readback", site, nbytes)
+                    self._copy_site("wc_readback", nbytes)
         except Exception:
             self.internal_errors += 1
 
@@ -315,20 +329,34 @@ class TracerState:
                 c[f"copy.{direction}.wc.count"] += 1
                 c[f"copy.{direction}.wc.bytes"] += nbytes
 
-    def _copy_totals(self) -> list:
-        """Every thread's tally summed (under the lock); the tallies of ended threads are folded."""
+    def _copy_totals(self) -> tuple[list, dict]:
+        """Every thread's tally summed, and the copy call sites of live threads (category -> site
+        -> [bytes, count]), under the lock; what ended threads counted is folded in for good."""
         totals = list(self._folded)
-        live = []
-        for owner, tally in self._tallies:
+        live, live_sites = [], {}
+        for owner, tally, sites in self._tallies:
             values = list(tally)  # one read of each slot: the owner may be adding to it
             for i, v in enumerate(values):
                 totals[i] += v
-            if owner() is None:  # the thread ended: its tally can no longer change
+            if owner() is None:  # the thread ended: its tables can no longer change
                 self._folded = [a + b for a, b in zip(self._folded, values)]
-            else:
-                live.append((owner, tally))
+                for category, table in sites.items():
+                    for site, (nbytes, count) in table.items():
+                        self._site(category, site, nbytes, count)
+                continue
+            live.append((owner, tally, sites))
+            for category, table in sites.items():
+                merged = live_sites.setdefault(category, {})
+                for site, entry in list(table.items()):  # a snapshot: the owner may be adding
+                    nbytes, count = entry[0], entry[1]
+                    m = merged.get(site)
+                    if m is None:
+                        merged[site] = [nbytes, count]
+                    else:
+                        m[0] += nbytes
+                        m[1] += count
         self._tallies = live
-        return totals
+        return totals, live_sites
 
     @_safe
     def record_hook(self, name: str, ok: bool) -> None:
@@ -353,11 +381,13 @@ class TracerState:
             return {}, 0.0
         return {k: (v - base.get(k, 0)) / dt for k, v in counters.items()}, dt
 
-    def _top(self, category: str) -> list[dict]:
-        by = self.sites.get(category)
-        if not by:
-            return []
-        counts = self.site_counts.get(category, Counter())
+    def _top(self, category: str, live: Optional[dict] = None) -> list[dict]:
+        """The TOP_SITES sites of ``category`` by bytes: the kept table plus live threads' ``live``."""
+        by = Counter(self.sites.get(category, ()))
+        counts = Counter(self.site_counts.get(category, ()))
+        for site, (nbytes, count) in (live or {}).items():
+            by[site] += nbytes
+            counts[site] += count
         return [{"site": s, "bytes": b, "count": counts.get(s, 0)} for s, b in by.most_common(TOP_SITES)]
 
     def report(self, now: Optional[float] = None) -> dict:
@@ -365,14 +395,16 @@ class TracerState:
         now = self.clock() if now is None else now
         with self.lock:
             counters = Counter(self.counters)
-            for key, v in zip(SLOT_KEYS, self._copy_totals()):
+            totals, live_sites = self._copy_totals()
+            for key, v in zip(SLOT_KEYS, totals):
                 if v:
                     counters[key] += v
             held = dict(self.held)
             requested = dict(self.requested)
             sizes = sorted(self.recent_sizes)
             histogram = {str(k): v for k, v in sorted(self.histogram.items())}
-            sites = {cat: self._top(cat) for cat in self.sites}
+            sites = {cat: self._top(cat, live_sites.get(cat)) for cat in {*self.sites, *live_sites}}
+            sites = {cat: top for cat, top in sites.items() if top}
             peak = self.peak_bytes
             ranges = len(self._ranges)
         extra = {}

@@ -34,6 +34,60 @@ def test_copies_from_many_threads_are_all_counted_and_ended_threads_fold():
     assert st.report()["copies"]["h2d"]["pinned"]["count"] == 8000  # and still counted
 
 
+def _pageable_copy(st, nbytes):  # one call site for every thread
+    st.record_copy("h2d", nbytes, None)
+
+
+def _wc_readback(st, nbytes):
+    st.record_copy("d2h", nbytes, WRITE_COMBINED)
+
+
+def test_copy_call_sites_from_many_threads_live_and_ended():
+    st = TracerState()
+    started, release = threading.Barrier(5), threading.Event()
+
+    def copier():
+        for _ in range(500):
+            _pageable_copy(st, 4096)
+        _wc_readback(st, MIB)
+        started.wait()
+        release.wait()  # alive while the first report is taken
+
+    threads = [threading.Thread(target=copier) for _ in range(4)]
+    for t in threads:
+        t.start()
+    started.wait()
+    for _ in range(100):
+        _pageable_copy(st, MIB)  # this thread: the same site, bigger copies
+    live = st.report()["call_sites"]
+    release.set()
+    for t in threads:
+        t.join()
+    del threads, t
+    ended = st.report()["call_sites"]
+    for sites in (live, ended):
+        (top,) = sites["pageable_copy"]
+        assert top["site"].endswith(f"test_hot_paths.py:{_pageable_copy.__code__.co_firstlineno + 1}")
+        assert top["count"] == 4 * 500 + 100 and top["bytes"] == 4 * 500 * 4096 + 100 * MIB
+        (wc,) = sites["wc_readback"]
+        assert wc["count"] == 4 and wc["bytes"] == 4 * MIB
+    assert len(st._tallies) == 1  # the ended threads' sites were folded into the kept table
+    assert st.report()["call_sites"] == ended  # and still counted, once
+
+
+def test_a_thread_keeps_at_most_max_sites_copy_call_sites(monkeypatch):
+    import pinmon.trace.state as state
+
+    st = TracerState()
+    monkeypatch.setattr(state, "MAX_SITES", 3)
+    sites = iter(f"gen.py:{i}" for i in range(10))
+    monkeypatch.setattr(state, "call_site", lambda depth: next(sites))
+    for _ in range(10):
+        st.record_copy("h2d", 1, None)
+    assert len(st.report()["call_sites"]["pageable_copy"]) == 3
+    assert st.report()["copies"]["h2d"]["pageable"]["count"] == 10  # the bytes still count
+
+
 def test_size_class_bounds_and_write_combined_slots():
     st = TracerState()
     for n in (0, 64 * 1024 - 1, 64 * 1024, MIB - 1, MIB, 16 * MIB - 1, 16 * MIB):
