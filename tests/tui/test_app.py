@@ -440,8 +440,34 @@ async def test_probe_progress_bar_while_running_and_sweep_on_s():
         runner.release.set()
         await wait_for(pilot, lambda: app.probe_running is None)
         assert runner.calls[0] == ("sweep", {"gpu_index": 1})
-        assert not panel.query_one("#probe-progress").display
+        await pilot.pause()
+        assert not panel.query("#probe-progress")  # gone: an idle bar would animate at 15 Hz
+        assert not panel.query_one("#probe-progress-label").display
         assert "64.0 MiB" in probe_text(app)  # the sweep table
+
+
+async def test_an_idle_app_runs_no_animation_timers():
+    # On an idle box nothing but the 1 s snapshot should wake the app (a hidden ProgressBar used to
+    # animate 15 times a second, ~1% of a core on its own).
+    import textual.timer
+
+    ticks = []
+    real = textual.timer.Timer._tick
+
+    async def counting(self, **kw):
+        ticks.append(self)
+        return await real(self, **kw)
+
+    app = make_app(probe_runner=FakeProbeRunner())
+    async with app.run_test(size=(160, 48)) as pilot:
+        feed(app, 5)
+        await pilot.pause(0.2)
+        textual.timer.Timer._tick = counting
+        try:
+            await pilot.pause(0.5)
+        finally:
+            textual.timer.Timer._tick = real
+    assert len(ticks) <= 1, [t.name for t in ticks]
 
 
 async def test_p_without_runner_says_why_and_shows_no_numbers():

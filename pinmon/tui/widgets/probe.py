@@ -60,22 +60,32 @@ def duty_row(p: ProbeView) -> Content:
 
 
 class ProbePanel(Vertical, CompositeView):
+    """The progress bar exists only while a probe runs: an idle ProgressBar still animates its
+    indeterminate bar 15 times a second (hidden or not), the app's largest cost on an idle box."""
+
+    _bar: Optional[ProgressBar] = None
+
     def compose(self):
         yield Static(id="probe-progress-label")
-        yield ProgressBar(id="probe-progress", show_eta=False)
         yield Static(id="probe-body")
 
     def draw(self, state: ViewState) -> None:
         p = state.probe
         running = p.running_kind is not None
         label = self.query_one("#probe-progress-label", Static)
-        bar = self.query_one("#probe-progress", ProgressBar)
-        label.display = bar.display = running
+        body = self.query_one("#probe-body", Static)
+        label.display = running
         if running:
             set_content(label, Content.assemble((f"{p.running_kind} probe running", "bold $accent"),
                                           f"  {p.progress_label}" if p.progress_label else ""))
-            bar.update(total=p.progress_total, progress=p.progress_done or 0)
-        set_content(self.query_one("#probe-body", Static), lines(*probe_body(state)))
+            if self._bar is None:
+                self._bar = ProgressBar(id="probe-progress", show_eta=False)
+                self.mount(self._bar, before=body)
+            self._bar.update(total=p.progress_total, progress=p.progress_done or 0)
+        elif self._bar is not None:
+            self._bar.remove()
+            self._bar = None
+        set_content(body, lines(*probe_body(state)))
 
 
 def probe_body(state: ViewState) -> list[Content]:
