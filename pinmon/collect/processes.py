@@ -74,7 +74,9 @@ class ProcessScanner:
                  clock: Callable[[], float] = time.monotonic):
         self.proc_root = proc_root
         self.only_pids = pids
-        self._previous: dict[int, tuple[bytes, PinnedEstimate]] = {}
+        # pid -> (length and hash of its maps, estimate): a digest, not the text, is kept (a
+        # PyTorch process's maps can be a megabyte) to tell unchanged maps at the next scan.
+        self._previous: dict[int, tuple[tuple[int, int], PinnedEstimate]] = {}
         self._described: dict[int, tuple[float, tuple]] = {}
         self._clock = clock
         self.self_pid = os.getpid()
@@ -89,7 +91,7 @@ class ProcessScanner:
 
     def scan(self) -> ScanResult:
         result = ScanResult()
-        current: dict[int, tuple[bytes, PinnedEstimate]] = {}
+        current: dict[int, tuple[tuple[int, int], PinnedEstimate]] = {}
         now = self._clock()
         for pid in self._pids():
             try:
@@ -107,14 +109,15 @@ class ProcessScanner:
             # Cheap test before parsing: most processes on a box are not CUDA processes.
             if _NVIDIA_MARK not in text:
                 continue
+            digest = (len(text), hash(text))
             last = self._previous.get(pid)
-            if last is not None and last[0] == text:
+            if last is not None and last[0] == digest:
                 est = last[1]  # the same mappings as a second ago: the same estimate
             else:
                 est = estimate_pinned(text.decode("utf-8", errors="replace"))
             if not est.is_cuda:
                 continue
-            current[pid] = (text, est)
+            current[pid] = (digest, est)
             result.processes.append(self._row(pid, est, None if last is None else last[1].ranges, now))
         self._previous = current
         self._described = {pid: d for pid, d in self._described.items() if pid in current}
