@@ -160,28 +160,30 @@ def hook(cupy, state: TracerState) -> None:
     lookup = st.lookup
     record_copy = st.record_copy  # bound once: these run on every copy
 
-    # Each looks the host array's pinned kind up inline (no helper call): the table is re-read per
-    # call (a fork resets it), and no address is taken while no pinned range is known.
+    def host_kind(arr):
+        """The pinned kind of numpy array ``arr``'s memory, or None; no address taken while no
+        pinned range is known (the table is re-read per call: a fork resets it)."""
+        return lookup(_host_ptr(arr)) if st._starts else None
+
     def rec_from_host(result, a, k):  # cupy.asarray / cupy.array
         obj = a[0] if a else k.get("obj", k.get("a"))
         if isinstance(obj, ndarray_np):
-            record_copy("h2d", obj.nbytes, lookup(_host_ptr(obj)) if st._starts else None)
+            record_copy("h2d", obj.nbytes, host_kind(obj))
 
     def rec_asnumpy(result, a, k):
         src = a[0] if a else k.get("a")
         if isinstance(src, cupy.ndarray) and isinstance(result, ndarray_np):
-            record_copy("d2h", src.nbytes, lookup(_host_ptr(result)) if st._starts else None)
+            record_copy("d2h", src.nbytes, host_kind(result))
 
     def rec_get(result, a, k):  # ndarray.get(self, stream=None, order='C', out=None, blocking=True)
-        out = k.get("out", a[3] if len(a) > 3 else None) if k or len(a) > 3 else None
+        out = k.get("out", a[3] if len(a) > 3 else None)
         host = out if out is not None else result
-        kind = lookup(_host_ptr(host)) if st._starts and isinstance(host, ndarray_np) else None
-        record_copy("d2h", a[0].nbytes, kind)
+        record_copy("d2h", a[0].nbytes, host_kind(host) if isinstance(host, ndarray_np) else None)
 
     def rec_set(result, a, k):  # ndarray.set(self, arr, stream=None)
         arr = a[1] if len(a) > 1 else k.get("arr")
         if isinstance(arr, ndarray_np):
-            record_copy("h2d", arr.nbytes, lookup(_host_ptr(arr)) if st._starts else None)
+            record_copy("h2d", arr.nbytes, host_kind(arr))
 
     hooks = [
         (rt, "hostAlloc", make_host_alloc), (rt, "freeHost", make_free_host),
