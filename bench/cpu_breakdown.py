@@ -23,7 +23,6 @@ import pstats
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import psutil
@@ -31,7 +30,7 @@ import psutil
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from overhead import COLLECT_LOOP, WARMUP_S, _drain  # noqa: E402  (the same programs as overhead.py)
+from overhead import COLLECT_LOOP, WARMUP_S, spawn, stop_spawned  # noqa: E402  (the same programs as overhead.py)
 
 PTY_SIZE = (160, 48)
 
@@ -43,56 +42,14 @@ def _env(tree: str) -> dict:
     return env
 
 
-def _spawn(argv: list[str], env: dict, pty_size=None, cwd: str = ROOT):
-    """Start ``argv`` in ``cwd`` (on a pseudo-terminal of ``pty_size`` when given); its output is
-    drained. ``-m``/``-c`` put the working directory first on sys.path: it picks the tree measured."""
-    stop = threading.Event()
-    if pty_size is not None:
-        import fcntl
-        import pty
-        import struct
-        import termios
-
-        master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", pty_size[1], pty_size[0], 0, 0))
-        p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
-                             start_new_session=True)
-        os.close(slave)
-        fd = master
-    else:
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             env=env, cwd=cwd, start_new_session=True)
-        master, fd = None, p.stdout.fileno()
-    threading.Thread(target=_drain, args=(fd, stop), daemon=True).start()
-    return p, master, stop
-
-
-def _stop(p, master, stop, quit_key: bytes = b"") -> None:
-    if quit_key and master is not None and p.poll() is None:
-        os.write(master, quit_key)  # a clean exit, so a profile gets written
-        try:
-            p.wait(15)
-        except subprocess.TimeoutExpired:
-            pass
-    stop.set()
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-    if master is not None:
-        os.close(master)
-
-
 def _thread_times(proc: psutil.Process) -> dict[int, float]:
     return {t.id: t.user_time + t.system_time for t in proc.threads()}
 
 
 def thread_cpu(argv: list[str], seconds: float, env: dict, pty_size=None, cwd: str = ROOT) -> dict:
     """CPU share of one core per thread of ``argv`` over ``seconds`` after the warm-up."""
-    p, master, stop = _spawn(argv, env, pty_size, cwd)
+    # -m/-c put the working directory first on sys.path: cwd picks the tree measured.
+    p, master, stop = spawn(argv, env, pty_size, cwd)
     try:
         time.sleep(WARMUP_S)
         if p.poll() is not None:
@@ -102,7 +59,7 @@ def thread_cpu(argv: list[str], seconds: float, env: dict, pty_size=None, cwd: s
         time.sleep(seconds)
         t1, wall = _thread_times(proc), time.monotonic() - w0
     finally:
-        _stop(p, master, stop)
+        stop_spawned(p, master, stop)
     threads = []
     for tid, cpu in t1.items():
         delta = cpu - t0.get(tid, 0.0)
@@ -160,11 +117,11 @@ def part_profile(seconds: float, tree: str, out_path: str) -> dict:
     fd, prof = tempfile.mkstemp(suffix=".prof")
     os.close(fd)
     argv = [sys.executable, "-m", "cProfile", "-o", prof, "-m", "pinmon", "--interval", "1", "--no-probe"]
-    p, master, stop = _spawn(argv, _env(tree), PTY_SIZE, tree)
+    p, master, stop = spawn(argv, _env(tree), PTY_SIZE, tree)
     try:
         time.sleep(WARMUP_S + seconds)
     finally:
-        _stop(p, master, stop, quit_key=b"q")
+        stop_spawned(p, master, stop, quit_key=b"q")  # a clean exit writes the profile
     if not os.path.getsize(prof):
         return {"error": "no profile written"}
     text = io.StringIO()

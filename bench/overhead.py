@@ -85,8 +85,9 @@ def _drain(fd: int, stop: threading.Event) -> None:
             return
 
 
-def measure(argv: list[str], seconds: float, *, pty_size=None, env=None, during=None) -> dict:
-    """Run ``argv`` for warm-up + ``seconds``; CPU share and peak RSS of its tree over the window."""
+def spawn(argv: list[str], env=None, pty_size=None, cwd: str = ROOT):
+    """Start ``argv`` in ``cwd``, on a pseudo-terminal of ``pty_size`` (cols, rows) when given, its
+    output drained as a terminal would; returns (process, pty master or None, drain stop event)."""
     stop = threading.Event()
     master = None
     if pty_size is not None:
@@ -97,16 +98,42 @@ def measure(argv: list[str], seconds: float, *, pty_size=None, env=None, during=
 
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", pty_size[1], pty_size[0], 0, 0))
-        p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT,
+        p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
                              start_new_session=True)
         os.close(slave)
         reader = master
     else:
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             env=env, cwd=ROOT, start_new_session=True)
+                             env=env, cwd=cwd, start_new_session=True)
         reader = p.stdout.fileno()
-    drainer = threading.Thread(target=_drain, args=(reader, stop), daemon=True)
-    drainer.start()
+    threading.Thread(target=_drain, args=(reader, stop), daemon=True).start()
+    return p, master, stop
+
+
+def stop_spawned(p, master, stop, quit_key: bytes = b"") -> None:
+    """End what ``spawn`` started: ``quit_key`` typed first where given (a clean exit), then
+    terminate, then kill."""
+    if quit_key and master is not None and p.poll() is None:
+        os.write(master, quit_key)
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            pass
+    stop.set()
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    if master is not None:
+        os.close(master)
+
+
+def measure(argv: list[str], seconds: float, *, pty_size=None, env=None, during=None) -> dict:
+    """Run ``argv`` for warm-up + ``seconds``; CPU share and peak RSS of its tree over the window."""
+    p, master, stop = spawn(argv, env, pty_size)
     proc = psutil.Process(p.pid)
     out = {"argv": argv}
     try:
@@ -128,16 +155,7 @@ def measure(argv: list[str], seconds: float, *, pty_size=None, env=None, during=
                    exited=p.poll())
         return out
     finally:
-        stop.set()
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        if master is not None:
-            os.close(master)
+        stop_spawned(p, master, stop)
 
 
 def child_env() -> dict:
