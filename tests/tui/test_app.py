@@ -459,15 +459,22 @@ async def test_an_idle_app_runs_no_animation_timers():
         return await real(self, **kw)
 
     app = make_app(probe_runner=FakeProbeRunner())
+    windows = []
     async with app.run_test(size=(160, 48)) as pilot:
         feed(app, 5)
-        await pilot.pause(0.2)
         textual.timer.Timer._tick = counting
         try:
-            await pilot.pause(0.5)
+            # A slow machine may still be drawing the fed snapshots for a while; an animation never
+            # goes quiet, so some 0.5 s window must see at most one tick.
+            for _ in range(12):
+                ticks.clear()
+                await pilot.pause(0.5)
+                windows.append([t.name for t in ticks])
+                if len(ticks) <= 1:
+                    break
         finally:
             textual.timer.Timer._tick = real
-    assert len(ticks) <= 1, [t.name for t in ticks]
+    assert len(windows[-1]) <= 1, windows
 
 
 async def test_p_without_runner_says_why_and_shows_no_numbers():
