@@ -7,6 +7,14 @@ The scan runs every second over every process, so it is kept cheap: maps are rea
 plain ``os.read`` (half the cost of a text file object) and only CUDA processes' maps are decoded;
 a CUDA process whose maps did not change since the last scan keeps its estimate without a parse;
 names, users and command lines are looked up again only every ``DESCRIBE_TTL_S``.
+
+Most processes are not CUDA processes, and their maps are the bulk of the scan: the kernel builds
+the text under the process's mmap lock, so reading it also costs the process being watched. A
+process whose maps had no NVIDIA device mapping is re-read only when the size in its
+``/proc/PID/statm`` (one short line of counters, no lock) changed: initialising CUDA maps the device files and gigabytes of
+address space, which moves the first figure (total program size). A full re-read every
+``PLAIN_RECHECK_S`` (staggered by pid) covers a mapping swapped for one of the very same size and a
+pid reused between two scans.
 """
 from __future__ import annotations
 
@@ -24,6 +32,8 @@ _NVIDIA_MARK = b"/dev/nvidia"
 _READ_CHUNK = 1 << 16
 # A pid's name, user and command line are kept this long while it stays a CUDA process.
 DESCRIBE_TTL_S = 10.0
+# A non-CUDA process with an unchanged statm has its maps read again at least this often.
+PLAIN_RECHECK_S = 30.0
 
 
 @dataclass
@@ -46,6 +56,23 @@ def read_maps(pid: int, proc_root: str = "/proc") -> bytes:
             chunks.append(chunk)
     finally:
         os.close(fd)
+
+
+def read_statm_size(pid: int, proc_root: str = "/proc") -> bytes:
+    """The first figure of /proc/PID/statm: the process's total program size in pages.
+
+    Only the size: resident pages change all the time in a busy process, its mappings do not.
+    """
+    fd = os.open(os.path.join(proc_root, str(pid), "statm"), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return os.read(fd, 256).split(b" ", 1)[0]
+    finally:
+        os.close(fd)
+
+
+def _recheck_after_s(pid: int) -> float:
+    # Spread the periodic full re-reads over the period instead of all falling in one scan.
+    return PLAIN_RECHECK_S * (0.5 + ((pid * 2654435761) % 1024) / 2048)
 
 
 def _describe(pid: int) -> tuple[Optional[str], Optional[str], Optional[str]]:
@@ -78,6 +105,8 @@ class ProcessScanner:
         # PyTorch process's maps can be a megabyte) to tell unchanged maps at the next scan.
         self._previous: dict[int, tuple[tuple[int, int], PinnedEstimate]] = {}
         self._described: dict[int, tuple[float, tuple]] = {}
+        # pid -> (statm size when its maps were last read and had no NVIDIA mapping, when to read anyway)
+        self._plain: dict[int, tuple[bytes, float]] = {}
         self._clock = clock
         self.self_pid = os.getpid()
 
@@ -93,7 +122,21 @@ class ProcessScanner:
         result = ScanResult()
         current: dict[int, tuple[tuple[int, int], PinnedEstimate]] = {}
         now = self._clock()
+        plain: dict[int, tuple[bytes, float]] = {}
         for pid in self._pids():
+            statm = None
+            try:
+                statm = read_statm_size(pid, self.proc_root)
+            except (FileNotFoundError, ProcessLookupError):
+                pass  # gone (the maps read below says so), or a /proc without statm: read maps
+            except OSError:
+                pass
+            if statm is not None:
+                last_plain = self._plain.get(pid)
+                if last_plain is not None and last_plain[0] == statm and now < last_plain[1]:
+                    plain[pid] = last_plain  # the same address space as when it had no CUDA mapping
+                    result.scanned += 1
+                    continue
             try:
                 text = read_maps(pid, self.proc_root)
             except PermissionError:
@@ -108,6 +151,8 @@ class ProcessScanner:
             result.scanned += 1
             # Cheap test before parsing: most processes on a box are not CUDA processes.
             if _NVIDIA_MARK not in text:
+                if statm is not None:
+                    plain[pid] = (statm, now + _recheck_after_s(pid))
                 continue
             digest = (len(text), hash(text))
             last = self._previous.get(pid)
@@ -120,6 +165,7 @@ class ProcessScanner:
             current[pid] = (digest, est)
             result.processes.append(self._row(pid, est, None if last is None else last[1].ranges, now))
         self._previous = current
+        self._plain = plain
         self._described = {pid: d for pid, d in self._described.items() if pid in current}
         return result
 

@@ -109,3 +109,77 @@ def test_maps_are_read_whole_past_one_read_chunk(tmp_path):
     assert len(data) > mod._READ_CHUNK
     with open(os.path.join(root, "9", "maps"), "rb") as f:
         assert data == f.read()
+
+
+def _count_maps_reads(monkeypatch):
+    import pinmon.collect.processes as mod
+
+    reads = []
+    real = mod.read_maps
+    monkeypatch.setattr(mod, "read_maps", lambda pid, root: reads.append(pid) or real(pid, root))
+    return reads
+
+
+def test_a_non_cuda_process_is_reread_only_when_its_size_changes(tmp_path, monkeypatch):
+    root = fake_proc(tmp_path, {7: "non_cuda_shared_anon", 8: "context_only"})
+    for pid in (7, 8):
+        (tmp_path / str(pid) / "statm").write_text("4969 4153 1671 1 0 2850 0\n")
+    reads = _count_maps_reads(monkeypatch)
+    now = [100.0]
+    sc = ProcessScanner(proc_root=root, clock=lambda: now[0])
+    assert [p.pid for p in sc.scan().processes] == [8] and reads == [7, 8]
+    reads.clear()
+    (tmp_path / "7" / "statm").write_text("4969 5000 1700 1 0 2900 0\n")  # only resident pages moved
+    res = sc.scan()
+    assert reads == [8] and res.scanned == 2  # the CUDA process every time; 7 counted, not read
+    # 7 initialises CUDA: its maps gain the device files and its size grows.
+    shutil.copy(os.path.join(FIXTURES, "default_256m.maps"), tmp_path / "7" / "maps")
+    (tmp_path / "7" / "statm").write_text("9969 5000 1700 1 0 2900 0\n")
+    reads.clear()
+    assert [p.pid for p in sc.scan().processes] == [7, 8] and reads == [7, 8]
+
+
+def test_an_unchanged_non_cuda_process_is_still_reread_now_and_then(tmp_path, monkeypatch):
+    import pinmon.collect.processes as mod
+
+    root = fake_proc(tmp_path, {7: "non_cuda_shared_anon"})
+    (tmp_path / "7" / "statm").write_text("4969 4153 1671 1 0 2850 0\n")
+    reads = _count_maps_reads(monkeypatch)
+    now = [100.0]
+    sc = ProcessScanner(proc_root=root, clock=lambda: now[0])
+    sc.scan()
+    # The same size and a CUDA mapping of the very same size swapped in: found at the next full read.
+    shutil.copy(os.path.join(FIXTURES, "default_256m.maps"), tmp_path / "7" / "maps")
+    for _ in range(5):
+        now[0] += 1
+        assert sc.scan().processes == []
+    assert reads == [7]
+    now[0] += mod.PLAIN_RECHECK_S
+    assert [p.pid for p in sc.scan().processes] == [7] and reads == [7, 7]
+
+
+def test_recheck_times_are_spread_over_the_period():
+    import pinmon.collect.processes as mod
+
+    delays = [mod._recheck_after_s(pid) for pid in range(1, 2001)]
+    assert min(delays) >= mod.PLAIN_RECHECK_S / 2 and max(delays) <= mod.PLAIN_RECHECK_S
+    assert len({round(d) for d in delays}) >= mod.PLAIN_RECHECK_S / 2 - 1  # not all in one second
+
+
+def test_without_statm_every_maps_is_read_each_scan(tmp_path, monkeypatch):
+    root = fake_proc(tmp_path, {7: "non_cuda_shared_anon"})  # no statm file: read maps every time
+    reads = _count_maps_reads(monkeypatch)
+    sc = ProcessScanner(proc_root=root)
+    sc.scan()
+    sc.scan()
+    assert reads == [7, 7]
+
+
+def test_a_vanished_plain_process_is_forgotten(tmp_path, monkeypatch):
+    root = fake_proc(tmp_path, {7: "non_cuda_shared_anon"})
+    (tmp_path / "7" / "statm").write_text("10 5 1 1 0 2 0\n")
+    sc = ProcessScanner(proc_root=root)
+    sc.scan()
+    shutil.rmtree(tmp_path / "7")
+    res = sc.scan()
+    assert res.scanned == 0 and res.processes == [] and sc._plain == {}
