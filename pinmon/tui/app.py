@@ -194,6 +194,20 @@ class PinmonApp(App[int]):
     def get_default_screen(self) -> Screen:
         return main_screen()
 
+    def get_driver_class(self):
+        stock = super().get_driver_class()
+        from textual import constants
+
+        if constants.DRIVER is not None:
+            return stock  # a driver chosen through TEXTUAL_DRIVER is kept
+        try:
+            from textual.drivers.linux_driver import LinuxDriver
+
+            from .driver import QuietLinuxDriver, supported
+        except ImportError:  # not Linux (no termios): Textual's own driver
+            return stock
+        return QuietLinuxDriver if stock is LinuxDriver and supported() else stock
+
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="status")
         yield NoticeBar(id="notices")

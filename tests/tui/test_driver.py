@@ -1,0 +1,155 @@
+"""The quiet input thread on a real pseudo-terminal: keys arrive, a lone Esc too, idle means asleep."""
+from __future__ import annotations
+
+import asyncio
+import os
+import pty
+import selectors
+import sys
+import threading
+import time
+import tty
+
+import pytest
+from textual import events
+from textual.drivers.linux_driver import LinuxDriver
+
+from pinmon.tui import driver as quiet
+from pinmon.tui.app import PinmonApp
+
+from .fakes import FakeSource, fake_advisor
+
+pytestmark = pytest.mark.skipif(not quiet.supported(), reason="this Textual's driver differs")
+
+
+class RecordingDriver(quiet.QuietLinuxDriver):
+    def process_message(self, message) -> None:  # the thread's output, without an app loop
+        self.received.append(message)
+
+
+@pytest.fixture
+def on_pty(monkeypatch):
+    master, slave = pty.openpty()
+    tty.setraw(slave)  # as the app's terminal: each key readable at once, no line editing
+    stdin = os.fdopen(slave, "r", closefd=False)
+    monkeypatch.setattr(sys, "__stdin__", stdin)
+    made = []
+
+    def start():
+        async def make():  # a driver takes the running loop it will post to (unused here)
+            return RecordingDriver(PinmonApp(FakeSource(), fake_advisor, start_polling=False))
+
+        loop = asyncio.new_event_loop()
+        try:
+            drv = loop.run_until_complete(make())
+        finally:
+            loop.close()
+        drv.received = []
+        thread = threading.Thread(target=drv.run_input_thread, daemon=True)
+        thread.start()
+        made.append((drv, thread))
+        return drv, thread
+
+    yield master, start
+    for drv, thread in made:
+        drv.exit_event.set()
+        thread.join(2)
+        drv.close()
+    stdin.close()
+    os.close(master)
+    os.close(slave)
+
+
+def wait_for(pred, timeout=2.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.01)
+    return pred()
+
+
+def keys(drv):
+    return [m.key for m in drv.received if isinstance(m, events.Key)]
+
+
+def test_the_app_runs_on_the_quiet_driver_in_place_of_textuals():
+    app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
+    assert app.driver_class is quiet.QuietLinuxDriver and issubclass(app.driver_class, LinuxDriver)
+
+
+def test_a_chosen_driver_is_kept(monkeypatch):
+    import textual.constants
+
+    monkeypatch.setattr(textual.constants, "DRIVER", "textual.drivers.linux_driver:LinuxDriver")
+    app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
+    assert app.driver_class is LinuxDriver
+
+
+def test_keys_and_a_lone_escape_arrive(on_pty):
+    master, start = on_pty
+    drv, _ = start()
+    os.write(master, b"q")
+    assert wait_for(lambda: keys(drv) == ["q"])
+    t = time.monotonic()
+    os.write(master, b"\x1b")  # alone it is a key only once the parser's short wait is over
+    assert wait_for(lambda: keys(drv) == ["q", "escape"])
+    assert time.monotonic() - t < 0.5  # not held until the idle wake-up
+    os.write(master, b"\x1b[A")  # an escape sequence in one read is one key
+    assert wait_for(lambda: keys(drv) == ["q", "escape", "up"])
+
+
+def test_idle_it_sleeps_and_quitting_wakes_it_at_once(on_pty, monkeypatch):
+    master, start = on_pty
+    waits = []
+    real = selectors.SelectSelector.select
+
+    def counting(self, timeout=None):
+        waits.append(timeout)
+        return real(self, timeout)
+
+    monkeypatch.setattr(selectors.SelectSelector, "select", counting)
+    drv, thread = start()
+    time.sleep(1.5)
+    assert len(waits) == 1 and waits[0] == quiet.IDLE_WAKE_S  # Textual's wakes 15 times
+    t = time.monotonic()
+    drv.exit_event.set()
+    thread.join(2)
+    assert not thread.is_alive() and time.monotonic() - t < 0.3
+
+
+def test_end_of_input_does_not_spin(on_pty, monkeypatch):
+    master, start = on_pty
+    waits = []
+    real = selectors.SelectSelector.select
+
+    def counting(self, timeout=None):
+        waits.append(timeout)
+        return real(self, timeout)
+
+    monkeypatch.setattr(selectors.SelectSelector, "select", counting)
+    drv, thread = start()
+    r, w = os.pipe()
+    os.close(w)
+    drv.fileno = r  # a stdin at its end: readable for ever, nothing to read
+    drv.exit_event.set()
+    thread.join(2)
+    drv.exit_event.clear()
+    thread = threading.Thread(target=drv.run_input_thread, daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    assert len(waits) <= 4 and thread.is_alive()
+    drv.exit_event.set()
+    thread.join(2)
+    assert not thread.is_alive()
+    os.close(r)
+
+
+def test_after_close_set_writes_nowhere(on_pty):
+    _, start = on_pty
+    drv, thread = start()
+    drv.exit_event.set()
+    thread.join(2)
+    drv.close()
+    assert drv.exit_event.wake_fd == -1
+    drv.exit_event.set()  # no write into a descriptor number the process may have reused
