@@ -46,12 +46,18 @@ class RegionCompositor(Compositor):
             yield from super()._get_renders(crop)
             return
         overlaps = crop.overlaps
+        top, bottom = crop.y, crop.bottom
         for widget, (region, clip) in self.visible_widgets.items():
             shown = region.intersection(clip)
             if not overlaps(shown):
                 continue  # nothing of it inside the update: its lines would be thrown away
+            # Only the rows inside the update, at full width (every cut of those rows gets a strip):
+            # a container as tall as the screen is asked for a few lines, not all of them.
             x, y, width, height = shown
-            yield region, clip, widget.render_lines(Region(x - region.x, y - region.y, width, height))
+            y0, y1 = max(y, top), min(y + height, bottom)
+            rows = Region(clip.x, y0, clip.width, y1 - y0)
+            yield region, clip.intersection(rows), widget.render_lines(
+                Region(x - region.x, y0 - region.y, width, y1 - y0))
 
     def render_partial_update(self) -> Optional[ChopsUpdate]:
         regions = self._dirty_regions.copy()

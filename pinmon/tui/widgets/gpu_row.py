@@ -6,12 +6,11 @@ from typing import Optional, Sequence
 from textual.binding import Binding
 from textual.content import Content
 from textual.message import Message
-from textual.widget import Widget
 
 from ...model import Gpu
 from ...units import fmt_rate
 from ..format import error_text, error_total, link_label, link_state, method_label, share
-from .base import lines
+from .rows import RowsWidget
 from .sparkline import spark_content
 
 _LINK_STYLE = {"degraded": "bold $warning", "downshift": "dim", "full": "", "unknown": "dim", "lost": "bold $error"}
@@ -45,9 +44,10 @@ def direction_content(label: str, rate: Optional[float], link_rate: Optional[flo
                             (f" {est:<5}", "dim"))
 
 
-class GpuRow(Widget, can_focus=True):
+class GpuRow(RowsWidget, can_focus=True):
     """One widget for the three lines, bars included: each widget on screen costs the compositor a
-    render pass per refresh, and a row redraws every second (8 GPUs: 8 passes, not 56).
+    render pass per refresh, and a row redraws every second (8 GPUs: 8 passes, not 56). Its lines
+    are redrawn one by one (``RowsWidget``): the head line (name, link, errors) rarely changes.
 
     Focusable so Enter on the row selects the GPU and shows its detail.
     """
@@ -64,7 +64,6 @@ class GpuRow(Widget, can_focus=True):
         super().__init__(**kw)
         self.position = position
         self._data: Optional[tuple] = None
-        self._drawn: Optional[tuple] = None  # (width, focused, Content) last built
 
     def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
                 selected: bool) -> None:
@@ -74,26 +73,21 @@ class GpuRow(Widget, can_focus=True):
         self._data = data
         self.set_class(selected, "-selected")
         self.set_class(gpu.lost, "-lost")
-        if not self.is_mounted:
-            return  # on_mount draws it
-        old = self._drawn
-        new = self._build()
-        if old is not None and old[2].is_same(new[2]):
-            return  # new numbers, same text and bars: nothing to redraw
-        self._drawn = new
-        self.refresh(layout=old is None or old[2].plain.count("\n") != new[2].plain.count("\n"))
+        if self.is_mounted:
+            self._draw()  # else on_mount draws it
 
-    def _build(self) -> tuple:
-        width = self.content_size.width
-        focused = self.has_focus
+    def _draw(self) -> None:
+        self.set_rows(self._build(self.content_size.width, self.has_focus))
+
+    def _build(self, width: int, focused: bool) -> list[Content]:
         if self._data is None:
-            return width, focused, Content.styled("waiting for the first snapshot…", "dim")
+            return [Content.styled("waiting for the first snapshot…", "dim")]
         gpu, rx, tx, selected = self._data
         head = head_content(gpu, selected)
         if focused:
             head = head.stylize_before("bold")
         if gpu.lost:
-            return width, focused, head
+            return [head]
         _, base = self.background_colors
         low = base + self.get_component_styles("gpu-row--spark-min").color
         high = base + self.get_component_styles("gpu-row--spark-max").color
@@ -106,23 +100,19 @@ class GpuRow(Widget, can_focus=True):
         for label, rate, series in (("RX H2D", p.rx_bytes_per_s, rx), ("TX D2H", p.tx_bytes_per_s, tx)):
             text = direction_content(label, rate, link_rate, p.method).truncate(RATE_CELLS, pad=True)
             rows.append(text + spark_content(series, scale, spark_cells, low, high))
-        return width, focused, lines(*rows)
-
-    def render(self) -> Content:
-        drawn = self._drawn
-        if drawn is None or drawn[0] != self.content_size.width or drawn[1] != self.has_focus:
-            drawn = self._drawn = self._build()  # resized or focus moved: the bars fill the new width
-        return drawn[2]
+        return rows
 
     def on_mount(self) -> None:
-        self._drawn = None
-        self.refresh(layout=True)
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()  # the bars fill the new width
 
     def on_focus(self) -> None:
-        self.refresh()
+        self._draw()
 
     def on_blur(self) -> None:
-        self.refresh()
+        self._draw()
 
     def action_select_gpu(self) -> None:
         self.post_message(self.Selected(self.position))

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from textual.content import Content
-from textual.widgets import Static
 
 from ...model import HostMemory
 from ...units import fmt_bytes, fmt_pct
 from ..format import share
 from ..state import ViewState
 from .bar import bar
-from .base import View, lines, set_content
+from .base import View
+from .rows import RowsWidget
 
 # Pinned memory cannot be swapped or reclaimed; past half of RAM the kernel and every other
 # process fight over what is left (the advisor's rule uses the same mark).
@@ -60,13 +60,15 @@ def memory_rows(h: HostMemory, compact: bool = False) -> list[Content]:
     return rows
 
 
-class MemoryPanel(Static, View):
+class MemoryPanel(RowsWidget, View):
+    """Row by row: each second mostly the RAM line changes, and only it is redrawn."""
+
     def __init__(self, compact: bool = False, **kw):
         super().__init__(**kw)
         self.compact = compact
 
     def show(self, state: ViewState) -> None:
         if state.snapshot is None:
-            set_content(self, Content.styled("waiting for the first snapshot…", "dim"))
+            self.set_rows([Content.styled("waiting for the first snapshot…", "dim")])
             return
-        set_content(self, lines(*memory_rows(state.snapshot.host, self.compact)))
+        self.set_rows(memory_rows(state.snapshot.host, self.compact))

@@ -1,0 +1,138 @@
+"""A widget of text rows that redraws only the rows whose text changed.
+
+At 1 Hz most of a panel repeats what is on screen: the memory panel's RAM line moves, its other
+lines do not; a GPU row's bars move, its name and link do not. A ``Static`` renders its whole text
+again on any change and marks all of itself for repaint, so the compositor redraws every line of
+it (and of every container behind it). Here each row is rendered on its own and kept; a change
+re-renders that row only and marks only its lines, so the screen update is those lines.
+
+Each row wraps (or is cut, per the widget's ``text-wrap``) on its own, exactly as the same rows
+joined with newlines would in a ``Static``: ``render()`` returns that joined text, which Textual
+uses for the widget's size, and the tests for what it shows.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from textual.content import Content
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.visual import Visual
+from textual.widget import Widget
+
+from .base import lines
+
+
+def as_rows(content: Content | str) -> tuple[Content, ...]:
+    """One Content per line of ``content``."""
+    if not isinstance(content, Content):
+        content = Content(content)
+    return tuple(content.split("\n"))
+
+
+class RowsWidget(Widget):
+    DEFAULT_CSS = """
+    RowsWidget {
+        height: auto;
+    }
+    """
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._rows: tuple[Content, ...] = ()
+        self._joined = Content("")
+        self._strips: Optional[list[list[Strip]]] = None  # per row, its lines at _key
+        self._key: Optional[tuple] = None  # (width, visual style) the strips were rendered with
+        self._flat: list[Strip] = []
+
+    @property
+    def rows(self) -> tuple[Content, ...]:
+        return self._rows
+
+    def render(self) -> Content:
+        return self._joined
+
+    def set_rows(self, rows: Sequence[Content | str]) -> None:
+        new = tuple(r if isinstance(r, Content) else Content(r) for r in rows)
+        old = self._rows
+        if len(new) == len(old) and all(a.is_same(b) for a, b in zip(old, new)):
+            return  # the same text and styles: nothing to redraw
+        self._rows = new
+        self._joined = lines(*new) if new else Content("")
+        strips, key = self._strips, self._key
+        if self._may_change_size(old, new):
+            self._strips = None
+            self.refresh(layout=True)
+            return
+        if strips is None or key is None or key != self._render_key():
+            # Nothing drawn yet, or at another width: draw it all (a row that may wrap may also
+            # take another number of lines).
+            self._strips = None
+            self.refresh(layout=self._may_wrap([b for a, b in zip(old, new) if not a.is_same(b)]))
+            return
+        width = key[0]
+        dirty = []
+        start = 0
+        for i, (a, b) in enumerate(zip(old, new)):
+            count = len(strips[i])
+            if not a.is_same(b):
+                rendered = self._render_row(i, b, width)
+                if len(rendered) != count:  # it wraps onto more or fewer lines: the height changes
+                    self._strips = None
+                    self.refresh(layout=True)
+                    return
+                strips[i] = rendered
+                dirty.append(Region(0, start, width, count))
+            start += count
+        self._flat = [s for row in strips for s in row]
+        self.refresh(*dirty)
+
+    def _may_change_size(self, old: tuple[Content, ...], new: tuple[Content, ...]) -> bool:
+        """Whether the new rows may need another size: a layout pass costs far more than a repaint.
+
+        The row count sets the height and an auto width follows the widest row. A row that wraps
+        onto another number of lines is found when it is rendered (``set_rows``).
+        """
+        if len(old) != len(new) or not self.is_mounted:
+            return True
+        width = getattr(self.styles, "width", None)
+        if width is not None and width.is_auto:
+            return max((r.cell_length for r in old), default=0) != max((r.cell_length for r in new), default=0)
+        return False
+
+    def _may_wrap(self, rows: Sequence[Content]) -> bool:
+        if not rows or getattr(self.styles, "text_wrap", "wrap") == "nowrap":
+            return False  # rows that do not fit are cut, never wrapped
+        room = self.content_region.width
+        return room <= 0 or max(r.cell_length for r in rows) > room
+
+    def _render_key(self) -> tuple:
+        return self.size.width, self.visual_style
+
+    def _render_row(self, index: int, row: Content, width: int) -> list[Strip]:
+        # Rendered below ``index`` empty lines (one strip each, dropped): each cell then carries the
+        # same (column, line) offset as in the joined text, which mouse selection reads.
+        if index:
+            row = Content("\n" * index) + row
+        return Visual.to_strips(self, row, width, None, self.visual_style)[index:]
+
+    def render_line(self, y: int) -> Strip:
+        if self.text_selection is not None:
+            # A mouse selection spans rows: the whole text, as Textual draws it.
+            width, height = self.size
+            strips = Visual.to_strips(self, self._joined, width, height, self.visual_style)
+            return strips[y] if y < len(strips) else Strip.blank(width, self.visual_style.rich_style)
+        self._dirty_regions.clear()  # Widget.render_line's cue to render everything again
+        key = self._render_key()
+        if self._strips is None or key != self._key:
+            # First draw, a new width, or new styles (theme, focus, a class): every row again.
+            self._key = key
+            self._strips = [self._render_row(i, r, key[0]) for i, r in enumerate(self._rows)]
+            self._flat = [s for row in self._strips for s in row]
+        if y < len(self._flat):
+            return self._flat[y]
+        return Strip.blank(key[0], self.visual_style.rich_style)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips = None  # colours come from the styles: render with the new ones
