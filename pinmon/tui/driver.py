@@ -14,7 +14,6 @@ they differ.
 """
 from __future__ import annotations
 
-import inspect
 import os
 import selectors
 import threading
@@ -31,6 +30,11 @@ IDLE_WAKE_S = 5.0
 _READ_BYTES = 4096
 
 
+def _names(fn) -> tuple:
+    """The attribute and global names a function's code uses (no source file needed)."""
+    return getattr(getattr(fn, "__code__", None), "co_names", ())
+
+
 def supported() -> bool:
     """Whether this Textual's Linux driver and key parser have the parts ``QuietLinuxDriver`` uses."""
     try:
@@ -39,7 +43,8 @@ def supported() -> bool:
         return False
     return (callable(getattr(LinuxDriver, "run_input_thread", None))
             and callable(getattr(LinuxDriver, "_run_input_thread", None))
-            and "exit_event" in inspect.getsource(LinuxDriver.__init__)
+            and "exit_event" in _names(LinuxDriver.__init__)
+            and "exit_event" in _names(LinuxDriver.run_input_thread)
             and hasattr(parser, "_timeout_time") and callable(getattr(parser, "tick", None))
             and hasattr(os, "pipe2"))
 

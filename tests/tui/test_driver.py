@@ -153,3 +153,14 @@ def test_after_close_set_writes_nowhere(on_pty):
     drv.close()
     assert drv.exit_event.wake_fd == -1
     drv.exit_event.set()  # no write into a descriptor number the process may have reused
+
+
+def test_a_textual_without_those_parts_keeps_its_own_driver(monkeypatch):
+    class OtherParser:  # a key parser that keeps its pending timeout elsewhere
+        def __init__(self, debug=False):
+            pass
+
+    monkeypatch.setattr(quiet, "XTermParser", OtherParser)
+    assert not quiet.supported()
+    app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
+    assert app.driver_class is LinuxDriver
