@@ -94,7 +94,7 @@ def test_keys_and_a_lone_escape_arrive(on_pty):
     t = time.monotonic()
     os.write(master, b"\x1b")  # alone it is a key only once the parser's short wait is over
     assert wait_for(lambda: keys(drv) == ["q", "escape"])
-    assert time.monotonic() - t < 0.5  # not held until the idle wake-up
+    assert time.monotonic() - t < 2.0  # not held until the 5 s idle wake-up
     os.write(master, b"\x1b[A")  # an escape sequence in one read is one key
     assert wait_for(lambda: keys(drv) == ["q", "escape", "up"])
 
@@ -115,7 +115,7 @@ def test_idle_it_sleeps_and_quitting_wakes_it_at_once(on_pty, monkeypatch):
     t = time.monotonic()
     drv.exit_event.set()
     thread.join(2)
-    assert not thread.is_alive() and time.monotonic() - t < 0.3
+    assert not thread.is_alive() and time.monotonic() - t < 1.0  # not the 5 s idle wake-up
 
 
 def test_end_of_input_does_not_spin(on_pty, monkeypatch):
