@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One evidence run on the H200 test machine; each part writes under OUTDIR and a failing part does
 # not stop the others. Usage: bash bench/h200_batch.sh OUTDIR PART...   (parts: env gputests probe
-# check pollcost tui screenshots)
+# check pollcost tui screenshots overhead trace)
+# overhead: the app against nvitop (60 s each), the app's threads, one update headless (~4 min);
+# trace: the tracer's slowdown of a copy loop, 20 paired rounds (~1 min).
 set -u
 out=${1:?outdir}; shift; mkdir -p "$out"
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
@@ -39,5 +41,13 @@ screenshots)
   part screenshots
   python3 bench/transfer_load.py 40 --json "$out/screenshot_load.json" > /dev/null 2>&1 & lp=$!
   sleep 3; python3 bench/tui_screenshots.py "$out" --live 12 2>&1 | tail -4; wait $lp;;
+overhead)
+  part overhead
+  python3 bench/overhead.py --out "$out" --seconds 60 --parts tui,nvitop 2>&1 | tail -6
+  python3 bench/cpu_breakdown.py "$out/cpu_breakdown_h200.json" --seconds 30 --parts threads,parts 2>&1 | tail -4
+  python3 bench/tui_frame.py "$out/tui_frame_h200.json" 2>&1 | tail -2;;
+trace)
+  part trace
+  python3 bench/trace_overhead.py "$out/trace_overhead_h200.json" --rounds 20 2>&1 | tail -8;;
 *) echo "unknown part $p";;
 esac; done
