@@ -105,3 +105,15 @@ async def test_a_new_width_or_theme_draws_every_row_again():
         app.theme = "textual-light"
         await pilot.pause()
         assert drawn(app, ours) == drawn(app, theirs)
+
+
+async def test_a_row_with_line_breaks_becomes_rows():
+    app = Pair(nowrap=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        ours, theirs = app.query_one(RowsWidget), app.query_one(Static)
+        text = Content.assemble(("a\nb", "bold"), "\nc")
+        ours.set_rows([text, "d"])
+        theirs.update(lines(text, Content("d")))
+        await pilot.pause()
+        assert [r.plain for r in ours.rows] == ["a", "b", "c", "d"]
+        assert drawn(app, ours) == drawn(app, theirs)

@@ -27,7 +27,7 @@ def as_rows(content: Content | str) -> tuple[Content, ...]:
     """One Content per line of ``content``."""
     if not isinstance(content, Content):
         content = Content(content)
-    return tuple(content.split("\n"))
+    return tuple(content.split("\n")) if "\n" in content.plain else (content,)
 
 
 class RowsWidget(Widget):
@@ -53,7 +53,7 @@ class RowsWidget(Widget):
         return self._joined
 
     def set_rows(self, rows: Sequence[Content | str]) -> None:
-        new = tuple(r if isinstance(r, Content) else Content(r) for r in rows)
+        new = tuple(line for r in rows for line in as_rows(r))  # one row per line, whatever came in
         old = self._rows
         if len(new) == len(old) and all(a.is_same(b) for a, b in zip(old, new)):
             return  # the same text and styles: nothing to redraw
