@@ -123,7 +123,8 @@ class ProcessScanner:
         current: dict[int, tuple[tuple[int, int], PinnedEstimate]] = {}
         now = self._clock()
         plain: dict[int, tuple[bytes, float]] = {}
-        for pid in self._pids():
+        pids = self._pids()
+        for pid in pids:
             statm = None
             try:
                 statm = read_statm_size(pid, self.proc_root)
@@ -166,7 +167,11 @@ class ProcessScanner:
             result.processes.append(self._row(pid, est, None if last is None else last[1].ranges, now))
         self._previous = current
         self._plain = plain
-        self._described = {pid: d for pid, d in self._described.items() if pid in current}
+        # Kept for CUDA processes, and for a while for other live ones described on request (a
+        # traced process whose maps show no CUDA yet); a pid that is gone is forgotten.
+        listed = set(pids)
+        self._described = {pid: d for pid, d in self._described.items()
+                           if pid in current or (pid in listed and now - d[0] < DESCRIBE_TTL_S)}
         return result
 
     def describe(self, pid: int) -> tuple:

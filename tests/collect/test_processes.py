@@ -183,3 +183,27 @@ def test_a_vanished_plain_process_is_forgotten(tmp_path, monkeypatch):
     shutil.rmtree(tmp_path / "7")
     res = sc.scan()
     assert res.scanned == 0 and res.processes == [] and sc._plain == {}
+
+
+def test_a_described_live_process_without_cuda_is_kept_for_a_while(tmp_path, monkeypatch):
+    # A traced process is described on request even when its maps show no CUDA yet: once per
+    # DESCRIBE_TTL_S, not once per scan.
+    import pinmon.collect.processes as mod
+
+    root = fake_proc(tmp_path, {7: "non_cuda_shared_anon"})
+    calls = []
+    monkeypatch.setattr(mod, "_describe", lambda pid: calls.append(pid) or ("n", "u", "c"))
+    now = [100.0]
+    sc = ProcessScanner(proc_root=root, clock=lambda: now[0])
+    for _ in range(5):
+        sc.scan()
+        assert sc.describe(7) == ("n", "u", "c")
+        now[0] += 1
+    assert calls == [7]
+    now[0] += mod.DESCRIBE_TTL_S
+    sc.scan()
+    sc.describe(7)
+    assert calls == [7, 7]
+    shutil.rmtree(tmp_path / "7")
+    sc.scan()
+    assert 7 not in sc._described  # gone: forgotten
