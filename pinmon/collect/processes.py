@@ -11,8 +11,9 @@ names, users and command lines are looked up again only every ``DESCRIBE_TTL_S``
 Most processes are not CUDA processes, and their maps are the bulk of the scan: the kernel builds
 the text under the process's mmap lock, so reading it also costs the process being watched. A
 process whose maps had no NVIDIA device mapping is re-read only when the size in its
-``/proc/PID/statm`` (one short line of counters, no lock) changed: initialising CUDA maps the device files and gigabytes of
-address space, which moves the first figure (total program size). A full re-read every
+``/proc/PID/statm`` (one short line of counters, no lock) changed: initialising CUDA maps the device
+files and gigabytes of address space, which moves that first figure (total program size). A full
+re-read every
 ``PLAIN_RECHECK_S`` (staggered by pid) covers a mapping swapped for one of the very same size and a
 pid reused between two scans.
 """
@@ -44,9 +45,13 @@ class ScanResult:
     scanned: int = 0
 
 
+def _open_proc(pid: int, name: str, proc_root: str) -> int:
+    return os.open(os.path.join(proc_root, str(pid), name), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+
+
 def read_maps(pid: int, proc_root: str = "/proc") -> bytes:
     """The raw bytes of /proc/PID/maps (the kernel builds the text as it is read)."""
-    fd = os.open(os.path.join(proc_root, str(pid), "maps"), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    fd = _open_proc(pid, "maps", proc_root)
     try:
         chunks = []
         while True:
@@ -63,7 +68,7 @@ def read_statm_size(pid: int, proc_root: str = "/proc") -> bytes:
 
     Only the size: resident pages change all the time in a busy process, its mappings do not.
     """
-    fd = os.open(os.path.join(proc_root, str(pid), "statm"), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    fd = _open_proc(pid, "statm", proc_root)
     try:
         return os.read(fd, 256).split(b" ", 1)[0]
     finally:
@@ -128,10 +133,8 @@ class ProcessScanner:
             statm = None
             try:
                 statm = read_statm_size(pid, self.proc_root)
-            except (FileNotFoundError, ProcessLookupError):
-                pass  # gone (the maps read below says so), or a /proc without statm: read maps
             except OSError:
-                pass
+                pass  # gone (the maps read below counts it), or no statm to read: read the maps
             if statm is not None:
                 last_plain = self._plain.get(pid)
                 if last_plain is not None and last_plain[0] == statm and now < last_plain[1]:
