@@ -55,28 +55,30 @@ class RowsWidget(Widget):
     def set_rows(self, rows: Sequence[Content | str]) -> None:
         new = tuple(line for r in rows for line in as_rows(r))  # one row per line, whatever came in
         old = self._rows
-        if len(new) == len(old) and all(a.is_same(b) for a, b in zip(old, new)):
+        changed = ({i for i, (a, b) in enumerate(zip(old, new)) if not a.is_same(b)}
+                   if len(new) == len(old) else None)
+        if changed is not None and not changed:
             return  # the same text and styles: nothing to redraw
         self._rows = new
         self._joined = lines(*new) if new else Content("")
         strips, key = self._strips, self._key
-        if self._may_change_size(old, new):
+        if changed is None or self._may_change_size(old, new):
             self._strips = None
             self.refresh(layout=True)
             return
-        if strips is None or key is None or key != self._render_key():
+        if strips is None or key != self._render_key():
             # Nothing drawn yet, or at another width: draw it all (a row that may wrap may also
             # take another number of lines).
             self._strips = None
-            self.refresh(layout=self._may_wrap([b for a, b in zip(old, new) if not a.is_same(b)]))
+            self.refresh(layout=self._may_wrap([new[i] for i in changed]))
             return
         width = key[0]
         dirty = []
         start = 0
-        for i, (a, b) in enumerate(zip(old, new)):
+        for i, row in enumerate(new):
             count = len(strips[i])
-            if not a.is_same(b):
-                rendered = self._render_row(i, b, width)
+            if i in changed:
+                rendered = self._render_row(i, row, width)
                 if len(rendered) != count:  # it wraps onto more or fewer lines: the height changes
                     self._strips = None
                     self.refresh(layout=True)
@@ -90,10 +92,10 @@ class RowsWidget(Widget):
     def _may_change_size(self, old: tuple[Content, ...], new: tuple[Content, ...]) -> bool:
         """Whether the new rows may need another size: a layout pass costs far more than a repaint.
 
-        The row count sets the height and an auto width follows the widest row. A row that wraps
-        onto another number of lines is found when it is rendered (``set_rows``).
+        The row count sets the height (``set_rows`` checks it) and an auto width follows the widest
+        row. A row that wraps onto another number of lines is found when it is rendered.
         """
-        if len(old) != len(new) or not self.is_mounted:
+        if not self.is_mounted:
             return True
         width = getattr(self.styles, "width", None)
         if width is not None and width.is_auto:
