@@ -85,7 +85,6 @@ class QuietLinuxDriver(LinuxDriver):
         fileno = self.fileno
         selector.register(fileno, selectors.EVENT_READ)
         selector.register(self._wake_r, selectors.EVENT_READ)
-        reading = True
         parser = XTermParser(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
 
@@ -104,16 +103,11 @@ class QuietLinuxDriver(LinuxDriver):
                         data = decode(os.read(fileno, _READ_BYTES))
                         if not data:  # end of input (a closed or piped stdin): stop watching it
                             selector.unregister(fileno)
-                            reading = False
                             continue
                         for event in parser.feed(data):
                             self.process_message(event)
                 for event in parser.tick():
                     self.process_message(event)
-            if reading:
-                selector.unregister(fileno)
-            for event in parser.tick():
-                self.process_message(event)
         finally:
             selector.close()
             try:
