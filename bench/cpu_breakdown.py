@@ -83,12 +83,11 @@ def part_parts(snapshots: int, tree: str) -> dict:
     code = r"""
 import json, sys, time
 from pinmon.collect.collector import LiveCollector
-from pinmon.collect.host import read_host_memory
 from pinmon.collect.traced import read_all
 n = int(sys.argv[1])
 col = LiveCollector(interval_s=1.0)
 time.sleep(2.0)
-parts = {"host": lambda: read_host_memory(col.host_root), "scan": col.scanner.scan,
+parts = {"host": col.host.read, "scan": col.scanner.scan,
          "traced": lambda: read_all(), "snapshot": col.snapshot}
 if col._nvml is not None:
     parts["nvml"] = col._nvml.read

@@ -12,7 +12,7 @@ import time
 from typing import Optional
 
 from ..model import GpuProcess, HostMemory, ProbeResult, ProcessPinned, Snapshot
-from .host import read_host_memory
+from .host import HostMemoryReader
 from .processes import ProcessScanner, scan_notice
 from .traced import merge_traced, read_all
 
@@ -25,6 +25,7 @@ class LiveCollector:
                  counter_hz: Optional[float] = None, prefer_gpm: bool = True):
         self.interval_s = interval_s
         self.host_root = host_root
+        self.host = HostMemoryReader(host_root)
         self.scanner = ProcessScanner(proc_root=proc_root, pids=pids)
         self._probe: Optional[ProbeResult] = None
         self._lock = threading.Lock()
@@ -43,7 +44,7 @@ class LiveCollector:
     def snapshot(self) -> Snapshot:
         now = time.time()
         notices: list[str] = []
-        host_fields, host_notices = read_host_memory(self.host_root)
+        host_fields, host_notices = self.host.read()
         notices += host_notices
         gpus: tuple = ()
         if self._nvml is not None:

@@ -3,24 +3,39 @@
 Inside a container /proc/meminfo (and psutil) report the host's RAM, while the cgroup limit is what
 the OOM killer enforces; ``effective_mem_limit_bytes`` is the smaller of the two. Every reader takes
 a ``root`` so tests can point it at a fake tree, and returns None for what it cannot read.
+
+The live collector reads this every second through ``HostMemoryReader``, which finds the tightest
+cgroup limit (a walk over the cgroup's ancestors, a file each) once per ``CGROUP_RECHECK_S`` and
+reads only /proc/meminfo and that cgroup's usage in between: a changed limit shows within that time.
 """
 from __future__ import annotations
 
 import os
 import resource
 import socket
-from typing import Optional
+import time
+from typing import Callable, Optional
 
 # cgroup v1 reports "no limit" as a huge page-aligned number (e.g. 9223372036854771712).
 _UNLIMITED_FLOOR = 1 << 60
+# How long the live reader keeps the tightest cgroup limit it found before walking the cgroups again.
+CGROUP_RECHECK_S = 10.0
 
 
-def parse_meminfo(text: str) -> dict[str, int]:
-    """'MemTotal:  131072 kB' lines -> {'MemTotal': 134217728, ...} in bytes; bad lines skipped."""
+# The /proc/meminfo fields pinmon shows; the other fifty lines are not parsed every second.
+MEMINFO_KEYS = frozenset({"MemTotal", "MemAvailable", "SwapTotal", "SwapFree", "Shmem", "Mlocked"})
+
+
+def parse_meminfo(text: str, keys: Optional[frozenset] = None) -> dict[str, int]:
+    """'MemTotal:  131072 kB' lines -> {'MemTotal': 134217728, ...} in bytes; bad lines skipped.
+    With ``keys``, only those fields."""
     out: dict[str, int] = {}
     for line in text.splitlines():
         key, sep, rest = line.partition(":")
         if not sep:
+            continue
+        key = key.strip()
+        if keys is not None and key not in keys:
             continue
         parts = rest.split()
         if not parts:
@@ -32,16 +47,28 @@ def parse_meminfo(text: str) -> dict[str, int]:
         if value < 0:
             continue
         unit = parts[1].lower() if len(parts) > 1 else ""
-        out[key.strip()] = value * 1024 if unit == "kb" else value
+        out[key] = value * 1024 if unit == "kb" else value
     return out
 
 
 def _read(path: str) -> Optional[str]:
+    # os.read, not a text file object: these are read every second, and the object costs more
+    # than the read.
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):  # ValueError: a NUL byte in a path built from /proc/self/cgroup
         return None
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks).decode("utf-8", errors="replace")
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def parse_cgroup_limit(text: Optional[str]) -> Optional[int]:
@@ -119,17 +146,38 @@ def memlock_limit() -> tuple[Optional[int], Optional[bool]]:
 
 def read_host_memory(root: str = "/") -> tuple[dict, list[str]]:
     """Host memory fields for ``HostMemory`` (pinned estimate excluded) and notices."""
+    return _host_memory(root, _tightest_cgroup(root))
+
+
+class HostMemoryReader:
+    """``read_host_memory`` for a reader that runs every second: the cgroup walk is done again only
+    after ``CGROUP_RECHECK_S``; the usage of the tightest cgroup is read each time."""
+
+    def __init__(self, root: str = "/", clock: Callable[[], float] = time.monotonic):
+        self.root = root
+        self._clock = clock
+        self._tight: Optional[tuple[int, str, str]] = None
+        self._walked_at: Optional[float] = None
+
+    def read(self) -> tuple[dict, list[str]]:
+        now = self._clock()
+        if self._walked_at is None or now - self._walked_at >= CGROUP_RECHECK_S:
+            self._tight = _tightest_cgroup(self.root)
+            self._walked_at = now
+        return _host_memory(self.root, self._tight)
+
+
+def _host_memory(root: str, tight: Optional[tuple[int, str, str]]) -> tuple[dict, list[str]]:
     notices: list[str] = []
     meminfo_text = _read(os.path.join(root, "proc/meminfo"))
     if meminfo_text is None:
         notices.append("host memory: /proc/meminfo is not readable")
-    info = parse_meminfo(meminfo_text or "")
+    info = parse_meminfo(meminfo_text or "", MEMINFO_KEYS)
     total = info.get("MemTotal")
     available = info.get("MemAvailable")
     swap_used = None
     if "SwapTotal" in info and "SwapFree" in info:
         swap_used = max(0, info["SwapTotal"] - info["SwapFree"])
-    tight = _tightest_cgroup(root)
     cg = tight[0] if tight else None
     candidates = [v for v in (total, cg) if v is not None]
     effective = min(candidates) if candidates else None

@@ -16,6 +16,10 @@ files and gigabytes of address space, which moves that first figure (total progr
 re-read every
 ``PLAIN_RECHECK_S`` (staggered by pid) covers a mapping swapped for one of the very same size and a
 pid reused between two scans.
+
+Most pids on a many-core server are kernel threads (per-CPU workers: a hundred or more on 16 cores).
+They have no address space (a size of 0 in statm, as a zombie has) and never will: each is skipped
+without a read until its own periodic re-check, which again covers a reused pid.
 """
 from __future__ import annotations
 
@@ -112,6 +116,8 @@ class ProcessScanner:
         self._described: dict[int, tuple[float, tuple]] = {}
         # pid -> (statm size when its maps were last read and had no NVIDIA mapping, when to read anyway)
         self._plain: dict[int, tuple[bytes, float]] = {}
+        # pid of a kernel thread (or zombie): no address space -> when to look at it again
+        self._no_mm: dict[int, float] = {}
         self._clock = clock
         self.self_pid = os.getpid()
 
@@ -128,13 +134,23 @@ class ProcessScanner:
         current: dict[int, tuple[tuple[int, int], PinnedEstimate]] = {}
         now = self._clock()
         plain: dict[int, tuple[bytes, float]] = {}
+        no_mm: dict[int, float] = {}
         pids = self._pids()
         for pid in pids:
+            recheck = self._no_mm.get(pid)
+            if recheck is not None and now < recheck:
+                no_mm[pid] = recheck  # a kernel thread: not a read for it
+                result.scanned += 1
+                continue
             statm = None
             try:
                 statm = read_statm_size(pid, self.proc_root)
             except OSError:
                 pass  # gone (the maps read below counts it), or no statm to read: read the maps
+            if statm == b"0":
+                no_mm[pid] = now + _recheck_after_s(pid)  # no address space: no maps to read
+                result.scanned += 1
+                continue
             if statm is not None:
                 last_plain = self._plain.get(pid)
                 if last_plain is not None and last_plain[0] == statm and now < last_plain[1]:
@@ -170,6 +186,7 @@ class ProcessScanner:
             result.processes.append(self._row(pid, est, None if last is None else last[1].ranges, now))
         self._previous = current
         self._plain = plain
+        self._no_mm = no_mm
         # Kept for CUDA processes, and for a while for other live ones described on request (a
         # traced process whose maps show no CUDA yet); a pid that is gone is forgotten.
         listed = set(pids)

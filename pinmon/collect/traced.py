@@ -120,12 +120,32 @@ def report_dirs(uid: int) -> list[str]:
         return [env]
     dirs = [runtime_dir(uid)]
     if uid == 0:
-        try:
-            dirs += sorted(os.path.join("/tmp", n) for n in os.listdir("/tmp")
-                           if n.startswith("pinmon-") and n[7:].isdigit() and n != "pinmon-0")
-        except OSError:
-            pass
+        dirs += [os.path.join("/tmp", n) for n in _other_users_dirs("/tmp")]
     return dirs
+
+
+# (directory, its mtime in ns, the pinmon-<uid> names in it) from the last listing that can be reused
+_listed: Optional[tuple[str, int, list[str]]] = None
+# A listing is reused only if the directory had not changed for this long when it was taken: a
+# change within the timestamp's granularity (a few ms) would otherwise leave the mtime as it was.
+_QUIET_NS = 1_000_000_000
+
+
+def _other_users_dirs(tmp: str) -> list[str]:
+    """The ``pinmon-<uid>`` names in ``tmp`` (uid not 0), sorted. Read every second by root, and
+    /tmp can hold thousands of entries: the listing is kept while the directory's mtime stays."""
+    global _listed
+    try:
+        mtime = os.stat(tmp).st_mtime_ns
+        cached = _listed
+        if cached is not None and cached[0] == tmp and cached[1] == mtime:
+            return cached[2]
+        names = sorted(n for n in os.listdir(tmp)
+                       if n.startswith("pinmon-") and n[7:].isdigit() and n != "pinmon-0")
+    except OSError:
+        return []
+    _listed = (tmp, mtime, names) if time.time_ns() - mtime > _QUIET_NS else None
+    return names
 
 
 def read_all(proc_root: str = "/proc", clean: bool = True) -> ReadResult:

@@ -14,12 +14,12 @@ falls back to Textual's own compositor where they differ.
 from __future__ import annotations
 
 import inspect
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 from textual.screen import Screen
-from textual.strip import Strip
+from textual.widget import Widget
 
 
 def _params(fn) -> list[str]:
@@ -32,7 +32,6 @@ def _params(fn) -> list[str]:
 def supported() -> bool:
     """Whether this Textual's compositor has the parts ``RegionCompositor`` builds on."""
     return (_params(Compositor._render_chops) == ["self", "crop", "is_rendered_line"]
-            and _params(Compositor._get_renders) == ["self", "crop"]
             and _params(Compositor.render_partial_update) == ["self"]
             and hasattr(Compositor, "_regions_to_spans")
             and _params(ChopsUpdate.__init__) == ["self", "chops", "spans", "chop_ends"]
@@ -41,10 +40,9 @@ def supported() -> bool:
 
 
 class RegionCompositor(Compositor):
-    def _get_renders(self, crop: Optional[Region] = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
-        if crop is None:
-            yield from super()._get_renders(crop)
-            return
+    def _band_renders(self, crop: Region) -> Iterable[tuple[Widget, Region, Region]]:
+        """Each widget that shows inside ``crop``, front to back: (widget, where its rows of the
+        band land on screen, the crop of itself to render)."""
         overlaps = crop.overlaps
         top, bottom = crop.y, crop.bottom
         for widget, (region, clip) in self.visible_widgets.items():
@@ -56,8 +54,34 @@ class RegionCompositor(Compositor):
             x, y, width, height = shown
             y0, y1 = max(y, top), min(y + height, bottom)
             rows = Region(clip.x, y0, clip.width, y1 - y0)
-            yield region, clip.intersection(rows), widget.render_lines(
-                Region(x - region.x, y0 - region.y, width, y1 - y0))
+            yield widget, region.intersection(clip.intersection(rows)), Region(
+                x - region.x, y0 - region.y, width, y1 - y0)
+
+    def _render_chops(self, crop: Region, is_rendered_line: Callable[[int], bool]) -> list[dict]:
+        """Textual's chops of ``crop``, without rendering what would be thrown away.
+
+        Widgets are painted front to back and the first strip for a cut wins, so a container whose
+        every cut in the band already holds a strip from the widgets in front of it (a scroll view
+        filled by its panel, say) would be rendered only to be discarded: it is not rendered.
+        """
+        cuts = self.cuts
+        chops: list[dict] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
+        for widget, on_screen, own_crop in self._band_renders(crop):
+            first_cut, last_cut = on_screen.column_span
+            lines = [y for y in on_screen.line_range if is_rendered_line(y)]
+            if all(chops[y].get(cut) is not None
+                   for y in lines for cut in cuts[y] if first_cut <= cut < last_cut):
+                continue  # covered: every strip of it would lose to one already placed
+            x = on_screen.x
+            for y, strip in zip(on_screen.line_range, widget.render_lines(own_crop)):
+                if not is_rendered_line(y):
+                    continue
+                line = chops[y]
+                final_cuts = [cut for cut in cuts[y] if last_cut >= cut >= first_cut]
+                for cut, piece in zip(final_cuts, strip.divide([cut - x for cut in final_cuts[1:]])):
+                    if line.get(cut) is None:
+                        line[cut] = piece
+        return chops
 
     def render_partial_update(self) -> Optional[ChopsUpdate]:
         regions = self._dirty_regions.copy()

@@ -1,7 +1,9 @@
 """Host memory readers on fake /proc and /sys trees: meminfo, cgroup v1/v2 limits, containers."""
 import os
 
-from pinmon.collect.host import cgroup_memory_limit, parse_cgroup_limit, parse_meminfo, read_host_memory
+from pinmon.collect import host as host_mod
+from pinmon.collect.host import (HostMemoryReader, cgroup_memory_limit, parse_cgroup_limit, parse_meminfo,
+                                 read_host_memory)
 
 GIB = 1 << 30
 
@@ -80,3 +82,29 @@ def test_real_machine_reads():
     fields, _ = read_host_memory("/")
     assert fields["mem_total_bytes"] > 0
     assert fields["effective_mem_limit_bytes"] <= fields["mem_total_bytes"]
+
+
+def test_parse_meminfo_with_keys_parses_only_those():
+    info = parse_meminfo(MEMINFO, frozenset({"MemTotal", "Shmem"}))
+    assert info == {"MemTotal": 131961788 * 1024, "Shmem": 7836 * 1024}
+
+
+def test_the_live_reader_walks_the_cgroups_again_only_after_the_recheck(tmp_path):
+    root = str(tmp_path)
+    write(root, "proc/meminfo", MEMINFO)
+    write(root, "proc/self/cgroup", "0::/a\n")
+    write(root, "sys/fs/cgroup/a/memory.max", str(16 * GIB))
+    write(root, "sys/fs/cgroup/a/memory.current", str(10 * GIB))
+    now = [100.0]
+    reader = HostMemoryReader(root, clock=lambda: now[0])
+    assert reader.read() == read_host_memory(root)
+    # Usage and meminfo are read every time; a new limit is seen at the next walk.
+    write(root, "sys/fs/cgroup/a/memory.current", str(12 * GIB))
+    write(root, "sys/fs/cgroup/a/memory.max", str(32 * GIB))
+    now[0] += 1
+    fields, _ = reader.read()
+    assert fields["mem_available_bytes"] == 4 * GIB and fields["cgroup_limit_bytes"] == 16 * GIB
+    now[0] += host_mod.CGROUP_RECHECK_S
+    fields, _ = reader.read()
+    assert fields["cgroup_limit_bytes"] == 32 * GIB and fields["mem_available_bytes"] == 20 * GIB
+    assert reader.read() == read_host_memory(root)

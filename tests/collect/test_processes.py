@@ -207,3 +207,31 @@ def test_a_described_live_process_without_cuda_is_kept_for_a_while(tmp_path, mon
     shutil.rmtree(tmp_path / "7")
     sc.scan()
     assert 7 not in sc._described  # gone: forgotten
+
+
+def test_a_kernel_thread_is_not_read_again_until_its_recheck(tmp_path, monkeypatch):
+    import pinmon.collect.processes as mod
+
+    root = fake_proc(tmp_path, {2: None, 7: "non_cuda_shared_anon"})
+    (tmp_path / "2" / "maps").write_text("")  # a kernel thread: no address space
+    (tmp_path / "2" / "statm").write_text("0 0 0 0 0 0 0\n")
+    (tmp_path / "7" / "statm").write_text("4969 4153 1671 1 0 2850 0\n")
+    opened = []
+    real_open = mod._open_proc
+    monkeypatch.setattr(mod, "_open_proc", lambda pid, name, r: opened.append((pid, name)) or real_open(pid, name, r))
+    now = [100.0]
+    sc = ProcessScanner(proc_root=root, clock=lambda: now[0])
+    assert sc.scan().scanned == 2
+    assert (2, "statm") in opened and (2, "maps") not in opened  # its size says it: nothing to read
+    opened.clear()
+    now[0] += 1
+    res = sc.scan()
+    assert res.scanned == 2 and [p for p, _ in opened] == [7]  # not even its statm this time
+    # Its pid reused by a CUDA process: found at the kernel thread's re-check.
+    shutil.copy(os.path.join(FIXTURES, "default_256m.maps"), tmp_path / "2" / "maps")
+    (tmp_path / "2" / "statm").write_text("9969 5000 1700 1 0 2900 0\n")
+    now[0] += mod.PLAIN_RECHECK_S
+    assert [p.pid for p in sc.scan().processes] == [2]
+    shutil.rmtree(tmp_path / "2")
+    sc.scan()
+    assert 2 not in sc._no_mm

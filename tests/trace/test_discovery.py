@@ -210,3 +210,24 @@ def test_pinmon_pinned_shows_traced_processes(report_dir, monkeypatch, capsys):
     (row,) = [p for p in out["processes"] if p["pid"] == os.getpid()]
     assert row["source"] == "traced" and row["pinned_bytes"] == 30 * 4096
     assert not any("not a CUDA process" in n for n in out["notices"])
+
+
+def test_roots_listing_of_other_users_dirs_is_kept_while_tmp_is_unchanged(tmp_path, monkeypatch):
+    from pinmon.collect import traced as mod
+
+    tmp = str(tmp_path)
+    (tmp_path / "pinmon-1000").mkdir()
+    (tmp_path / "pinmon-0").mkdir()
+    (tmp_path / "other").mkdir()
+    old = time.time() - 5
+    os.utime(tmp, (old, old))  # quiet for a while: the listing can be kept
+    listings = []
+    real = os.listdir
+    monkeypatch.setattr(mod.os, "listdir", lambda p: listings.append(p) or real(p))
+    assert mod._other_users_dirs(tmp) == ["pinmon-1000"]
+    assert mod._other_users_dirs(tmp) == ["pinmon-1000"] and listings == [tmp]
+    (tmp_path / "pinmon-1001").mkdir()  # the directory changes: listed again
+    assert mod._other_users_dirs(tmp) == ["pinmon-1000", "pinmon-1001"]
+    # Changed just now: not kept (a second change in the same mtime tick would not show).
+    assert mod._other_users_dirs(tmp) == ["pinmon-1000", "pinmon-1001"] and len(listings) == 3
+    assert mod._other_users_dirs(str(tmp_path / "missing")) == []
