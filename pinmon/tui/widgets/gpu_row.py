@@ -6,12 +6,13 @@ from typing import Optional, Sequence
 from textual.binding import Binding
 from textual.content import Content
 from textual.message import Message
+from textual.strip import Strip
 
 from ...model import Gpu
 from ...units import fmt_rate
 from ..format import error_text, error_total, link_label, link_state, method_label, share
 from .rows import RowsWidget
-from .sparkline import spark_content
+from .sparkline import runs_content, spark_runs, spark_segments
 
 _LINK_STYLE = {"degraded": "bold $warning", "downshift": "dim", "full": "", "unknown": "dim", "lost": "bold $error"}
 _LINK_NOTE = {"degraded": " DEGRADED", "downshift": " idle"}
@@ -64,6 +65,8 @@ class GpuRow(RowsWidget, can_focus=True):
         super().__init__(**kw)
         self.position = position
         self._data: Optional[tuple] = None
+        # row index -> (the row, its rate column, its bars' runs, low colour, high colour)
+        self._bar_rows: dict[int, tuple] = {}
 
     def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
                 selected: bool) -> None:
@@ -97,10 +100,28 @@ class GpuRow(RowsWidget, can_focus=True):
         p = gpu.pcie
         spark_cells = max(0, width - RATE_CELLS)
         rows = [head]
+        self._bar_rows = {}
         for label, rate, series in (("RX H2D", p.rx_bytes_per_s, rx), ("TX D2H", p.tx_bytes_per_s, tx)):
             text = direction_content(label, rate, link_rate, p.method).truncate(RATE_CELLS, pad=True)
-            rows.append(text + spark_content(series, scale, spark_cells, low, high))
+            runs = spark_runs(series, scale, spark_cells)
+            row = text + runs_content(runs, low, high)
+            self._bar_rows[len(rows)] = (row, text, runs, low, high)
+            rows.append(row)
         return rows
+
+    def _render_row(self, index: int, row: Content, width: int) -> list[Strip]:
+        # A bars row: the rate column through Textual, the bars straight to segments (the same
+        # cells; tests/tui/test_gpu_row_render.py compares both). Anything else, or a row built
+        # for another width, the usual way.
+        bars = self._bar_rows.get(index)
+        if (bars is None or RATE_CELLS + sum(n for _, n in bars[2]) != width
+                or not (bars[0] is row or bars[0].is_same(row))):  # kept: an update found no change
+            return super()._render_row(index, row, width)
+        _, text, runs, low, high = bars
+        rate = super()._render_row(index, text, width)
+        if len(rate) != 1 or rate[0].cell_length != RATE_CELLS:
+            return super()._render_row(index, row, width)
+        return [Strip.join([rate[0], Strip(spark_segments(runs, self.visual_style, low, high))])]
 
     def on_mount(self) -> None:
         self._draw()

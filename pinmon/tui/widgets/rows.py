@@ -112,11 +112,15 @@ class RowsWidget(Widget):
         return self.size.width, self.visual_style
 
     def _render_row(self, index: int, row: Content, width: int) -> list[Strip]:
-        # Rendered below ``index`` empty lines (one strip each, dropped): each cell then carries the
-        # same (column, line) offset as in the joined text, which mouse selection reads.
-        if index:
-            row = Content("\n" * index) + row
-        return Visual.to_strips(self, row, width, None, self.visual_style)[index:]
+        # Each cell carries its (column, line) offset in the joined text, which mouse selection
+        # reads: a one-line row gets its line number put in; a row that wraps is rendered below
+        # ``index`` empty lines (one strip each, dropped), so its later lines keep their columns.
+        strips = Visual.to_strips(self, row, width, None, self.visual_style)
+        if not index:
+            return strips
+        if len(strips) == 1:
+            return [strips[0].apply_offsets(0, index)]
+        return Visual.to_strips(self, Content("\n" * index) + row, width, None, self.visual_style)[index:]
 
     def render_line(self, y: int) -> Strip:
         if self.text_selection is not None:

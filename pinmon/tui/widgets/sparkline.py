@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from rich.segment import Segment
 from textual.color import Color
 from textual.content import Content
 from textual.style import Style
@@ -16,45 +17,81 @@ from textual.style import Style
 BARS = "▁▂▃▄▅▆▇█"
 
 
-def bar_levels(samples: Sequence[Optional[float]], scale_max: float, width: int) -> list[Optional[int]]:
-    """Bar height 0..7 of the newest ``width`` samples, None for unknown; blanks pad the left."""
+Run = tuple[Optional[int], int]  # (bar level 0..7, or None for a blank; cells)
+
+
+def spark_runs(samples: Sequence[Optional[float]], scale_max: Optional[float], width: int) -> list[Run]:
+    """The newest ``width`` samples as runs of equal bars (height 0..7 of ``scale_max``, None for an
+    unknown sample), newest at the right edge; blanks pad the left. One pass, no list per cell: it
+    runs for every GPU every second.
+
+    Without a scale (no link rate known) the bars scale to the series' peak, so the shape still reads.
+    """
     if width <= 0:
         return []
-    recent = list(samples)[-width:]  # newest at the right edge; older ones scroll off
-    top = len(BARS) - 1
-    levels: list[Optional[int]] = [None] * (width - len(recent))
+    samples = tuple(samples)
+    recent = samples[-width:]  # older ones scroll off
+    scale = scale_max or max((v for v in samples if v is not None), default=0.0)
+    cells = len(BARS)
+    top = cells - 1
+    runs: list[Run] = []
+    level: Optional[int] = None
+    count = width - len(recent)
     for v in recent:
         if v is None:
-            levels.append(None)
+            new = None
+        elif scale > 0:
+            ratio = v / scale
+            # As max(0, min(1, ratio)) would clamp it (a NaN ratio included: a full bar).
+            new = top if ratio >= 1 or ratio != ratio else int(ratio * cells) if ratio > 0 else 0
         else:
-            ratio = max(0.0, min(1.0, v / scale_max)) if scale_max > 0 else 0.0
-            levels.append(min(top, int(ratio * len(BARS))))
-    return levels
+            new = 0
+        if new == level:
+            count += 1
+            continue
+        if count:
+            runs.append((level, count))
+        level, count = new, 1
+    if count:
+        runs.append((level, count))
+    return runs
+
+
+def level_style(level: int, min_color: Color, max_color: Color) -> Style:
+    """The colour of a bar of ``level``: blended from ``min_color`` (empty) to ``max_color`` (full)."""
+    return Style(foreground=min_color.blend(max_color, level / (len(BARS) - 1)))
 
 
 def spark_content(samples: Sequence[Optional[float]], scale_max: Optional[float], width: int,
                   min_color: Color, max_color: Color) -> Content:
-    """``width`` cells of bars; the colour blends from ``min_color`` (empty) to ``max_color`` (full).
+    """``width`` cells of bars; runs of equal bars are one span each (less to render every second)."""
+    return runs_content(spark_runs(samples, scale_max, width), min_color, max_color)
 
-    Without a scale (no link rate known) the bars scale to the series' peak, so the shape still reads.
-    """
-    scale = scale_max or max((v for v in samples if v is not None), default=0.0)
-    parts: list[str | tuple[str, Style]] = []
+
+def runs_content(runs: Sequence[Run], min_color: Color, max_color: Color) -> Content:
     styles: dict[int, Style] = {}
-    run_level: Optional[int] = None
-    run_len = 0
-    # Runs of equal bars become one span: fewer spans, less to render every second.
-    for level in bar_levels(samples, scale, width) + ["end"]:  # type: ignore[list-item]
-        if level != run_level and run_len:
-            if run_level is None:
-                parts.append(" " * run_len)
-            else:
-                style = styles.get(run_level)
-                if style is None:
-                    blended = min_color.blend(max_color, run_level / (len(BARS) - 1))
-                    style = styles[run_level] = Style(foreground=blended)
-                parts.append((BARS[run_level] * run_len, style))
-            run_len = 0
-        run_level = level  # type: ignore[assignment]
-        run_len += 1
+    parts: list[str | tuple[str, Style]] = []
+    for level, cells in runs:
+        if level is None:
+            parts.append(" " * cells)
+            continue
+        style = styles.get(level)
+        if style is None:
+            style = styles[level] = level_style(level, min_color, max_color)
+        parts.append((BARS[level] * cells, style))
     return Content.assemble(*parts)
+
+
+def spark_segments(runs: Sequence[Run], base: Style, min_color: Color, max_color: Color) -> list[Segment]:
+    """The bars drawn straight to segments on ``base`` (the widget's visual style): the same cells
+    and styles as rendering ``spark_content``, without Textual's per-span text layout, which costs
+    more than the rest of a GPU row's update. (No per-cell offset meta: a mouse selection of the
+    row renders the text instead.)"""
+    rich: dict[Optional[int], object] = {None: base.rich_style}
+    out = []
+    for level, cells in runs:
+        style = rich.get(level)
+        if style is None:
+            style = rich[level] = (base + level_style(level, min_color, max_color)).rich_style
+        out.append(Segment(" " * cells if level is None else BARS[level] * cells, style))
+    return out
