@@ -3,11 +3,13 @@ copy loop (H2D and D2H copies of 1-64 MiB, pinned and pageable) with the tracer 
 
     python bench/trace_overhead.py OUT.json [--rounds 5] [--fake]
 
-The loop runs in this process in pairs of passes, one without and one with the hooks, the order
-alternating (ABBA; ``wrap.unpatch`` takes the hooks out again), so both passes of a pair see the
-same GPU clocks and neighbours. The slowdown is the median over pairs of traced/plain - 1 (pass
-times drift by several percent between pairs on a shared box, far more than the tracer costs; a
-ratio within a pair cancels the drift), with the quartiles of the ratios. As a cross-check, the
+The loop runs in this process in rounds. Each round is one pass over the sizes, and each size's
+copies run twice back to back, once without and once with the hooks, the order alternating from
+size to size and round to round (ABBA; ``wrap.unpatch`` takes the hooks out again), so both halves
+of a pair see the same GPU clocks and neighbours within a fraction of a second. A round's ratio is
+its traced seconds over its plain seconds; the slowdown is the median over rounds of that ratio - 1
+(times drift by several percent over a minute on a shared box, far more than the tracer costs; a
+ratio of halves run next to each other cancels the drift), with the quartiles of the ratios. As a cross-check, the
 per-call overheads times the copies one pass makes, over the plain pass time, give the slowdown
 the bookkeeping alone explains. Per-call figures use a 4 KiB buffer, where the bookkeeping is the
 largest share.
@@ -60,11 +62,11 @@ def unhook(cupy):
         unpatch(owner(cupy, path), name)
 
 
-def hook(cupy):
+def hook(cupy, st=None):
     from pinmon.trace import hooks_cupy
     from pinmon.trace.state import TracerState
 
-    st = TracerState()
+    st = st or TracerState()
     hooks_cupy.hook(cupy, st)
     return st
 
@@ -145,66 +147,74 @@ def per_call_explained_s(per_call: dict, copies: dict) -> float:
     return total
 
 
-def copy_loop(cupy, seconds_budget: float) -> float:
-    """Seconds for one pass: each size, H2D and D2H, pinned and pageable, a few times."""
+def copy_round(cupy, round_index: int) -> tuple[float, float, object]:
+    """One pass over the sizes: (plain seconds, traced seconds, the traced halves' state). Each size
+    runs its copies without and with the hooks back to back, which goes first alternating."""
     import numpy as np
 
     import cupyx
 
-    total = 0.0
-    for size in SIZES:
+    from pinmon.trace.state import TracerState
+
+    plain = traced = 0.0
+    state = TracerState()  # one for the round: its report counts the round's traced copies
+    for k, size in enumerate(SIZES):
         pageable = np.ones(size, np.uint8)
         pinned = cupyx.empty_pinned((size,), dtype=np.uint8)
         pinned[:] = 1
         dev = cupy.empty(size, dtype=np.uint8)
         reps = max(2, int(256 * MIB / size))
-        sync(cupy)
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            dev.set(pinned)
-            dev.get(out=pinned)
-            dev.set(pageable)
-            dev.get()
-            cupy.asarray(pageable)
-        sync(cupy)
-        total += time.perf_counter() - t0
-    return total
+        for with_hooks in ((False, True) if (round_index + k) % 2 == 0 else (True, False)):
+            if with_hooks:
+                hook(cupy, state)
+            sync(cupy)
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                dev.set(pinned)
+                dev.get(out=pinned)
+                dev.set(pageable)
+                dev.get()
+                cupy.asarray(pageable)
+            sync(cupy)
+            spent = time.perf_counter() - t0
+            if with_hooks:
+                unhook(cupy)
+                traced += spent
+            else:
+                plain += spent
+    return plain, traced, state
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--rounds", type=int, default=20, help="pairs of passes (plain, traced)")
+    ap.add_argument("--rounds", type=int, default=20, help="rounds: a pass over the sizes, each plain and traced")
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--fake", action="store_true", help="the CuPy stand-in (no GPU)")
     args = ap.parse_args()
     cupy = load_cupy(args.fake)
     per_call = per_call_ns(cupy, args.calls)
-    copy_loop(cupy, 0)  # warm-up: CUDA context, pool, page faults
+    copy_round(cupy, 0)  # warm-up: CUDA context, pool, page faults
     plain, traced = [], []
+    copies = {}
     for i in range(args.rounds):
-        # ABBA order: neither variant always runs first (page reuse, caches, clock ramps).
-        for with_hooks in ((False, True) if i % 2 == 0 else (True, False)):
-            if with_hooks:
-                st = hook(cupy)
-                traced.append(copy_loop(cupy, 0))
-                unhook(cupy)
-            else:
-                plain.append(copy_loop(cupy, 0))
+        p, t, st = copy_round(cupy, i)
+        plain.append(p)
+        traced.append(t)
+        copies = st.report()["copies"]  # one round's traced copies, each size once
     ratios = sorted(t / p for t, p in zip(traced, plain))
     slowdown = statistics.median(ratios) - 1.0
     quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
-    copies = st.report()["copies"]
     explained_s = per_call_explained_s(per_call, copies)
     result = {
-        "schema": "pinmon.bench.trace_overhead/1", "time": time.time(), "fake_cupy": args.fake,
+        "schema": "pinmon.bench.trace_overhead/2", "time": time.time(), "fake_cupy": args.fake,
         "python": platform.python_version(), "host": platform.node(),
         "cupy": getattr(cupy, "__version__", None),
         "per_call": per_call,
         "loop": {"sizes_bytes": list(SIZES), "rounds": args.rounds,
                  "plain_s": plain, "traced_s": traced,
                  "plain_median_s": statistics.median(plain), "traced_median_s": statistics.median(traced),
-                 "pair_ratios": ratios, "slowdown_fraction": slowdown,
+                 "round_ratios": ratios, "slowdown_fraction": slowdown,
                  "slowdown_quartiles": [q - 1.0 for q in quartiles],
                  "bookkeeping_explained_fraction": explained_s / statistics.median(plain),
                  "goal_fraction": 0.02, "traced_copies_seen": copies},
@@ -213,7 +223,7 @@ def main() -> int:
         json.dump(result, f, indent=1)
     print(f"per call overhead (ns): " + ", ".join(f"{k} {v['overhead_ns']:.0f}" for k, v in per_call.items()))
     print(f"copy loop: plain {result['loop']['plain_median_s']:.4f} s, traced {result['loop']['traced_median_s']:.4f} s,"
-          f" slowdown {slowdown * 100:+.2f}% (median of {len(ratios)} pairs; quartiles"
+          f" slowdown {slowdown * 100:+.2f}% (median of {len(ratios)} rounds; quartiles"
           f" {quartiles[0] * 100 - 100:+.2f}%..{quartiles[2] * 100 - 100:+.2f}%; per-call costs explain"
           f" {explained_s / statistics.median(plain) * 100:.2f}%) (goal < 2%)")
     return 0
