@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ctypes
 
-from .state import D2H, H2D, POOL, PINNED, WRITE_COMBINED, TracerState
+from .state import POOL, PINNED, WRITE_COMBINED, TracerState
 from .wrap import guard, patch
 
 HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2
@@ -157,30 +157,33 @@ def hook(cupy, state: TracerState) -> None:
             return wrapper
         return make
 
-    copy_of_array = st.copy_recorder(_host_ptr)  # bound once: these run on every copy
+    lookup = st.lookup
+    record_copy = st.record_copy  # bound once: these run on every copy
+
+    def host_kind(arr):
+        """The pinned kind of numpy array ``arr``'s memory, or None; no address taken while no
+        pinned range is known (the table is re-read per call: a fork resets it)."""
+        return lookup(_host_ptr(arr)) if st._starts else None
 
     def rec_from_host(result, a, k):  # cupy.asarray / cupy.array
         obj = a[0] if a else k.get("obj", k.get("a"))
         if isinstance(obj, ndarray_np):
-            copy_of_array(H2D, obj.nbytes, obj)
+            record_copy("h2d", obj.nbytes, host_kind(obj))
 
     def rec_asnumpy(result, a, k):
         src = a[0] if a else k.get("a")
         if isinstance(src, cupy.ndarray) and isinstance(result, ndarray_np):
-            copy_of_array(D2H, src.nbytes, result)
+            record_copy("d2h", src.nbytes, host_kind(result))
 
     def rec_get(result, a, k):  # ndarray.get(self, stream=None, order='C', out=None, blocking=True)
         out = k.get("out", a[3] if len(a) > 3 else None)
         host = out if out is not None else result
-        if isinstance(host, ndarray_np):
-            copy_of_array(D2H, a[0].nbytes, host)
-        else:
-            st.record_copy("d2h", a[0].nbytes, None)
+        record_copy("d2h", a[0].nbytes, host_kind(host) if isinstance(host, ndarray_np) else None)
 
     def rec_set(result, a, k):  # ndarray.set(self, arr, stream=None)
         arr = a[1] if len(a) > 1 else k.get("arr")
         if isinstance(arr, ndarray_np):
-            copy_of_array(H2D, arr.nbytes, arr)
+            record_copy("h2d", arr.nbytes, host_kind(arr))
 
     hooks = [
         (rt, "hostAlloc", make_host_alloc), (rt, "freeHost", make_free_host),

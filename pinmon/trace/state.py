@@ -43,8 +43,7 @@ COPY_SITE_CATEGORIES = ("pageable_copy", "wc_readback")
 # bytes of each size class; then the write-combined counts and bytes per direction and the readbacks.
 _CLASS_NAMES = tuple(name for _, name in SIZE_CLASSES)
 _BLOCK = 2 + len(_CLASS_NAMES)
-H2D, D2H = 0, 2 * _BLOCK  # + _BLOCK for pageable
-_COPY_BASE = {"h2d": H2D, "d2h": D2H}
+_COPY_BASE = {"h2d": 0, "d2h": 2 * _BLOCK}  # + _BLOCK for pageable
 _WC_BASE = 4 * _BLOCK                       # + 2 for d2h: count, bytes
 _READBACKS = _WC_BASE + 4
 
@@ -272,44 +271,16 @@ class TracerState:
         entry[1] += 1
 
     def record_copy(self, direction: str, nbytes: int, host_kind: Optional[str]) -> None:
-        """A host<->device copy; ``host_kind`` from ``lookup`` (None: pageable)."""
-        base = _COPY_BASE.get(direction)
-        if base is None:
-            try:
-                self._record_other_copy(direction, nbytes, host_kind)
-            except Exception:
-                self.internal_errors += 1
-            return
-        self._count_copy(base, nbytes, host_kind)
+        """A host<->device copy; ``host_kind`` from ``lookup`` (None: pageable).
 
-    def copy_recorder(self, host_ptr: Callable[[object], int]) -> Callable[[int, int, object], None]:
-        """``copy(base, nbytes, host)`` for a hook's copies: ``base`` is ``H2D`` or ``D2H``, ``host``
-        the host side, whose address ``host_ptr`` gives. The range lookup is inline: a copy right
-        after a bulk transfer runs with cold CPU caches, where each Python frame costs microseconds.
-        The table is read through ``self`` at each call: a fork resets it in place."""
-        state, count = self, self._count_copy
-
-        def copy(base: int, nbytes: int, host) -> None:
-            kind = None
-            try:
-                starts = state._starts
-                if starts:  # no address taken while no pinned range is known
-                    ptr = host_ptr(host)
-                    i = _bisect_right(starts, ptr) - 1
-                    if i >= 0:
-                        entry = state._ranges.get(starts[i])
-                        if entry is not None and ptr < entry[3]:
-                            kind = entry[1]
-            except Exception:
-                pass  # an address that cannot be read: pageable, as far as known
-            count(base, nbytes, kind)
-        return copy
-
-    def _count_copy(self, base: int, nbytes: int, host_kind: Optional[str]) -> None:
-        """The hottest path of the tracer (every copy): integer adds to this thread's tally, no lock,
+        The hottest path of the tracer (every copy): integer adds to this thread's tally, no lock,
         no allocation; a call-site walk (and the lock) only for a pageable copy or a write-combined
         readback, the slow copies a finding names."""
         try:
+            base = _COPY_BASE.get(direction)
+            if base is None:
+                self._record_other_copy(direction, nbytes, host_kind)
+                return
             if host_kind is None:
                 base += _BLOCK
             try:
