@@ -3,7 +3,7 @@
 # not stop the others. Usage: bash bench/h200_batch.sh OUTDIR PART...   (parts: env gputests probe
 # check pollcost tui screenshots overhead trace)
 # overhead: the app against nvitop (60 s each), the app's threads, one update headless (~4 min);
-# trace: the tracer's slowdown of a copy loop, 20 paired rounds (~1 min).
+# trace: the tracer's slowdown of a copy loop, 20 rounds, and of each kind of copy (~2 min).
 set -u
 out=${1:?outdir}; shift; mkdir -p "$out"
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
@@ -48,6 +48,7 @@ overhead)
   python3 bench/tui_frame.py "$out/tui_frame_h200.json" 2>&1 | tail -2;;
 trace)
   part trace
-  python3 bench/trace_overhead.py "$out/trace_overhead_h200.json" --rounds 20 2>&1 | tail -8;;
+  python3 bench/trace_overhead.py "$out/trace_overhead_h200.json" --rounds 20 2>&1 | tail -8
+  python3 bench/trace_per_op.py "$out/trace_per_op_h200.json" 2>&1 | tail -10;;
 *) echo "unknown part $p";;
 esac; done

@@ -222,6 +222,10 @@ class _GpuState:
     numa_node: Optional[int] = None
     lost: Optional[NvmlFailure] = None
     start_notices: list[str] = field(default_factory=list)
+    # The link's maximum generation and width: what the GPU and slot can do, fixed while the GPU is
+    # there. Kept once read, so each snapshot asks NVML only what moves.
+    gen_max: Optional[int] = None
+    width_max: Optional[int] = None
 
 
 class NvmlCollector:
@@ -439,9 +443,12 @@ class NvmlCollector:
         get = self._getter(st, failures)
         h = st.handle
         gen = _small_int(get("nvmlDeviceGetCurrPcieLinkGeneration", h), 64)
-        gen_max = _small_int(get("nvmlDeviceGetMaxPcieLinkGeneration", h), 64)
+        if st.gen_max is None:
+            st.gen_max = _small_int(get("nvmlDeviceGetMaxPcieLinkGeneration", h), 64)
         width = _small_int(get("nvmlDeviceGetCurrPcieLinkWidth", h), 1024)
-        width_max = _small_int(get("nvmlDeviceGetMaxPcieLinkWidth", h), 1024)
+        if st.width_max is None:
+            st.width_max = _small_int(get("nvmlDeviceGetMaxPcieLinkWidth", h), 1024)
+        gen_max, width_max = st.gen_max, st.width_max
         mem = get("nvmlDeviceGetMemoryInfo", h)
         procs = get("nvmlDeviceGetComputeRunningProcesses", h)
         if st.lost is not None:

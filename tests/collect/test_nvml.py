@@ -544,3 +544,21 @@ def test_counter_rate_follows_the_fastest_link(no_sysfs):
     assert collector(FakeNvml(1), no_sysfs, counter_hz=200.0).counter_hz == 200.0
     for c in (slow, mixed):
         c.close()
+
+
+def test_the_link_maximum_is_asked_once_and_again_only_after_a_failure(no_sysfs):
+    fake = FakeNvml([FakeGpu(), FakeGpu()])
+    c = collector(fake, no_sysfs)
+    fake.fail("nvmlDeviceGetMaxPcieLinkWidth", "unknown", gpu=1, times=1)
+    before = {g: fake.called("nvmlDeviceGetMaxPcieLinkWidth", gpu=g) for g in (0, 1)}
+    gen_before = fake.called("nvmlDeviceGetMaxPcieLinkGeneration")
+    cur_before = fake.called("nvmlDeviceGetCurrPcieLinkGeneration")
+    first, _ = c.read()
+    assert first[1].link.width_max is None  # the failed read: n/a, and asked again
+    for _ in range(3):
+        gpus, _ = c.read()
+    assert [g.link.gen_max for g in gpus] == [5, 5] and [g.link.width_max for g in gpus] == [16, 16]
+    assert fake.called("nvmlDeviceGetMaxPcieLinkGeneration") - gen_before == 2  # once per GPU
+    assert fake.called("nvmlDeviceGetMaxPcieLinkWidth", gpu=0) - before[0] == 1
+    assert fake.called("nvmlDeviceGetMaxPcieLinkWidth", gpu=1) - before[1] == 2
+    assert fake.called("nvmlDeviceGetCurrPcieLinkGeneration") - cur_before == 8  # what moves: every read
