@@ -4,7 +4,8 @@ At 1 Hz the clock in the status line and the GPU rows change every second. Textu
 repaints a partial update as one rectangle around all changed regions (row 0 to the GPU rows: the
 tab bar and the notice line too), and within it every widget whose *clip* (its parent's area)
 touches the rectangle, so panels far below it are drawn as well. Here each run of changed rows is
-repainted on its own, and only widgets that show inside it are drawn. The terminal receives the
+repainted on its own, and only widgets that show inside it are drawn, less those wholly covered
+there by widgets in front of them (a scroll view its panel fills). The terminal receives the
 same bytes (tests/tui/test_compositor.py compares both on real screens); the main thread spends
 about a third less on each refresh of an idle box.
 

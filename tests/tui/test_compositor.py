@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import types
 
 import pytest
 from textual._compositor import Compositor
@@ -25,11 +26,26 @@ def _app() -> PinmonApp:
     return PinmonApp(FakeSource(), fake_advisor, start_polling=False, probe_every_s=None, clock=StepClock())
 
 
+class _Stock:
+    """Within it, ``comp`` renders with Textual's own chops (every widget, none skipped)."""
+
+    def __init__(self, comp):
+        self.comp = comp
+
+    def __enter__(self):
+        self.comp._render_chops = types.MethodType(Compositor._render_chops, self.comp)
+        return self.comp
+
+    def __exit__(self, *exc):
+        del self.comp._render_chops
+
+
 def _both(comp, regions, console) -> tuple[str, str]:
     comp._dirty_regions = set(regions)
     ours = comp.render_partial_update()
     comp._dirty_regions = set(regions)
-    stock = Compositor.render_partial_update(comp)
+    with _Stock(comp):
+        stock = Compositor.render_partial_update(comp)
     return ours.render_segments(console), stock.render_segments(console)
 
 
@@ -65,6 +81,23 @@ async def test_partial_updates_match_textuals(size, tab):
                 continue
             ours, stock = _both(comp, regions, app.console)
             assert ours == stock, regions
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+@pytest.mark.parametrize("tab", ["1", "2", "3", "4", "5", "6"])
+async def test_full_screens_match_textuals(size, tab):
+    # A full update and a screenshot go through the same chops: covered widgets skipped there too.
+    app = _app()
+    async with app.run_test(size=size) as pilot:
+        for _ in range(30):
+            app.apply_snapshot(app.source.snapshot())
+        await pilot.press(tab)
+        await pilot.pause()
+        comp = app.screen._compositor
+        ours = comp.render_strips()
+        with _Stock(comp):
+            stock = comp.render_strips()
+        assert [list(s) for s in ours] == [list(s) for s in stock]
 
 
 async def test_nothing_dirty_is_no_update():
