@@ -16,6 +16,8 @@ import socket
 import time
 from typing import Callable, Optional
 
+from .rawfile import read_bytes
+
 # cgroup v1 reports "no limit" as a huge page-aligned number (e.g. 9223372036854771712).
 _UNLIMITED_FLOOR = 1 << 60
 # How long the live reader keeps the tightest cgroup limit it found before walking the cgroups again.
@@ -52,23 +54,10 @@ def parse_meminfo(text: str, keys: Optional[frozenset] = None) -> dict[str, int]
 
 
 def _read(path: str) -> Optional[str]:
-    # os.read, not a text file object: these are read every second, and the object costs more
-    # than the read.
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        return read_bytes(path).decode("utf-8", errors="replace")
     except (OSError, ValueError):  # ValueError: a NUL byte in a path built from /proc/self/cgroup
         return None
-    try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return b"".join(chunks).decode("utf-8", errors="replace")
-            chunks.append(chunk)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def parse_cgroup_limit(text: Optional[str]) -> Optional[int]:

@@ -32,9 +32,9 @@ import psutil
 
 from ..model import ProcessPinned
 from .procmaps import PinnedEstimate, churn, estimate_pinned
+from .rawfile import READ_FLAGS, read_to_end
 
 _NVIDIA_MARK = b"/dev/nvidia"
-_READ_CHUNK = 1 << 16
 # A pid's name, user and command line are kept this long while it stays a CUDA process.
 DESCRIBE_TTL_S = 10.0
 # A non-CUDA process with an unchanged statm has its maps read again at least this often.
@@ -50,19 +50,14 @@ class ScanResult:
 
 
 def _open_proc(pid: int, name: str, proc_root: str) -> int:
-    return os.open(os.path.join(proc_root, str(pid), name), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    return os.open(os.path.join(proc_root, str(pid), name), READ_FLAGS)
 
 
 def read_maps(pid: int, proc_root: str = "/proc") -> bytes:
     """The raw bytes of /proc/PID/maps (the kernel builds the text as it is read)."""
     fd = _open_proc(pid, "maps", proc_root)
     try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, _READ_CHUNK)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
+        return read_to_end(fd)
     finally:
         os.close(fd)
 

@@ -3,6 +3,7 @@ import os
 import shutil
 
 from pinmon.collect.processes import ProcessScanner, scan_notice
+from pinmon.collect.rawfile import READ_CHUNK
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "maps")
 MIB = 1 << 20
@@ -106,7 +107,7 @@ def test_maps_are_read_whole_past_one_read_chunk(tmp_path):
 
     root = fake_proc(tmp_path, {9: "small_4k_x1000"})
     data = mod.read_maps(9, root)
-    assert len(data) > mod._READ_CHUNK
+    assert len(data) > READ_CHUNK
     with open(os.path.join(root, "9", "maps"), "rb") as f:
         assert data == f.read()
 
