@@ -113,13 +113,15 @@ class RowsWidget(Widget):
 
     def _render_row(self, index: int, row: Content, width: int) -> list[Strip]:
         # Each cell carries its (column, line) offset in the joined text, which mouse selection
-        # reads: a one-line row gets its line number put in; a row that wraps is rendered below
-        # ``index`` empty lines (one strip each, dropped), so its later lines keep their columns.
-        strips = Visual.to_strips(self, row, width, None, self.visual_style)
+        # reads: a row that fits on one line (or is cut, never wrapped) gets its line number put
+        # in; a row that may wrap is rendered below ``index`` empty lines (one strip each,
+        # dropped), so its later lines keep their columns.
         if not index:
-            return strips
-        if len(strips) == 1:
-            return [strips[0].apply_offsets(0, index)]
+            return Visual.to_strips(self, row, width, None, self.visual_style)
+        if row.cell_length <= width or getattr(self.styles, "text_wrap", "wrap") == "nowrap":
+            strips = Visual.to_strips(self, row, width, None, self.visual_style)
+            if len(strips) == 1:
+                return [strips[0].apply_offsets(0, index)]
         return Visual.to_strips(self, Content("\n" * index) + row, width, None, self.visual_style)[index:]
 
     def render_line(self, y: int) -> Strip:

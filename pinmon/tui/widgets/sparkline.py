@@ -62,13 +62,8 @@ def level_style(level: int, min_color: Color, max_color: Color) -> Style:
     return Style(foreground=min_color.blend(max_color, level / (len(BARS) - 1)))
 
 
-def spark_content(samples: Sequence[Optional[float]], scale_max: Optional[float], width: int,
-                  min_color: Color, max_color: Color) -> Content:
-    """``width`` cells of bars; runs of equal bars are one span each (less to render every second)."""
-    return runs_content(spark_runs(samples, scale_max, width), min_color, max_color)
-
-
 def runs_content(runs: Sequence[Run], min_color: Color, max_color: Color) -> Content:
+    """The bars as Content: runs of equal bars are one span each (less to render every second)."""
     styles: dict[int, Style] = {}
     parts: list[str | tuple[str, Style]] = []
     for level, cells in runs:
@@ -84,7 +79,7 @@ def runs_content(runs: Sequence[Run], min_color: Color, max_color: Color) -> Con
 
 def spark_segments(runs: Sequence[Run], base: Style, min_color: Color, max_color: Color) -> list[Segment]:
     """The bars drawn straight to segments on ``base`` (the widget's visual style): the same cells
-    and styles as rendering ``spark_content``, without Textual's per-span text layout, which costs
+    and styles as rendering ``runs_content``, without Textual's per-span text layout, which costs
     more than the rest of a GPU row's update. (No per-cell offset meta: a mouse selection of the
     row renders the text instead.)"""
     rich: dict[Optional[int], object] = {None: base.rich_style}
