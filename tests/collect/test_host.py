@@ -25,6 +25,16 @@ def write(root, rel, text):
         f.write(text)
 
 
+def v2_tree(tmp_path, cgroup: str, limit: int, usage: int) -> str:
+    """A fake root: MEMINFO, this process in cgroup v2 ``/cgroup`` with ``limit`` and ``usage``."""
+    root = str(tmp_path)
+    write(root, "proc/meminfo", MEMINFO)
+    write(root, "proc/self/cgroup", f"0::/{cgroup}\n")
+    write(root, os.path.join("sys/fs/cgroup", cgroup, "memory.max"), str(limit))
+    write(root, os.path.join("sys/fs/cgroup", cgroup, "memory.current"), str(usage))
+    return root
+
+
 def test_parse_meminfo_units_and_junk():
     info = parse_meminfo(MEMINFO + "Bogus\nX: abc kB\nNeg: -5 kB\n: 3\n")
     assert info["MemTotal"] == 131961788 * 1024
@@ -41,11 +51,7 @@ def test_cgroup_limit_values():
 
 
 def test_v2_container_limit_is_effective(tmp_path):
-    root = str(tmp_path)
-    write(root, "proc/meminfo", MEMINFO)
-    write(root, "proc/self/cgroup", "0::/\n")
-    write(root, "sys/fs/cgroup/memory.max", str(16 * GIB))
-    write(root, "sys/fs/cgroup/memory.current", str(10 * GIB))
+    root = v2_tree(tmp_path, "", 16 * GIB, 10 * GIB)
     fields, notices = read_host_memory(root)
     assert fields["effective_mem_limit_bytes"] == 16 * GIB
     assert fields["cgroup_limit_bytes"] == 16 * GIB
@@ -90,11 +96,7 @@ def test_parse_meminfo_with_keys_parses_only_those():
 
 
 def test_the_live_reader_walks_the_cgroups_again_only_after_the_recheck(tmp_path):
-    root = str(tmp_path)
-    write(root, "proc/meminfo", MEMINFO)
-    write(root, "proc/self/cgroup", "0::/a\n")
-    write(root, "sys/fs/cgroup/a/memory.max", str(16 * GIB))
-    write(root, "sys/fs/cgroup/a/memory.current", str(10 * GIB))
+    root = v2_tree(tmp_path, "a", 16 * GIB, 10 * GIB)
     now = [100.0]
     reader = HostMemoryReader(root, clock=lambda: now[0])
     assert reader.read() == read_host_memory(root)

@@ -40,6 +40,17 @@ class _Stock:
         del self.comp._render_chops
 
 
+async def _on_tab(app, pilot, tab: str) -> mod.RegionCompositor:
+    """Thirty snapshots in, ``tab`` shown: the main screen's compositor."""
+    for _ in range(30):
+        app.apply_snapshot(app.source.snapshot())
+    await pilot.press(tab)
+    await pilot.pause()
+    comp = app.screen._compositor
+    assert isinstance(comp, mod.RegionCompositor)
+    return comp
+
+
 def _both(comp, regions, console) -> tuple[str, str]:
     comp._dirty_regions = set(regions)
     ours = comp.render_partial_update()
@@ -54,12 +65,7 @@ def _both(comp, regions, console) -> tuple[str, str]:
 async def test_partial_updates_match_textuals(size, tab):
     app = _app()
     async with app.run_test(size=size) as pilot:
-        for _ in range(30):
-            app.apply_snapshot(app.source.snapshot())
-        await pilot.press(tab)
-        await pilot.pause()
-        comp = app.screen._compositor
-        assert isinstance(comp, mod.RegionCompositor)
+        comp = await _on_tab(app, pilot, tab)
         # What changes each second (clock, GPU rows, memory), then random sets of regions.
         widgets = [w for w in app.screen.query("*") if w.region.area]
         live = [w.region for w in widgets if isinstance(w, (StatusHeader, GpuRow, MemoryPanel))]
@@ -89,11 +95,7 @@ async def test_full_screens_match_textuals(size, tab):
     # A full update and a screenshot go through the same chops: covered widgets skipped there too.
     app = _app()
     async with app.run_test(size=size) as pilot:
-        for _ in range(30):
-            app.apply_snapshot(app.source.snapshot())
-        await pilot.press(tab)
-        await pilot.pause()
-        comp = app.screen._compositor
+        comp = await _on_tab(app, pilot, tab)
         ours = comp.render_strips()
         with _Stock(comp):
             stock = comp.render_strips()
