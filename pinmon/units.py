@@ -63,3 +63,26 @@ def parse_size(text: str) -> int:
     if value < 0 or value != value or value == float("inf"):
         raise ValueError(f"not a size: {text!r} (must be a positive number)")
     return int(value * units[unit])
+
+
+def printable(text: Optional[str], max_len: int = 200) -> str:
+    """One line of plain, printable text from untrusted input (a process name, a command line, a
+    hostname, a report's call site): line breaks and tabs become spaces, other control characters
+    (ESC first of all: terminal escapes) become ``\\xNN``, and the result is cut to ``max_len``
+    characters with "…". ``None`` prints "n/a"."""
+    if text is None:
+        return NA
+    out = []
+    for ch in str(text):
+        if ch in "\r\n\t\v\f":
+            out.append(" ")
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
+                       else f"\\U{code:08x}")
+    s = "".join(out)
+    if len(s) > max_len:
+        s = s[:max(0, max_len - 1)] + "…"
+    return s

@@ -34,3 +34,12 @@ def test_parse_size(text, value):
 def test_parse_size_rejects(text):
     with pytest.raises(ValueError):
         parse_size(text)
+
+
+def test_printable_makes_untrusted_text_one_safe_line():
+    from pinmon.units import printable
+
+    assert printable("py\x1b[2Jthon\nrm -rf\t/") == "py\\x1b[2Jthon rm -rf /"
+    assert printable("\u202eevil") == "\\u202eevil"  # bidi override: shown, not obeyed
+    assert printable("x" * 300, 10) == "x" * 9 + "…"
+    assert printable(None) == "n/a"
