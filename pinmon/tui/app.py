@@ -31,7 +31,6 @@ from textual.widgets import Footer, TabbedContent, TabPane, Tabs
 
 from ..collect.source import Source
 from ..model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
-from .compositor import main_screen
 from .format import SPARK_SAMPLES
 from .state import ProbeView, ViewState
 from .widgets.base import View
@@ -191,22 +190,13 @@ class PinmonApp(App[int]):
 
     # --- layout ------------------------------------------------------------------------------
 
-    def get_default_screen(self) -> Screen:
-        return main_screen()
-
     def get_driver_class(self):
+        """Textual's driver, or with ``PINMON_QUIET_INPUT=1`` the quiet input thread (``driver.py``),
+        which builds on Textual internals: it is taken only where they are as expected."""
         stock = super().get_driver_class()
-        from textual import constants
+        from .driver_choice import choose_driver
 
-        if constants.DRIVER is not None:
-            return stock  # a driver chosen through TEXTUAL_DRIVER is kept
-        try:
-            from textual.drivers.linux_driver import LinuxDriver
-
-            from .driver import QuietLinuxDriver, supported
-        except ImportError:  # not Linux (no termios): Textual's own driver
-            return stock
-        return QuietLinuxDriver if stock is LinuxDriver and supported() else stock
+        return choose_driver(stock)
 
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="status")

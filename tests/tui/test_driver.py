@@ -16,6 +16,7 @@ from textual.drivers.linux_driver import LinuxDriver
 
 from pinmon.tui import driver as quiet
 from pinmon.tui.app import PinmonApp
+from pinmon.tui.driver_choice import OPT_IN_ENV
 
 from .fakes import FakeSource, fake_advisor
 
@@ -89,12 +90,23 @@ def waits(monkeypatch):
     return made
 
 
-def test_the_app_runs_on_the_quiet_driver_in_place_of_textuals():
+@pytest.fixture
+def opted_in(monkeypatch):
+    monkeypatch.setenv(OPT_IN_ENV, "1")
+
+
+def test_by_default_the_app_runs_on_textuals_driver(monkeypatch):
+    monkeypatch.delenv(OPT_IN_ENV, raising=False)
+    app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
+    assert app.driver_class is LinuxDriver
+
+
+def test_opted_in_the_app_runs_on_the_quiet_driver(opted_in):
     app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
     assert app.driver_class is quiet.QuietLinuxDriver and issubclass(app.driver_class, LinuxDriver)
 
 
-def test_a_chosen_driver_is_kept(monkeypatch):
+def test_a_chosen_driver_is_kept(monkeypatch, opted_in):
     import textual.constants
 
     monkeypatch.setattr(textual.constants, "DRIVER", "textual.drivers.linux_driver:LinuxDriver")
@@ -153,12 +165,36 @@ def test_after_close_set_writes_nowhere(on_pty):
     drv.exit_event.set()  # no write into a descriptor number the process may have reused
 
 
-def test_a_textual_without_those_parts_keeps_its_own_driver(monkeypatch):
+def test_a_textual_without_those_parts_keeps_its_own_driver(monkeypatch, opted_in):
     class OtherParser:  # a key parser that keeps its pending timeout elsewhere
         def __init__(self, debug=False):
             pass
 
     monkeypatch.setattr(quiet, "XTermParser", OtherParser)
     assert not quiet.supported()
+    app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
+    assert app.driver_class is LinuxDriver
+
+
+def test_internals_that_fail_to_import_keep_textuals_driver(monkeypatch, opted_in):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_private_parser(name, globals=None, locals=None, fromlist=(), level=0):
+        if name == "driver" or "driver" in (fromlist or ()) and level == 1:
+            raise ImportError("cannot import name 'XTermParser' from 'textual._xterm_parser'")
+        return real_import(name, globals, locals, fromlist, level)
+
+    monkeypatch.setattr(builtins, "__import__", no_private_parser)
+    app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
+    assert app.driver_class is LinuxDriver
+
+
+def test_a_supported_check_that_raises_keeps_textuals_driver(monkeypatch, opted_in):
+    def broken():
+        raise AttributeError("renamed")
+
+    monkeypatch.setattr(quiet, "supported", broken)
     app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
     assert app.driver_class is LinuxDriver
