@@ -443,7 +443,7 @@ class TracerState:
                 "bytes": held_total, "peak_bytes": peak, "write_combined_bytes": wc,
                 "registered_bytes": max(held.get(REGISTERED, 0), 0),
                 "requested_bytes": req_total, "rounding_waste_bytes": waste,
-                "by_kind": {k: v for k, v in held.items()}, "ranges": ranges,
+                "by_kind": {k: max(v, 0) for k, v in held.items()}, "ranges": ranges,
             },
             "allocs": {
                 "count": counters.get("alloc.count", 0), "calls": counters.get("alloc.calls", 0),
