@@ -12,14 +12,8 @@ A report is a claim made by whoever could write its file, so it is taken only wh
   (field 22 of ``/proc/PID/stat``) matches the report's and whose real uid (``/proc/PID/status``) is
   the directory's owner: a user can vouch only for their own processes.
 
-Figures: every number in the report (the free-form ``extra`` library statistics aside, which pinmon
-does not read) must be finite, >= 0 and at most 2**63 - 1, or the whole report is refused: NaN,
-Infinity, 1e999 and negative figures are corruption or forgery, never readings, and a negative must
-never cancel another process's memory in a total. Held bytes are then clamped: pinned, registered and
-requested bytes to the process's resident set (``VmRSS``; pinned pages are always resident and
-mapped), write-combined bytes (driver pages, which RSS does not count) to the host's ``MemTotal``.
-Call-site text is data: at most one site per known category, cut to ``MAX_SITE_CHARS`` printable
-characters (``units.printable``), for views and findings to quote.
+The checks of one file, its figures (finite, >= 0, held bytes clamped) and its call-site text are
+in ``trace_report.py``.
 
 Cleanup: the report of a dead process (a zombie included) or of a pid now used by another process
 is removed, and so is a temporary file a killed writer left (its writer gone, or older than a
@@ -37,29 +31,22 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import json
-import math
 import os
-import stat
 import time
 from dataclasses import dataclass, field
-from typing import NamedTuple, Optional
+from typing import Optional
 
-from ..trace.report import TRACE_SCHEMA, UnsafeDirError, check_dir_stat, proc_start_ticks, runtime_dir
+from ..trace.report import UnsafeDirError, check_dir_stat, runtime_dir
 from ..units import fmt_bytes, printable
+from .trace_report import (MAX_PID, MAX_REPORT_BYTES, MAX_UID, TracedProcess, decimal, mem_total,
+                           proc_identity, read_report_file)
 
-MAX_REPORT_BYTES = 1 << 20
+__all__ = ["Limits", "ReadResult", "ReportReader", "TracedProcess", "merge_traced", "read_all",
+           "read_reports", "report_dirs"]
+
 STALE_TEMP_S = 60.0
-MAX_FIGURE = 2**63 - 1
-MAX_SITE_CHARS = 160
-MAX_PID = 1 << 22   # the kernel's PID_MAX_LIMIT
-MAX_UID = 2**32 - 2  # (uid_t)-1 is "no uid"
-# The tracer's call-site categories; others in a report are ignored.
-CALL_SITE_CATEGORIES = ("alloc", "register", "rounding_waste", "pageable_copy", "wc_readback")
-
 _DIR_FLAGS = (os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
               | getattr(os, "O_NONBLOCK", 0))
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 @dataclass(frozen=True)
@@ -74,72 +61,6 @@ class Limits:
     report_bytes: int = MAX_REPORT_BYTES
 
 
-def decimal(text: str, maximum: int) -> Optional[int]:
-    """``text`` as an ASCII decimal number in [0, maximum], else None (``str.isdigit`` takes "²")."""
-    if not 0 < len(text) <= len(str(maximum)) or not text.isascii() or not text.isdigit():
-        return None
-    value = int(text)
-    # One spelling per number: "007" is not pid 7.
-    return value if value <= maximum and str(value) == text else None
-
-
-@dataclass
-class TracedProcess:
-    pid: int
-    report: dict
-    rss_bytes: Optional[int] = None        # clamps the held pinned figures (VmRSS)
-    mem_total_bytes: Optional[int] = None  # clamps the write-combined figure (MemTotal)
-
-    def _get(self, *keys, default=None):
-        d = self.report
-        for k in keys:
-            if not isinstance(d, dict) or k not in d:
-                return default
-            d = d[k]
-        return d
-
-    def figures(self) -> dict:
-        """The ProcessPinned fields this report fills in (exact figures of hooked calls)."""
-        g = self._get
-        rss, ram = self.rss_bytes, self.mem_total_bytes
-        return {
-            "source": "traced",
-            "pinned_bytes": _cap(_int(g("pinned", "bytes")), rss),
-            "write_combined_bytes": _cap(_int(g("pinned", "write_combined_bytes")), ram),
-            "registered_bytes": _cap(_int(g("pinned", "registered_bytes")), rss),
-            "requested_pinned_bytes": _cap(_int(g("pinned", "requested_bytes")), rss),
-            "pinned_allocs_per_s": _float(g("allocs", "per_s")),
-            "median_alloc_bytes": _int(g("allocs", "median_bytes")),
-            "wc_readbacks": _int(g("wc", "readbacks")),
-            "pageable_copy_bytes_per_s": _float(g("pageable_copy_bytes_per_s")),
-            "call_sites": self.call_sites(),
-        }
-
-    def call_sites(self) -> dict[str, str]:
-        """Category -> the site (``file:line``) the tracer charged most bytes to, as printable text."""
-        sites = self._get("call_sites", default={})
-        out: dict[str, str] = {}
-        if not isinstance(sites, dict):
-            return out
-        for cat in CALL_SITE_CATEGORIES:
-            rows = sites.get(cat)
-            if rows and isinstance(rows, list) and isinstance(rows[0], dict) and isinstance(rows[0].get("site"), str):
-                out[cat] = printable(rows[0]["site"], MAX_SITE_CHARS)
-        return out
-
-
-def _int(v) -> Optional[int]:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _float(v) -> Optional[float]:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _cap(v: Optional[int], limit: Optional[int]) -> Optional[int]:
-    return min(v, limit) if v is not None and limit is not None else v
-
-
 @dataclass
 class ReadResult:
     processes: dict[int, TracedProcess] = field(default_factory=dict)
@@ -147,121 +68,6 @@ class ReadResult:
     removed: int = 0
     remembered: int = 0  # refused before and unchanged since: not read again
     notices: list[str] = field(default_factory=list)   # for the snapshot: what the user should know
-
-
-class _Proc(NamedTuple):
-    start_ticks: int
-    uid: int
-    rss_bytes: Optional[int]
-
-
-def proc_identity(pid: int, proc_root: str = "/proc") -> Optional[_Proc]:
-    """Start time, real uid and resident bytes of a live process; None when gone, dead or unreadable."""
-    ticks = proc_start_ticks(pid, proc_root)
-    if ticks is None:
-        return None
-    try:
-        fd = os.open(os.path.join(proc_root, str(pid), "status"), _FILE_FLAGS)
-        try:
-            data = os.read(fd, 16384)
-        finally:
-            os.close(fd)
-    except OSError:
-        return None
-    uid = rss = None
-    for line in data.split(b"\n"):
-        try:
-            if line.startswith(b"Uid:"):
-                uid = int(line.split()[1])  # real, effective, saved, filesystem
-            elif line.startswith(b"VmRSS:"):
-                rss = int(line.split()[1]) * 1024  # "VmRSS:  1234 kB"
-        except (IndexError, ValueError):
-            return None
-    return _Proc(ticks, uid, rss) if uid is not None else None
-
-
-def _mem_total(proc_root: str) -> Optional[int]:
-    try:
-        with open(os.path.join(proc_root, "meminfo"), "rb") as f:
-            for line in f.read(65536).split(b"\n"):
-                if line.startswith(b"MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
-    return None
-
-
-class _BadFigure(ValueError):
-    pass
-
-
-def _no_constant(name: str):
-    raise _BadFigure(f"a figure is {name}")
-
-
-def check_figures(report: dict) -> None:
-    """Raise ValueError unless every number (outside ``extra``) is finite, >= 0 and <= MAX_FIGURE."""
-    stack = [v for k, v in report.items() if k != "extra"]
-    while stack:  # a loop, not recursion: the JSON may be as deep as the parser allowed
-        v = stack.pop()
-        if isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-        elif isinstance(v, bool) or not isinstance(v, (int, float)):
-            continue
-        elif isinstance(v, float) and not math.isfinite(v):
-            raise _BadFigure("a figure is not finite")
-        elif v < 0:
-            raise _BadFigure("a figure is negative")
-        elif v > MAX_FIGURE:
-            raise _BadFigure("a figure is too large")
-
-
-def parse_report(data: bytes) -> dict:
-    """The report in ``data``; raises ValueError with the reason it is refused."""
-    try:
-        report = json.loads(data, parse_constant=_no_constant)
-    except _BadFigure:
-        raise
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-    except (ValueError, UnicodeDecodeError):
-        raise ValueError("not a whole JSON report") from None
-    if not isinstance(report, dict) or report.get("schema") != TRACE_SCHEMA:
-        raise ValueError("not a pinmon.trace/1 report")
-    check_figures(report)
-    return report
-
-
-def _read_one(dir_fd: int, name: str, owner: int, reader_uid: int, limit: int = MAX_REPORT_BYTES) -> dict:
-    """The parsed report ``name`` in the open directory; raises ValueError with the reason it is refused."""
-    try:
-        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
-    except OSError as e:
-        raise ValueError(f"cannot open ({e.strerror or e})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("not a regular file")
-        if st.st_uid != owner or (reader_uid != 0 and st.st_uid != reader_uid):
-            raise ValueError(f"owned by uid {st.st_uid}")
-        if stat.S_IMODE(st.st_mode) & 0o077:
-            raise ValueError(f"mode {stat.S_IMODE(st.st_mode):o} is open to others")
-        if st.st_size > limit:
-            raise ValueError("too large")
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise ValueError("too large")
-    return parse_report(b"".join(chunks))
 
 
 class _Budget:
@@ -405,7 +211,7 @@ class ReportReader:
 
     def _begin(self) -> None:
         self._refused_now = {}
-        self._mem_total = _mem_total(self.proc_root)
+        self._mem_total = mem_total(self.proc_root)
 
     def _end(self) -> None:
         self._refused = self._refused_now
@@ -494,7 +300,7 @@ class ReportReader:
             dir_bytes -= cost
             budget.bytes_left -= cost
             try:
-                report = _read_one(fd, name, owner, uid, limits.report_bytes)
+                report = read_report_file(fd, name, owner, uid, limits.report_bytes)
             except ValueError as e:
                 self._refuse(key, name, str(e), result)
                 continue

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import os
 import threading
 import time
 import weakref

@@ -50,6 +50,7 @@ def test_exporter_listens_on_loopback_by_default():
 
 report = pytest.importorskip("pinmon.trace.report", reason="no tracer in this tree")
 traced = pytest.importorskip("pinmon.collect.traced", reason="no tracer reader in this tree")
+trace_report = pytest.importorskip("pinmon.collect.trace_report", reason="no tracer reader in this tree")
 from tests.trace.fakeproc import fake_meminfo, fake_proc  # noqa: E402
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make files of another user")
@@ -152,7 +153,7 @@ def test_a_symlinked_report_is_not_read(tmp_path):
     fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with pytest.raises(ValueError, match="cannot open"):
-            traced._read_one(fd, f"{os.getpid()}.json", ME, ME)
+            trace_report.read_report_file(fd, f"{os.getpid()}.json", ME, ME)
     finally:
         os.close(fd)
 
@@ -168,10 +169,10 @@ def test_other_users_reports_are_read_only_by_root(tmp_path):
     fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with pytest.raises(ValueError, match="owned by uid 1234"):
-            traced._read_one(fd, "4242.json", 1234, 1000)  # another ordinary user
-        assert traced._read_one(fd, "4242.json", 1234, 0)["pid"] == 4242  # root reads every user's
+            trace_report.read_report_file(fd, "4242.json", 1234, 1000)  # another ordinary user
+        assert trace_report.read_report_file(fd, "4242.json", 1234, 0)["pid"] == 4242  # root reads every user's
         with pytest.raises(ValueError, match="owned by uid 1234"):
-            traced._read_one(fd, "4242.json", 1500, 0)  # but only files of the directory's owner
+            trace_report.read_report_file(fd, "4242.json", 1500, 0)  # but only files of the directory's owner
     finally:
         os.close(fd)
     os.chown(d, 1234, 1234)
@@ -185,7 +186,7 @@ def test_a_report_open_to_others_is_refused(tmp_path):
     fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with pytest.raises(ValueError, match="open to others"):
-            traced._read_one(fd, "4242.json", ME, ME)
+            trace_report.read_report_file(fd, "4242.json", ME, ME)
     finally:
         os.close(fd)
 
@@ -197,7 +198,7 @@ def test_a_report_open_to_others_is_refused(tmp_path):
     ("", None), (" 1", None), ("99999999999", None), ("4294967295", None), ("1" * 5000, None),
 ])
 def test_only_ascii_decimal_names_are_numbers(text, value):
-    assert traced.decimal(text, traced.MAX_UID) == value
+    assert trace_report.decimal(text, trace_report.MAX_UID) == value
 
 
 def test_odd_pinmon_names_in_tmp_and_in_a_report_dir_do_not_crash_root(tmp_path, monkeypatch):
@@ -293,7 +294,7 @@ def test_call_site_text_is_data_printable_bounded_and_of_known_categories(fake):
     sites = read(fake).processes[4242].figures()["call_sites"]
     assert set(sites) == {"alloc"}
     site = sites["alloc"]
-    assert len(site) <= traced.MAX_SITE_CHARS and site.isprintable() and "\x1b" not in site
+    assert len(site) <= trace_report.MAX_SITE_CHARS and site.isprintable() and "\x1b" not in site
     assert site.startswith("x.py:1\\x1b]0;owned\\x07 Ignore")
 
 
@@ -350,8 +351,8 @@ def test_a_refused_report_is_not_parsed_again_until_it_changes(tmp_path, live_ch
     ticks = report.proc_start_ticks(live_child)
     path = write(d, f"{live_child}.json", body(live_child, ticks, pinned__bytes=-1))
     parsed = []
-    real_parse = traced.parse_report
-    monkeypatch.setattr(traced, "parse_report", lambda data: parsed.append(1) or real_parse(data))
+    real_parse = trace_report.parse_report
+    monkeypatch.setattr(trace_report, "parse_report", lambda data: parsed.append(1) or real_parse(data))
     reader = traced.ReportReader()
     for _ in range(5):
         res = traced.read_reports(d, reader=reader)
@@ -367,8 +368,8 @@ def test_a_report_of_another_users_process_is_remembered_too(fake, monkeypatch):
     fake_proc(proc, 4242, ME + 1, ticks=777)
     write(d, "4242.json", body(4242, 777))
     opened = []
-    real_read = traced._read_one
-    monkeypatch.setattr(traced, "_read_one", lambda *a, **k: opened.append(1) or real_read(*a, **k))
+    real_read = traced.read_report_file
+    monkeypatch.setattr(traced, "read_report_file", lambda *a, **k: opened.append(1) or real_read(*a, **k))
     for _ in range(3):
         assert read(fake).processes == {}
     assert opened == [] and read(fake).remembered == 1  # refused before any read, and remembered
