@@ -195,7 +195,7 @@ def test_a_report_open_to_others_is_refused(tmp_path):
 
 @pytest.mark.parametrize("text, value", [
     ("1500", 1500), ("²", None), ("١٢", None), ("0x10", None), ("-1", None), ("+1", None), ("007", None),
-    ("", None), (" 1", None), ("99999999999", None), ("4294967295", None), ("1" * 5000, None),
+    ("", None), (" 1", None), ("99999999999", None), ("4294967295", None), pytest.param("1" * 5000, None, id="5000-digits"),
 ])
 def test_only_ascii_decimal_names_are_numbers(text, value):
     assert trace_report.decimal(text, trace_report.MAX_UID) == value
@@ -247,7 +247,7 @@ def test_a_forged_report_for_pid_1_is_refused(tmp_path):
     ('"bytes": NaN', "NaN"), ('"bytes": Infinity', "Infinity"), ('"bytes": -Infinity', "-Infinity"),
     ('"bytes": 1e999', "not finite"), ('"bytes": -1099511627776', "negative"), ('"bytes": -0.5', "negative"),
     ('"bytes": 18446744073709551616', "too large"), ('"bytes": 1e300', "too large"),
-    ('"bytes": ' + "9" * 5000, "not a whole JSON report"),
+    pytest.param('"bytes": ' + "9" * 5000, "not a whole JSON report", id="5000-digits"),
 ])
 def test_figures_that_are_not_finite_non_negative_numbers_refuse_the_report(fake, text, why):
     d, _, _ = fake
@@ -498,3 +498,15 @@ def test_the_reader_says_when_its_own_directory_is_unusable(tmp_path, monkeypatc
         notices = col.snapshot().notices
     assert [n for n in notices if n.startswith("trace reports:")] == [
         f"trace reports: {d} has mode 755, not 700: its reports are not read"]
+
+
+def test_pinned_says_when_its_own_report_directory_is_unusable(tmp_path, monkeypatch, capsys):
+    from pinmon.cli import main
+
+    d = tmp_path / "open"
+    d.mkdir()
+    os.chmod(d, 0o755)
+    monkeypatch.setenv("PINMON_TRACE_DIR", str(d))
+    assert main(["pinned", "--pid", str(os.getpid()), "--json"]) == 0
+    notices = json.loads(capsys.readouterr().out)["notices"]
+    assert f"trace reports: {d} has mode 755, not 700: its reports are not read" in notices
