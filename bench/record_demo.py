@@ -3,6 +3,10 @@ traced examples (small pinned allocations, pageable copies, a WC readback), and 
 
 Usage (GPU machine): python bench/record_demo.py OUT.jsonl.gz [--hog-fraction 0.55]
 Every figure in the recording is what pinmon measured live; nothing is synthesised.
+
+Each workload is reaped as soon as it exits (``poll`` every tick): an exited child left unreaped is
+a zombie, and a recording should show a program only while it runs. The reader also counts a zombie
+as dead, so a traced example's row ends when the example does either way.
 """
 import argparse
 import dataclasses
@@ -89,6 +93,7 @@ def main():
             now = time.time() - t0
             while pending and pending[0][0] <= now:
                 procs.append(subprocess.Popen(pending.pop(0)[1], stdout=subprocess.DEVNULL))
+            procs = [p for p in procs if p.poll() is None]  # reap the workloads that ended
             if last_probe[0] and time.time() - last_probe[0] > a.probe_every and not probe_lock.locked():
                 threading.Thread(target=probe, daemon=True).start()
             time.sleep(max(0.0, next_t - time.time()))
@@ -100,6 +105,8 @@ def main():
     finally:
         for p in procs:
             p.terminate()
+        for p in procs:
+            p.wait(30)
         rec.close()
         col.close()
     print("wrote", a.out, rec.count, "snapshots")

@@ -235,7 +235,9 @@ def cmd_pinned(args) -> int:
         from .collect.traced import merge_traced, read_all
 
         # A traced process's row carries its in-process tracer's exact figures.
-        rows += merge_traced(scan.processes, read_all(), _describe, args.pid)
+        traced = read_all()
+        rows += merge_traced(scan.processes, traced, _describe, args.pid)
+        notes += traced.notices
         n = scan_notice(scan)
         if n:
             notes.append(n)

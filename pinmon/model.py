@@ -224,7 +224,11 @@ class ProcessPinned(_Serial):
     requested_pinned_bytes: Optional[int] = None
     gpu_memory_bytes: Optional[int] = None
     gpu_indices: tuple[int, ...] = ()
-    call_site: Optional[str] = None
+    # The tracer's call site (file:line) per behaviour: "alloc", "register", "rounding_waste",
+    # "pageable_copy", "wc_readback"; each finding names the site of its own behaviour. Untrusted
+    # text: shown through units.printable. A recording's older single "call_site" is not mapped to
+    # a category (it could be any of them) and is ignored with the other unknown keys.
+    call_sites: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

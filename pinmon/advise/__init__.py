@@ -23,7 +23,7 @@ RULE_DOCS: dict[str, str] = {
     "pinned-small-allocs": "10+ pinned allocations/s with a median under 1 MiB (allocate once, reuse)",
     "pageable-bulk-copies": "100 MB/s or more of host-device copies from pageable memory",
     "pinned-rounding-waste": "traced: 256 MiB+ and 25%+ of a process's pinned memory held beyond what it requested",
-    "wc-cpu-readback": "CPU reads from write-combined pinned memory (info: holds write-combined memory)",
+    "wc-cpu-readback": "traced: device-to-host copies into write-combined memory, read uncached (info: holds it)",
     "pcie-link-degraded": "link below its rated gen/width under 1 GB/s+ of traffic (info: narrow while idle)",
     "pcie-errors": "PCIe replay or error counters rose since start (info: link recoveries alone)",
     "probe-below-link": "the probe's best pinned copy ran below 70% of the link's theoretical rate",

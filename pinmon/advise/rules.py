@@ -6,14 +6,16 @@ is their clock), do no I/O and stay silent when the figures they need are ``None
 stable rule id (an API: users filter and alert on it) to its function.
 
 Figures in messages are formatted with ``pinmon.units`` and labelled "(est.)" when they come from
-/proc/PID/maps estimates and "(traced)" when an in-process tracer reported them.
+/proc/PID/maps estimates and "(traced)" when an in-process tracer reported them. A traced finding's
+message names the call site of its own behaviour (``ProcessPinned.call_sites``), quoted: it is text
+from a report file, shown as data (printable, bounded) and never part of the advice.
 """
 from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
 from ..model import Finding, Gpu, HostMemory, ProbeResult, ProcessPinned, Snapshot
-from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate
+from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, printable
 from .thresholds import Thresholds
 
 Rule = Callable[[Sequence[Snapshot], Thresholds], "list[Finding]"]
@@ -33,9 +35,23 @@ def _src(p: ProcessPinned) -> str:
     return "(traced)" if p.source == "traced" else "(est.)"
 
 
-def _site_sentence(p: ProcessPinned) -> str:
-    """Names the call site (file:line) the tracer saw doing most of it, when there is one."""
-    return f" Most of it comes from {p.call_site}." if p.call_site else ""
+SITE_CHARS = 160
+
+
+def _site(p: ProcessPinned, *categories: str) -> Optional[str]:
+    """The tracer's call site (file:line) for the first of ``categories`` it has, as printable text."""
+    for category in categories:
+        site = p.call_sites.get(category)
+        if site:
+            return printable(site, SITE_CHARS)
+    return None
+
+
+def _at(site: Optional[str], verb: str = "at") -> str:
+    """``, at "file:line"``: the site quoted, so it reads as the data it is."""
+    if not site:
+        return ""
+    return ', {} "{}"'.format(verb, site.replace('"', '\\"'))
 
 
 def _fmt_seconds(s: float) -> str:
@@ -195,14 +211,14 @@ def pinned_small_allocs(history: Sequence[Snapshot], t: Thresholds) -> list[Find
             continue
         if rate < t.small_alloc_rate_per_s or median >= t.small_alloc_median_bytes:
             continue
-        message = f"{rate:.1f} pinned allocations/s, median {fmt_bytes(median)} {_src(p)}"
+        site = _site(p, "alloc")
+        message = f"{rate:.1f} pinned allocations/s, median {fmt_bytes(median)} {_src(p)}{_at(site)}"
         advice = (f"Each cudaHostAlloc maps and pins pages through the driver and costs far more than malloc"
                   f" ({costs}). Allocate pinned buffers once and reuse them, or take them from a pinned pool"
-                  f" (CuPy's pinned memory pool, PyTorch's caching host allocator behind `pin_memory()`)."
-                  + _site_sentence(p))
+                  f" (CuPy's pinned memory pool, PyTorch's caching host allocator behind `pin_memory()`).")
         out.append(_finding("pinned-small-allocs", "warning", process_subject(p), message, advice,
                             pid=p.pid, pinned_allocs_per_s=rate, median_alloc_bytes=median,
-                            call_site=p.call_site, **probe_values))
+                            call_site=site, **probe_values))
     return out
 
 
@@ -248,13 +264,18 @@ def wc_cpu_readback(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]
     for p in snap.processes:
         wc_bytes = p.write_combined_bytes
         if p.wc_readbacks is not None and p.wc_readbacks > 0:
-            held = f" ({fmt_bytes(wc_bytes)} held)" if wc_bytes else ""
-            message = (f"{fmt_int(p.wc_readbacks)} CPU reads {_src(p)} from write-combined pinned memory{held}:"
-                       f" CPU reads from write-combined memory are uncached and on bare metal"
-                       f" typically an order of magnitude slower than from ordinary memory{measured}")
-            out.append(_finding("wc-cpu-readback", "warning", process_subject(p), message,
-                                advice + _site_sentence(p), pid=p.pid, wc_readbacks=p.wc_readbacks,
-                                write_combined_bytes=wc_bytes, call_site=p.call_site))
+            # The tracer counts device-to-host copies into write-combined memory (a CPU load cannot
+            # be seen from Python): each lands in a buffer the CPU then reads, uncached.
+            copies = p.wc_readbacks
+            site = _site(p, "wc_readback")
+            held = f" ({fmt_bytes(wc_bytes)} held now)" if wc_bytes else ""
+            message = (f"{fmt_int(copies)} device-to-host {'copy' if copies == 1 else 'copies'} {_src(p)}"
+                       f" into write-combined pinned memory{_at(site)}{held}: the CPU reads that memory"
+                       f" uncached, on bare metal typically an order of magnitude slower than ordinary"
+                       f" memory{measured}")
+            out.append(_finding("wc-cpu-readback", "warning", process_subject(p), message, advice,
+                                pid=p.pid, wc_d2h_copies=copies,
+                                write_combined_bytes=wc_bytes if wc_bytes else None, call_site=site))
         elif wc_bytes is not None and wc_bytes > 0:
             message = (f"holds {fmt_bytes(wc_bytes)} {_src(p)} of write-combined pinned memory: fine for"
                        f" buffers the CPU only writes and the GPU reads; never read it from the CPU")
@@ -282,13 +303,13 @@ def pageable_bulk_copies(history: Sequence[Snapshot], t: Thresholds) -> list[Fin
         rate = p.pageable_copy_bytes_per_s
         if rate is None or rate < t.pageable_copy_bytes_per_s:
             continue
-        message = f"{fmt_rate(rate)} of host-device copies from pageable memory {_src(p)}"
+        site = _site(p, "pageable_copy")
+        message = f"{fmt_rate(rate)} of host-device copies from pageable memory {_src(p)}{_at(site)}"
         advice = ("Copies from pageable memory go through the driver's own pinned bounce buffer at a fraction"
                   " of the link's speed. Pin the staging buffer (cudaHostAlloc, `cupyx.empty_pinned`,"
-                  " PyTorch `pin_memory()`), or cudaHostRegister a buffer that is reused." + speedup_text
-                  + _site_sentence(p))
+                  " PyTorch `pin_memory()`), or cudaHostRegister a buffer that is reused." + speedup_text)
         out.append(_finding("pageable-bulk-copies", "warning", process_subject(p), message, advice,
-                            pid=p.pid, pageable_copy_bytes_per_s=rate, call_site=p.call_site,
+                            pid=p.pid, pageable_copy_bytes_per_s=rate, call_site=site,
                             **speedup_values))
     return out
 
@@ -307,16 +328,17 @@ def pinned_rounding_waste(history: Sequence[Snapshot], t: Thresholds) -> list[Fi
         fraction = waste / allocated
         if waste < t.rounding_waste_min_bytes or fraction < t.rounding_waste_min_fraction:
             continue
+        site = _site(p, "rounding_waste", "alloc")
         message = (f"holds {fmt_bytes(allocated)} of pinned memory for {fmt_bytes(requested)} requested"
-                   f" {_src(p)}: {fmt_bytes(waste)} ({fmt_pct(fraction)}) pinned but unused")
+                   f" {_src(p)}: {fmt_bytes(waste)} ({fmt_pct(fraction)}) pinned but unused"
+                   f"{_at(site, 'allocated at')}")
         advice = ("PyTorch's caching host allocator rounds every pinned block up to the next power of two"
                   " (a 129 MiB tensor takes 256 MiB) and keeps freed blocks cached for reuse. Size pinned"
                   " staging buffers at or just under a power of two, or pin one large buffer and slice it;"
-                  " PyTorch 2.5+ releases cached blocks with `torch._C._host_emptyCache()`."
-                  + _site_sentence(p))
+                  " PyTorch 2.5+ releases cached blocks with `torch._C._host_emptyCache()`.")
         out.append(_finding("pinned-rounding-waste", "warning", process_subject(p), message, advice,
                             pid=p.pid, pinned_bytes=allocated, requested_pinned_bytes=requested,
-                            waste_bytes=waste, waste_fraction=fraction, call_site=p.call_site))
+                            waste_bytes=waste, waste_fraction=fraction, call_site=site))
     return out
 
 

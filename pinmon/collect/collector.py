@@ -57,6 +57,7 @@ class LiveCollector:
         # In-process tracer reports replace the /proc estimates of the pids they cover.
         proc_root = self.scanner.proc_root
         traced = read_all(proc_root=proc_root, clean=proc_root == "/proc")
+        notices += traced.notices
         rows = merge_traced(scan.processes, traced, self.scanner.describe, self.scanner.only_pids)
         processes = merge_gpu_processes(rows, gpus)
         pinned = sum(p.pinned_bytes or 0 for p in processes)

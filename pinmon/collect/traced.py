@@ -1,79 +1,64 @@
 """Reads the in-process tracer's reports (``pinmon.trace/1``) and turns them into process rows.
 
-A report is trusted only when it is a regular file (not a symlink) of the reader's user (any user
-when the reader is root) with mode 0600 at most, in a directory that passes the same checks, parses
-as a whole JSON object of the right schema, and names a live process whose start time (field 22 of
-``/proc/PID/stat``) matches: a dead pid's report, or a reused pid's, is ignored and removed.
-Half-written temporary files of a writer that was killed are removed once they are a minute old.
+A report is a claim made by whoever could write its file, so it is taken only when all of these hold:
+
+- its directory, opened ``O_NOFOLLOW | O_DIRECTORY`` and checked on the open descriptor, is a real
+  directory of mode 0700 owned by the expected user: the reader, or (root only) the ``<uid>`` of a
+  ``/tmp/pinmon-<uid>`` directory;
+- the file is named ``<pid>.json``, the pid in ASCII decimal, and is a regular file (not a symlink)
+  owned by the directory's owner, mode 0600 at most, at most ``MAX_REPORT_BYTES``;
+- it parses as one JSON object of schema ``pinmon.trace/1`` naming that pid;
+- the pid is a live process, not a zombie (state Z or X: the program has ended), whose start time
+  (field 22 of ``/proc/PID/stat``) matches the report's and whose real uid (``/proc/PID/status``) is
+  the directory's owner: a user can vouch only for their own processes.
+
+The checks of one file, its figures (finite, >= 0, held bytes clamped) and its call-site text are
+in ``trace_report.py``.
+
+Cleanup: the report of a dead process (a zombie included) or of a pid now used by another process
+is removed, and so is a temporary file a killed writer left (its writer gone, or older than a
+minute). Listing, stat, open and unlink all go through the directory's open descriptor
+(``dir_fd``): swapping the directory for a symlink after it was checked cannot point root's unlinks
+anywhere else.
+
+Cost: a refused report is remembered by (device, inode, ctime, mtime, size) and not read again
+while it is unchanged. Each read is bounded (``Limits``): directories opened, ``/tmp/pinmon-<uid>``
+entries checked, entries looked at per directory, report bytes parsed per directory and in all.
+Reports are parsed smallest first, so one directory of large files cannot starve the others. When
+a bound stops the reading, a notice says so.
 """
 from __future__ import annotations
 
-import json
+import dataclasses
+import errno
 import os
-import stat
 import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..trace.report import TRACE_SCHEMA, UnsafeDirError, check_dir, proc_start_ticks, runtime_dir
+from ..trace.report import UnsafeDirError, check_dir_stat, runtime_dir
+from ..units import fmt_bytes, printable
+from .trace_report import (MAX_PID, MAX_REPORT_BYTES, MAX_UID, TracedProcess, decimal, mem_total,
+                           proc_identity, read_report_file)
 
-MAX_REPORT_BYTES = 1 << 20
+__all__ = ["Limits", "ReadResult", "ReportReader", "TracedProcess", "merge_traced", "read_all",
+           "read_reports", "report_dirs"]
+
 STALE_TEMP_S = 60.0
+_DIR_FLAGS = (os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+              | getattr(os, "O_NONBLOCK", 0))
 
 
-@dataclass
-class TracedProcess:
-    pid: int
-    report: dict
+@dataclass(frozen=True)
+class Limits:
+    """The work one read may do; see the module docstring."""
 
-    def _get(self, *keys, default=None):
-        d = self.report
-        for k in keys:
-            if not isinstance(d, dict) or k not in d:
-                return default
-            d = d[k]
-        return d
-
-    def figures(self) -> dict:
-        """The ProcessPinned fields this report fills in (exact figures of hooked calls)."""
-        g = self._get
-        return {
-            "source": "traced",
-            "pinned_bytes": _int(g("pinned", "bytes")),
-            "write_combined_bytes": _int(g("pinned", "write_combined_bytes")),
-            "registered_bytes": _int(g("pinned", "registered_bytes")),
-            "requested_pinned_bytes": _int(g("pinned", "requested_bytes")),
-            "pinned_allocs_per_s": _float(g("allocs", "per_s")),
-            "median_alloc_bytes": _int(g("allocs", "median_bytes")),
-            "wc_readbacks": _int(g("wc", "readbacks")),
-            "pageable_copy_bytes_per_s": _float(g("pageable_copy_bytes_per_s")),
-            "call_site": self.call_site(),
-        }
-
-    def call_site(self) -> Optional[str]:
-        """The site behind the process's most notable behaviour: WC readbacks, then pageable copies,
-        then rounding waste, then allocations (the order of the advisor's concerns)."""
-        sites = self._get("call_sites", default={}) or {}
-        order = ["wc_readback", "pageable_copy", "rounding_waste", "alloc", "register"]
-        if (self._get("wc", "readbacks") or 0) == 0:
-            order.remove("wc_readback")
-        if (self._get("pageable_copy_bytes_per_s") or 0) <= 0:
-            order.remove("pageable_copy")
-        if (self._get("pinned", "rounding_waste_bytes") or 0) <= 0:
-            order.remove("rounding_waste")
-        for cat in order:
-            rows = sites.get(cat) if isinstance(sites, dict) else None
-            if rows and isinstance(rows, list) and isinstance(rows[0], dict) and isinstance(rows[0].get("site"), str):
-                return rows[0]["site"]
-        return None
-
-
-def _int(v) -> Optional[int]:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _float(v) -> Optional[float]:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    dirs: int = 64                  # report directories opened
+    tmp_entries: int = 4096         # /tmp/pinmon-<uid> directories checked per listing of /tmp
+    entries_per_dir: int = 1024     # entries looked at in one directory
+    bytes_per_dir: int = 2 << 20    # report bytes parsed from one directory
+    bytes_per_read: int = 8 << 20   # report bytes parsed in all
+    report_bytes: int = MAX_REPORT_BYTES
 
 
 @dataclass
@@ -81,176 +66,325 @@ class ReadResult:
     processes: dict[int, TracedProcess] = field(default_factory=dict)
     rejected: list[str] = field(default_factory=list)  # why files were refused (one line each)
     removed: int = 0
+    remembered: int = 0  # refused before and unchanged since: not read again
+    notices: list[str] = field(default_factory=list)   # for the snapshot: what the user should know
 
 
-def _read_one(path: str, uid: int) -> dict:
-    """The parsed report; raises ValueError with the reason it is refused."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as e:
-        raise ValueError(f"cannot open ({e.strerror or e})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("not a regular file")
-        if uid != 0 and st.st_uid != uid:
-            raise ValueError(f"owned by uid {st.st_uid}")
-        if stat.S_IMODE(st.st_mode) & 0o077:
-            raise ValueError(f"mode {stat.S_IMODE(st.st_mode):o} is open to others")
-        if st.st_size > MAX_REPORT_BYTES:
-            raise ValueError("too large")
-        data = os.read(fd, MAX_REPORT_BYTES + 1)
-    finally:
-        os.close(fd)
-    try:
-        report = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        raise ValueError("not a whole JSON report") from None
-    if not isinstance(report, dict) or report.get("schema") != TRACE_SCHEMA:
-        raise ValueError("not a pinmon.trace/1 report")
-    return report
+class _Budget:
+    """What is left of one read's work, and what was left undone."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.bytes_left = limits.bytes_per_read
+        self.dirs_cut: list[str] = []       # directories whose entries were not all looked at
+        self.skipped_reports = 0            # reports not parsed for the byte bounds
+        self.dirs_unread = 0                # directories not opened for the directory bound
+        self.dirs_total = 0
+        self.tmp_cut = False
+
+    def notice(self) -> Optional[str]:
+        parts = []
+        if self.dirs_unread:
+            parts.append(f"{self.dirs_total - self.dirs_unread} of {self.dirs_total} report directories read")
+        if self.tmp_cut:
+            parts.append(f"only the first {self.limits.tmp_entries} /tmp/pinmon-<uid> directories checked")
+        if self.dirs_cut:
+            parts.append(f"only the first {self.limits.entries_per_dir} entries of {len(self.dirs_cut)}"
+                         f" director{'y' if len(self.dirs_cut) == 1 else 'ies'} looked at")
+        if self.skipped_reports:
+            parts.append(f"{self.skipped_reports} report{'s' if self.skipped_reports != 1 else ''} over"
+                         f" the {fmt_bytes(self.limits.bytes_per_dir)} per directory or"
+                         f" {fmt_bytes(self.limits.bytes_per_read)} per snapshot read budget")
+        if not parts:
+            return None
+        return "trace reports: work bound reached (" + "; ".join(parts) + "): some reports were not read"
+
+
+class ReportReader:
+    """Reads report directories; keeps what lasts between reads (refusals, root's /tmp listing)."""
+
+    # A /tmp listing is reused only if /tmp had not changed for this long when it was taken: a
+    # change within the timestamp's granularity (a few ms) would otherwise leave the mtime as it was.
+    QUIET_NS = 1_000_000_000
+
+    def __init__(self, proc_root: str = "/proc", clean: bool = True, limits: Limits = Limits(),
+                 tmp: str = "/tmp"):
+        self.proc_root = proc_root
+        self.clean = clean
+        self.limits = limits
+        self.tmp = tmp
+        self._refused: dict[tuple, str] = {}      # from the last read
+        self._refused_now: dict[tuple, str] = {}  # this read: only what is still there is kept
+        self._listed: Optional[tuple[int, list[tuple[int, str]], bool]] = None
+        self._rotation = 0
+        self._mem_total: Optional[int] = None
+
+    # --- where to look -----------------------------------------------------------------------
+
+    def report_dirs(self, uid: int, budget: Optional[_Budget] = None) -> list[tuple[str, Optional[int], bool]]:
+        """(directory, its required owner, whether it is the reader's own) to read, in order.
+
+        ``$PINMON_TRACE_DIR``, else this user's runtime dir; root also reads every
+        ``/tmp/pinmon-<uid>`` that belongs to the uid in its name."""
+        env = os.environ.get("PINMON_TRACE_DIR")
+        if env:
+            return [(env, uid, True)]
+        dirs = [(runtime_dir(uid), uid, True)]
+        if uid == 0:
+            others, cut = self._tmp_dirs()
+            if budget is not None and cut:
+                budget.tmp_cut = True
+            dirs += [(path, owner, False) for owner, path in others]
+        return dirs
+
+    def _tmp_dirs(self) -> tuple[list[tuple[int, str]], bool]:
+        """(uid, path) of each ``pinmon-<uid>`` directory in /tmp owned by its uid (not 0), by uid.
+
+        Read every second by root, and /tmp can hold thousands of entries: the listing is kept
+        while /tmp's mtime stays. Each candidate costs one lstat, up to ``Limits.tmp_entries``."""
+        tmp = self.tmp
+        try:
+            mtime = os.stat(tmp).st_mtime_ns
+        except OSError:
+            return [], False
+        cached = self._listed
+        if cached is not None and cached[0] == mtime:
+            return cached[1], cached[2]
+        out, checked, cut = [], 0, False
+        try:
+            with os.scandir(tmp) as it:
+                for entry in it:
+                    name = entry.name
+                    if not name.startswith("pinmon-"):
+                        continue
+                    owner = decimal(name[7:], MAX_UID)
+                    if not owner:  # not a uid, or root's own (read as root's runtime dir)
+                        continue
+                    try:
+                        if not entry.is_dir(follow_symlinks=False):  # d_type: no system call
+                            continue
+                        if checked >= self.limits.tmp_entries:
+                            cut = True
+                            break
+                        checked += 1
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if st.st_uid == owner:
+                        out.append((owner, entry.path))
+        except OSError:
+            return [], False
+        out.sort()
+        self._listed = (mtime, out, cut) if time.time_ns() - mtime > self.QUIET_NS else None
+        return out, cut
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def read(self, uid: Optional[int] = None, now: Optional[float] = None) -> ReadResult:
+        """Reports from every directory ``report_dirs`` names, merged."""
+        uid = os.getuid() if uid is None else uid
+        result = ReadResult()
+        budget = _Budget(self.limits)
+        self._begin()
+        dirs = self.report_dirs(uid, budget)
+        own = [d for d in dirs if d[2]]
+        others = [d for d in dirs if not d[2]]
+        room = max(self.limits.dirs - len(own), 0)
+        budget.dirs_total = len(dirs)
+        if len(others) > room:
+            # Beyond the bound, each read starts where the last one stopped: every directory is
+            # read in turn, none is starved for good.
+            start = self._rotation % len(others)
+            self._rotation = start + room
+            others = (others[start:] + others[:start])[:room]
+            budget.dirs_unread = budget.dirs_total - len(own) - len(others)
+        for path, owner, is_own in own + others:
+            try:
+                self.read_dir(path, uid, owner, result, budget, now=now, notify=is_own)
+            except Exception as e:  # a reader must degrade to "no traced figures", never fail a snapshot
+                result.rejected.append(f"{path}: {type(e).__name__}: {e}")
+        self._end()
+        note = budget.notice()
+        if note:
+            result.notices.append(note)
+        return result
+
+    def _begin(self) -> None:
+        self._refused_now = {}
+        self._mem_total = mem_total(self.proc_root)
+
+    def _end(self) -> None:
+        self._refused = self._refused_now
+
+    def read_dir(self, directory: str, uid: int, owner: Optional[int], result: ReadResult,
+                 budget: _Budget, now: Optional[float] = None, notify: bool = False) -> None:
+        """Every live traced process's report in ``directory``, into ``result``. ``owner``: who must
+        own the directory; ``notify``: say in a notice when the directory cannot be read."""
+        owner = uid if owner is None else owner
+        try:
+            fd = os.open(directory, _DIR_FLAGS)
+        except FileNotFoundError:
+            return  # nothing traced yet
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                why = f"{directory} is a symlink"
+            elif e.errno == errno.ENOTDIR:
+                why = f"{directory} is not a directory"
+            else:
+                why = f"{directory}: {e.strerror or e}"
+            self._unsafe(why, result, notify)
+            return
+        try:
+            try:
+                check_dir_stat(os.fstat(fd), directory, owner)
+            except UnsafeDirError as e:
+                self._unsafe(str(e), result, notify)
+                return
+            self._read_open_dir(fd, directory, owner, uid, result, budget,
+                                time.time() if now is None else now)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _unsafe(why: str, result: ReadResult, notify: bool) -> None:
+        result.rejected.append(why)
+        if notify:
+            result.notices.append(f"trace reports: {why}: its reports are not read")
+
+    def _read_open_dir(self, fd: int, directory: str, owner: int, uid: int, result: ReadResult,
+                       budget: _Budget, now: float) -> None:
+        limits = self.limits
+        reports, temps, looked = [], [], 0
+        with os.scandir(fd) as it:
+            for entry in it:
+                if looked >= limits.entries_per_dir:
+                    budget.dirs_cut.append(directory)
+                    break
+                looked += 1
+                name = entry.name
+                if name.startswith(".") and name.endswith(".tmp"):
+                    temps.append(name)
+                    continue
+                stem, _, ext = name.partition(".")
+                pid = decimal(stem, MAX_PID) if ext == "json" else None
+                if not pid:
+                    continue
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                reports.append((st.st_size, name, pid, st))
+        for name in temps:
+            self._clean_temp(fd, name, owner, now, result)
+        dir_bytes = limits.bytes_per_dir
+        for size, name, pid, st in sorted(reports, key=lambda r: (r[0], r[1])):
+            key = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns, st.st_size)
+            why = self._refused.get(key) or self._refused_now.get(key)
+            if why is not None:
+                self._refused_now[key] = why
+                result.remembered += 1
+                result.rejected.append(f"{name}: {why} (unchanged since refused)")
+                continue
+            proc = proc_identity(pid, self.proc_root)
+            if proc is None:  # gone, or dead and not yet reaped: the report is stale
+                self._remove(fd, name, st, owner, result)
+                continue
+            if proc.uid != owner:
+                self._refuse(key, name, f"pid {pid} belongs to uid {proc.uid}, not to the directory's"
+                                        f" owner {owner}", result)
+                continue
+            cost = min(size, limits.report_bytes)
+            if cost > dir_bytes or cost > budget.bytes_left:
+                budget.skipped_reports += 1
+                continue
+            dir_bytes -= cost
+            budget.bytes_left -= cost
+            try:
+                report = read_report_file(fd, name, owner, uid, limits.report_bytes)
+            except ValueError as e:
+                self._refuse(key, name, str(e), result)
+                continue
+            if report.get("pid") != pid:
+                self._refuse(key, name, f"names pid {printable(repr(report.get('pid')), 40)}", result)
+                continue
+            if report.get("start_ticks") != proc.start_ticks:
+                # The pid now belongs to another process: the report is stale.
+                if not self._remove(fd, name, st, owner, result):
+                    self._refuse(key, name, "written by an earlier process of this pid", result)
+                continue
+            result.processes[pid] = TracedProcess(pid=pid, report=report, rss_bytes=proc.rss_bytes,
+                                                  mem_total_bytes=self._mem_total)
+
+    def _refuse(self, key: tuple, name: str, why: str, result: ReadResult) -> None:
+        self._refused_now[key] = why
+        result.rejected.append(f"{name}: {why}")
+
+    def _remove(self, fd: int, name: str, st: os.stat_result, owner: int, result: ReadResult) -> bool:
+        """Unlink ``name`` in the open directory if cleaning and it is the owner's; True when removed."""
+        if not self.clean or st.st_uid != owner:
+            return False
+        try:
+            os.unlink(name, dir_fd=fd)
+        except OSError:
+            return False
+        result.removed += 1
+        return True
+
+    def _clean_temp(self, fd: int, name: str, owner: int, now: float, result: ReadResult) -> None:
+        """A writer killed between create and rename leaves its temporary file (``.<pid>.<x>.tmp``):
+        remove it once its writer is gone, or when it is old (a live writer renames within milliseconds)."""
+        if not self.clean:
+            return
+        try:
+            pid = decimal(name[1:].split(".", 1)[0], MAX_PID)
+            dead = pid is not None and not os.path.exists(os.path.join(self.proc_root, str(pid)))
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            return
+        if dead or now - st.st_mtime >= STALE_TEMP_S:
+            self._remove(fd, name, st, owner, result)
 
 
 def report_dirs(uid: int) -> list[str]:
-    """Where to look: $PINMON_TRACE_DIR, else this user's runtime dir; root also reads every
-    ``/tmp/pinmon-<uid>`` (each must belong to the uid in its name)."""
-    env = os.environ.get("PINMON_TRACE_DIR")
-    if env:
-        return [env]
-    dirs = [runtime_dir(uid)]
-    if uid == 0:
-        dirs += [os.path.join("/tmp", n) for n in _other_users_dirs("/tmp")]
-    return dirs
+    """The directories a reader of ``uid`` looks in (see ``ReportReader.report_dirs``)."""
+    return [d for d, _, _ in ReportReader().report_dirs(uid)]
 
 
-# (directory, its mtime in ns, the pinmon-<uid> names in it) from the last listing that can be reused
-_listed: Optional[tuple[str, int, list[str]]] = None
-# A listing is reused only if the directory had not changed for this long when it was taken: a
-# change within the timestamp's granularity (a few ms) would otherwise leave the mtime as it was.
-_QUIET_NS = 1_000_000_000
-
-
-def _other_users_dirs(tmp: str) -> list[str]:
-    """The ``pinmon-<uid>`` names in ``tmp`` (uid not 0), sorted. Read every second by root, and
-    /tmp can hold thousands of entries: the listing is kept while the directory's mtime stays."""
-    global _listed
-    try:
-        mtime = os.stat(tmp).st_mtime_ns
-        cached = _listed
-        if cached is not None and cached[0] == tmp and cached[1] == mtime:
-            return cached[2]
-        names = sorted(n for n in os.listdir(tmp)
-                       if n.startswith("pinmon-") and n[7:].isdigit() and n != "pinmon-0")
-    except OSError:
-        return []
-    _listed = (tmp, mtime, names) if time.time_ns() - mtime > _QUIET_NS else None
-    return names
+_readers: dict[tuple[str, bool], ReportReader] = {}
 
 
 def read_all(proc_root: str = "/proc", clean: bool = True) -> ReadResult:
-    """Reports from every directory ``report_dirs`` names, merged."""
-    uid = os.getuid()
-    total = ReadResult()
-    for d in report_dirs(uid):
-        owner = uid
-        base = os.path.basename(d)
-        if uid == 0 and base.startswith("pinmon-") and base[7:].isdigit():
-            owner = int(base[7:])
-        try:
-            r = read_reports(d, proc_root=proc_root, clean=clean, uid=uid, dir_owner=owner)
-        except Exception as e:  # a reader must degrade to "no traced figures", never fail a snapshot
-            total.rejected.append(f"{d}: {type(e).__name__}: {e}")
-            continue
-        total.processes.update(r.processes)
-        total.rejected += r.rejected
-        total.removed += r.removed
-    return total
+    """Reports from every directory the reader looks in, by the reader kept for ``proc_root``
+    (its memory of refused reports spares them a parse at the next read)."""
+    reader = _readers.get((proc_root, clean))
+    if reader is None:
+        reader = _readers[(proc_root, clean)] = ReportReader(proc_root=proc_root, clean=clean)
+    return reader.read()
 
 
 def read_reports(directory: Optional[str] = None, proc_root: str = "/proc", clean: bool = True,
                  uid: Optional[int] = None, now: Optional[float] = None,
-                 dir_owner: Optional[int] = None) -> ReadResult:
+                 dir_owner: Optional[int] = None, reader: Optional[ReportReader] = None) -> ReadResult:
     """Every live traced process's report in ``directory`` (default: this user's runtime dir).
 
     ``uid`` is the reader's; ``dir_owner`` who must own the directory (default: the reader)."""
     uid = os.getuid() if uid is None else uid
     directory = directory or runtime_dir(uid)
-    now = time.time() if now is None else now
+    reader = reader or ReportReader(proc_root=proc_root, clean=clean)
     result = ReadResult()
-    try:
-        check_dir(directory, uid=uid if dir_owner is None else dir_owner)
-    except FileNotFoundError:
-        return result
-    except (UnsafeDirError, OSError) as e:
-        result.rejected.append(f"{directory}: {e}")
-        return result
-    try:
-        names = os.listdir(directory)
-    except OSError as e:
-        result.rejected.append(f"{directory}: {e.strerror or e}")
-        return result
-    for name in names:
-        path = os.path.join(directory, name)
-        if name.startswith(".") and name.endswith(".tmp"):
-            _clean_temp(path, name, now, clean, result, proc_root, uid)
-            continue
-        stem, dot, ext = name.partition(".")
-        if ext != "json" or not stem.isdigit():
-            continue
-        pid = int(stem)
-        try:
-            report = _read_one(path, uid)
-        except ValueError as e:
-            result.rejected.append(f"{name}: {e}")
-            continue
-        if report.get("pid") != pid:
-            result.rejected.append(f"{name}: names pid {report.get('pid')!r}")
-            continue
-        ticks = proc_start_ticks(pid, proc_root)
-        if ticks is None or report.get("start_ticks") != ticks:
-            # Dead, or the pid now belongs to another process: the report is stale.
-            if clean and _owned_by(path, uid):
-                try:
-                    os.unlink(path)
-                    result.removed += 1
-                except OSError:
-                    pass
-            continue
-        result.processes[pid] = TracedProcess(pid=pid, report=report)
+    budget = _Budget(reader.limits)
+    reader._begin()
+    reader.read_dir(directory, uid, dir_owner, result, budget, now=now, notify=True)
+    reader._end()
+    note = budget.notice()
+    if note:
+        result.notices.append(note)
     return result
-
-
-def _owned_by(path: str, uid: int) -> bool:
-    try:
-        st = os.lstat(path)
-        return uid == 0 or st.st_uid == uid
-    except OSError:
-        return False
-
-
-def _clean_temp(path: str, name: str, now: float, clean: bool, result: ReadResult, proc_root: str,
-                uid: int) -> None:
-    """A writer killed between create and rename leaves its temporary file (``.<pid>.<x>.tmp``):
-    remove it once its writer is gone, or when it is old (a live writer renames within milliseconds)."""
-    if not clean:
-        return
-    try:
-        pid_text = name[1:].split(".", 1)[0]
-        dead = pid_text.isdigit() and not os.path.exists(os.path.join(proc_root, pid_text))
-        st = os.lstat(path)
-        if (dead or now - st.st_mtime >= STALE_TEMP_S) and _owned_by(path, uid):
-            os.unlink(path)
-            result.removed += 1
-    except OSError:
-        pass
 
 
 def merge_traced(rows: list, traced: ReadResult, describe=None, only_pids=None) -> list:
     """Process rows with each traced pid's exact figures; a traced process that /proc showed no
     pinned mappings for gets a row of its own. ``describe(pid) -> (name, user, cmdline)``."""
-    import dataclasses
-
     from ..model import ProcessPinned
 
     out, seen = [], set()

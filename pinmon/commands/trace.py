@@ -6,6 +6,10 @@ whose ``sitecustomize`` installs the tracer in every Python interpreter the comm
 through a shell script, ``torchrun`` or a child process) and then runs the ``sitecustomize`` it
 shadows. Interpreters started with ``-I``, ``-E`` or ``-S`` skip that hook: use
 ``python -m pinmon.trace prog.py`` there.
+
+Before the program starts, the report directory is checked (and created 0700 when missing): when
+reports cannot be written there (no parent directory, a symlink, another user's directory, a mode
+open to others) one warning line on stderr says why. The program runs all the same.
 """
 from __future__ import annotations
 
@@ -57,6 +61,9 @@ def run(args) -> int:
     if not cmd:
         raise UsageError("trace: no command given (pinmon trace -- python train.py ...)")
     env = traced_env(trace_dir=args.trace_dir)
+    from ..trace.report import warn_if_unusable
+
+    warn_if_unusable(env.get("PINMON_TRACE_DIR"), "pinmon: trace")
     sys.stdout.flush()
     sys.stderr.flush()
     try:

@@ -20,7 +20,9 @@ def main(argv: list[str]) -> None:
         sys.stderr.write(USAGE)
         raise SystemExit(0 if argv else 2)
     import pinmon.trace
+    from pinmon.trace.report import warn_if_unusable
 
+    warn_if_unusable(os.environ.get("PINMON_TRACE_DIR") or None, "pinmon.trace")
     if argv[0] == "-m":
         if len(argv) < 2:
             sys.stderr.write(USAGE)

@@ -8,7 +8,13 @@ or read reports. Files are 0600, written to a temporary file in the same directo
 the old one, so a reader sees a whole report or the previous one, never half of one.
 
 The report carries the process's start time from ``/proc/PID/stat`` (field 22, clock ticks since
-boot) so a reader can tell a live traced process from a new process that reused its pid.
+boot) so a reader can tell a live traced process from a new process that reused its pid. A process
+in state Z (exited, not yet reaped by its parent) or X (being torn down) has no start time here: it is
+dead, and its report describes a program that has ended.
+
+``dir_problem`` says, in one line, why a directory cannot take reports (missing parent, a symlink,
+another user's, open to others), so ``pinmon trace`` can warn before the program starts instead of
+the tracer failing silently.
 """
 from __future__ import annotations
 
@@ -29,19 +35,28 @@ class UnsafeDirError(OSError):
     """The report directory exists but is not safe to use (symlink, other owner, open mode)."""
 
 
+# States of /proc/PID/stat field 3 that mean the program has ended: Z (zombie: exited, its parent
+# has not reaped it yet), X and x (dead, being torn down).
+DEAD_STATES = frozenset("ZXx")
+
+
 def proc_start_ticks(pid: int, proc_root: str = "/proc") -> Optional[int]:
-    """Field 22 of /proc/PID/stat (start time in clock ticks since boot), or None."""
+    """Field 22 of /proc/PID/stat (start time in clock ticks since boot) of a live process, or None
+    when it is gone, unreadable or dead but not yet reaped (state Z or X)."""
     try:
         with open(os.path.join(proc_root, str(pid), "stat"), "rb") as f:
-            data = f.read().decode("ascii", "replace")
-    except OSError:
+            data = f.read(4096).decode("ascii", "replace")
+    except (OSError, ValueError):
         return None
     # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
     rest = data.rpartition(")")[2].split()
     try:
-        return int(rest[19])  # fields 3.. start at index 0, so field 22 is index 19
+        if rest[0] in DEAD_STATES:  # field 3, the state
+            return None
+        ticks = int(rest[19])  # fields 3.. start at index 0, so field 22 is index 19
     except (IndexError, ValueError):
         return None
+    return ticks if ticks >= 0 else None
 
 
 def runtime_dir(uid: Optional[int] = None, env: Optional[dict] = None) -> str:
@@ -63,7 +78,11 @@ def runtime_dir(uid: Optional[int] = None, env: Optional[dict] = None) -> str:
 def check_dir(path: str, uid: Optional[int] = None) -> None:
     """Raise UnsafeDirError unless ``path`` is a real directory of ``uid`` with mode 0700."""
     uid = os.getuid() if uid is None else uid
-    st = os.lstat(path)
+    check_dir_stat(os.lstat(path), path, uid)
+
+
+def check_dir_stat(st: os.stat_result, path: str, uid: int) -> None:
+    """``check_dir`` on a stat result already taken (``lstat``, or ``fstat`` of an open directory)."""
     if stat.S_ISLNK(st.st_mode):
         raise UnsafeDirError(f"{path} is a symlink")
     if not stat.S_ISDIR(st.st_mode):
@@ -82,6 +101,40 @@ def ensure_dir(path: str) -> str:
         pass
     check_dir(path)
     return path
+
+
+def dir_problem(path: str, uid: Optional[int] = None) -> Optional[str]:
+    """Why reports cannot be written to ``path`` (creating it 0700 when missing), or None when they can."""
+    uid = os.getuid() if uid is None else uid
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        return f"cannot create {path}: {e.strerror or e}"
+    try:
+        check_dir(path, uid)
+    except UnsafeDirError as e:
+        hint = " (another user may have made it: remove it, or choose a directory with --dir)" \
+            if "belongs to uid" in str(e) else ""
+        return f"{e}{hint}"
+    except OSError as e:
+        return f"cannot use {path}: {e.strerror or e}"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{path} is not writable"
+    return None
+
+
+def warn_if_unusable(directory: Optional[str] = None, prefix: str = "pinmon: trace") -> bool:
+    """One warning line on stderr when reports could not be written to ``directory`` (default: the
+    per-user runtime directory); True when it warned."""
+    from ..units import printable
+
+    problem = dir_problem(directory or runtime_dir())
+    if problem is None:
+        return False
+    print(f"{prefix}: warning: no reports will be written: {printable(problem, 300)}", file=sys.stderr)
+    return True
 
 
 def write_report(directory: str, pid: int, payload: dict) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import os
 import threading
 import time
 import weakref
@@ -37,6 +36,7 @@ RECENT_ALLOCS = 4096  # sizes kept for the median
 TOP_SITES = 5
 MAX_SITES = 1000  # call sites kept per category (and per thread for copies): bounded memory
 COPY_SITE_CATEGORIES = ("pageable_copy", "wc_readback")
+SITES_BY_CALLS = frozenset({"alloc"})  # categories whose sites rank by calls, not bytes
 
 
 # The per-thread copy tally: one block of slots per (direction, host memory): bytes, count, then the
@@ -382,13 +382,16 @@ class TracerState:
         return {k: (v - base.get(k, 0)) / dt for k, v in counters.items()}, dt
 
     def _top(self, category: str, live: Optional[dict] = None) -> list[dict]:
-        """The TOP_SITES sites of ``category`` by bytes: the kept table plus live threads' ``live``."""
+        """The TOP_SITES sites of ``category``: the kept table plus live threads' ``live``. Allocation
+        sites rank by calls (what costs is how often a program allocates: one large buffer must not
+        hide a loop of small ones), the others by bytes."""
         by = Counter(self.sites.get(category, ()))
         counts = Counter(self.site_counts.get(category, ()))
         for site, (nbytes, count) in (live or {}).items():
             by[site] += nbytes
             counts[site] += count
-        return [{"site": s, "bytes": b, "count": counts.get(s, 0)} for s, b in by.most_common(TOP_SITES)]
+        ranked = (counts if category in SITES_BY_CALLS else by).most_common(TOP_SITES)
+        return [{"site": s, "bytes": by.get(s, 0), "count": counts.get(s, 0)} for s, _ in ranked]
 
     def report(self, now: Optional[float] = None) -> dict:
         """The figures of the ``pinmon.trace/1`` report (without the identity fields)."""
@@ -443,7 +446,7 @@ class TracerState:
                 "bytes": held_total, "peak_bytes": peak, "write_combined_bytes": wc,
                 "registered_bytes": max(held.get(REGISTERED, 0), 0),
                 "requested_bytes": req_total, "rounding_waste_bytes": waste,
-                "by_kind": {k: v for k, v in held.items()}, "ranges": ranges,
+                "by_kind": {k: max(v, 0) for k, v in held.items()}, "ranges": ranges,
             },
             "allocs": {
                 "count": counters.get("alloc.count", 0), "calls": counters.get("alloc.calls", 0),

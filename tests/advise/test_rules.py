@@ -155,12 +155,22 @@ def test_wc_cpu_readback_messages():
         make_proc(pid=2, name="writer", wc_readbacks=None, write_combined_bytes=32 * MIB)])
     warn, info = R.wc_cpu_readback([snap], T)
     assert warn.subject == "pid 1 (reader)"
-    assert warn.message.startswith("12 CPU reads (traced) from write-combined pinned memory (64.0 MiB held):")
-    assert "uncached" in warn.message
+    assert warn.message.startswith("12 device-to-host copies (traced) into write-combined pinned memory"
+                                   " (64.0 MiB held now):")
+    assert "uncached" in warn.message and "CPU reads (traced)" not in warn.message
+    assert warn.values["wc_d2h_copies"] == 12 and warn.values["write_combined_bytes"] == 64 * MIB
     assert info.message == ("holds 32.0 MiB (est.) of write-combined pinned memory: fine for buffers the CPU"
                             " only writes and the GPU reads; never read it from the CPU")
     for f in (warn, info):
         assert "cudaHostAllocWriteCombined" in f.advice and "device-to-host" in f.advice
+
+
+def test_wc_cpu_readback_after_the_buffer_was_freed_shows_no_zero_bytes():
+    """Copies were counted, the buffer is gone: no "0 B held" in the message or the numbers."""
+    (f,) = R.wc_cpu_readback([make_snap(processes=[make_proc(wc_readbacks=1, write_combined_bytes=0,
+                                                             source="traced")])], T)
+    assert f.message.startswith("1 device-to-host copy (traced) into write-combined pinned memory:")
+    assert "held" not in f.message and "write_combined_bytes" not in f.values
 
 
 def test_wc_cpu_readback_quotes_the_probe_cpu_reads():

@@ -44,7 +44,7 @@ def test_a_live_report_is_read(report_dir):
     assert list(res.processes) == [os.getpid()] and res.rejected == []
     fig = res.processes[os.getpid()].figures()
     assert fig["source"] == "traced" and fig["pinned_bytes"] == 30 * 4096
-    assert fig["median_alloc_bytes"] == 4096 and fig["call_site"] == "train.py:12"
+    assert fig["median_alloc_bytes"] == 4096 and fig["call_sites"] == {"alloc": "train.py:12"}
     assert fig["wc_readbacks"] == 0 and fig["pinned_allocs_per_s"] > 0
 
 
@@ -72,8 +72,13 @@ def test_garbled_reports_are_refused(report_dir, content, why):
 
 
 def test_a_report_naming_another_pid_is_refused(report_dir):
-    write(report_dir, "1.json", own_report())
-    assert "names pid" in read_reports(report_dir).rejected[0]
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        write(report_dir, f"{child.pid}.json", own_report())  # a live pid of ours, our report inside
+        assert "names pid" in read_reports(report_dir).rejected[0]
+    finally:
+        child.stdin.close()
+        child.wait(10)
 
 
 def test_open_mode_symlink_and_owner_are_refused(report_dir, tmp_path):
@@ -212,22 +217,27 @@ def test_pinmon_pinned_shows_traced_processes(report_dir, monkeypatch, capsys):
     assert not any("not a CUDA process" in n for n in out["notices"])
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make directories of two other uids")
 def test_roots_listing_of_other_users_dirs_is_kept_while_tmp_is_unchanged(tmp_path, monkeypatch):
     from pinmon.collect import traced as mod
 
     tmp = str(tmp_path)
-    (tmp_path / "pinmon-1000").mkdir()
-    (tmp_path / "pinmon-0").mkdir()
-    (tmp_path / "other").mkdir()
+    for name, uid in (("pinmon-1000", 1000), ("pinmon-0", 0), ("other", 1000), ("pinmon-1002", 1003)):
+        (tmp_path / name).mkdir()
+        os.chown(tmp_path / name, uid, uid)  # pinmon-1002 is not uid 1002's: left out
     old = time.time() - 5
     os.utime(tmp, (old, old))  # quiet for a while: the listing can be kept
     listings = []
-    real = os.listdir
-    monkeypatch.setattr(mod.os, "listdir", lambda p: listings.append(p) or real(p))
-    assert mod._other_users_dirs(tmp) == ["pinmon-1000"]
-    assert mod._other_users_dirs(tmp) == ["pinmon-1000"] and listings == [tmp]
+    real = os.scandir
+    monkeypatch.setattr(mod.os, "scandir", lambda p: listings.append(p) or real(p))
+    reader = mod.ReportReader(tmp=tmp)
+    want = [(1000, os.path.join(tmp, "pinmon-1000"))]
+    assert reader._tmp_dirs() == (want, False)
+    assert reader._tmp_dirs() == (want, False) and listings == [tmp]
     (tmp_path / "pinmon-1001").mkdir()  # the directory changes: listed again
-    assert mod._other_users_dirs(tmp) == ["pinmon-1000", "pinmon-1001"]
+    os.chown(tmp_path / "pinmon-1001", 1001, 1001)
+    want.append((1001, os.path.join(tmp, "pinmon-1001")))
+    assert reader._tmp_dirs() == (want, False)
     # Changed just now: not kept (a second change in the same mtime tick would not show).
-    assert mod._other_users_dirs(tmp) == ["pinmon-1000", "pinmon-1001"] and len(listings) == 3
-    assert mod._other_users_dirs(str(tmp_path / "missing")) == []
+    assert reader._tmp_dirs() == (want, False) and len(listings) == 3
+    assert mod.ReportReader(tmp=str(tmp_path / "missing"))._tmp_dirs() == ([], False)

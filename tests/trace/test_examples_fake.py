@@ -46,4 +46,7 @@ def test_example_gives_exactly_its_finding(report_dir, script, extra, expected):
     assert pid_rules(check, child.pid) == expected, check["findings"]
     for f in check["findings"]:
         if f["values"].get("pid") == child.pid and f["rule"] in expected:
-            assert f"examples/{script}:" in f["advice"], f["advice"]
+            # The finding quotes the site of its own behaviour in its message, never in its advice.
+            assert f'"examples/{script}:' in f["message"], f["message"]
+            assert f["values"]["call_site"].startswith(f"examples/{script}:")
+            assert "examples/" not in f["advice"]
