@@ -213,10 +213,19 @@ class ProcessScanner:
         )
 
 
-def scan_notice(result: ScanResult) -> Optional[str]:
+def scan_notice(result: ScanResult, euid: Optional[int] = None) -> Optional[str]:
+    """One line for what the scan skipped, or None. ``euid``: pinmon's effective uid (default: its own).
+
+    Running as root is the hint only for a user who is not root already; root itself is refused a
+    process's maps when it lacks CAP_SYS_PTRACE (a container) or a security module says no.
+    """
+    if euid is None:
+        euid = os.geteuid()
     parts = []
     if result.denied:
-        parts.append(f"{result.denied} denied access (run as root to see every process)")
+        why = ("run as root to see every process" if euid != 0 else
+               "even as root: pinmon lacks CAP_SYS_PTRACE, or a security module refuses")
+        parts.append(f"{result.denied} denied access ({why})")
     if result.vanished:
         parts.append(f"{result.vanished} exited during the scan")
     if not parts:

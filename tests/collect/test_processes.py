@@ -49,6 +49,12 @@ def test_permission_denied_is_counted(tmp_path, monkeypatch):
     res = ProcessScanner(proc_root=root).scan()
     assert res.processes == [] and res.denied == 1
     assert "denied" in scan_notice(res)
+    # The hint to run as root is for users who are not root; root is told why root was refused.
+    assert scan_notice(res, euid=1000) == ("process scan: skipped 1 denied access"
+                                           " (run as root to see every process)")
+    as_root = scan_notice(res, euid=0)
+    assert as_root.startswith("process scan: skipped 1 denied access (even as root")
+    assert "run as root" not in as_root and "CAP_SYS_PTRACE" in as_root
 
 
 def test_no_notice_when_clean(tmp_path):
