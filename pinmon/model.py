@@ -225,6 +225,9 @@ class ProcessPinned(_Serial):
     gpu_memory_bytes: Optional[int] = None
     gpu_indices: tuple[int, ...] = ()
     call_site: Optional[str] = None
+    # True when the figures were lowered to what the process has resident (its pinned-looking
+    # mappings are larger) or to RAM; see collect/resident.py.
+    estimate_capped: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Optional
 from ..model import GpuProcess, HostMemory, ProbeResult, ProcessPinned, Snapshot
 from .host import HostMemoryReader
 from .processes import ProcessScanner, scan_notice
+from .resident import cap_estimate, capped_totals
 from .traced import merge_traced, read_all
 
 
@@ -50,7 +51,8 @@ class LiveCollector:
         if self._nvml is not None:
             gpus, gpu_notices = self._nvml.read()
             notices += list(gpu_notices)
-        scan = self.scanner.scan()
+        mem_total = host_fields.get("mem_total_bytes")
+        scan = self.scanner.scan(mem_total_bytes=mem_total)
         note = scan_notice(scan)
         if note:
             notices.append(note)
@@ -58,9 +60,12 @@ class LiveCollector:
         proc_root = self.scanner.proc_root
         traced = read_all(proc_root=proc_root, clean=proc_root == "/proc")
         rows = merge_traced(scan.processes, traced, self.scanner.describe, self.scanner.only_pids)
-        processes = merge_gpu_processes(rows, gpus)
-        pinned = sum(p.pinned_bytes or 0 for p in processes)
-        wc = sum(p.write_combined_bytes or 0 for p in processes)
+        processes = merge_gpu_processes(cap_rows_to_ram(rows, mem_total), gpus)
+        pinned, wc, capped = capped_totals((p.pinned_bytes for p in processes),
+                                           (p.write_combined_bytes for p in processes), mem_total)
+        if capped:
+            notices.append("host: the per-process pinned figures add up to more than RAM (processes"
+                           " share buffers), so the total is capped at RAM")
         host = HostMemory(**host_fields, pinned_bytes_est=pinned, write_combined_bytes_est=wc)
         with self._lock:
             probe = self._probe
@@ -78,6 +83,22 @@ class LiveCollector:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def cap_rows_to_ram(rows: list[ProcessPinned], mem_total_bytes) -> list[ProcessPinned]:
+    """No row above RAM, whatever its source (a tracer's report included); such a row is flagged."""
+    if mem_total_bytes is None:
+        return rows
+    out = []
+    for r in rows:
+        c = cap_estimate(r.pinned_bytes or 0, r.write_combined_bytes or 0, None, mem_total_bytes)
+        if c.capped:
+            r = dataclasses.replace(
+                r, pinned_bytes=None if r.pinned_bytes is None else c.pinned_bytes,
+                write_combined_bytes=None if r.write_combined_bytes is None else c.write_combined_bytes,
+                estimate_capped=True)
+        out.append(r)
+    return out
 
 
 def merge_gpu_processes(rows: list[ProcessPinned], gpus) -> list[ProcessPinned]:
