@@ -287,6 +287,11 @@ class Snapshot(_Serial):
     notices: tuple[str, ...] = ()
     interval_s: Optional[float] = None
     source: str = "live"  # "live", "replay" or "snapshot"
+    # NVIDIA GPUs on the PCI bus (sysfs), counted without NVML; None when unknown.
+    nvidia_pci_gpus: Optional[int] = None
+    # Why NVML gives no GPU data (it could not start, or sees no GPU); None when it runs or was
+    # not asked. With nvidia_pci_gpus > 0 it means GPUs that nothing monitors.
+    nvml_error: Optional[str] = None
 
     def to_dict(self) -> dict:
         d = _to_json(self)
