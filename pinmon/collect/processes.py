@@ -131,7 +131,8 @@ class ProcessScanner:
         if self.only_pids is not None:
             return list(self.only_pids)
         try:
-            return sorted(int(n) for n in os.listdir(self.proc_root) if n.isdigit())
+            # isdigit() alone takes "²" and other digits int() refuses.
+            return sorted(int(n) for n in os.listdir(self.proc_root) if n.isascii() and n.isdigit())
         except OSError:
             return []
 

@@ -51,7 +51,8 @@ def parse_status_rss(text: str) -> Resident:
         if not sep or key not in ("RssFile", "RssShmem"):
             continue
         parts = rest.split()
-        if len(parts) == 2 and parts[1] == "kB" and parts[0].isascii() and parts[0].isdigit():
+        if (len(parts) == 2 and parts[1] == "kB" and parts[0].isascii() and parts[0].isdigit()
+                and len(parts[0]) <= 16):  # kB of a 64-bit address space: 16 digits at most
             values[key] = int(parts[0]) * 1024
     return Resident(values.get("RssFile"), values.get("RssShmem"))
 

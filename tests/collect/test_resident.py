@@ -160,3 +160,7 @@ def test_no_row_of_any_source_is_above_ram():
         (4 * GIB, None, True), (GIB, None, False), (None, 4 * GIB, True)]
     assert out[0].source == "traced"
     assert cap_rows_to_ram(rows, None) == rows
+
+
+def test_an_endless_status_figure_is_not_a_figure():
+    assert parse_status_rss(f"RssShmem:\t{'9' * 5000} kB\nRssFile:\t12 kB\n") == Resident(12 * 1024, None)
