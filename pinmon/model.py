@@ -229,6 +229,9 @@ class ProcessPinned(_Serial):
     # text: shown through units.printable. A recording's older single "call_site" is not mapped to
     # a category (it could be any of them) and is ignored with the other unknown keys.
     call_sites: dict[str, str] = field(default_factory=dict)
+    # True when the figures were lowered to what the process has resident (its pinned-looking
+    # mappings are larger) or to RAM; see collect/resident.py.
+    estimate_capped: bool = False
 
 
 @dataclass(frozen=True)
@@ -288,6 +291,11 @@ class Snapshot(_Serial):
     notices: tuple[str, ...] = ()
     interval_s: Optional[float] = None
     source: str = "live"  # "live", "replay" or "snapshot"
+    # NVIDIA GPUs on the PCI bus (sysfs), counted without NVML; None when unknown.
+    nvidia_pci_gpus: Optional[int] = None
+    # Why NVML gives no GPU data (it could not start, or sees no GPU); None when it runs or was
+    # not asked. With nvidia_pci_gpus > 0 it means GPUs that nothing monitors.
+    nvml_error: Optional[str] = None
 
     def to_dict(self) -> dict:
         d = _to_json(self)

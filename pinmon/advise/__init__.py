@@ -28,6 +28,7 @@ RULE_DOCS: dict[str, str] = {
     "pcie-errors": "PCIe replay or error counters rose since start (info: link recoveries alone)",
     "probe-below-link": "the probe's best pinned copy ran below 70% of the link's theoretical rate",
     "memlock-limit-low": "info: RLIMIT_MEMLOCK under 64 MiB (caps mlock and RDMA, not CUDA pinning)",
+    "gpu-driver-unavailable": "critical: NVIDIA GPUs on the PCI bus but NVML could not start (driver broken or missing)",
 }
 
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}

@@ -566,3 +566,21 @@ RULES: dict[str, Rule] = {
     "probe-below-link": probe_below_link,
     "memlock-limit-low": memlock_limit_low,
 }
+
+
+def gpu_driver_unavailable(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]:
+    """NVIDIA GPUs on the PCI bus that NVML cannot reach: a broken or missing driver, not "no GPU"."""
+    snap = _latest(history)
+    if snap is None or not snap.nvml_error or not snap.nvidia_pci_gpus or snap.gpus:
+        return []
+    n = snap.nvidia_pci_gpus
+    message = (f"{n} NVIDIA GPU{'s' if n != 1 else ''} on the PCI bus but NVML could not start:"
+               f" {printable(snap.nvml_error)}")
+    advice = ("Nothing on these GPUs is monitored, and CUDA work on them will likely fail too. Check the"
+              " driver: `nvidia-smi`, `lsmod | grep nvidia`, `sudo dmesg | grep -i nvrm`; a library and"
+              " kernel module of different versions need a driver reload or a reboot. In a container that"
+              " is not given the GPUs, disable this rule (`disabled_rules`).")
+    return [_finding("gpu-driver-unavailable", "critical", "host", message, advice, nvidia_pci_gpus=n)]
+
+
+RULES["gpu-driver-unavailable"] = gpu_driver_unavailable

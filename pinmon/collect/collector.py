@@ -2,7 +2,8 @@
 
 Implements the ``Source`` protocol. NVML's slow calls run in the NVML collector's own background
 threads, so ``snapshot()`` costs a /proc scan and a few sub-millisecond NVML calls. The latest probe
-result (if any) is attached to every snapshot until a newer one replaces it.
+result (if any) is attached to every snapshot until a newer one replaces it. NVIDIA GPUs on the PCI
+bus are counted once (pci.py), so a snapshot without NVML says whether there are GPUs it cannot see.
 """
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from typing import Optional
 
 from ..model import GpuProcess, HostMemory, ProbeResult, ProcessPinned, Snapshot
 from .host import HostMemoryReader
+from .pci import count_nvidia_gpus
 from .processes import ProcessScanner, scan_notice
+from .resident import cap_estimate, capped_totals
 from .traced import merge_traced, read_all
 
 
@@ -22,7 +25,7 @@ class LiveCollector:
 
     def __init__(self, interval_s: float = 1.0, nvml=None, use_nvml: bool = True,
                  host_root: str = "/", proc_root: str = "/proc", pids: Optional[list[int]] = None,
-                 counter_hz: Optional[float] = None, prefer_gpm: bool = True):
+                 counter_hz: Optional[float] = None, prefer_gpm: bool = True, sysfs_root: str = "/sys"):
         self.interval_s = interval_s
         self.host_root = host_root
         self.host = HostMemoryReader(host_root)
@@ -30,11 +33,13 @@ class LiveCollector:
         self._probe: Optional[ProbeResult] = None
         self._lock = threading.Lock()
         self._nvml = None
-        self._nvml_notice: Optional[str] = None
+        # Counted once: GPUs are not hot-plugged, and NVML, once failed, is not started again.
+        self.nvidia_pci_gpus = count_nvidia_gpus(sysfs_root)
         if use_nvml:
             from .nvml import NvmlCollector
 
-            self._nvml = NvmlCollector(nvml=nvml, counter_hz=counter_hz, prefer_gpm=prefer_gpm)
+            self._nvml = NvmlCollector(nvml=nvml, counter_hz=counter_hz, prefer_gpm=prefer_gpm,
+                                       sysfs_root=sysfs_root)
             self._nvml.start()
 
     def set_probe(self, result: Optional[ProbeResult]) -> None:
@@ -47,10 +52,15 @@ class LiveCollector:
         host_fields, host_notices = self.host.read()
         notices += host_notices
         gpus: tuple = ()
+        nvml_error: Optional[str] = None
         if self._nvml is not None:
             gpus, gpu_notices = self._nvml.read()
+            if not self._nvml.available:
+                nvml_error = self._nvml.reason or "NVML is not available"
+                gpu_notices = (nvml_notice(nvml_error, self.nvidia_pci_gpus),)
             notices += list(gpu_notices)
-        scan = self.scanner.scan()
+        mem_total = host_fields.get("mem_total_bytes")
+        scan = self.scanner.scan(mem_total_bytes=mem_total)
         note = scan_notice(scan)
         if note:
             notices.append(note)
@@ -59,15 +69,18 @@ class LiveCollector:
         traced = read_all(proc_root=proc_root, clean=proc_root == "/proc")
         notices += traced.notices
         rows = merge_traced(scan.processes, traced, self.scanner.describe, self.scanner.only_pids)
-        processes = merge_gpu_processes(rows, gpus)
-        pinned = sum(p.pinned_bytes or 0 for p in processes)
-        wc = sum(p.write_combined_bytes or 0 for p in processes)
+        processes = merge_gpu_processes(cap_rows_to_ram(rows, mem_total), gpus)
+        pinned, wc, capped = capped_totals((p.pinned_bytes for p in processes),
+                                           (p.write_combined_bytes for p in processes), mem_total)
+        if capped:
+            notices.append("host: the per-process pinned figures add up to more than RAM (processes"
+                           " share buffers), so the total is capped at RAM")
         host = HostMemory(**host_fields, pinned_bytes_est=pinned, write_combined_bytes_est=wc)
         with self._lock:
             probe = self._probe
         return Snapshot(time=now, host=host, gpus=tuple(gpus), processes=tuple(processes),
                         probe=probe, notices=tuple(notices), interval_s=self.interval_s,
-                        source="live")
+                        source="live", nvidia_pci_gpus=self.nvidia_pci_gpus, nvml_error=nvml_error)
 
     def close(self) -> None:
         nvml, self._nvml = self._nvml, None
@@ -79,6 +92,32 @@ class LiveCollector:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def nvml_notice(reason: str, pci_gpus: Optional[int]) -> str:
+    """Why there is no GPU data: no GPU at all is fine; GPUs that NVML cannot reach are not."""
+    if pci_gpus == 0:
+        return f"no NVIDIA GPU found: none on the PCI bus (NVML: {reason})"
+    if pci_gpus:
+        return (f"no NVIDIA GPU monitoring: {pci_gpus} NVIDIA GPU{'s' if pci_gpus != 1 else ''} on the"
+                f" PCI bus but NVML could not start: {reason}")
+    return f"no NVIDIA GPU monitoring: {reason}"
+
+
+def cap_rows_to_ram(rows: list[ProcessPinned], mem_total_bytes) -> list[ProcessPinned]:
+    """No row above RAM, whatever its source (a tracer's report included); such a row is flagged."""
+    if mem_total_bytes is None:
+        return rows
+    out = []
+    for r in rows:
+        c = cap_estimate(r.pinned_bytes or 0, r.write_combined_bytes or 0, None, mem_total_bytes)
+        if c.capped:
+            r = dataclasses.replace(
+                r, pinned_bytes=None if r.pinned_bytes is None else c.pinned_bytes,
+                write_combined_bytes=None if r.write_combined_bytes is None else c.write_combined_bytes,
+                estimate_capped=True)
+        out.append(r)
+    return out
 
 
 def merge_gpu_processes(rows: list[ProcessPinned], gpus) -> list[ProcessPinned]:

@@ -40,7 +40,7 @@ def parse_meminfo(text: str, keys: Optional[frozenset] = None) -> dict[str, int]
         if keys is not None and key not in keys:
             continue
         parts = rest.split()
-        if not parts:
+        if not parts or len(parts[0]) > 20:  # past 64 bits: not a figure the kernel writes
             continue
         try:
             value = int(parts[0])

@@ -20,6 +20,10 @@ pid reused between two scans.
 Most pids on a many-core server are kernel threads (per-CPU workers: a hundred or more on 16 cores).
 They have no address space (a size of 0 in statm, as a zombie has) and never will: each is skipped
 without a read until its own periodic re-check, which again covers a reused pid.
+
+A process whose maps hold pinned-looking mappings also has its /proc/PID/status read, every scan:
+its estimate is capped by what it has resident, and by RAM (resident.py), since a mapping's size
+says nothing about what is pinned and anyone can make one look like CUDA's.
 """
 from __future__ import annotations
 
@@ -31,14 +35,18 @@ from typing import Callable, Optional
 import psutil
 
 from ..model import ProcessPinned
+from .host import parse_meminfo
 from .procmaps import PinnedEstimate, churn, estimate_pinned
-from .rawfile import READ_FLAGS, read_to_end
+from .rawfile import READ_FLAGS, read_bytes, read_to_end
+from .resident import cap_estimate, read_resident
 
 _NVIDIA_MARK = b"/dev/nvidia"
 # A pid's name, user and command line are kept this long while it stays a CUDA process.
 DESCRIBE_TTL_S = 10.0
 # A non-CUDA process with an unchanged statm has its maps read again at least this often.
 PLAIN_RECHECK_S = 30.0
+# The scan notice names at most this many pids whose estimate was capped.
+CAPPED_PIDS_SHOWN = 5
 
 
 @dataclass
@@ -47,6 +55,8 @@ class ScanResult:
     denied: int = 0
     vanished: int = 0
     scanned: int = 0
+    # pids whose estimate was lowered to what they have resident, or to RAM (see resident.py)
+    capped: list[int] = field(default_factory=list)
 
 
 def _open_proc(pid: int, name: str, proc_root: str) -> int:
@@ -115,16 +125,30 @@ class ProcessScanner:
         self._no_mm: dict[int, float] = {}
         self._clock = clock
         self.self_pid = os.getpid()
+        self._mem_total: Optional[int] = None
 
     def _pids(self) -> list[int]:
         if self.only_pids is not None:
             return list(self.only_pids)
         try:
-            return sorted(int(n) for n in os.listdir(self.proc_root) if n.isdigit())
+            # isdigit() alone takes "²" and other digits int() refuses.
+            return sorted(int(n) for n in os.listdir(self.proc_root) if n.isascii() and n.isdigit())
         except OSError:
             return []
 
-    def scan(self) -> ScanResult:
+    def _mem_total_bytes(self) -> Optional[int]:
+        """MemTotal from the scanned /proc, read once (only a memory hot-plug changes it)."""
+        if self._mem_total is None:
+            try:
+                text = read_bytes(os.path.join(self.proc_root, "meminfo")).decode("ascii", "replace")
+            except OSError:
+                return None
+            self._mem_total = parse_meminfo(text, frozenset({"MemTotal"})).get("MemTotal")
+        return self._mem_total
+
+    def scan(self, mem_total_bytes: Optional[int] = None) -> ScanResult:
+        """Every process's pinned estimate; ``mem_total_bytes`` caps each one (default: MemTotal
+        from the scanned /proc)."""
         result = ScanResult()
         current: dict[int, tuple[tuple[int, int], PinnedEstimate]] = {}
         now = self._clock()
@@ -178,7 +202,10 @@ class ProcessScanner:
             if not est.is_cuda:
                 continue
             current[pid] = (digest, est)
-            result.processes.append(self._row(pid, est, None if last is None else last[1].ranges, now))
+            row = self._row(pid, est, None if last is None else last[1].ranges, now, mem_total_bytes)
+            if row.estimate_capped:
+                result.capped.append(pid)
+            result.processes.append(row)
         self._previous = current
         self._plain = plain
         self._no_mm = no_mm
@@ -201,24 +228,47 @@ class ProcessScanner:
         self._described[pid] = (now, described)
         return described
 
-    def _row(self, pid: int, est: PinnedEstimate, previous: Optional[frozenset], now: float) -> ProcessPinned:
+    def _row(self, pid: int, est: PinnedEstimate, previous: Optional[frozenset], now: float,
+             mem_total_bytes: Optional[int]) -> ProcessPinned:
         name, user, cmdline = self._describe_cached(pid, now)
+        pinned, wc, capped = est.pinned_bytes, est.write_combined_bytes, False
+        if pinned or wc:
+            # Read every scan, unlike the maps: what is resident moves while the mappings stay.
+            c = cap_estimate(pinned, wc, read_resident(pid, self.proc_root),
+                             mem_total_bytes if mem_total_bytes is not None else self._mem_total_bytes())
+            pinned, wc, capped = c.pinned_bytes, c.write_combined_bytes, c.capped
         return ProcessPinned(
             pid=pid, name=name, user=user, cmdline=cmdline,
-            pinned_bytes=est.pinned_bytes,
-            write_combined_bytes=est.write_combined_bytes,
+            pinned_bytes=pinned,
+            write_combined_bytes=wc,
             source="est.",
             pinned_mappings=est.pinned_mappings,
             mappings_churn=churn(previous, est.ranges),
+            estimate_capped=capped,
         )
 
 
-def scan_notice(result: ScanResult) -> Optional[str]:
+def scan_notice(result: ScanResult, euid: Optional[int] = None) -> Optional[str]:
+    """One line for what the scan skipped, or None. ``euid``: pinmon's effective uid (default: its own).
+
+    Running as root is the hint only for a user who is not root already; root itself is refused a
+    process's maps when it lacks CAP_SYS_PTRACE (a container) or a security module says no.
+    """
+    if euid is None:
+        euid = os.geteuid()
     parts = []
     if result.denied:
-        parts.append(f"{result.denied} denied access (run as root to see every process)")
+        why = ("run as root to see every process" if euid != 0 else
+               "even as root: pinmon lacks CAP_SYS_PTRACE, or a security module refuses")
+        parts.append(f"{result.denied} denied access ({why})")
     if result.vanished:
         parts.append(f"{result.vanished} exited during the scan")
-    if not parts:
+    lines = ["skipped " + ", ".join(parts)] if parts else []
+    if result.capped:
+        shown = ", ".join(str(pid) for pid in result.capped[:CAPPED_PIDS_SHOWN])
+        more = len(result.capped) - CAPPED_PIDS_SHOWN
+        lines.append(f"pinned estimate of pid {shown}{f' and {more} more' if more > 0 else ''} capped"
+                     " to what is resident (its pinned-looking mappings are larger than that)")
+    if not lines:
         return None
-    return "process scan: skipped " + ", ".join(parts)
+    return "process scan: " + "; ".join(lines)

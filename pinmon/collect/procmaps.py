@@ -26,6 +26,7 @@ MIB = 1 << 20
 # the kernel's mmap area sits near the top (0x7f...). Context mappings of nvidiactl live below this.
 CUDA_RESERVED_VA_END = 1 << 40
 WC_MIN_MAPPING_BYTES = 8 * MIB
+ADDRESS_HEX_DIGITS = 16
 PINNED_PATH = "/dev/zero (deleted)"
 NVIDIACTL_PATH = "/dev/nvidiactl"
 
@@ -62,7 +63,8 @@ def parse_maps(text: str) -> list[Mapping]:
             continue
         addr, perms = parts[0], parts[1]
         start_s, sep, end_s = addr.partition("-")
-        if not sep or len(perms) != 4:
+        # An address is at most 64 bits: longer "addresses" only come from a forged file.
+        if not sep or len(perms) != 4 or len(start_s) > ADDRESS_HEX_DIGITS or len(end_s) > ADDRESS_HEX_DIGITS:
             continue
         try:
             start, end = int(start_s, 16), int(end_s, 16)

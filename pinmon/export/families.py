@@ -23,7 +23,7 @@ def _number(value) -> Optional[float]:
         return None
     try:
         v = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past any float
         return None
     return v if math.isfinite(v) else None
 

@@ -2,11 +2,12 @@
 
 Labels ``gpu`` (NVML index), ``uuid``, ``pci_bus_id`` on every series; the GPU name sits on the info
 metric only, so a join (``* on(uuid) group_left(name) pinmon_gpu_info``) adds it where wanted.
+A GPU listed twice (same index or UUID, from a damaged recording) is exported once: its first entry.
 """
 from __future__ import annotations
 
 from .families import Counter, Gauge, emit
-from .state import StateView, gpu_key
+from .state import StateView, gpu_key, unique_gpus
 
 LABELS = ("gpu", "uuid", "pci_bus_id")
 
@@ -42,7 +43,7 @@ def families(view: StateView) -> list:
                      "started; counters overlap, so an alarm figure, not distinct events", LABELS)
     by_counter = Counter("gpu_pcie_counter_events_total", "each NVML PCIe error counter since pinmon started",
                          LABELS + ("counter",))
-    for g in snap.gpus:
+    for g in unique_gpus(snap.gpus):  # a repeated GPU would give duplicate series: first one kept
         lab = gpu_labels(g)
         info.add(lab + (g.name, g.pcie.method), 1)
         up.add(lab, 0 if g.lost else 1)

@@ -39,4 +39,8 @@ def families(view: StateView) -> list:
     if h.memlock_unlimited is not None:
         unlimited.add((), 1 if h.memlock_unlimited else 0)
     gauges.append(unlimited)
+    pci = Gauge("host_nvidia_pci_gpus", "NVIDIA GPUs on the PCI bus, counted from sysfs without NVML"
+                " (more than pinmon_gpu_up reports: GPUs that NVML does not see)")
+    pci.add((), snap.nvidia_pci_gpus)
+    gauges.append(pci)
     return emit(*gauges)

@@ -3,12 +3,12 @@
 The top N processes by pinned bytes get a series each (labels pid, name, user, source); every other
 process is summed into one ``pid="other"`` series, so a box running thousands of short CUDA jobs
 cannot flood Prometheus with series. The "other" series is always present (0 when empty), so sums
-and shares over it are stable.
+and shares over it are stable. A pid listed twice (a damaged recording) counts once: its first row.
 """
 from __future__ import annotations
 
 from .families import Gauge, emit
-from .state import StateView
+from .state import StateView, unique_processes
 
 LABELS = ("pid", "name", "user", "source")
 DEFAULT_TOP = 10
@@ -33,7 +33,8 @@ def families(view: StateView, top: int = DEFAULT_TOP) -> list:
     wc = Gauge("process_write_combined_bytes", "write-combined pinned memory of a process; pid=\"other\" "
                "sums the rest", LABELS)
     count = Gauge("processes", "CUDA processes seen in the last scan (all, not only the exported top N)")
-    chosen, rest = split_top(snap.processes, top)
+    rows = unique_processes(snap.processes)  # a repeated pid would give duplicate series: first kept
+    chosen, rest = split_top(rows, top)
     for p in chosen:
         lab = (p.pid, p.name, p.user, p.source)
         pinned.add(lab, p.pinned_bytes)
@@ -41,5 +42,5 @@ def families(view: StateView, top: int = DEFAULT_TOP) -> list:
     other = ("other", "", "", "")
     pinned.add(other, sum(p.pinned_bytes or 0 for p in rest))
     wc.add(other, sum(p.write_combined_bytes or 0 for p in rest))
-    count.add((), len(snap.processes))
+    count.add((), len(rows))
     return emit(pinned, wc, count)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterable, Optional
 
-from ..model import Finding, Gpu, Snapshot
+from ..model import Finding, Gpu, ProcessPinned, Snapshot
 
 # Stages whose failures are counted; all are exported (at 0 too) so rate() works from the start.
 STAGES = ("snapshot", "advise", "probe")
@@ -20,6 +20,35 @@ STAGES = ("snapshot", "advise", "probe")
 def gpu_key(gpu: Gpu) -> str:
     """A GPU's identity across snapshots: its UUID, else its index (NVML may renumber; UUIDs stay)."""
     return gpu.uuid or f"index:{gpu.index}"
+
+
+def unique_gpus(gpus: Iterable[Gpu]) -> list[Gpu]:
+    """Each GPU once: the first entry of an index or a UUID wins, later repeats are dropped.
+
+    A live snapshot lists every GPU once; a repeat comes from a damaged or hand-made recording, and
+    two series with one identity would make the scrape invalid (or double a byte counter). There is
+    no sound merge of two different readings of one GPU, so the first is kept, as a reader that
+    stops at the first match would.
+    """
+    out, indices, uuids = [], set(), set()
+    for g in gpus:
+        if g.index in indices or (g.uuid and g.uuid in uuids):
+            continue
+        indices.add(g.index)
+        if g.uuid:
+            uuids.add(g.uuid)
+        out.append(g)
+    return out
+
+
+def unique_processes(processes: Iterable[ProcessPinned]) -> list[ProcessPinned]:
+    """Each pid once, the first row winning (see ``unique_gpus``)."""
+    out, seen = [], set()
+    for p in processes:
+        if p.pid not in seen:
+            seen.add(p.pid)
+            out.append(p)
+    return out
 
 
 @dataclass(frozen=True)
@@ -46,7 +75,7 @@ class ExportState:
     def add_snapshot(self, snapshot: Snapshot) -> None:
         """A new good snapshot: it replaces the served one and its PCIe bytes join the totals."""
         with self._lock:
-            for g in snapshot.gpus:
+            for g in unique_gpus(snapshot.gpus):
                 p = g.pcie
                 # Only exact link bytes make a counter; a sampled rate times the interval would be an
                 # extrapolation dressed up as a count.

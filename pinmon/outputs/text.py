@@ -89,6 +89,8 @@ def format_check(snapshot: Snapshot, findings: Sequence[Finding], width: int = 1
     out += ["Host memory"] + ["  " + l for l in host_lines(snapshot)] + [""]
     if snapshot.gpus:
         out += ["GPUs"] + ["  " + l for g in snapshot.gpus for l in gpu_line(g).splitlines()] + [""]
+    elif snapshot.nvidia_pci_gpus and snapshot.nvml_error:
+        out += [f"GPUs: none monitored ({snapshot.nvidia_pci_gpus} on the PCI bus; NVML could not start)", ""]
     else:
         out += ["GPUs: none found", ""]
     if snapshot.processes:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import itertools
+import os
 import signal
 import statistics
 import threading
@@ -100,11 +101,64 @@ def describe_error(e: BaseException) -> str:
     return f"{name}: {text}"[:300] if text else name
 
 
-def _driver_hint(text: str) -> str:
-    if "InsufficientDriver" in text or "insufficient" in text.lower():
-        return (" (this CuPy needs a newer CUDA driver: use cupy-cuda12x, pip install"
-                " 'pinmon[cuda12]', on a CUDA 12 driver)")
-    return ""
+# The kernel driver's own file: present while the NVIDIA module is loaded. WSL has no module and
+# reaches the GPU through /dev/dxg instead.
+NVIDIA_PROC_VERSION = "/proc/driver/nvidia/version"
+WSL_GPU_DEVICE = "/dev/dxg"
+# The CuPy build, and pinmon's extra that installs it, for each CUDA major version.
+_CUPY_FOR_CUDA = {11: "cupy-cuda11x", 12: "cupy-cuda12x (pip install 'pinmon[cuda12]')",
+                  13: "cupy-cuda13x (pip install 'pinmon[cuda13]')"}
+
+
+def _cuda_version(rt, name: str) -> Optional[int]:
+    """CUDA's version number (12020 for 12.2) from ``rt.<name>()``; None when it cannot be asked."""
+    try:
+        v = getattr(rt, name)()
+    except Exception:
+        return None
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def _version_text(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
+def _no_driver(cp) -> Optional[str]:
+    """Why there is no NVIDIA driver at all, or None when there is one (or it cannot be told).
+
+    CUDA documents a driver version of 0 for "no driver installed" (no libcuda), whatever error
+    its calls then give; a library without the kernel module leaves no /proc/driver/nvidia.
+    """
+    if _cuda_version(cp.cuda.runtime, "driverGetVersion") == 0:
+        return "the CUDA driver library, libcuda, is not installed"
+    if not os.path.exists(NVIDIA_PROC_VERSION) and not os.path.exists(WSL_GPU_DEVICE):
+        return "the NVIDIA kernel module is not loaded"
+    return None
+
+
+def _driver_hint(cp, text: str) -> str:
+    """What to do about a driver older than this CuPy's CUDA: said only when that is the case."""
+    if "InsufficientDriver" not in text and "insufficient" not in text.lower():
+        return ""
+    rt = cp.cuda.runtime
+    driver = _cuda_version(rt, "driverGetVersion")
+    runtime = _cuda_version(rt, "runtimeGetVersion")
+    if not driver or not runtime:
+        return " (the NVIDIA driver is missing or older than this CuPy's CUDA: see `nvidia-smi`)"
+    if driver >= runtime:
+        return ""
+    d, r = _version_text(driver), _version_text(runtime)
+    hint = f" (the NVIDIA driver supports CUDA {d}, this CuPy is built for CUDA {r}: update the driver"
+    other = _CUPY_FOR_CUDA.get(driver // 1000) if driver // 1000 < runtime // 1000 else None
+    return hint + (f", or install the CuPy for CUDA {driver // 1000}, {other})" if other else ")")
+
+
+def _start_failure(cp, text: str) -> str:
+    """A CUDA error at start, named after its cause: no driver, an old driver, or as CUDA said."""
+    missing = _no_driver(cp)
+    if missing:
+        return f"no NVIDIA driver: {missing} (CUDA: {text})"
+    return f"no usable CUDA device ({text}){_driver_hint(cp, text)}"
 
 
 def probe_available(gpu_index: int = 0) -> tuple[bool, Optional[str]]:
@@ -147,8 +201,7 @@ def _device_problem(cp, gpu_index: int) -> Optional[str]:
     try:
         count = cp.cuda.runtime.getDeviceCount()
     except Exception as e:
-        text = describe_error(e)
-        return f"no usable CUDA device ({text}){_driver_hint(text)}"
+        return _start_failure(cp, describe_error(e))
     if count <= 0:
         return "no CUDA device visible to CuPy"
     if not 0 <= gpu_index < count:
@@ -862,7 +915,7 @@ def run_probe(kind: str = "quick", gpu_index: int = 0, max_pinned_bytes: Optiona
     except Exception as e:
         text = describe_error(e)
         rows = run.measurements if run is not None else ()
-        return result("unavailable", f"CUDA error during the {kind} probe: {text}{_driver_hint(text)}",
+        return result("unavailable", f"CUDA error during the {kind} probe: {text}{_driver_hint(cp, text)}",
                       rows, cap.cap_bytes)
     finally:
         _PROBE_LOCK.release()

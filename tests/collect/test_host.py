@@ -110,3 +110,8 @@ def test_the_live_reader_walks_the_cgroups_again_only_after_the_recheck(tmp_path
     fields, _ = reader.read()
     assert fields["cgroup_limit_bytes"] == 32 * GIB and fields["mem_available_bytes"] == 20 * GIB
     assert reader.read() == read_host_memory(root)
+
+
+def test_parse_meminfo_skips_figures_past_64_bits():
+    text = f"MemTotal: {'9' * 400} kB\nMemAvailable: 1024 kB\n"
+    assert parse_meminfo(text) == {"MemAvailable": 1024 * 1024}

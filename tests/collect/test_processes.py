@@ -49,6 +49,12 @@ def test_permission_denied_is_counted(tmp_path, monkeypatch):
     res = ProcessScanner(proc_root=root).scan()
     assert res.processes == [] and res.denied == 1
     assert "denied" in scan_notice(res)
+    # The hint to run as root is for users who are not root; root is told why root was refused.
+    assert scan_notice(res, euid=1000) == ("process scan: skipped 1 denied access"
+                                           " (run as root to see every process)")
+    as_root = scan_notice(res, euid=0)
+    assert as_root.startswith("process scan: skipped 1 denied access (even as root")
+    assert "run as root" not in as_root and "CAP_SYS_PTRACE" in as_root
 
 
 def test_no_notice_when_clean(tmp_path):
@@ -236,3 +242,11 @@ def test_a_kernel_thread_is_not_read_again_until_its_recheck(tmp_path, monkeypat
     shutil.rmtree(tmp_path / "2")
     sc.scan()
     assert 2 not in sc._no_mm
+
+
+def test_non_ascii_digit_names_in_proc_are_not_pids(tmp_path):
+    root = fake_proc(tmp_path, {101: "default_256m"})
+    (tmp_path / "\u00b2").mkdir()  # "²".isdigit() is True, int("²") raises
+    (tmp_path / "\u0663").mkdir()  # ARABIC-INDIC DIGIT THREE: int() takes it, /proc never has it
+    res = ProcessScanner(proc_root=root).scan()
+    assert [p.pid for p in res.processes] == [101] and res.vanished == 0

@@ -89,3 +89,14 @@ def test_churn_counts_appeared_and_vanished():
     assert churn(None, b) is None
     assert churn(a, b) == 3
     assert churn(b, b) == 0
+
+
+def test_addresses_longer_than_64_bits_are_skipped():
+    # A forged file with a 5,000-digit address would make a size no float (or JSON writer) can take.
+    text = ("7f3a00000000-7f3a00200000 rw-s 00000000 00:05 78 /dev/nvidia0\n"
+            f"7f3a40000000-{'f' * 5000} rw-s 00000000 00:01 1234 /dev/zero (deleted)\n"
+            f"{'0' * 17}-7f3a40000000 rw-s 00000000 00:01 1234 /dev/zero (deleted)\n"
+            "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n")
+    maps = parse_maps(text)
+    assert [m.path for m in maps] == ["/dev/nvidia0", "[vsyscall]"]
+    assert estimate_pinned(text).pinned_bytes == 0

@@ -241,3 +241,11 @@ def test_label_values_are_escaped():
     p = dataclasses.replace(procs(1)[0], name='we"ird\nname\\')
     text = render([snapshot(processes=[p])])
     assert value(text, "pinmon_process_pinned_bytes", name='we"ird\nname\\') == MIB
+
+
+def test_an_integer_past_any_float_is_left_out_not_the_section():
+    # JSON integers have no bound: a recording may hold one no float can carry.
+    text = render([snapshot(mem_total_bytes=10 ** 400)])
+    assert value(text, "pinmon_host_memory_total_bytes") is None
+    assert value(text, "pinmon_host_memory_available_bytes") == 100 * GIB  # the rest of the section
+    assert value(text, "pinmon_scrape_errors_total") == 0

@@ -22,6 +22,7 @@ from pinmon.collect.nvml import NVML_FUNCTIONS, NvmlCollector
 from pinmon.model import HostMemory, Snapshot
 from pinmon.outputs.text import format_check
 from tests.fakes.fake_pynvml import _ERROR_TEXT, ERRORS
+from tests.fakes.fake_sysfs import nvidia_gpus
 
 from .nvml_matrix import (AT_CLOSE, GLOBAL_FUNCTIONS, MATRIX_ERRORS, MODES, drive, inject_of,
                           make_fake, recorded_functions, target_of)
@@ -165,9 +166,13 @@ def test_collector(function, error, mode, tmp_path):
 
 @pytest.fixture
 def injected(monkeypatch):
-    """A fresh fake installed as the ``pynvml`` module that the live collector imports."""
+    """A fresh fake installed as the ``pynvml`` module that the live collector imports, on a PCI
+    bus that holds its three GPUs (whatever this box's own sysfs says)."""
+    from pinmon.collect import collector
+
     fake = make_fake()
     monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(collector, "count_nvidia_gpus", lambda root="/sys": 3)
     return fake
 
 
@@ -208,14 +213,16 @@ def test_check(function, error, mode, injected, monkeypatch, capsys):
         notices = doc["snapshot"]["notices"]
     else:
         assert "Traceback" not in out
-        rules = [r for r in ("gpu-lost",) if r in out]
+        rules = [r for r in ("gpu-lost", "gpu-driver-unavailable") if r in out]
         gpus, notices = None, [out]
     if hit and error == "gpu_lost" and function not in GLOBAL_FUNCTIONS:
         assert code == 2 and "gpu-lost" in rules
         if gpus is not None:
             assert [g["lost"] for g in gpus] == [i == target for i in range(3)]
     elif function in ("nvmlInit", "nvmlDeviceGetCount") and hit:
-        assert any("no NVIDIA GPU monitoring" in n for n in notices)
+        # Three GPUs on the bus that NVML cannot reach: critical, not "no GPU".
+        assert any("no NVIDIA GPU monitoring: 3 NVIDIA GPUs on the PCI bus" in n for n in notices)
+        assert code == 2 and "gpu-driver-unavailable" in rules
     else:
         assert "gpu-lost" not in rules
     if hit and error not in ("not_supported", "gpu_lost") and function not in GLOBAL_FUNCTIONS:
@@ -247,7 +254,8 @@ async def test_tui(function, error, mode, tmp_path):
     if mode == "always":
         fake.fail(function, error, gpu=gpu)
     (tmp_path / "proc").mkdir()
-    col = LiveCollector(nvml=fake, proc_root=str(tmp_path / "proc"))
+    col = LiveCollector(nvml=fake, proc_root=str(tmp_path / "proc"),
+                        sysfs_root=nvidia_gpus(str(tmp_path / "sys"), 3))
     app = PinmonApp(col, lambda h: advise(h), start_polling=False, probe_every_s=None)
     try:
         async with app.run_test(size=(160, 48)) as pilot:
@@ -303,5 +311,6 @@ def test_export_once(function, error, mode, injected, capsys):
         assert 'rule="gpu-lost"' in out
     elif function in GLOBAL_FUNCTIONS:
         assert "pinmon_gpu_up{" not in out
+        assert 'pinmon_finding{rule="gpu-driver-unavailable",severity="critical",subject="host"} 1.0' in out
     else:
         assert re.search(r'^pinmon_gpu_up\{gpu="1",.*\} 1\.0$', out, re.M) and "gpu-lost" not in out

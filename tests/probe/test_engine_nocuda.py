@@ -61,6 +61,16 @@ class FakeRuntime:
             raise FakeCUDARuntimeError(self.count_error)
         return self.device_count
 
+    # CUDA's version numbers (1000 * major + 10 * minor); a driver of 0 is CUDA's "no driver".
+    driver_version = 13000
+    runtime_version = 13000
+
+    def driverGetVersion(self):
+        return self.driver_version
+
+    def runtimeGetVersion(self):
+        return self.runtime_version
+
     def setDevice(self, i):
         self._call("setDevice")
 
@@ -392,13 +402,74 @@ def test_no_device(monkeypatch):
     assert probe_available(3) == (False, "probe unavailable: CUDA device 3 not found (CuPy sees 1)")
 
 
-def test_old_driver_gets_a_hint(monkeypatch):
+INSUFFICIENT = "cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version"
+
+
+def _driver_box(monkeypatch, tmp_path, driver, runtime, module_loaded=True, error=INSUFFICIENT):
+    """A CuPy stand-in whose device count fails with ``error``, on a box with this driver."""
+    version_file = tmp_path / "nvidia-version"
+    if module_loaded:
+        version_file.write_text("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159\n")
+    monkeypatch.setattr(E, "NVIDIA_PROC_VERSION", str(version_file))
+    monkeypatch.setattr(E, "WSL_GPU_DEVICE", str(tmp_path / "no-dxg"))
     cp = make_fake_cupy()
-    cp.cuda.runtime.count_error = ("cudaErrorInsufficientDriver: CUDA driver version is"
-                                   " insufficient for CUDA runtime version")
+    cp.cuda.runtime.count_error = error
+    cp.cuda.runtime.driver_version = driver
+    cp.cuda.runtime.runtime_version = runtime
     monkeypatch.setitem(sys.modules, "cupy", cp)
+    return cp
+
+
+def test_no_driver_says_so_not_another_cupy(monkeypatch, tmp_path):
+    # cupy-cuda12x installed, no libcuda: CUDA answers InsufficientDriver and a driver version of 0.
+    _driver_box(monkeypatch, tmp_path, driver=0, runtime=12080, module_loaded=False)
     ok, reason = probe_available()
-    assert not ok and "cudaErrorInsufficientDriver" in reason and "cuda12" in reason
+    assert not ok and reason == ("probe unavailable: no NVIDIA driver: the CUDA driver library, libcuda,"
+                                 f" is not installed (CUDA: {INSUFFICIENT})")
+    r = run_probe("quick", max_pinned_bytes=CAP)
+    assert r.status == "unavailable" and r.reason.startswith("no NVIDIA driver: ")
+    assert "cupy-cuda" not in r.reason and "newer" not in r.reason
+
+
+def test_a_driver_library_without_its_kernel_module(monkeypatch, tmp_path):
+    _driver_box(monkeypatch, tmp_path, driver=12080, runtime=12080, module_loaded=False,
+                error="cudaErrorNoDevice: no CUDA-capable device is detected")
+    assert probe_available()[1] == ("probe unavailable: no NVIDIA driver: the NVIDIA kernel module is not"
+                                    " loaded (CUDA: cudaErrorNoDevice: no CUDA-capable device is detected)")
+
+
+def test_old_driver_of_an_older_cuda_major_gets_the_matching_cupy(monkeypatch, tmp_path):
+    _driver_box(monkeypatch, tmp_path, driver=12020, runtime=13000)
+    ok, reason = probe_available()
+    assert not ok and reason == (
+        f"probe unavailable: no usable CUDA device ({INSUFFICIENT}) (the NVIDIA driver supports CUDA 12.2,"
+        " this CuPy is built for CUDA 13.0: update the driver, or install the CuPy for CUDA 12,"
+        " cupy-cuda12x (pip install 'pinmon[cuda12]'))")
+
+
+def test_old_driver_of_the_same_cuda_major_is_told_to_update(monkeypatch, tmp_path):
+    _driver_box(monkeypatch, tmp_path, driver=12020, runtime=12080)
+    reason = probe_available()[1]
+    assert reason.endswith("(the NVIDIA driver supports CUDA 12.2, this CuPy is built for CUDA 12.8:"
+                           " update the driver)")
+    assert "cupy-cuda" not in reason
+
+
+def test_a_new_enough_driver_gets_no_version_advice(monkeypatch, tmp_path):
+    _driver_box(monkeypatch, tmp_path, driver=13000, runtime=12080)
+    assert probe_available()[1] == f"probe unavailable: no usable CUDA device ({INSUFFICIENT})"
+
+
+def test_a_cupy_that_cannot_tell_versions_gets_a_plain_hint(monkeypatch, tmp_path):
+    cp = _driver_box(monkeypatch, tmp_path, driver=None, runtime=12080)
+
+    def fails():
+        raise FakeCUDARuntimeError("cudaErrorUnknown: unknown error")
+
+    cp.cuda.runtime.driverGetVersion = fails
+    reason = probe_available()[1]
+    assert reason.endswith("(the NVIDIA driver is missing or older than this CuPy's CUDA: see `nvidia-smi`)")
+    assert "cupy-cuda" not in reason
 
 
 def test_one_probe_at_a_time(fake):
