@@ -259,6 +259,13 @@ class ProbeResult(_Serial):
     duration_s: Optional[float] = None
     max_pinned_bytes: Optional[int] = None
     measurements: tuple[ProbeMeasurement, ...] = ()
+    # The GPU's link traffic while the probe ran, the probe's own included: the mean of the
+    # collector's readings whose intervals overlap the probe (joined by the app, never measured by
+    # the probe itself), the seconds those readings span, and their Pcie.method.
+    link_rx_bytes_per_s: Optional[float] = None
+    link_tx_bytes_per_s: Optional[float] = None
+    link_window_s: Optional[float] = None
+    link_method: Optional[str] = None
 
     def rate(self, direction: str, memory: str, size_bytes: Optional[int] = None) -> Optional[float]:
         """Bandwidth of the largest (or the given) copy of this direction and memory kind."""

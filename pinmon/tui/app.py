@@ -31,7 +31,9 @@ from textual.widgets import Footer, TabbedContent, TabPane, Tabs
 
 from ..collect.source import Source
 from ..model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
+from ..units import printable
 from .format import SPARK_SAMPLES
+from .probe_link import join_link, link_join_due
 from .state import ProbeView, ViewState
 from .widgets.base import View
 from .widgets.findings import FindingsPanel
@@ -42,7 +44,7 @@ from .widgets.gpu_summary import GpuSummary
 from .widgets.header import StatusHeader
 from .widgets.help_screen import HelpScreen
 from .widgets.memory import MemoryPanel
-from .widgets.notices import NoticeBar
+from .widgets.notices import NoticeBar, NoticesScreen
 from .widgets.probe import ProbePanel, ProbeSummary
 from .widgets.processes import ProcessPanel
 from .widgets.top_findings import TopFindings
@@ -57,7 +59,8 @@ FIRST_PROBE_DELAY_S = 5.0
 HANGUP_GRACE_S = 3.0
 # Automatic probes are skipped while probing (automatic or asked for) exceeds this share of wall time.
 AUTO_PROBE_DUTY_LIMIT = 0.01
-NO_GPU_HINT = "no GPU here: `pinmon demo` plays a session recorded on an H200"
+# A pop-up's text: one line, this long at most (a toast is a third of the screen wide).
+TOAST_CHARS = 240
 
 TABS = (("overview", "1 Overview"), ("gpus", "2 GPUs"), ("memory", "3 Memory"),
         ("processes", "4 Processes"), ("probe", "5 Probe"), ("advisor", "6 Advisor"))
@@ -118,6 +121,7 @@ class PinmonApp(App[int]):
         Binding("plus,equals_sign", "speed(1)", "Faster", key_display="+"),
         Binding("minus,underscore", "speed(-1)", "Slower", key_display="-"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("n", "notices", "Notices", show=False, tooltip="Every notice in full (the bar shows the first)"),
         # Tried when the visible binding for the same key is disabled (check_action), so the key
         # still answers: p in a replay says why there is no probe, + live says why there is no speed.
         Binding("p,s", "no_probe", show=False),
@@ -182,6 +186,8 @@ class PinmonApp(App[int]):
         self.probe_done = threading.Event()
         self.probe_done.set()
         self.probe_latest: Optional[ProbeResult] = None
+        # An ok result waiting for the reading that covers its end, to get its link traffic.
+        self._probe_link_pending: Optional[ProbeResult] = None
         self._probe_latest_ok: Optional[ProbeResult] = None
         self._probe_latest_sweep: Optional[ProbeResult] = None
         self.probe_seconds = 0.0
@@ -217,7 +223,7 @@ class PinmonApp(App[int]):
                     with Vertical(id="ov-right"):
                         with Vertical(id="ov-processes", classes="panel") as box:
                             box.border_title = "Pinned memory by process (4: table)"
-                            yield TopProcesses(limit=4, classes="narrow-only")
+                            yield TopProcesses(limit=30, fit=True, classes="narrow-only")
                             yield TopProcesses(limit=30, classes="wide-only")
                         yield _titled(ProbeSummary(id="ov-probe", classes="panel wide-only"), "Probe (5: detail)")
             with TabPane(TABS[1][1], id="gpus"):
@@ -308,10 +314,12 @@ class PinmonApp(App[int]):
     def on_source_ended(self, message: SourceEnded) -> None:
         self.ended = True
         extra = [n for n in getattr(self.source, "notices", ()) if isinstance(n, str)]
-        self._app_notices["end"] = (f"end of recording ({len(self.history)} snapshots shown);"
-                                    " the last one stays on screen, q quits")
+        # The source's own word first ("recording ends early"): the bar shows the first notice,
+        # and the header already says END OF RECORDING.
         for i, n in enumerate(extra):
             self._app_notices[f"end-{i}"] = n
+        self._app_notices["end"] = (f"end of recording ({len(self.history)} snapshots shown);"
+                                    " the last one stays on screen, q quits")
         self.refresh_bindings()
         self.refresh_views()
 
@@ -319,6 +327,9 @@ class PinmonApp(App[int]):
 
     def apply_snapshot(self, snapshot: Snapshot) -> None:
         """Take a snapshot: history, probe join, recording, advice, views. Tests call it directly."""
+        pending = self._probe_link_pending
+        if pending is not None and link_join_due(pending, snapshot):
+            self._join_probe_link([*self.history, snapshot])
         if self.live and snapshot.probe is None and self._probe_latest_ok is not None:
             # Probe results join the snapshot, so the advisor and a recording see them too.
             snapshot = dataclasses.replace(snapshot, probe=self._probe_latest_ok)
@@ -367,15 +378,13 @@ class PinmonApp(App[int]):
 
     def view_state(self) -> ViewState:
         notices = list(self.displayed.notices) if self.displayed is not None else []
-        if self.displayed is not None and not self.displayed.gpus and self.live:
-            notices.append(NO_GPU_HINT)
         notices += self._app_notices.values()
         done, total, label = self._probe_progress
         probe = ProbeView(unavailable_reason=self.probe_unavailable_reason, live=self.live,
                           running_kind=self.probe_running, progress_done=done, progress_total=total,
                           progress_label=label, latest=self.probe_latest, latest_sweep=self._probe_latest_sweep,
                           probe_seconds=self.probe_seconds, wall_seconds=max(0.0, self._clock() - self._started_at),
-                          count=self.probe_count)
+                          count=self.probe_count, link_pending=self._probe_link_pending is not None)
         return ViewState(snapshot=self.displayed, findings=self.findings, live=self.live, paused=self.paused,
                          speed=self.speed, interval_s=self.interval_s,
                          recording_path=getattr(self.recorder, "path", None) if self.recorder else None,
@@ -419,12 +428,27 @@ class PinmonApp(App[int]):
             return self.live
         return True
 
+    def say(self, message: str, severity: str = "information", timeout: Optional[float] = None) -> None:
+        """A pop-up with ``message`` as plain text (never markup: "pinmon[cuda12]" stays whole), one
+        line, and one at a time: it replaces the pop-up on screen, so keys pressed in a row (p, s)
+        do not stack pop-ups over the panels."""
+        self.clear_notifications()
+        self.notify(printable(message, TOAST_CHARS), severity=severity, timeout=timeout,  # type: ignore[arg-type]
+                    markup=False)
+
+    def action_notices(self) -> None:
+        notices = self.view_state().notices
+        if not notices:
+            self.say("no notices")
+        elif not isinstance(self.screen, NoticesScreen):
+            self.push_screen(NoticesScreen(notices))
+
     def action_no_probe(self) -> None:
-        self.notify("probe not available in replay: it measures this machine, not the recorded one",
-                    severity="warning")
+        self.say("probe not available in replay: it measures this machine, not the recorded one",
+                 severity="warning")
 
     def action_no_speed(self) -> None:
-        self.notify("speed applies to replays only")
+        self.say("speed applies to replays only")
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -465,7 +489,7 @@ class PinmonApp(App[int]):
     def action_next_gpu(self) -> None:
         gpus = self.displayed.gpus if self.displayed is not None else ()
         if not gpus:
-            self.notify("no GPUs in this snapshot", severity="warning")
+            self.say("no GPUs in this snapshot", severity="warning")
             return
         self.selected_gpu = (self.selected_gpu + 1) % len(gpus)
         self.refresh_views()
@@ -500,7 +524,7 @@ class PinmonApp(App[int]):
 
     def action_speed(self, step: int) -> None:
         if self.live:
-            self.notify("speed applies to replays only")
+            self.say("speed applies to replays only")
             return
         speeds = self.replay_speeds
         i = min(range(len(speeds)), key=lambda k: abs(speeds[k] - self.speed))
@@ -512,12 +536,12 @@ class PinmonApp(App[int]):
         if self.recorder is not None:
             self._stop_recording(quiet=False)
         elif self.recorder_factory is None:
-            self.notify("recording is not available here", severity="warning")
+            self.say("recording is not available here", severity="warning")
         else:
             try:
                 self.recorder = self.recorder_factory()
             except Exception as e:  # e.g. the file exists (never overwritten) or the disk is read-only
-                self.notify(f"cannot record: {e}", severity="error", timeout=8)
+                self.say(f"cannot record: {e}", severity="error", timeout=8)
                 return
             self._app_notices.pop("record", None)
             if self.latest is not None:
@@ -527,7 +551,7 @@ class PinmonApp(App[int]):
                     self._app_notices["record"] = f"recording stopped: {e}"
                     self._stop_recording(quiet=True)
             if self.recorder is not None:
-                self.notify(f"recording to {self.recorder.path}")
+                self.say(f"recording to {self.recorder.path}")
         self.refresh_views()
 
     def _stop_recording(self, quiet: bool) -> None:
@@ -540,19 +564,19 @@ class PinmonApp(App[int]):
             self._app_notices["record"] = f"closing the recording failed: {e}"
         if not quiet:
             count = getattr(rec, "count", None)
-            self.notify(f"recording saved: {rec.path}" + (f" ({count} snapshots)" if count is not None else ""))
+            self.say(f"recording saved: {rec.path}" + (f" ({count} snapshots)" if count is not None else ""))
 
     # --- probes (worker thread) --------------------------------------------------------------
 
     def action_probe(self, kind: str = "quick") -> None:
         if not self.live:
-            self.notify("probe not available in replay", severity="warning")
+            self.say("probe not available in replay", severity="warning")
             return
         if self.probe_runner is None:
-            self.notify(f"no probe: {self.probe_unavailable_reason}", severity="warning", timeout=6)
+            self.say(f"no probe: {self.probe_unavailable_reason}", severity="warning", timeout=6)
             return
         if self.probe_running is not None:
-            self.notify(f"a {self.probe_running} probe is already running")
+            self.say(f"a {self.probe_running} probe is already running")
             return
         self.start_probe(kind)
 
@@ -566,6 +590,8 @@ class PinmonApp(App[int]):
     def start_probe(self, kind: str) -> None:
         gpus = self.displayed.gpus if self.displayed is not None else ()
         gpu_index = gpus[min(self.selected_gpu, len(gpus) - 1)].index if gpus else 0
+        if self._probe_link_pending is not None:
+            self._join_probe_link(self.history)  # later readings would count the new probe's copies too
         self.probe_running = kind
         self._probe_progress = (0.0, None, "starting")
         self._probe_cancel = threading.Event()
@@ -609,7 +635,25 @@ class PinmonApp(App[int]):
             self._probe_latest_ok = result
             if result.kind == "sweep":
                 self._probe_latest_sweep = result
+            if self.live and result.link_window_s is None:
+                self._probe_link_pending = result
+                if self.history and link_join_due(result, self.history[-1]):
+                    self._join_probe_link(self.history)
         self.refresh_views()
+
+    def _join_probe_link(self, snapshots: Iterable[Snapshot]) -> None:
+        """Give the pending probe result the link traffic the collector read while it ran, wherever
+        the app holds that result (so later snapshots and recordings carry it too)."""
+        pending, self._probe_link_pending = self._probe_link_pending, None
+        if pending is None:
+            return
+        joined = join_link(pending, snapshots, self.interval_s)
+        if self.probe_latest is pending:
+            self.probe_latest = joined
+        if self._probe_latest_ok is pending:
+            self._probe_latest_ok = joined
+        if self._probe_latest_sweep is pending:
+            self._probe_latest_sweep = joined
 
     # --- command palette ---------------------------------------------------------------------
 

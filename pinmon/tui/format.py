@@ -10,13 +10,16 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from ..model import EXACT_PCIE_METHODS, Gpu, Link, ProbeResult, ProcessPinned
-from ..units import fmt_bytes, fmt_pct, fmt_rate
+from ..units import fmt_bytes, fmt_pct, fmt_rate, printable
 
 # Below this much traffic a link running under its maximum is the driver saving power (ASPM /
 # dynamic link speed), not a fault: it retrains to full speed as soon as transfers start.
 DEGRADED_TRAFFIC_BYTES_PER_S = 1e9
 
 SPARK_SAMPLES = 60
+
+# Where the GPUs would be, live on a machine without one (the notice bar says why there is none).
+NO_GPU_HINT = "no GPU here: `pinmon demo` plays a session recorded on an H200"
 
 SEVERITY_STYLE = {"critical": "$error", "warning": "$warning", "info": "$primary"}
 SEVERITY_LABEL = {"critical": "CRIT", "warning": "WARN", "info": "INFO"}
@@ -149,8 +152,9 @@ def other_measurements(result: ProbeResult) -> list[str]:
         if m.kind == "copy":
             continue
         figure = fmt_rate(m.bytes_per_s) if m.bytes_per_s is not None else fmt_seconds(m.seconds)
-        note = f"  ({m.note})" if m.note else ""
-        lines.append(f"{m.kind:<11} {m.memory:<14} {fmt_bytes(m.size_bytes):>10}  {figure}{note}")
+        note = f"  ({printable(m.note)})" if m.note else ""
+        lines.append(f"{printable(m.kind, 11):<11} {printable(m.memory, 14):<14} {fmt_bytes(m.size_bytes):>10}"
+                     f"  {figure}{note}")
     return lines
 
 
@@ -176,12 +180,23 @@ SORT_COLUMNS: tuple[SortColumn, ...] = (
     SortColumn("gpu_mem", "GPU memory", True, lambda p: _num(p.gpu_memory_bytes)),
     SortColumn("pid", "pid", False, lambda p: p.pid),
     SortColumn("user", "user", False, lambda p: (p.user or "").lower()),
-    SortColumn("command", "command", False, lambda p: command_text(p).lower()),
+    SortColumn("command", "command", False, lambda p: (p.cmdline or p.name or "").lower()),
 )
 
 
-def command_text(p: ProcessPinned) -> str:
-    return p.cmdline or p.name or "n/a"
+def command_text(p: ProcessPinned, max_len: int = 200) -> str:
+    """The command line (else the name) as one printable line: a ``python -c`` script's newlines
+    become spaces and terminal escapes are shown, not sent."""
+    return printable(p.cmdline or p.name or None, max_len)
+
+
+def name_text(p: ProcessPinned) -> str:
+    """The process name (else the command line), one printable line."""
+    return printable(p.name or p.cmdline or None, 60)
+
+
+def user_text(p: ProcessPinned) -> str:
+    return printable(p.user or None, 32)
 
 
 def sort_processes(procs: Sequence[ProcessPinned], column: SortColumn) -> list[ProcessPinned]:

@@ -25,6 +25,8 @@ class ProbeView:
     probe_seconds: float = 0.0
     wall_seconds: float = 0.0
     count: int = 0
+    # The latest result waits for the collector's reading that covers its end (its link traffic).
+    link_pending: bool = False
 
     @property
     def duty_cycle(self) -> Optional[float]:

@@ -10,13 +10,14 @@ import pytest
 from textual.widgets import DataTable, Input, TabbedContent
 
 from pinmon.model import Finding, Gpu
-from pinmon.tui.app import NO_GPU_HINT, PinmonApp, run_app
+from pinmon.tui.app import PinmonApp, run_app
+from pinmon.tui.format import NO_GPU_HINT
 from pinmon.tui.widgets.finding_screen import FindingScreen
 from pinmon.tui.widgets.gpu_detail import GpuDetail
 from pinmon.tui.widgets.gpu_row import GpuRow
 from pinmon.tui.widgets.header import StatusHeader
 from pinmon.tui.widgets.help_screen import HelpScreen
-from pinmon.tui.widgets.notices import NoticeBar
+from pinmon.tui.widgets.notices import NoticeBar, NoticesScreen
 from pinmon.tui.widgets.probe import ProbePanel
 
 from .fakes import (T0, FakeProbeRunner, FakeRecorder, FakeSource, FlakySource, NoGpuSource, fake_advisor,
@@ -263,7 +264,7 @@ async def test_no_gpu_source_says_so_and_points_to_the_demo():
         app.apply_snapshot(NoGpuSource().snapshot())
         bar = text_of(app.query_one(NoticeBar))
         assert "no NVIDIA GPU found: NVML library not found" in bar
-        assert "pinmon demo" in bar and NO_GPU_HINT in bar
+        assert NO_GPU_HINT in screen_text(app)  # where the GPUs would be
         assert "0 GPUs" in header(app)
         await pilot.press("g")  # nothing to cycle; no crash
         await pilot.press("2")
@@ -503,6 +504,46 @@ async def test_probe_results_join_later_snapshots():
         assert app.history[-1].probe is app.probe_latest
 
 
+async def test_probe_panel_shows_the_link_traffic_while_the_probe_ran():
+    # The fake probe ran T0 .. T0+1.5 on GPU 0; the readings at T0+1 and T0+2 cover it, and GPU 0's
+    # link carried 47 and 44 GB/s RX: far more than the probe's own copies.
+    rec = FakeRecorder()
+    app = make_app(probe_runner=FakeProbeRunner(), recorder_factory=lambda: rec)
+    async with app.run_test(size=SIZE) as pilot:
+        feed(app, 1)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.probe_latest is not None)
+        await pilot.press("5")
+        assert "link during probe: waiting for the next reading" in probe_text(app)
+        await pilot.press("r")
+        feed(app, 2, start=1)
+        text = probe_text(app)
+        assert "link during probe: RX 45.5 GB/s, TX " in text and "(exact, incl. the probe's own)" in text
+        assert "! link shared: other RX ~45.1 GB/s; H2D figures read low" in text
+        assert app.probe_latest.link_rx_bytes_per_s == pytest.approx(45.5e9)
+        # Joined into later snapshots, so the advisor, --json and recordings carry it too.
+        assert rec.written[-1].probe.link_window_s == pytest.approx(2.0)
+        await pilot.press("1")
+        assert "link shared" not in screen_text(app)  # the narrow overview has no probe panel
+
+
+async def test_probe_on_a_quiet_link_gets_no_shared_warning():
+    app = make_app(probe_runner=FakeProbeRunner())
+    async with app.run_test(size=SIZE) as pilot:
+        feed(app, 1)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.probe_latest is not None)
+        for i in (1, 2):  # the probe's own 0.8 GB over 2 s of readings, and a little protocol overhead
+            s = make_snapshot(i)
+            quiet = dataclasses.replace(s.gpus[0], pcie=dataclasses.replace(s.gpus[0].pcie, rx_bytes_per_s=0.45e9,
+                                                                            tx_bytes_per_s=0.45e9))
+            app.apply_snapshot(dataclasses.replace(s, gpus=(quiet, s.gpus[1])))
+        await pilot.press("5")
+        text = probe_text(app)
+        assert "link during probe: RX 450.0 MB/s, TX 450.0 MB/s" in text
+        assert "shared" not in text
+
+
 async def test_periodic_probe_runs_in_live_mode():
     runner = FakeProbeRunner()
     app = make_app(FakeSource(interval_s=0.05), poll=True, interval_s=0.05, probe_runner=runner,
@@ -600,8 +641,14 @@ async def test_end_of_recording_stops_polling_and_keeps_the_app():
         await wait_for(pilot, lambda: app.ended)
         assert app.poll_done.wait(1)
         assert "END OF RECORDING" in header(app)
-        notices = text_of(app.query_one(NoticeBar))
+        bar = text_of(app.query_one(NoticeBar))
+        assert "recording ends early" in bar and "+1 more (n)" in bar  # the source's warning first
+        await pilot.press("n")
+        assert isinstance(app.screen, NoticesScreen)
+        notices = text_of(app.screen.query_one("#notices-text"))
         assert "end of recording" in notices and "recording ends early" in notices
+        await pilot.press("n")
+        assert not isinstance(app.screen, NoticesScreen)
         assert app.displayed is app.history[-1] and len(app.history) == 3  # the last snapshot stays
         calls = src.calls
         await pilot.pause(0.1)

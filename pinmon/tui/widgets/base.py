@@ -67,8 +67,12 @@ def _needs_layout(widget, old: tuple[int, int], new: tuple[int, int]) -> bool:
 def set_content(widget, content: Content | str) -> None:
     """``Static.update`` only when the text or its styles changed, and a layout pass only when the
     widget's size could change with it (``_needs_layout``): most of a 1 s refresh repeats what is
-    on screen, and most of the rest is new numbers in lines of the same count."""
-    key = (content.plain, tuple(content.spans)) if isinstance(content, Content) else content
+    on screen, and most of the rest is new numbers in lines of the same count.
+
+    A ``str`` is plain text, never markup: a "[cuda12]" in a message is shown, not swallowed."""
+    if not isinstance(content, Content):
+        content = Content(content)
+    key = (content.plain, tuple(content.spans))
     last = getattr(widget, "_pinmon_drawn", None)
     if last is not None and last[0] == key:
         return

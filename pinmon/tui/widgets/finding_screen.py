@@ -10,14 +10,18 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ...model import Finding
-from ...units import fmt_bytes, fmt_pct, fmt_rate
+from ...units import fmt_bytes, fmt_pct, fmt_rate, printable
 from ..format import SEVERITY_STYLE
+
+
+# The full text is shown here, but one screen's worth: a runaway message stays bounded.
+TEXT_CHARS = 4000
 
 
 def _value(key: str, v: Any) -> str:
     """Units by the key's name (the model's convention: ``*_bytes``, ``*_bytes_per_s``), raw as well."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return str(v)
+        return printable(str(v), 300)  # text from reports (a call site) is data, shown as such
     if key.endswith("_bytes_per_s"):
         return f"{fmt_rate(v)}  ({v:.4g} B/s)"
     if key.endswith("_bytes"):
@@ -28,20 +32,25 @@ def _value(key: str, v: Any) -> str:
 
 
 def finding_text(f: Finding) -> Content:
+    """The finding in full; the labels stand on lines of their own, so the text under them wraps
+    from the same column as it starts."""
     style = SEVERITY_STYLE.get(f.severity, "")
-    rows = [Content.assemble((f" {f.severity.upper()} ", f"bold reverse {style}"), " ", (f.rule, "bold")),
-            Content.assemble(("subject  ", "dim"), f.subject), Content(""),
-            Content(f.message), Content(""),
-            Content.assemble(("advice  ", "bold $accent"), f.advice)]
+    rows = [Content.assemble((f" {printable(f.severity, 10).upper()} ", f"bold reverse {style}"), " ",
+                             (printable(f.rule, 80), "bold")),
+            Content.assemble(("subject  ", "dim"), printable(f.subject, 200)), Content(""),
+            Content(printable(f.message, TEXT_CHARS)), Content(""),
+            Content.styled("advice", "bold $accent"), Content(printable(f.advice, TEXT_CHARS))]
     if f.values:
         rows += [Content(""), Content.styled("numbers", "bold")]
-        width = max(len(k) for k in f.values)
-        rows += [Content.assemble((f"  {k:<{width}}  ", "dim"), _value(k, v)) for k, v in f.values.items()]
-    rows += [Content(""), Content.styled("Esc / Enter / q: close", "dim")]
+        keys = {k: printable(str(k), 40) for k in f.values}
+        width = max(len(k) for k in keys.values())
+        rows += [Content.assemble((f"  {keys[k]:<{width}}  ", "dim"), _value(k, v)) for k, v in f.values.items()]
     return Content("\n").join(rows)
 
 
 class FindingScreen(ModalScreen[None]):
+    """The close keys sit in the box's bottom border: always on screen, however long the text."""
+
     BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
 
     def __init__(self, finding: Finding):
@@ -51,4 +60,5 @@ class FindingScreen(ModalScreen[None]):
     def compose(self):
         with VerticalScroll(id="finding-box") as box:
             box.border_title = "finding"
+            box.border_subtitle = "Esc / Enter / q: close"
             yield Static(finding_text(self.finding), id="finding-text")

@@ -1,45 +1,77 @@
-"""The advisor's findings, worst first, coloured by severity; Enter opens one in full."""
+"""The advisor's findings, worst first, coloured by severity; Enter opens one in full.
+
+Each entry's message and advice wrap under their own start (not back to column 0, under the badge
+or the arrow) and take at most ``MAX_LINES`` lines each, so one long finding leaves room for the
+others; the list scrolls on its own and keeps a stable gutter for its scrollbar, so the text width
+and the border stay where they are whether it scrolls or not.
+"""
 from __future__ import annotations
+
+from typing import Optional
 
 from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from ...model import Finding
+from ...units import printable
 from ..format import SEVERITY_LABEL, SEVERITY_STYLE
 from ..state import ViewState
 from .base import View
 from .finding_screen import FindingScreen
+from .wrap import hanging
+
+MAX_LINES = 3
 
 
 def badge(f: Finding) -> Content:
     style = SEVERITY_STYLE.get(f.severity, "")
-    return Content.styled(f" {SEVERITY_LABEL.get(f.severity, f.severity.upper()[:4])} ", f"bold reverse {style}")
+    label = SEVERITY_LABEL.get(f.severity, printable(f.severity, 8).upper()[:4])
+    return Content.styled(f" {label} ", f"bold reverse {style}")
 
 
-def finding_prompt(f: Finding) -> Content:
-    return Content.assemble(badge(f), " ", (f.rule, "bold"), (f"  {f.subject}", "dim"), "\n",
-                            "  ", f.message, "\n", ("  → ", "bold $accent"), (f.advice, "italic"))
+def finding_prompt(f: Finding, width: Optional[int] = None) -> Content:
+    head = Content.assemble(badge(f), " ", (printable(f.rule, 60), "bold"), (f"  {printable(f.subject, 60)}", "dim"))
+    rows = [head.truncate(width, ellipsis=True) if width else head]
+    rows += hanging("   ", printable(f.message), width, MAX_LINES)
+    rows += hanging(Content.styled("   → ", "bold $accent"), Content.styled(printable(f.advice), "italic"),
+                    width, MAX_LINES)
+    return Content("\n").join(rows)
 
 
 class FindingsPanel(OptionList, View):
     def __init__(self, **kw):
         super().__init__(**kw)
         self.findings: tuple[Finding, ...] = ()
-        self._shown: tuple[Finding, ...] | None = None
+        self._shown: Optional[tuple[tuple[Finding, ...], int]] = None
+
+    def _text_width(self) -> int:
+        """Cells an option's text has: the list's content width less the options' padding."""
+        if not self.is_mounted:
+            return 0
+        padding = self.get_component_styles("option-list--option").padding
+        return max(0, self.scrollable_content_region.width - padding.width)
+
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self._fill()
 
     def show(self, state: ViewState) -> None:
         self.findings = state.findings
-        if self._shown == self.findings:
+        self._fill()
+
+    def _fill(self) -> None:
+        width = self._text_width()
+        if self._shown == (self.findings, width):
             return
-        self._shown = self.findings
+        self._shown = (self.findings, width)
         keep = self.highlighted
         self.clear_options()
         if not self.findings:
             self.add_option(Option(Content.styled("No findings: nothing the advisor would change right now.",
                                                   "$success"), id="none", disabled=True))
             return
-        self.add_options(Option(finding_prompt(f)) for f in self.findings)
+        self.add_options(Option(finding_prompt(f, width)) for f in self.findings)
         # Enter works as soon as the list has focus: something is always highlighted.
         self.highlighted = 0 if keep is None else min(keep, len(self.findings) - 1)
 

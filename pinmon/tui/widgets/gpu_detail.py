@@ -1,17 +1,36 @@
-"""The selected GPU in full: bus id, CPU affinity, NUMA node, memory, its processes."""
+"""The selected GPU in full: bus id, CPU affinity, NUMA node, memory, its processes.
+
+Each process is one line, its command line cut to the panel's width: a multi-line ``python -c``
+script would otherwise fill the panel.
+"""
 from __future__ import annotations
+
+from typing import Optional
 
 from textual.content import Content
 from textual.widgets import Static
 
-from ...units import fmt_bytes, fmt_rate
+from ...units import fmt_bytes, fmt_rate, printable
 from ..format import command_text, error_text, error_total, link_label, link_state, method_label
 from ..state import ViewState
 from .base import View, lines, set_content
 
 
+# "    4242    80.0 GiB  ": the columns before COMMAND.
+PROCESS_LEAD_CELLS = 22
+# A command line's cut before the panel is laid out (its width still unknown).
+DEFAULT_COMMAND_CELLS = 58
+
+
 class GpuDetail(Static, View):
+    _state: Optional[ViewState] = None
+
+    def on_resize(self) -> None:
+        if self._state is not None:
+            self.show(self._state)
+
     def show(self, state: ViewState) -> None:
+        self._state = state
         gpu = state.selected
         if gpu is None:
             self.border_title = "GPU detail"
@@ -20,11 +39,14 @@ class GpuDetail(Static, View):
         self.border_title = f"GPU {gpu.index} detail (g: next GPU)"
         link = gpu.link
         names = {p.pid: p for p in (state.snapshot.processes if state.snapshot else ())}
+        width = self.content_size.width
+        command_cells = max(12, width - PROCESS_LEAD_CELLS) if width else DEFAULT_COMMAND_CELLS
         rows: list[Content | str] = [
-            Content.assemble(("name      ", "dim"), gpu.name or "n/a", "  ", ("uuid ", "dim"), gpu.uuid or "n/a"),
-            Content.assemble(("bus id    ", "dim"), gpu.pci_bus_id or "n/a",
+            Content.assemble(("name      ", "dim"), printable(gpu.name or None, 60), "  ", ("uuid ", "dim"),
+                             printable(gpu.uuid or None, 60)),
+            Content.assemble(("bus id    ", "dim"), printable(gpu.pci_bus_id or None, 40),
                              ("   NUMA node ", "dim"), "n/a" if gpu.numa_node is None else str(gpu.numa_node),
-                             ("   CPU affinity ", "dim"), gpu.cpu_affinity or "n/a"),
+                             ("   CPU affinity ", "dim"), printable(gpu.cpu_affinity or None, 80)),
             Content.assemble(("memory    ", "dim"), f"{fmt_bytes(gpu.memory_used_bytes)} used of "
                                                     f"{fmt_bytes(gpu.memory_total_bytes)}"),
             Content.assemble(("link      ", "dim"), f"{link_label(link.gen, link.width)} now = "
@@ -35,13 +57,13 @@ class GpuDetail(Static, View):
             Content.assemble(("PCIe      ", "dim"), (error_text(gpu), "bold $error" if error_total(gpu) else ""),
                              (" since pinmon started", "dim")),
         ]
-        rows += [Content.assemble(("notice    ", "dim"), (n, "$warning")) for n in gpu.notices]
+        rows += [Content.assemble(("notice    ", "dim"), (printable(n), "$warning")) for n in gpu.notices]
         if gpu.processes:
             rows.append(Content.styled(f"{'PID':>8}  {'GPU MEM':>10}  COMMAND", "bold"))
             for gp in sorted(gpu.processes, key=lambda p: -(p.gpu_memory_bytes or 0)):
                 proc = names.get(gp.pid)
                 rows.append(f"{gp.pid:>8}  {fmt_bytes(gp.gpu_memory_bytes):>10}  "
-                            f"{command_text(proc) if proc else 'n/a'}")
+                            f"{command_text(proc, command_cells) if proc else 'n/a'}")
         else:
             rows.append(Content.styled("no compute processes on this GPU", "dim"))
         set_content(self, lines(*rows))

@@ -4,6 +4,7 @@ from __future__ import annotations
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from ..format import NO_GPU_HINT
 from ..state import ViewState
 from .base import CompositeView, set_content
 from .gpu_row import GpuRow
@@ -24,7 +25,8 @@ class GpuList(Vertical, CompositeView):
         indices = tuple(g.index for g in gpus)
         self._empty.display = not gpus
         if not gpus:
-            set_content(self._empty, "no NVIDIA GPU in this snapshot (see the notice above)")
+            set_content(self._empty, "no NVIDIA GPU in this snapshot (see the notice above)"
+                        + (f"\n{NO_GPU_HINT}" if state.live else ""))
         if indices != self._indices:
             self._indices = indices
             for row in self._rows:

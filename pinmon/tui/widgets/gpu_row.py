@@ -9,7 +9,7 @@ from textual.message import Message
 from textual.strip import Strip
 
 from ...model import Gpu
-from ...units import fmt_rate
+from ...units import fmt_rate, printable
 from ..format import error_text, error_total, link_label, link_state, method_label, share
 from .rows import RowsWidget
 from .sparkline import runs_content, spark_runs, spark_segments
@@ -22,7 +22,7 @@ RATE_CELLS = 32
 
 def head_content(gpu: Gpu, selected: bool) -> Content:
     marker = ("▶ ", "bold $accent") if selected else "  "
-    name = gpu.name or "n/a"
+    name = printable(gpu.name or None, 60)
     if gpu.lost:
         return Content.assemble(marker, (f"GPU {gpu.index}", "bold"), f" {name}  ",
                                 (" LOST ", "bold reverse $error"), " fell off the bus")

@@ -1,26 +1,47 @@
-"""The GPUs in one line each, for the overview on small terminals."""
+"""The GPUs in one line each, for the overview on small terminals.
+
+At most ``MAX_ROWS`` lines: an 8-GPU box would otherwise push the panels below off an 80x24 screen.
+The selected GPU is always among those listed; the GPUs tab has all of them.
+"""
 from __future__ import annotations
 
 from textual.content import Content
 from textual.widgets import Static
 
-from ...units import fmt_rate
-from ..format import error_total, link_label, link_state
+from ...units import fmt_rate, printable
+from ..format import NO_GPU_HINT, error_total, link_label, link_state
 from ..state import ViewState
 from .base import View, lines, set_content
 from .gpu_row import _LINK_NOTE, _LINK_STYLE
+
+MAX_ROWS = 4
+
+
+def listed_positions(count: int, selected: int, max_rows: int = MAX_ROWS) -> list[int]:
+    """Which GPUs (positions) get a line: all when they fit, else the first ``max_rows - 1`` with
+    the selected one among them (the last line then says how many more)."""
+    if count <= max_rows:
+        return list(range(count))
+    keep = max_rows - 1
+    first = list(range(keep))
+    if selected >= keep:
+        first[-1] = selected
+    return first
 
 
 class GpuSummary(Static, View):
     def show(self, state: ViewState) -> None:
         if not state.gpus:
-            set_content(self, Content.styled("no NVIDIA GPU", "dim"))
+            set_content(self, Content.styled(NO_GPU_HINT if state.live else "no NVIDIA GPU in this recording", "dim"))
             return
         rows = []
-        for pos, g in enumerate(state.gpus):
+        positions = listed_positions(len(state.gpus), state.selected_gpu)
+        for pos in positions:
+            g = state.gpus[pos]
             marker = ("▶", "bold $accent") if pos == state.selected_gpu else " "
+            name = printable(g.name or None, 60)
             if g.lost:
-                rows.append(Content.assemble(marker, f"{g.index} {g.name or 'n/a'} ", (" LOST ", "bold reverse $error")))
+                rows.append(Content.assemble(marker, f"{g.index} {name} ", (" LOST ", "bold reverse $error")))
                 continue
             st = link_state(g)
             est = " est." if g.pcie.method == "sampled" else ""
@@ -29,5 +50,7 @@ class GpuSummary(Static, View):
                 (link_label(g.link.gen, g.link.width) + _LINK_NOTE.get(st, ""), _LINK_STYLE[st]),
                 f"  RX {fmt_rate(g.pcie.rx_bytes_per_s)}  TX {fmt_rate(g.pcie.tx_bytes_per_s)}{est}",
                 (f"  errors +{error_total(g)}", "bold $error") if error_total(g) else "",
-                ("  " + (g.name or ""), "dim")))
+                ("  " + printable(g.name or "", 60), "dim")))
+        if len(positions) < len(state.gpus):
+            rows.append(Content.styled(f"… {len(state.gpus) - len(positions)} more GPUs (2: GPUs, g: next)", "dim"))
         set_content(self, lines(*rows))

@@ -9,7 +9,7 @@ from typing import Optional
 from textual.content import Content
 from textual.widgets import Static
 
-from ...units import fmt_bytes
+from ...units import fmt_bytes, printable
 from ..format import fmt_time
 from ..state import ViewState
 from .base import View, set_content
@@ -58,11 +58,11 @@ def _header(state: ViewState, compact: int) -> Content:
         h = snap.host
         effective = h.effective_mem_limit_bytes or h.mem_total_bytes
         n = len(snap.gpus)
-        parts += [" ", (h.hostname, "bold"),
+        parts += [" ", (printable(h.hostname, 64), "bold"),
                   f"  {n} GPU{'s' if n != 1 else ''}",
                   f"  RAM {fmt_bytes(effective)}",
                   f"  {'every ' if compact < 1 else ''}{state.interval_s:g} s",
                   "  ", (fmt_time(snap.time, with_date=compact < 2), "bold")]
     if state.recording_path:
-        parts += ["  ", (" REC ", "bold reverse $error"), " ", state.recording_path]
+        parts += ["  ", (" REC ", "bold reverse $error"), " ", printable(state.recording_path)]
     return Content.assemble(*parts)

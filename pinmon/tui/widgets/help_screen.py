@@ -5,7 +5,8 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Static
+
+from .wrap import HangingText
 
 KEYS = (
     ("q", "quit (a recording in progress is closed first)"),
@@ -17,6 +18,7 @@ KEYS = (
     ("s", "probe sweep over copy sizes"),
     ("/", "filter processes (pid, name, user); Esc clears"),
     ("o", "next sort column of the process table"),
+    ("n", "all notices (the notice bar shows the first)"),
     ("space", "pause: live freezes the view, replay stops"),
     ("r", "start / stop recording snapshots to a file"),
     ("+ / -", "replay speed"),
@@ -36,14 +38,14 @@ TERMS = (
 )
 
 
-def help_text() -> Content:
-    rows = [Content.styled("keys", "bold")]
-    rows += [Content.assemble((f"  {k:<8}", "bold $accent"), v) for k, v in KEYS]
-    rows += [Content(""), Content.styled("terms", "bold")]
-    rows += [Content.assemble((f"  {k:<8}", "bold"), v) for k, v in TERMS]
-    rows += [Content(""), Content.styled("no GPU here? `pinmon demo` plays a recorded H200 session", "dim"),
-             Content.styled("Esc / q / ?: close", "dim")]
-    return Content("\n").join(rows)
+def help_items() -> list:
+    """The help's lines: headings as they are, each key and term with its text wrapped under it."""
+    items: list = [Content.styled("keys", "bold")]
+    items += [(Content.styled(f"  {k:<8}", "bold $accent"), v) for k, v in KEYS]
+    items += [Content(""), Content.styled("terms", "bold")]
+    items += [(Content.styled(f"  {k:<8}", "bold"), v) for k, v in TERMS]
+    items += [Content(""), Content.styled("no GPU here? `pinmon demo` plays a recorded H200 session", "dim")]
+    return items
 
 
 class HelpScreen(ModalScreen[None]):
@@ -52,4 +54,5 @@ class HelpScreen(ModalScreen[None]):
     def compose(self):
         with VerticalScroll(id="help-box") as box:
             box.border_title = "pinmon help"
-            yield Static(help_text(), id="help-text")
+            box.border_subtitle = "Esc / q / ?: close"  # in the border: on screen however tall the help
+            yield HangingText(help_items(), id="help-text")

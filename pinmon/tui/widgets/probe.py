@@ -1,7 +1,8 @@
 """Probe results measured on this box: pinned vs pageable copies, speedup, share of the link.
 
 With no probe engine the panel says why and shows no numbers: a made-up figure here would be
-read as a measurement.
+read as a measurement. Beside a result stands the link traffic the collector read while the probe
+ran, and a warning where other traffic shared the link (``probe_link``).
 """
 from __future__ import annotations
 
@@ -11,20 +12,49 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import ProgressBar, Static
 
-from ...model import ProbeResult
-from ...units import fmt_bytes, fmt_pct, fmt_rate
+from ...model import EXACT_PCIE_METHODS, ProbeResult
+from ...units import fmt_bytes, fmt_pct, fmt_rate, printable
 from ..format import fmt_seconds, fmt_speedup, fmt_time, other_measurements, probe_rows, sweep_sizes
+from ..probe_link import shared_directions
 from ..state import ProbeView, ViewState
 from .base import CompositeView, View, lines, set_content
 
 
+def shared_row(result: ProbeResult) -> Optional[Content]:
+    """Where other traffic clearly shared the link while the probe ran: by how much, and which
+    directions' figures read low (what the other job left, not what the link gives)."""
+    shared = shared_directions(result) if result.status == "ok" else {}
+    if not shared:
+        return None
+    others = ", ".join(f"{'RX' if d == 'h2d' else 'TX'} ~{fmt_rate(r)}" for d, r in shared.items())
+    which = " and ".join(d.upper() for d in shared)
+    return Content.assemble(("! link shared: ", "bold $warning"), f"other {others}; ",
+                            (f"{which} figures read low", "$warning"))
+
+
+def link_rows(result: ProbeResult, pending: bool = False) -> list[Content]:
+    """The link's traffic while the probe ran (the probe's own included), then ``shared_row``."""
+    if result.status != "ok":
+        return []
+    if result.link_window_s is None:
+        return [Content.styled("link during probe: waiting for the next reading", "dim")] if pending else []
+    if result.link_rx_bytes_per_s is None or result.link_tx_bytes_per_s is None:
+        return [Content.styled("link during probe: no reading of this GPU's link", "dim")]
+    how = "exact" if result.link_method in EXACT_PCIE_METHODS else "est."
+    shared = shared_row(result)
+    return [Content.assemble("link during probe: ", ("RX ", "bold"), fmt_rate(result.link_rx_bytes_per_s),
+                             ", ", ("TX ", "bold"), fmt_rate(result.link_tx_bytes_per_s),
+                             (f" ({how}, incl. the probe's own)", "dim"))] + ([shared] if shared else [])
+
+
 def result_rows(result: ProbeResult, link_bytes_per_s: Optional[float], recorded: bool) -> list[Content]:
     where = "GPU n/a" if result.gpu_index is None else f"GPU {result.gpu_index}"
-    head = Content.assemble((f"{result.kind} probe", "bold"), f", {where}, {fmt_time(result.time)}",
+    head = Content.assemble((f"{printable(result.kind, 20)} probe", "bold"), f", {where}, {fmt_time(result.time)}",
                             f", took {fmt_seconds(result.duration_s)}" if result.duration_s is not None else "",
                             (" (from the recording)", "dim") if recorded else "")
     if result.status != "ok":
-        return [head, Content.assemble(("probe did not run: ", "$warning"), result.reason or "no reason given")]
+        return [head, Content.assemble(("probe did not run: ", "$warning"),
+                                       printable(result.reason or "no reason given", 400))]
     rows = [head,
             Content.styled(f"{'':<4} {'pinned':>11} {'pageable':>11} {'speedup':>8} {'pinned % of link':>17}", "bold")]
     for r in probe_rows(result, link_bytes_per_s):
@@ -76,8 +106,8 @@ class ProbePanel(Vertical, CompositeView):
         body = self.query_one("#probe-body", Static)
         label.display = running
         if running:
-            set_content(label, Content.assemble((f"{p.running_kind} probe running", "bold $accent"),
-                                          f"  {p.progress_label}" if p.progress_label else ""))
+            set_content(label, Content.assemble((f"{printable(p.running_kind, 20)} probe running", "bold $accent"),
+                                                f"  {printable(p.progress_label, 100)}" if p.progress_label else ""))
             if self._bar is None:
                 self._bar = ProgressBar(id="probe-progress", show_eta=False)
                 self.mount(self._bar, before=body)
@@ -97,6 +127,7 @@ def probe_body(state: ViewState) -> list[Content]:
     rows: list[Content] = []
     if latest is not None:
         rows += result_rows(latest, link, recorded=p.latest is None)
+        rows += link_rows(latest, pending=p.link_pending and latest is p.latest)
         sweep = p.latest_sweep or (recorded if recorded is not None and recorded.kind == "sweep" else None)
         if sweep is not None and sweep_rows(sweep):
             rows += [Content(""), Content.assemble(("sweep", "bold"), f", {fmt_time(sweep.time)}")] + sweep_rows(sweep)
@@ -105,7 +136,7 @@ def probe_body(state: ViewState) -> list[Content]:
             rows += [Content("")] + [Content(o) for o in other]
     elif p.unavailable_reason is not None or not p.live:
         rows.append(Content.assemble(("no probe results", "bold"), ": ",
-                                     p.unavailable_reason if p.live else "this recording carries none"))
+                                     printable(p.unavailable_reason, 400) if p.live else "this recording carries none"))
         rows.append(Content.styled("pinned-vs-pageable numbers need CuPy and an NVIDIA GPU on this machine;"
                                    " nothing is shown rather than a guess.", "dim"))
     else:
@@ -129,11 +160,15 @@ class ProbeSummary(Static, View):
         rows: list[Content] = []
         if p.running_kind is not None:
             done = "" if not p.progress_total else f" {fmt_pct((p.progress_done or 0) / p.progress_total)}"
-            rows.append(Content.styled(f"{p.running_kind} probe running{done}", "bold $accent"))
+            rows.append(Content.styled(f"{printable(p.running_kind, 20)} probe running{done}", "bold $accent"))
         if latest is not None:
+            # Without the last row (the link's theoretical rate): the overview has little room.
             rows += result_rows(latest, sel.link.theoretical_bytes_per_s if sel else None, p.latest is None)[:-1]
+            shared = shared_row(latest)
+            if shared is not None:
+                rows.append(shared)
         elif p.live and p.unavailable_reason is not None:
-            rows.append(Content.assemble(("no probe results: ", "bold"), p.unavailable_reason))
+            rows.append(Content.assemble(("no probe results: ", "bold"), printable(p.unavailable_reason, 400)))
         else:
             rows.append(Content.styled("no probe yet (p: quick probe, s: sweep)" if p.live else
                                        "this recording carries no probe result", "dim"))

@@ -1,6 +1,9 @@
 """The per-process table: pinned, write-combined, mappings and churn, GPU memory; sortable, filterable.
 
-Sort column and filter text are this view's own state (how the user looks), not data.
+Sort column and filter text are this view's own state (how the user looks), not data. The table
+never scrolls sideways: COMMAND takes the width the other columns leave (a command line longer than
+that ends in "…"), and the line under the table shows the highlighted process's whole command line.
+Every name, user and command line is one printable line (``units.printable``).
 """
 from __future__ import annotations
 
@@ -13,17 +16,24 @@ from textual.content import Content
 from textual.widgets import DataTable, Input, Static
 
 from ...model import ProcessPinned
-from ...units import fmt_bytes, fmt_int
-from ..format import SORT_COLUMNS, command_text, filter_processes, sort_processes
+from ...units import fmt_bytes, fmt_int, printable
+from ..format import SORT_COLUMNS, command_text, filter_processes, sort_processes, user_text
 from ..state import ViewState
 from .base import CompositeView, set_content
 
 # (sort key or None, header, right-aligned, width). Fixed widths fit the widest value a column can
-# print ("1023.9 GiB", pid 4194304) plus one space of gutter, so at 80 columns every number is whole
-# and only the command line runs off to the right; nothing is re-measured on refresh either.
+# print ("1023.9 GiB", pid 4194304) plus one space of gutter, so at 80 columns every number is whole;
+# COMMAND (None) gets the rest of the table's width. Nothing is re-measured on refresh.
 COLUMNS = (("pid", "PID", True, 8), ("user", "USER", False, 9), ("pinned", "PINNED", True, 11),
            ("wc", "WC", True, 10), (None, "MAPS", True, 7), ("churn", "CHURN", True, 7),
            ("gpu_mem", "GPU MEM", True, 10), (None, "SRC", False, 7), ("command", "COMMAND", False, None))
+# A table narrower than this leaves MAPS out (the count of pinned mappings: the least read column),
+# so that COMMAND keeps a readable width at 80 columns.
+WIDE_TABLE_CELLS = 100
+NARROW_COLUMNS = tuple(c for c in COLUMNS if c[1] != "MAPS")
+# COMMAND's width before the table is laid out, and its least width on a very narrow terminal.
+DEFAULT_COMMAND_CELLS = 40
+MIN_COMMAND_CELLS = 10
 # Past this many changed cells one rebuild is cheaper than cell-by-cell updates.
 MAX_CELL_UPDATES = 40
 
@@ -43,12 +53,33 @@ def _cell(text: str, right: bool) -> Text:
     return Text(text if right else " " + text, justify="right" if right else "left", no_wrap=True)
 
 
-def process_cells(p: ProcessPinned) -> tuple[Text, ...]:
+def table_layout(room: int) -> tuple[tuple, int]:
+    """The columns a table ``room`` cells wide shows, and COMMAND's width: what the others leave."""
+    if not room:
+        return COLUMNS, DEFAULT_COMMAND_CELLS
+    columns = COLUMNS if room >= WIDE_TABLE_CELLS else NARROW_COLUMNS
+    fixed = sum(width for *_, width in columns if width is not None)
+    return columns, max(MIN_COMMAND_CELLS, room - fixed)
+
+
+def process_cells(p: ProcessPinned, command_cells: int = DEFAULT_COMMAND_CELLS,
+                  columns: tuple = COLUMNS) -> tuple[Text, ...]:
+    """The row's cells for ``columns``; the command line cut to ``command_cells`` (its cell brings
+    one space)."""
     churn = fmt_int(p.mappings_churn)
-    values = (str(p.pid), p.user or "n/a", fmt_bytes(p.pinned_bytes), fmt_bytes(p.write_combined_bytes),
-              fmt_int(p.pinned_mappings), churn if not p.mappings_churn else f"±{churn}",
-              fmt_bytes(p.gpu_memory_bytes), p.source, command_text(p))
-    return tuple(_cell(v, right) for v, (_, _, right, _) in zip(values, COLUMNS))
+    values = {"PID": str(p.pid), "USER": user_text(p)[:8], "PINNED": fmt_bytes(p.pinned_bytes),
+              "WC": fmt_bytes(p.write_combined_bytes), "MAPS": fmt_int(p.pinned_mappings),
+              "CHURN": churn if not p.mappings_churn else f"±{churn}", "GPU MEM": fmt_bytes(p.gpu_memory_bytes),
+              "SRC": printable(p.source, 6), "COMMAND": command_text(p, max(1, command_cells - 1))}
+    return tuple(_cell(values[header], right) for _, header, right, _ in columns)
+
+
+def command_line(p: Optional[ProcessPinned]) -> Content:
+    """The line under the table: the highlighted process's whole command line (its CSS cuts it)."""
+    if p is None:
+        return Content("")
+    return Content.assemble(("▸ ", "bold $accent"), (f"{p.pid} ", "bold"), (f"{user_text(p)}  ", "dim"),
+                            command_text(p, 2000))
 
 
 class ProcessPanel(Vertical, CompositeView):
@@ -59,7 +90,8 @@ class ProcessPanel(Vertical, CompositeView):
         self.sort_index = 0
         self.processes: tuple[ProcessPinned, ...] = ()
         self._shown_rows: Optional[tuple] = None
-        self._columns_for: Optional[int] = None
+        self._columns_for: Optional[tuple] = None  # (sort index, columns, COMMAND width) shown
+        self._columns: tuple = COLUMNS
 
     def compose(self):
         inp = FilterInput(placeholder="filter: pid, name or user (Enter: table, Esc: clear)", id="process-filter")
@@ -67,6 +99,7 @@ class ProcessPanel(Vertical, CompositeView):
         yield inp
         table = DataTable(id="process-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
         yield table
+        yield Static(id="process-command")
         yield Static(id="process-status")
 
     @property
@@ -100,7 +133,7 @@ class ProcessPanel(Vertical, CompositeView):
         self.query_one(DataTable).focus()
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        key = COLUMNS[event.column_index][0]
+        key = self._columns[event.column_index][0]
         for i, col in enumerate(SORT_COLUMNS):
             if col.key == key:
                 self.sort_index = i
@@ -109,30 +142,59 @@ class ProcessPanel(Vertical, CompositeView):
     def visible_processes(self) -> list[ProcessPinned]:
         return sort_processes(filter_processes(self.processes, self.filter_text), self.sort_column)
 
+    def columns_now(self) -> tuple[tuple, int]:
+        """``table_layout`` of the table's width (its scrollbar gutter is kept whether it scrolls
+        or not, so the width does not change when the rows outgrow the height)."""
+        table = self.query_one(DataTable)
+        return table_layout(table.scrollable_content_region.width if table.is_mounted else 0)
+
+    def on_resize(self) -> None:
+        if self._columns_for is not None and self._columns_for[1:] != self.columns_now():
+            self._refresh_table()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._update_command()
+
     def _refresh_table(self) -> None:
         table = self.query_one(DataTable)
-        if self._columns_for != self.sort_index:
-            self._columns_for = self.sort_index
+        columns, command_cells = self.columns_now()
+        if self._columns_for != (self.sort_index, columns, command_cells):
+            self._columns_for = (self.sort_index, columns, command_cells)
+            self._columns = columns
             table.clear(columns=True)
             self._shown_rows = None
-            for key, header, right, width in COLUMNS:
+            for key, header, right, width in columns:
                 label = header + ((" ▼" if self.sort_column.descending else " ▲") if key == self.sort_column.key else "")
-                table.add_column(_cell(label, right), key=header, width=width)
+                table.add_column(_cell(label, right), key=header, width=command_cells if width is None else width)
         procs = self.visible_processes()
-        rows = tuple((p.pid, process_cells(p)) for p in procs)
+        rows = tuple((p.pid, process_cells(p, command_cells, columns)) for p in procs)
         if rows != self._shown_rows:
             old, self._shown_rows = self._shown_rows, rows
             changes = None
             if old is not None and [pid for pid, _ in old] == [pid for pid, _ in rows]:
                 changes = [(pid, col[1], new) for (pid, cells), (_, old_cells) in zip(rows, old)
-                           for col, new, prev in zip(COLUMNS, cells, old_cells) if new != prev]
+                           for col, new, prev in zip(columns, cells, old_cells) if new != prev]
             if changes is not None and len(changes) <= MAX_CELL_UPDATES:
                 # Same processes in the same order: change only the cells that moved.
                 for pid, header, new in changes:
-                    table.update_cell(str(pid), header, new, update_width=header == "COMMAND")
+                    table.update_cell(str(pid), header, new)
             else:
                 self._rebuild_rows(table, rows)
         self._update_status(len(procs))
+        self._update_command()
+
+    def highlighted_process(self) -> Optional[ProcessPinned]:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        try:
+            pid = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:  # cursor outside the rows
+            return None
+        return next((p for p in self.processes if str(p.pid) == pid), None)
+
+    def _update_command(self) -> None:
+        set_content(self.query_one("#process-command", Static), command_line(self.highlighted_process()))
 
     def _rebuild_rows(self, table: DataTable, rows: tuple) -> None:
         keep = None
@@ -156,7 +218,8 @@ class ProcessPanel(Vertical, CompositeView):
         parts: list = [f"{shown} of {total} processes" if text else f"{total} processes",
                        ("  sort ", "dim"), f"{self.sort_column.label} ", ("(o)", "dim")]
         if text:
-            parts += [("  filter ", "dim"), (repr(text), "bold $accent"), (" (/ edit, Esc clear)", "dim")]
+            parts += [("  filter ", "dim"), (printable(repr(text), 60), "bold $accent"),
+                      (" (/ edit, Esc clear)", "dim")]
         else:
             parts += [("  / filter", "dim")]
         set_content(self.query_one("#process-status", Static), Content.assemble(*parts))

@@ -1,0 +1,39 @@
+"""Every key the app answers is on its help screen and in the README's Keys table."""
+import os
+import re
+
+from pinmon.tui.app import PinmonApp
+from pinmon.tui.widgets.help_screen import KEYS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def readme_keys_table() -> str:
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    section = text.split("## Keys (terminal app)", 1)[1].split("\n## ", 1)[0]
+    return "\n".join(line for line in section.splitlines() if line.startswith("|"))
+
+
+def key_cell(table: str) -> str:
+    return "\n".join(line.split("|")[1] for line in table.splitlines())
+
+
+def test_every_help_key_is_in_the_readme():
+    keys = key_cell(readme_keys_table())
+    for key, _ in KEYS:
+        for token in re.split(r" / | … ", key):
+            if token in ("ctrl+p",):
+                continue  # the command palette is described below the table
+            wanted = f"`{token}`" if len(token) == 1 or token == "space" else token
+            assert wanted in keys, f"{key!r}: {wanted!r} not in the README's Keys table"
+
+
+def test_every_bound_key_is_on_the_help_screen():
+    helped = {t.lower() for key, _ in KEYS for t in re.split(r" / | … ", key)}
+    names = {"question_mark": "?", "slash": "/", "plus": "+", "minus": "-", "space": "space", "enter": "enter"}
+    for binding in PinmonApp.BINDINGS:
+        if binding.action in ("clear_filter", "no_probe", "no_speed") or binding.action.startswith("tab("):
+            continue  # Esc is documented with /; the others answer keys the help lists already
+        first = binding.key.split(",")[0]
+        assert names.get(first, first).lower() in helped, binding.key
