@@ -13,6 +13,7 @@ from typing import Optional
 
 from ..model import GpuProcess, HostMemory, ProbeResult, ProcessPinned, Snapshot
 from .host import HostMemoryReader
+from .pinned_total import PinnedTotals
 from .processes import ProcessScanner, scan_notice
 from .traced import merge_traced, read_all
 
@@ -27,6 +28,7 @@ class LiveCollector:
         self.host_root = host_root
         self.host = HostMemoryReader(host_root)
         self.scanner = ProcessScanner(proc_root=proc_root, pids=pids)
+        self.pinned = PinnedTotals(host_root=host_root, proc_root=proc_root)
         self._probe: Optional[ProbeResult] = None
         self._lock = threading.Lock()
         self._nvml = None
@@ -58,10 +60,13 @@ class LiveCollector:
         proc_root = self.scanner.proc_root
         traced = read_all(proc_root=proc_root, clean=proc_root == "/proc")
         rows = merge_traced(scan.processes, traced, self.scanner.describe, self.scanner.only_pids)
-        processes = merge_gpu_processes(rows, gpus)
+        processes = self.pinned.annotate(merge_gpu_processes(rows, gpus))
         pinned = sum(p.pinned_bytes or 0 for p in processes)
         wc = sum(p.write_combined_bytes or 0 for p in processes)
-        host = HostMemory(**host_fields, pinned_bytes_est=pinned, write_combined_bytes_est=wc)
+        # The kernel's exact count of pinned pages, and how much of it the rows explain.
+        totals, total_notices = self.pinned.host_fields(processes, pinned, wc, host_fields)
+        notices += total_notices
+        host = HostMemory(**host_fields, pinned_bytes_est=pinned, write_combined_bytes_est=wc, **totals)
         with self._lock:
             probe = self._probe
         return Snapshot(time=now, host=host, gpus=tuple(gpus), processes=tuple(processes),
