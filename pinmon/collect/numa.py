@@ -2,7 +2,8 @@
 
 A GPU's own node comes from sysfs in ``collect/nvml.py`` (``sysfs_numa_node``). Here:
 
-- ``list_nodes``: the online node ids, from ``/sys/devices/system/node/online`` ("0-1").
+- ``list_nodes``: the online node ids, from ``/sys/devices/system/node/online`` ("0-1"), or those
+  with memory (``has_memory``).
 - ``parse_numa_maps``: pages per node of a process's pinned mappings, from ``/proc/PID/numa_maps``
   lines such as ``7fe3ac000000 default file=/dev/zero\\040(deleted) dirty=131072 active=0 N0=131072
   kernelpagesize_kB=4`` (count of pages of ``kernelpagesize_kB`` on each node ``N<id>``).
@@ -50,11 +51,12 @@ def parse_node_list(text: str) -> Optional[tuple[int, ...]]:
     return tuple(sorted(set(nodes))) or None
 
 
-def list_nodes(root: str = "/") -> Optional[tuple[int, ...]]:
-    """The online NUMA node ids; None where the kernel has no NUMA sysfs (or it is unreadable)."""
+def list_nodes(root: str = "/", which: str = "online") -> Optional[tuple[int, ...]]:
+    """The NUMA node ids of ``/sys/devices/system/node/<which>`` ("online", or "has_memory": the nodes
+    pages can be placed on); None where the kernel has no NUMA sysfs (or it is unreadable)."""
     base = os.path.join(root, NODE_DIR)
     try:
-        nodes = parse_node_list(read_bytes(os.path.join(base, "online")).decode("ascii", "replace"))
+        nodes = parse_node_list(read_bytes(os.path.join(base, which)).decode("ascii", "replace"))
     except (OSError, ValueError):
         nodes = None
     if nodes is not None:
