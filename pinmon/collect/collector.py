@@ -7,6 +7,7 @@ result (if any) is attached to every snapshot until a newer one replaces it.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from typing import Optional
@@ -36,7 +37,8 @@ class LiveCollector:
         if use_nvml:
             from .nvml import NvmlCollector
 
-            self._nvml = NvmlCollector(nvml=nvml, counter_hz=counter_hz, prefer_gpm=prefer_gpm)
+            self._nvml = NvmlCollector(nvml=nvml, counter_hz=counter_hz, prefer_gpm=prefer_gpm,
+                                       sysfs_root=os.path.join(host_root, "sys"))
             self._nvml.start()
 
     def set_probe(self, result: Optional[ProbeResult]) -> None:

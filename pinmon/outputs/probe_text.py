@@ -186,7 +186,8 @@ def _numa_rows(result: ProbeResult) -> list[ProbeMeasurement]:
 
 
 def numa_headline(result: ProbeResult) -> str:
-    """'NUMA: H2D remote 0.74x local (40.7 vs 55.0 GB/s), D2H remote 0.80x local' or what was measured."""
+    """'NUMA: H2D remote 0.74x local (40.7 vs 55.0 GB/s), ...', or the rate per node where the GPU's
+    node is unknown."""
     from ..probe.numa import numa_ratios
 
     rows = _numa_rows(result)
@@ -195,17 +196,18 @@ def numa_headline(result: ProbeResult) -> str:
     ratios = numa_ratios(result)
     parts = []
     for d in ("h2d", "d2h"):
-        by_role = {}
-        for m in rows:
-            if m.direction == d:
-                by_role.setdefault((m.note or "").split(";")[0], []).append(m.bytes_per_s)
+        mine = [m for m in rows if m.direction == d]
+        if not mine:
+            continue
         if ratios.get(d) is not None:
-            parts.append(f"{d.upper()} remote {ratios[d]:.2f}x local ({fmt_rate(min(by_role['remote']))} vs"
-                         f" {fmt_rate(by_role['local'][0])})")
-        elif by_role:
-            parts.append(f"{d.upper()} " + ", ".join(
-                f"{fmt_rate(min(v))} to {fmt_rate(max(v))}" if len(v) > 1 else fmt_rate(v[0]) for v in by_role.values()))
-    text = "NUMA: " + ", ".join(parts)
+            local = next(m.bytes_per_s for m in mine if (m.note or "").startswith("local"))
+            remote = min(m.bytes_per_s for m in mine if (m.note or "").startswith("remote"))
+            parts.append(f"{d.upper()} remote {ratios[d]:.2f}x local ({fmt_rate(remote)} vs {fmt_rate(local)})")
+        else:
+            parts.append(f"{d.upper()} " + ", ".join(f"node{m.host_numa_node} {fmt_rate(m.bytes_per_s)}" for m in mine))
+    text = "NUMA: " + "; ".join(parts)
+    if ratios.get("h2d") is None and ratios.get("d2h") is None:
+        text += " (the GPU's node is unknown)"
     if result.reason:
         text += f" ({result.reason})"
     return text
