@@ -78,3 +78,21 @@ def test_vm_locked_parse():
     assert parse_vm_locked(b"Name:\tx\nVmPin:\t 0 kB\n") is None
     assert parse_vm_locked(b"Name:\tx\nVmLck:\t junk kB\n") is None
     assert parse_vm_locked(b"Name:\tx\nVmLck:") is None
+
+
+def test_vm_locked_read_again_only_after_its_ttl(tmp_path):
+    from pinmon.collect.locked import LOCKED_TTL_S, LockedReader
+
+    (tmp_path / "7").mkdir()
+    status = tmp_path / "7" / "status"
+    status.write_text("Name:\tpython\nVmLck:\t 1024 kB\n")
+    clock = [0.0]
+    reader = LockedReader(str(tmp_path), clock=lambda: clock[0])
+    row = ProcessPinned(pid=7, name="python")
+    assert reader.annotate([row])[0].vm_locked_bytes == MIB
+    status.write_text("Name:\tpython\nVmLck:\t 2048 kB\n")
+    assert reader.annotate([row])[0].vm_locked_bytes == MIB  # cached
+    assert reader.annotate([ProcessPinned(pid=7, name="other")])[0].vm_locked_bytes == 2 * MIB  # pid reused
+    clock[0] = LOCKED_TTL_S
+    assert reader.annotate([row])[0].vm_locked_bytes == 2 * MIB
+    assert reader.annotate([ProcessPinned(pid=8)]) == [ProcessPinned(pid=8)]  # no such process: left alone

@@ -76,6 +76,7 @@ class LiveCollector:
                         source="live")
 
     def close(self) -> None:
+        self.pinned.close()
         nvml, self._nvml = self._nvml, None
         if nvml is not None:
             nvml.close()

@@ -21,12 +21,15 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .numa import NODE_DIR, list_nodes, system_page_size
-from .rawfile import read_bytes
+from .rawfile import READ_CHUNK, READ_FLAGS, read_bytes
 
 ACQUIRED = b"nr_foll_pin_acquired"
 RELEASED = b"nr_foll_pin_released"
 # The node list is read again this often (node hotplug is rare; the read is cheap).
 NODES_RECHECK_S = 60.0
+# The kernel folds per-CPU deltas into the counters about once a second: a reading younger than this
+# is reused rather than paying for the file again.
+MIN_READ_INTERVAL_S = 0.5
 
 
 def _counter(data: bytes, name: bytes) -> Optional[int]:
@@ -69,8 +72,44 @@ def read_pinned_bytes(path: str, page_size: int) -> Optional[int]:
     return None if pages is None else pages * page_size
 
 
+class KeptFile:
+    """A /proc or sysfs file kept open and read again from offset 0 with ``pread``: the kernel builds
+    the text anew on each read, and the open (a path walk) is a third of the cost of a read."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._fd: Optional[int] = None
+
+    def read(self) -> bytes:
+        """The whole text now; OSError when the file cannot be opened or read."""
+        if self._fd is None:
+            self._fd = os.open(self.path, READ_FLAGS)
+        try:
+            chunks, offset = [], 0
+            while True:
+                chunk = os.pread(self._fd, READ_CHUNK, offset)
+                chunks.append(chunk)
+                # A short read is the end: asking again at an offset makes a seq_file build the
+                # whole text a second time to find it.
+                if len(chunk) < READ_CHUNK:
+                    return b"".join(chunks)
+                offset += len(chunk)
+        except OSError:
+            self.close()  # opened again at the next read
+            raise
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
 class KernelPinsReader:
-    """Reads the counts every snapshot: one small /proc file, plus one sysfs file per node."""
+    """The kernel's count for each snapshot, at most every ``MIN_READ_INTERVAL_S``.
+
+    One file per snapshot where it can: on a one-node host /proc/vmstat alone (the node holds every
+    page, so its count is the host's); on a multi-node host the per-node files, whose sum is the
+    host's count (the kernel folds each per-CPU delta into the node and the host total together)."""
 
     def __init__(self, root: str = "/", page_size: Optional[int] = None,
                  clock: Callable[[], float] = time.monotonic):
@@ -79,6 +118,9 @@ class KernelPinsReader:
         self._clock = clock
         self._nodes: Optional[tuple[int, ...]] = None
         self._nodes_at: Optional[float] = None
+        self._files: dict[str, KeptFile] = {}
+        self._last: Optional[KernelPins] = None
+        self._read_at: Optional[float] = None
 
     def nodes(self) -> Optional[tuple[int, ...]]:
         now = self._clock()
@@ -87,17 +129,42 @@ class KernelPinsReader:
             self._nodes_at = now
         return self._nodes
 
+    def _pinned(self, rel: str) -> Optional[int]:
+        f = self._files.get(rel)
+        if f is None:
+            f = self._files[rel] = KeptFile(os.path.join(self.root, rel))
+        try:
+            pages = parse_pinned_pages(f.read())
+        except (OSError, ValueError):
+            return None
+        return None if pages is None else pages * self.page_size
+
     def read(self) -> KernelPins:
+        now = self._clock()
+        if self._last is not None and self._read_at is not None and now - self._read_at < MIN_READ_INTERVAL_S:
+            return self._last
         nodes = self.nodes()
-        total = read_pinned_bytes(os.path.join(self.root, "proc/vmstat"), self.page_size)
+        total: Optional[int] = None
         by_node: Optional[dict[str, int]] = None
-        if total is not None and nodes:
+        if nodes and len(nodes) > 1:
             by_node = {}
             for n in nodes:
-                v = read_pinned_bytes(os.path.join(self.root, NODE_DIR, f"node{n}", "vmstat"), self.page_size)
+                v = self._pinned(f"{NODE_DIR}/node{n}/vmstat")
                 if v is None:  # a node without the counters: a partial split would mislead
                     by_node = None
                     break
                 by_node[str(n)] = v
-        return KernelPins(pinned_bytes=total, by_node=by_node, nodes=nodes)
+            if by_node is not None:
+                total = sum(by_node.values())
+        if total is None:
+            total = self._pinned("proc/vmstat")
+            if total is not None and nodes and len(nodes) == 1:
+                by_node = {str(nodes[0]): total}
+        self._last = KernelPins(pinned_bytes=total, by_node=by_node, nodes=nodes)
+        self._read_at = now
+        return self._last
 
+    def close(self) -> None:
+        files, self._files = self._files, {}
+        for f in files.values():
+            f.close()

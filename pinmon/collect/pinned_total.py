@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Optional, Sequence
 from ..model import ProcessPinned
 from ..units import fmt_bytes
 from .kernel_pins import KernelPins, KernelPinsReader
-from .locked import annotate_locked
+from .locked import LockedReader
 from .numa import PinnedPlacement
 
 
@@ -61,12 +61,11 @@ class PinnedTotals:
                  clock: Callable[[], float] = time.monotonic):
         self.kernel = KernelPinsReader(host_root, clock=clock)
         self.placement = PinnedPlacement(proc_root, clock=clock)
-        self.proc_root = proc_root
-        self._nodes: Optional[tuple[int, ...]] = None
+        self.locked = LockedReader(proc_root, clock=clock)
 
     def annotate(self, processes: Iterable[ProcessPinned]) -> list[ProcessPinned]:
         """Rows with their VmLck and, on multi-node hosts, their pinned pages per node."""
-        rows = annotate_locked(processes, self.proc_root)
+        rows = self.locked.annotate(processes)
         return self.placement.annotate(rows, self.kernel.nodes())
 
     def host_fields(self, processes: Sequence[ProcessPinned], pinned_est: Optional[int],
@@ -76,3 +75,6 @@ class PinnedTotals:
         fields = pinned_figures(kernel, processes, pinned_est, wc_est)
         note = host_wide_notice(kernel.pinned_bytes, host.get("cgroup_limit_bytes"), host.get("mem_total_bytes"))
         return fields, [note] if note else []
+
+    def close(self) -> None:
+        self.kernel.close()

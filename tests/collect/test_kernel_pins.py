@@ -219,23 +219,56 @@ def test_io_uring_helper_reports_refusals_as_unavailable():
 
 
 def test_collected_figure_moves_by_exactly_the_pinned_pages(kernel_reader):
-    def collected():
-        with LiveCollector(use_nvml=False, pids=[os.getpid()]) as c:
+    # One collector throughout: its vmstat file stays open and is read again from offset 0.
+    with LiveCollector(use_nvml=False, pids=[os.getpid()]) as c:
+        def collected():
             return c.snapshot().host.kernel_pinned_bytes
 
-    deltas = []
-    for _attempt in range(3):  # another process may pin or unpin meanwhile: retry on a mismatch
-        before = _settled(collected)
-        buf = _pin()
-        try:
-            during = _settled(collected)
-        finally:
-            buf.close()
-        after = _settled(collected)
-        deltas.append(((during - before) // PAGE, (during - after) // PAGE))
-        if deltas[-1] == (buf.pages, buf.pages):
-            break
+        deltas = []
+        for _attempt in range(3):  # another process may pin or unpin meanwhile: retry on a mismatch
+            before = _settled(collected)
+            buf = _pin()
+            try:
+                during = _settled(collected)
+            finally:
+                buf.close()
+            after = _settled(collected)
+            deltas.append(((during - before) // PAGE, (during - after) // PAGE))
+            if deltas[-1] == (buf.pages, buf.pages):
+                break
     assert deltas[-1] == (buf.pages, buf.pages), deltas
+
+
+def test_kept_file_reads_fresh_text_each_time(tmp_path):
+    from pinmon.collect.kernel_pins import KeptFile
+
+    path = tmp_path / "vmstat"
+    path.write_bytes(b"nr_foll_pin_acquired 5\nnr_foll_pin_released 1\n")
+    f = KeptFile(str(path))
+    assert parse_pinned_pages(f.read()) == 4
+    with open(path, "r+b") as w:  # same file, new text (as the kernel rebuilds /proc text per read)
+        w.write(b"nr_foll_pin_acquired 9")
+    assert parse_pinned_pages(f.read()) == 8
+    f.close()
+    path.unlink()
+    with pytest.raises(OSError):
+        f.read()
+
+
+def test_reader_reuses_a_reading_younger_than_half_a_second(tmp_path):
+    from pinmon.collect.kernel_pins import MIN_READ_INTERVAL_S
+
+    clock = [0.0]
+    root = write_tree(tmp_path, total=(10, 0), nodes=[(10, 0)])
+    reader = KernelPinsReader(root, page_size=4096, clock=lambda: clock[0])
+    assert reader.read().pinned_bytes == 10 * 4096
+    write_tree(tmp_path, total=(20, 0), nodes=[(20, 0)])
+    clock[0] = MIN_READ_INTERVAL_S / 2
+    assert reader.read().pinned_bytes == 10 * 4096
+    clock[0] = MIN_READ_INTERVAL_S
+    kp = reader.read()
+    assert kp.pinned_bytes == 20 * 4096 and kp.by_node == {"0": 20 * 4096}  # one node: the host's count
+    reader.close()
 
 
 def _config(tmp_path, **values):
