@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Optional, Sequence
 
 from ..model import Finding, Gpu, HostMemory, ProbeResult, ProcessPinned, Snapshot
-from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate
+from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, printable
 from .thresholds import Thresholds
 
 Rule = Callable[[Sequence[Snapshot], Thresholds], "list[Finding]"]
@@ -632,7 +632,7 @@ def mlock_not_pinned(history: Sequence[Snapshot], t: Thresholds) -> list[Finding
 
 
 def _node_list(nodes: Iterable[str]) -> str:
-    return ", ".join(f"node{n}" for n in sorted(nodes, key=_node_key))
+    return ", ".join(f"node{printable(n, 12)}" for n in sorted(nodes, key=_node_key))
 
 
 def _node_key(node: str):
@@ -663,7 +663,8 @@ def pinned_numa_remote(history: Sequence[Snapshot], t: Thresholds) -> list[Findi
         if remote < t.numa_remote_min_bytes or fraction < t.numa_remote_min_fraction:
             continue
         gpus = ", ".join(f"gpu{i} (node{gpu_node[i]})" for i in p.gpu_indices if i in gpu_node)
-        split = ", ".join(f"node{n} {fmt_bytes(v)}" for n, v in sorted(by_node.items(), key=lambda kv: _node_key(kv[0])))
+        split = ", ".join(f"node{printable(k, 12)} {fmt_bytes(v)}"
+                          for k, v in sorted(by_node.items(), key=lambda kv: _node_key(kv[0])))
         remote_nodes = _node_list(n for n, v in by_node.items() if n not in local and v > 0)
         message = (f"{fmt_bytes(remote)} ({fmt_pct(fraction)}) of its pinned pages sit on {remote_nodes},"
                    f" away from {gpus}: {split}")
@@ -676,7 +677,7 @@ def pinned_numa_remote(history: Sequence[Snapshot], t: Thresholds) -> list[Findi
         out.append(_finding("pinned-numa-remote", "warning", process_subject(p), message, advice,
                             pid=p.pid, remote_pinned_bytes=remote, remote_fraction=fraction,
                             gpu_node=int(n) if n.isdigit() else None,
-                            **{f"node{k}_pinned_bytes": v for k, v in by_node.items()}))
+                            **{f"node{printable(k, 12)}_pinned_bytes": v for k, v in by_node.items()}))
     return out
 
 

@@ -3,9 +3,10 @@
 A quick probe always runs (64 MiB each way, pinned and pageable); ``--sweep`` adds the size sweep
 and the allocation cost with its break-even, ``--modes`` the cudaHostAlloc flags and
 cudaHostRegister. ``--numa`` runs, instead of the quick probe, pinned copies with the host buffer on
-each NUMA node (local vs remote to the GPU); on a one-node host it says so and measures nothing. Text tables on the terminal (with a progress bar on stderr), or one JSON
-document with ``--json``. Exit 0 when every probe measured, 3 when one could not (no CuPy, no GPU,
-not enough memory), 2 for bad arguments.
+each NUMA node (local vs remote to the GPU); on a one-node host it says so and measures nothing.
+Text tables on the terminal (with a progress bar on stderr), or one JSON document with ``--json``.
+Exit 0 when every probe measured, 3 when one could not (no CuPy, no GPU, not enough memory), 2 for
+bad arguments.
 """
 from __future__ import annotations
 

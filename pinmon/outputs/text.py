@@ -9,7 +9,7 @@ import time
 from typing import Sequence
 
 from ..model import Finding, Gpu, HostMemory, ProcessPinned, Snapshot, worst_severity
-from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate
+from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, printable
 
 
 def link_label(gen, width) -> str:
@@ -58,7 +58,7 @@ def pinned_lines(h: HostMemory) -> list[str]:
     by_node = h.kernel_pinned_bytes_by_node
     if by_node and len(by_node) > 1:
         lines[-1] += "; by node: " + ", ".join(
-            f"node{n} {fmt_bytes(v)}" for n, v in sorted(by_node.items(), key=lambda kv: _node_key(kv[0])))
+            f"node{printable(n, 12)} {fmt_bytes(v)}" for n, v in sorted(by_node.items(), key=lambda kv: _node_key(kv[0])))
     return lines
 
 
@@ -73,7 +73,7 @@ def _main_node(p: ProcessPinned) -> str:
     if not by_node or total <= 0:
         return "n/a"
     node, v = max(by_node.items(), key=lambda kv: kv[1])
-    return f"{node} ({fmt_pct(v / total)})"
+    return f"{printable(node, 4)} ({fmt_pct(v / total)})"
 
 
 def gpu_line(g: Gpu) -> str:

@@ -174,3 +174,17 @@ def test_numa_remote_threshold_from_config():
     snap = numa_snap({"0": 4 * GIB, "1": 100 * MIB})
     assert not rule(snap, "pinned-numa-remote")
     assert rule(snap, "pinned-numa-remote", cfg.thresholds)
+
+
+def test_node_names_from_a_recording_are_printed_safely():
+    from pinmon.model import Snapshot
+    from pinmon.outputs.text import format_check
+
+    evil = "1\x1b[2J"
+    snap = numa_snap({"0": GIB, evil: 3 * GIB})
+    (f,) = rule(snap, "pinned-numa-remote")
+    assert "\x1b" not in f.message and "node1\\x1b[2J" in f.message
+    assert all("\x1b" not in k for k in f.values)
+    snap = Snapshot.from_dict({**snap.to_dict(), "host": {**snap.to_dict()["host"], "kernel_pinned_bytes": 4 * GIB,
+                                                           "kernel_pinned_bytes_by_node": {"0": GIB, evil: 3 * GIB}}})
+    assert "\x1b" not in format_check(snap, [f])
