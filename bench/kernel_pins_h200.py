@@ -41,7 +41,7 @@ MIB = 1 << 20
 GIB = 1 << 30
 SCHEMA = "pinmon.bench.kernel_pins/1"
 STEP_TIMEOUT_S = 60.0
-SNAPSHOTS = 150  # per arm of the with/without comparison
+SNAPSHOTS = 120  # per arm of the with/without comparison, and per part
 
 # name -> (truth bytes, what it allocates)
 SCENARIOS = {
