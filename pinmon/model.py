@@ -134,6 +134,17 @@ class HostMemory(_Serial):
     # RLIMIT_MEMLOCK soft limit of pinmon itself; None = unlimited or unknown (see memlock_unlimited).
     memlock_limit_bytes: Optional[int] = None
     memlock_unlimited: Optional[bool] = None
+    # The kernel's count of pages pinned now (FOLL_PIN, /proc/vmstat), in bytes: exact and host-wide,
+    # cudaHostRegister'ed, RDMA, VFIO and io_uring memory included, write-combined memory not.
+    kernel_pinned_bytes: Optional[int] = None
+    kernel_pinned_bytes_by_node: Optional[dict[str, int]] = None  # {"0": bytes, ...}
+    # The best figure of all pinned memory: kernel's count + write-combined (est.) where the kernel
+    # counts pins ("kernel"), else pinned (est.) + write-combined (est.) ("est.").
+    pinned_bytes_total: Optional[int] = None
+    pinned_bytes_source: Optional[str] = None
+    # The kernel's count minus what the process rows explain (never below 0); None without the count.
+    unattributed_pinned_bytes: Optional[int] = None
+    numa_nodes: Optional[tuple[int, ...]] = None  # online NUMA node ids
 
     @property
     def used_bytes(self) -> Optional[int]:
@@ -232,6 +243,10 @@ class ProcessPinned(_Serial):
     # True when the figures were lowered to what the process has resident (its pinned-looking
     # mappings are larger) or to RAM; see collect/resident.py.
     estimate_capped: bool = False
+    # {"node": bytes} of its pinned (/dev/zero) mappings' pages, from /proc/PID/numa_maps; multi-node hosts only.
+    pinned_bytes_by_node: Optional[dict[str, int]] = None
+    # VmLck from /proc/PID/status: mlock()ed bytes, which are not CUDA-pinned.
+    vm_locked_bytes: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -246,6 +261,7 @@ class ProbeMeasurement(_Serial):
     seconds: Optional[float] = None  # median time of one operation
     repeats: Optional[int] = None
     note: Optional[str] = None
+    host_numa_node: Optional[int] = None  # the NUMA node the host buffer's pages were on (probe --numa)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,9 @@ RULE_DOCS: dict[str, str] = {
     "probe-below-link": "the probe's best pinned copy ran below 70% of the link's theoretical rate",
     "memlock-limit-low": "info: RLIMIT_MEMLOCK under 64 MiB (caps mlock and RDMA, not CUDA pinning)",
     "gpu-driver-unavailable": "critical: NVIDIA GPUs on the PCI bus but NVML could not start (driver broken or missing)",
+    "pinned-unattributed": "1 GiB+ and 20%+ of the kernel's pinned count explained by no process (registered, RDMA, io_uring)",
+    "mlock-not-pinned": "a CUDA process with 1 GiB+ mlock()ed (VmLck): locked is not pinned, copies run at pageable speed",
+    "pinned-numa-remote": "256 MiB+ and 10%+ of a process's pinned pages on a NUMA node other than its GPUs'",
 }
 
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}

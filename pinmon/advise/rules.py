@@ -12,7 +12,7 @@ from a report file, shown as data (printable, bounded) and never part of the adv
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 from ..model import Finding, Gpu, HostMemory, ProbeResult, ProcessPinned, Snapshot
 from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, printable
@@ -123,26 +123,67 @@ def pinned_ram_share(history: Sequence[Snapshot], t: Thresholds) -> list[Finding
     if snap is None:
         return []
     host = snap.host
-    pinned, limit = host.pinned_bytes_est, host.effective_mem_limit_bytes
-    if pinned is None or not limit or limit <= 0:
+    share = _pinned_share(host)
+    if share is None:
         return []
-    fraction = pinned / limit
+    pinned, limit, fraction, what, of_what, source = share
     if fraction > t.pinned_ram_critical_fraction:
         severity = "critical"
     elif fraction >= t.pinned_ram_warning_fraction:
         severity = "warning"
     else:
         return []
-    message = (f"pinned {fmt_bytes(pinned)} (est.) = {fmt_pct(fraction)} of {fmt_bytes(limit)}"
-               f" effective RAM{_cgroup_note(host)}")
+    message = f"pinned {fmt_bytes(pinned)} {what} = {fmt_pct(fraction)} of {fmt_bytes(limit)} {of_what}"
     advice = ("Pinned memory cannot be swapped out or reclaimed by the kernel, so it squeezes everything"
               " else on the host. Cap pinned pools, pin only staging buffers that are reused for transfers,"
               " and keep pinned memory under half of RAM." + _top_holder_sentence(snap.processes))
     top = _top_pinned(snap.processes)
     return [_finding("pinned-ram-share", severity, "host", message, advice,
                      pinned_bytes=pinned, effective_mem_limit_bytes=limit, fraction=fraction,
+                     kernel_count=1 if source == "kernel" else 0,
                      top_pid=top.pid if top else None,
                      top_pinned_bytes=top.pinned_bytes if top else None)]
+
+
+def _pinned_source(host: HostMemory) -> str:
+    """"kernel" when the best figure is the kernel's count, "est." for the /proc/PID/maps estimate."""
+    return "kernel" if host.pinned_bytes_total is not None and host.pinned_bytes_source == "kernel" else "est."
+
+
+def _pinned_figure(host: HostMemory) -> tuple[Optional[int], str]:
+    """(the best pinned figure, its label): the kernel's count (+ write-combined est.) where the
+    snapshot has it, else the estimate (older recordings have only ``pinned_bytes_est``)."""
+    if host.pinned_bytes_total is None:
+        return host.pinned_bytes_est, "(est.)"
+    if _pinned_source(host) == "kernel":
+        wc = " + write-combined est." if host.write_combined_bytes_est else ""
+        return host.pinned_bytes_total, f"(kernel's count{wc})"
+    return host.pinned_bytes_total, "(est.)"
+
+
+def _in_limited_cgroup(host: HostMemory) -> bool:
+    """The effective limit is a cgroup's, below the host's RAM (the kernel's count is host-wide)."""
+    return bool(_cgroup_note(host))
+
+
+def _pinned_share(host: HostMemory) -> Optional[tuple[int, int, float, str, str, str]]:
+    """(pinned bytes, the RAM they are compared with, fraction, "(label)", "what RAM", source), or None.
+
+    Inside a cgroup with a limit below MemTotal the kernel's count covers the whole host while the
+    limit is the cgroup's: the host-wide count is compared with MemTotal and this cgroup's processes'
+    estimate with the limit, and the larger share is reported."""
+    pinned, label = _pinned_figure(host)
+    limit = host.effective_mem_limit_bytes
+    if pinned is None or not limit or limit <= 0:
+        return None
+    if not (_in_limited_cgroup(host) and _pinned_source(host) == "kernel" and host.mem_total_bytes):
+        return pinned, limit, pinned / limit, label, f"effective RAM{_cgroup_note(host)}", _pinned_source(host)
+    total = host.mem_total_bytes
+    own = sum(v for v in (host.pinned_bytes_est, host.write_combined_bytes_est) if v is not None)
+    host_wide = (pinned, total, pinned / total, f"host-wide {label}", "RAM", "kernel")
+    in_cgroup = (own, limit, own / limit, "in this cgroup's processes (est.)", "effective RAM (the cgroup limit)",
+                 "est.")
+    return max(host_wide, in_cgroup, key=lambda c: c[2])
 
 
 def _cgroup_note(host: HostMemory) -> str:
@@ -158,14 +199,15 @@ def low_available_memory(history: Sequence[Snapshot], t: Thresholds) -> list[Fin
     if snap is None:
         return []
     host = snap.host
-    avail, limit, pinned = host.mem_available_bytes, host.effective_mem_limit_bytes, host.pinned_bytes_est
+    avail, limit = host.mem_available_bytes, host.effective_mem_limit_bytes
+    pinned, label = _pinned_figure(host)
     if avail is None or pinned is None or not limit or limit <= 0 or pinned <= 0:
         return []
     fraction = avail / limit
     if fraction >= t.low_available_fraction:
         return []
     message = (f"available {fmt_bytes(avail)} = {fmt_pct(fraction, 1)} of {fmt_bytes(limit)} effective"
-               f" RAM{_cgroup_note(host)}, with {fmt_bytes(pinned)} pinned (est.)")
+               f" RAM{_cgroup_note(host)}, with {fmt_bytes(pinned)} pinned {label}")
     advice = ("Pinned memory cannot be swapped out or reclaimed by the kernel under memory pressure, so the"
               " OOM killer comes sooner than the totals suggest. Release idle pinned pools, lower pinned-pool"
               " caps, or move other work off this host." + _top_holder_sentence(snap.processes))
@@ -552,6 +594,115 @@ def gpu_lost(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]:
     return out
 
 
+# --- the kernel's count of pinned pages, mlock, NUMA placement ----------------------------------
+
+def pinned_unattributed(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]:
+    """Pinned pages the kernel counts that no process row explains (registered, RDMA, VFIO, io_uring)."""
+    snap = _latest(history)
+    if snap is None:
+        return []
+    host = snap.host
+    kernel, unattributed = host.kernel_pinned_bytes, host.unattributed_pinned_bytes
+    if kernel is None or unattributed is None or kernel <= 0:
+        return []
+    fraction = unattributed / kernel
+    if unattributed < t.unattributed_min_bytes or fraction < t.unattributed_min_fraction:
+        return []
+    explained = max(0, kernel - unattributed)
+    message = (f"{fmt_bytes(unattributed)} ({fmt_pct(fraction)}) of the {fmt_bytes(kernel)} the kernel counts as"
+               f" pinned is explained by no process; CUDA processes' pinned mappings and traced figures"
+               f" explain {fmt_bytes(explained)}")
+    if _in_limited_cgroup(host):
+        message += " (the kernel's count is host-wide: memory pinned outside this cgroup is in it)"
+    advice = ("Memory pinned in place leaves no trace in /proc/PID/maps: cudaHostRegister (the host"
+              " offloading of vLLM, SGLang and DeepSpeed, PyTorch's `pinned_use_cuda_host_register`), RDMA"
+              " memory registration (ibverbs, as used by NCCL, UCX or MPI), VFIO device passthrough and"
+              " io_uring registered buffers. Run the job under `pinmon trace`, which attributes registered"
+              " memory to its process and call site, and check that every exit path calls"
+              " cudaHostUnregister (or frees the pinned buffer).")
+    return [_finding("pinned-unattributed", "warning", "host", message, advice,
+                     kernel_pinned_bytes=kernel, unattributed_pinned_bytes=unattributed,
+                     explained_pinned_bytes=explained, fraction=fraction)]
+
+
+def mlock_not_pinned(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]:
+    """A CUDA process holding mlock()ed memory: locked is not pinned for the CUDA driver."""
+    snap = _latest(history)
+    if snap is None:
+        return []
+    probe = _probe_ok(snap)
+    rates = ""
+    if probe is not None:
+        pinned, pageable = probe.rate("h2d", "pinned"), probe.rate("h2d", "pageable")
+        if pinned and pageable:
+            rates = f" On this box pinned H2D ran {fmt_rate(pinned)} vs {fmt_rate(pageable)} pageable."
+    out = []
+    for p in snap.processes:
+        locked = p.vm_locked_bytes
+        if locked is None or locked < t.mlock_min_bytes:
+            continue
+        message = (f"holds {fmt_bytes(locked)} locked with mlock() (VmLck) while using CUDA: locked memory is"
+                   f" not pinned for the driver, so copies from it run at pageable speed")
+        advice = ("mlock() keeps pages resident, but the CUDA driver does not know them: host-device copies"
+                  " from them go through its pageable staging path (DeepSpeed measured 10-17 GB/s against 55"
+                  " GB/s from pinned buffers)." + rates + " Register the buffer with cudaHostRegister"
+                  " (`cupy.cuda.runtime.hostRegister`, `torch.cuda.cudart().cudaHostRegister`) or allocate it"
+                  " pinned (`tensor.pin_memory()`, cudaHostAlloc); then the mlock() is not needed.")
+        out.append(_finding("mlock-not-pinned", "warning", process_subject(p), message, advice,
+                            pid=p.pid, vm_locked_bytes=locked, pinned_bytes=p.pinned_bytes))
+    return out
+
+
+def _node_list(nodes: Iterable[str]) -> str:
+    return ", ".join(f"node{printable(n, 12)}" for n in sorted(nodes, key=_node_key))
+
+
+def _node_key(node: str):
+    return (0, int(node)) if node.isdigit() else (1, node)
+
+
+def pinned_numa_remote(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]:
+    """A process whose pinned pages sit on a NUMA node other than that of the GPUs it uses."""
+    snap = _latest(history)
+    if snap is None:
+        return []
+    if snap.host.numa_nodes is not None and len(snap.host.numa_nodes) < 2:
+        return []
+    gpu_node = {g.index: g.numa_node for g in snap.gpus if g.numa_node is not None and not g.lost}
+    out = []
+    for p in snap.processes:
+        by_node = p.pinned_bytes_by_node
+        if not by_node or not p.gpu_indices:
+            continue
+        local = {str(gpu_node[i]) for i in p.gpu_indices if i in gpu_node}
+        if not local:
+            continue
+        total = sum(v for v in by_node.values() if v > 0)
+        remote = sum(v for n, v in by_node.items() if n not in local and v > 0)
+        if total <= 0:
+            continue
+        fraction = remote / total
+        if remote < t.numa_remote_min_bytes or fraction < t.numa_remote_min_fraction:
+            continue
+        gpus = ", ".join(f"gpu{i} (node{gpu_node[i]})" for i in p.gpu_indices if i in gpu_node)
+        split = ", ".join(f"node{printable(k, 12)} {fmt_bytes(v)}"
+                          for k, v in sorted(by_node.items(), key=lambda kv: _node_key(kv[0])))
+        remote_nodes = _node_list(n for n, v in by_node.items() if n not in local and v > 0)
+        message = (f"{fmt_bytes(remote)} ({fmt_pct(fraction)}) of its pinned pages sit on {remote_nodes},"
+                   f" away from {gpus}: {split}")
+        n = min(local, key=_node_key)
+        advice = ("Copies between a GPU and host memory on another socket cross the inter-socket link, which"
+                  " costs bandwidth and latency, and pinned pages cannot be moved while pinned. Restart the"
+                  f" process bound to its GPU's node (`numactl --cpunodebind={n} --membind={n} <command>`; with"
+                  " one process per GPU, each on its own GPU's node), or allocate the pinned buffers from a"
+                  " thread running there. `pinmon probe --numa` measures the difference on this host.")
+        out.append(_finding("pinned-numa-remote", "warning", process_subject(p), message, advice,
+                            pid=p.pid, remote_pinned_bytes=remote, remote_fraction=fraction,
+                            gpu_node=int(n) if n.isdigit() else None,
+                            **{f"node{printable(k, 12)}_pinned_bytes": v for k, v in by_node.items()}))
+    return out
+
+
 RULES: dict[str, Rule] = {
     "gpu-lost": gpu_lost,
     "pinned-ram-share": pinned_ram_share,
@@ -565,6 +716,9 @@ RULES: dict[str, Rule] = {
     "pcie-errors": pcie_errors,
     "probe-below-link": probe_below_link,
     "memlock-limit-low": memlock_limit_low,
+    "pinned-unattributed": pinned_unattributed,
+    "mlock-not-pinned": mlock_not_pinned,
+    "pinned-numa-remote": pinned_numa_remote,
 }
 
 

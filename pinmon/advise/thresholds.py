@@ -60,6 +60,19 @@ class Thresholds:
     # memlock-limit-low
     memlock_low_bytes: int = _t(
         64 * MIB, "bytes", "memlock-limit-low: RLIMIT_MEMLOCK below this many bytes is reported")
+    # pinned-unattributed
+    unattributed_min_bytes: int = _t(
+        1 * GIB, "bytes", "pinned-unattributed: pinned bytes no process row explains, at or above which to warn")
+    unattributed_min_fraction: float = _t(
+        0.20, "fraction", "pinned-unattributed: ...when they are at least this share of the kernel's count")
+    # mlock-not-pinned
+    mlock_min_bytes: int = _t(
+        1 * GIB, "bytes", "mlock-not-pinned: VmLck of a CUDA process at or above which to warn")
+    # pinned-numa-remote
+    numa_remote_min_bytes: int = _t(
+        256 * MIB, "bytes", "pinned-numa-remote: a process's pinned bytes on nodes other than its GPUs', at or above which to warn")
+    numa_remote_min_fraction: float = _t(
+        0.10, "fraction", "pinned-numa-remote: ...when they are at least this share of its pinned pages")
 
 
 def threshold_fields() -> dict[str, tuple[str, str]]:

@@ -8,6 +8,7 @@ bus are counted once (pci.py), so a snapshot without NVML says whether there are
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from typing import Optional
@@ -15,6 +16,7 @@ from typing import Optional
 from ..model import GpuProcess, HostMemory, ProbeResult, ProcessPinned, Snapshot
 from .host import HostMemoryReader
 from .pci import count_nvidia_gpus
+from .pinned_total import PinnedTotals
 from .processes import ProcessScanner, scan_notice
 from .resident import cap_estimate, capped_totals
 from .traced import merge_traced, read_all
@@ -25,11 +27,14 @@ class LiveCollector:
 
     def __init__(self, interval_s: float = 1.0, nvml=None, use_nvml: bool = True,
                  host_root: str = "/", proc_root: str = "/proc", pids: Optional[list[int]] = None,
-                 counter_hz: Optional[float] = None, prefer_gpm: bool = True, sysfs_root: str = "/sys"):
+                 counter_hz: Optional[float] = None, prefer_gpm: bool = True,
+                 sysfs_root: Optional[str] = None):
         self.interval_s = interval_s
         self.host_root = host_root
+        sysfs_root = sysfs_root or os.path.join(host_root, "sys")
         self.host = HostMemoryReader(host_root)
         self.scanner = ProcessScanner(proc_root=proc_root, pids=pids)
+        self.pinned = PinnedTotals(host_root=host_root, proc_root=proc_root)
         self._probe: Optional[ProbeResult] = None
         self._lock = threading.Lock()
         self._nvml = None
@@ -69,13 +74,16 @@ class LiveCollector:
         traced = read_all(proc_root=proc_root, clean=proc_root == "/proc")
         notices += traced.notices
         rows = merge_traced(scan.processes, traced, self.scanner.describe, self.scanner.only_pids)
-        processes = merge_gpu_processes(cap_rows_to_ram(rows, mem_total), gpus)
+        processes = self.pinned.annotate(merge_gpu_processes(cap_rows_to_ram(rows, mem_total), gpus))
         pinned, wc, capped = capped_totals((p.pinned_bytes for p in processes),
                                            (p.write_combined_bytes for p in processes), mem_total)
         if capped:
             notices.append("host: the per-process pinned figures add up to more than RAM (processes"
                            " share buffers), so the total is capped at RAM")
-        host = HostMemory(**host_fields, pinned_bytes_est=pinned, write_combined_bytes_est=wc)
+        # The kernel's exact count of pinned pages, and how much of it the rows explain.
+        totals, total_notices = self.pinned.host_fields(processes, pinned, wc, host_fields)
+        notices += total_notices
+        host = HostMemory(**host_fields, pinned_bytes_est=pinned, write_combined_bytes_est=wc, **totals)
         with self._lock:
             probe = self._probe
         return Snapshot(time=now, host=host, gpus=tuple(gpus), processes=tuple(processes),
@@ -83,6 +91,7 @@ class LiveCollector:
                         source="live", nvidia_pci_gpus=self.nvidia_pci_gpus, nvml_error=nvml_error)
 
     def close(self) -> None:
+        self.pinned.close()
         nvml, self._nvml = self._nvml, None
         if nvml is not None:
             nvml.close()

@@ -2,9 +2,11 @@
 
 A quick probe always runs (64 MiB each way, pinned and pageable); ``--sweep`` adds the size sweep
 and the allocation cost with its break-even, ``--modes`` the cudaHostAlloc flags and
-cudaHostRegister. Text tables on the terminal (with a progress bar on stderr), or one JSON
-document with ``--json``. Exit 0 when every probe measured, 3 when one could not (no CuPy, no GPU,
-not enough memory), 2 for bad arguments.
+cudaHostRegister. ``--numa`` runs, instead of the quick probe, pinned copies with the host buffer on
+each NUMA node (local vs remote to the GPU); on a one-node host it says so and measures nothing.
+Text tables on the terminal (with a progress bar on stderr), or one JSON document with ``--json``.
+Exit 0 when every probe measured, 3 when one could not (no CuPy, no GPU, not enough memory), 2 for
+bad arguments.
 """
 from __future__ import annotations
 
@@ -43,6 +45,9 @@ def add_parser(sub) -> None:
                    help="also sweep sizes 4K..256M and measure allocation cost and break-even")
     p.add_argument("--modes", action="store_true",
                    help="also measure write-combined, mapped, portable and cudaHostRegister memory")
+    p.add_argument("--numa", action="store_true",
+                   help="instead of the quick probe, copy with the host buffer on each NUMA node (local vs "
+                        "remote to the GPU); on a one-node host say so and exit 0")
     p.add_argument("--gpu", type=_gpu_choice, default=0, metavar="N|all",
                    help="CUDA device index (CUDA's numbering, as in CUDA_VISIBLE_DEVICES), or all (default 0)")
     p.add_argument("--max-pinned", type=_size, default=None, metavar="SIZE", dest="sub_max_pinned",
@@ -58,6 +63,12 @@ def probe_kinds(sweep: bool, modes: bool) -> list[str]:
     if modes:
         kinds.append("modes")
     return kinds
+
+
+def one_node_text(nodes) -> str:
+    where = f" (node {nodes[0]})" if nodes else ""
+    return (f"this host has one NUMA node{where}: host memory is equally near every GPU, nothing to compare;"
+            " no NUMA probe run")
 
 
 def nvml_links(nvml=None) -> dict[str, tuple[Optional[str], Optional[float]]]:
@@ -111,6 +122,21 @@ def run(args) -> int:
     from ..probe import cuda_devices, run_probe
 
     max_pinned = args.sub_max_pinned if args.sub_max_pinned is not None else args.max_pinned
+    kinds = probe_kinds(args.sweep, args.modes)
+    nodes: tuple = ()
+    if getattr(args, "numa", False):
+        from ..collect.numa import list_nodes
+
+        nodes = list_nodes(which="has_memory") or ()
+        if len(nodes) < 2:
+            print(f"pinmon probe --numa: {one_node_text(nodes)}", file=sys.stderr if args.json else sys.stdout)
+            kinds = kinds[1:]
+            if not kinds:
+                if args.json:
+                    print(json.dumps({"schema": PROBE_SCHEMA, "results": []}, indent=1))
+                return 0
+        else:
+            kinds[0] = "numa"
     devices, reason = cuda_devices()
     if reason:
         print(f"pinmon: {unavailable_text(reason)}", file=sys.stderr)
@@ -123,7 +149,6 @@ def run(args) -> int:
             raise UsageError(f"no CUDA device {args.gpu}: CuPy sees {len(devices)} "
                              f"(0-{len(devices) - 1}; see CUDA_VISIBLE_DEVICES)")
     links = nvml_links()
-    kinds = probe_kinds(args.sweep, args.modes)
     bar_stream = sys.stderr if sys.stderr.isatty() else None
     width = shutil.get_terminal_size((80, 24)).columns
     results, payload = [], []
@@ -132,8 +157,15 @@ def run(args) -> int:
         for kind in kinds:
             bar = ProgressBar(bar_stream, f"GPU {index} {kind}") if bar_stream else None
             try:
-                result = run_probe(kind, gpu_index=index, max_pinned_bytes=max_pinned, progress=bar,
-                                   link_theoretical_bytes_per_s=link)
+                if kind == "numa":
+                    from ..collect.nvml import sysfs_numa_node
+                    from ..probe.numa import run_numa_probe
+
+                    result = run_numa_probe(index, nodes, gpu_node=sysfs_numa_node(bus), max_pinned_bytes=max_pinned,
+                                            link_theoretical_bytes_per_s=link, progress=bar)
+                else:
+                    result = run_probe(kind, gpu_index=index, max_pinned_bytes=max_pinned, progress=bar,
+                                       link_theoretical_bytes_per_s=link)
             finally:
                 if bar is not None:
                     bar.clear()

@@ -1,4 +1,4 @@
-"""Host memory metrics: RAM, the effective (cgroup) limit, swap, shmem, mlocked, pinned estimate.
+"""Host memory metrics: RAM, the effective (cgroup) limit, swap, shmem, mlocked, pinned (kernel's count and estimate).
 
 Unknown values are not exported. ``memlock_limit_bytes`` is absent when the limit is unlimited;
 ``pinmon_host_memlock_unlimited`` says which.
@@ -20,6 +20,8 @@ FIELDS = (
     ("host_pinned_bytes_estimate", "pinned_bytes_est", "CUDA pinned host memory, sum of the per-process /proc/PID/maps estimates"),
     ("host_write_combined_bytes_estimate", "write_combined_bytes_est", "write-combined pinned memory, estimated"),
     ("host_memlock_limit_bytes", "memlock_limit_bytes", "RLIMIT_MEMLOCK soft limit of the exporter (absent when unlimited)"),
+    ("host_kernel_pinned_bytes", "kernel_pinned_bytes", "pages pinned now (FOLL_PIN, /proc/vmstat): the kernel's exact, host-wide count; write-combined memory is not in it"),
+    ("host_unattributed_pinned_bytes", "unattributed_pinned_bytes", "the kernel's pinned count minus what the process rows explain (cudaHostRegister, RDMA, VFIO, io_uring)"),
 )
 
 
@@ -43,4 +45,11 @@ def families(view: StateView) -> list:
                 " (more than pinmon_gpu_up reports: GPUs that NVML does not see)")
     pci.add((), snap.nvidia_pci_gpus)
     gauges.append(pci)
+    by_node = Gauge("host_kernel_pinned_node_bytes", "the kernel's pinned count on one NUMA node", ("node",))
+    for node, value in sorted((h.kernel_pinned_bytes_by_node or {}).items()):
+        by_node.add((node,), value)
+    total = Gauge("host_pinned_bytes", "all pinned host memory, best figure: the kernel's count + write-combined "
+                  "(source=\"kernel\"), else the per-process estimates (source=\"est.\")", ("source",))
+    total.add((h.pinned_bytes_source or "est.",), h.pinned_bytes_total)
+    gauges += [by_node, total]
     return emit(*gauges)

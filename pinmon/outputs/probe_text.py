@@ -62,6 +62,8 @@ def headline(result: ProbeResult) -> str:
     """One line: 'pinned H2D 55.0 GB/s vs pageable 6.3 GB/s: 8.7x; 87% of Gen5 x16 (63.0 GB/s)'."""
     if result.status != "ok":
         return unavailable_text(result.reason)
+    if result.kind == "numa":
+        return numa_headline(result)
     pinned = _copies(result, "pinned", "h2d")
     pageable = _copies(result, "pageable", "h2d")
     both = sorted(set(pinned) & set(pageable))
@@ -179,6 +181,58 @@ def _modes_table(result: ProbeResult, width: int) -> list[str]:
     return out
 
 
+def _numa_rows(result: ProbeResult) -> list[ProbeMeasurement]:
+    return [m for m in result.measurements if m.kind == "copy" and m.host_numa_node is not None]
+
+
+def numa_headline(result: ProbeResult) -> str:
+    """'NUMA: H2D remote 0.74x local (40.7 vs 55.0 GB/s), ...', or the rate per node where the GPU's
+    node is unknown."""
+    from ..probe.numa import numa_ratios
+
+    rows = _numa_rows(result)
+    if not rows:
+        return "NUMA probe: no copy measured" + (f" ({result.reason})" if result.reason else "")
+    ratios = numa_ratios(result)
+    parts = []
+    for d in ("h2d", "d2h"):
+        mine = [m for m in rows if m.direction == d]
+        if not mine:
+            continue
+        if ratios.get(d) is not None:
+            local = next(m.bytes_per_s for m in mine if (m.note or "").startswith("local"))
+            remote = min(m.bytes_per_s for m in mine if (m.note or "").startswith("remote"))
+            parts.append(f"{d.upper()} remote {ratios[d]:.2f}x local ({fmt_rate(remote)} vs {fmt_rate(local)})")
+        else:
+            parts.append(f"{d.upper()} " + ", ".join(f"node{m.host_numa_node} {fmt_rate(m.bytes_per_s)}" for m in mine))
+    text = "NUMA: " + "; ".join(parts)
+    if ratios.get("h2d") is None and ratios.get("d2h") is None:
+        text += " (the GPU's node is unknown)"
+    if result.reason:
+        text += f" ({result.reason})"
+    return text
+
+
+def _numa_table(result: ProbeResult, width: int) -> list[str]:
+    rows = _numa_rows(result)
+    if not rows:
+        return []
+    nodes = sorted({m.host_numa_node for m in rows})
+    out = ["Host buffer per NUMA node (cudaHostRegister'ed, CUDA events, median)",
+           f"  {'NODE':<5} {'WHERE':<17} {'SIZE':>9} {'H2D':>10} {'D2H':>10}"]
+    for n in nodes:
+        mine = {m.direction: m for m in rows if m.host_numa_node == n}
+        any_row = next(iter(mine.values()))
+        role = (any_row.note or "").split(";")[0]
+        out.append(f"  {n:<5} {role:<17} {fmt_bytes(any_row.size_bytes):>9}"
+                   f" {fmt_rate(mine['h2d'].bytes_per_s if 'h2d' in mine else None):>10}"
+                   f" {fmt_rate(mine['d2h'].bytes_per_s if 'd2h' in mine else None):>10}")
+        placed = (any_row.note or "").partition("; ")[2]
+        if placed:
+            out += _wrap(placed, width, "        ")
+    return out
+
+
 def format_probe(result: ProbeResult, width: int = 80) -> str:
     """The whole result as text. Tables are at most 72 columns; wrapped text fits ``width``."""
     if result.status != "ok":
@@ -194,7 +248,10 @@ def format_probe(result: ProbeResult, width: int = 80) -> str:
     out += _wrap(headline(result), width, "  ")
     # A modes probe has no pageable copies: its default-pinned H2D sits in the modes table instead.
     copies = _copy_table(result) if result.kind != "modes" else []
-    for section in (copies, _alloc_table(result, width), _modes_table(result, width)):
+    sections = (copies, _alloc_table(result, width), _modes_table(result, width))
+    if result.kind == "numa":
+        sections = (_numa_table(result, width),)
+    for section in sections:
         if section:
             out += [""] + section
     if init is not None and init.note:

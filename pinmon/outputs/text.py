@@ -8,8 +8,8 @@ import textwrap
 import time
 from typing import Sequence
 
-from ..model import Finding, Gpu, ProcessPinned, Snapshot, worst_severity
-from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate
+from ..model import Finding, Gpu, HostMemory, ProcessPinned, Snapshot, worst_severity
+from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, printable
 
 
 def link_label(gen, width) -> str:
@@ -31,13 +31,49 @@ def host_lines(s: Snapshot) -> list[str]:
         f"RAM      {fmt_bytes(h.mem_total_bytes)} total, {fmt_bytes(h.mem_available_bytes)} available,"
         f" effective limit {fmt_bytes(eff)}"
         + (f" (cgroup {fmt_bytes(h.cgroup_limit_bytes)})" if h.cgroup_limit_bytes else ""),
-        f"pinned   {fmt_bytes(h.pinned_bytes_est)} (est.) = {fmt_pct(_share(h.pinned_bytes_est, eff))}"
-        f" of effective RAM; write-combined {fmt_bytes(h.write_combined_bytes_est)} (est.)",
+        *pinned_lines(h),
         f"other    swap used {fmt_bytes(h.swap_used_bytes)}, Shmem {fmt_bytes(h.shmem_bytes)},"
         f" Mlocked {fmt_bytes(h.mlocked_bytes)}, memlock limit "
         + ("unlimited" if h.memlock_unlimited else fmt_bytes(h.memlock_limit_bytes)),
     ]
     return lines
+
+
+def pinned_lines(h: HostMemory) -> list[str]:
+    """The pinned figures: the kernel's exact count where the snapshot has it (with what the process
+    rows explain of it, the rest, and its split by NUMA node), else the /proc/PID/maps estimate."""
+    eff = h.effective_mem_limit_bytes
+    wc = f"write-combined {fmt_bytes(h.write_combined_bytes_est)} (est.)"
+    if h.kernel_pinned_bytes is None:
+        return [f"pinned   {fmt_bytes(h.pinned_bytes_est)} (est.) = {fmt_pct(_share(h.pinned_bytes_est, eff))}"
+                f" of effective RAM; {wc}",
+                "         kernel's count n/a (no FOLL_PIN counters in /proc/vmstat)"]
+    explained = None
+    if h.unattributed_pinned_bytes is not None:
+        explained = max(0, h.kernel_pinned_bytes - h.unattributed_pinned_bytes)
+    lines = [f"pinned   {fmt_bytes(h.kernel_pinned_bytes)} (kernel's count) + {wc}"
+             f" = {fmt_pct(_share(h.pinned_bytes_total, eff))} of effective RAM",
+             f"         CUDA processes explain {fmt_bytes(explained)},"
+             f" unattributed {fmt_bytes(h.unattributed_pinned_bytes)}"]
+    by_node = h.kernel_pinned_bytes_by_node
+    if by_node and len(by_node) > 1:
+        lines[-1] += "; by node: " + ", ".join(
+            f"node{printable(n, 12)} {fmt_bytes(v)}" for n, v in sorted(by_node.items(), key=lambda kv: _node_key(kv[0])))
+    return lines
+
+
+def _node_key(node: str):
+    return (0, int(node)) if node.isdigit() else (1, node)
+
+
+def _main_node(p: ProcessPinned) -> str:
+    """"1 (75%)": the node holding most of the process's pinned pages, and its share."""
+    by_node = p.pinned_bytes_by_node
+    total = sum(by_node.values()) if by_node else 0
+    if not by_node or total <= 0:
+        return "n/a"
+    node, v = max(by_node.items(), key=lambda kv: kv[1])
+    return f"{printable(node, 4)} ({fmt_pct(v / total)})"
 
 
 def gpu_line(g: Gpu) -> str:
@@ -49,19 +85,23 @@ def gpu_line(g: Gpu) -> str:
     pct = _share((p.rx_bytes_per_s or 0) + (p.tx_bytes_per_s or 0), link.theoretical_bytes_per_s) \
         if p.rx_bytes_per_s is not None else None
     errs = [f"{k} +{v}" for k, v in sorted(p.counter_deltas.items()) if v]
-    return (f"GPU {g.index}  {g.name or 'n/a'}  {g.pci_bus_id or 'n/a'}\n"
+    node = f"  NUMA node {g.numa_node}" if g.numa_node is not None else ""
+    return (f"GPU {g.index}  {g.name or 'n/a'}  {g.pci_bus_id or 'n/a'}{node}\n"
             f"    link {link_label(link.gen, link.width)} (max {link_label(link.gen_max, link.width_max)},"
             f" {fmt_rate(link.theoretical_bytes_per_s)} now)  RX {fmt_rate(p.rx_bytes_per_s)}"
             f"  TX {fmt_rate(p.tx_bytes_per_s)} ({method}; {fmt_pct(pct)} of link)\n"
             f"    PCIe errors since start: {', '.join(errs) if errs else 'none'}")
 
 
-def process_table(procs: Sequence[ProcessPinned], limit: int = 10) -> list[str]:
+def process_table(procs: Sequence[ProcessPinned], limit: int = 10, nodes: bool = False) -> list[str]:
+    """The top ``limit`` rows by pinned bytes; ``nodes``: a NODE column (multi-node hosts)."""
     rows = sorted(procs, key=lambda p: -(p.pinned_bytes or 0))[:limit]
-    out = [f"{'PID':>7} {'USER':<10} {'PINNED':>10} {'WC':>10} {'MAPS':>5} {'SRC':<6} COMMAND"]
+    node_head = f" {'NODE':<9}" if nodes else ""
+    out = [f"{'PID':>7} {'USER':<10} {'PINNED':>10} {'WC':>10} {'MAPS':>5}{node_head} {'SRC':<6} COMMAND"]
     for p in rows:
+        node = f" {_main_node(p):<9}" if nodes else ""
         out.append(f"{p.pid:>7} {(p.user or 'n/a')[:10]:<10} {fmt_bytes(p.pinned_bytes):>10}"
-                   f" {fmt_bytes(p.write_combined_bytes):>10} {fmt_int(p.pinned_mappings):>5}"
+                   f" {fmt_bytes(p.write_combined_bytes):>10} {fmt_int(p.pinned_mappings):>5}{node}"
                    f" {p.source:<6} {(p.name or 'n/a')[:30]}")
     if len(procs) > limit:
         out.append(f"... and {len(procs) - limit} more")
@@ -95,7 +135,8 @@ def format_check(snapshot: Snapshot, findings: Sequence[Finding], width: int = 1
         out += ["GPUs: none found", ""]
     if snapshot.processes:
         out += ["CUDA processes (pinned from /proc/PID/maps unless traced)"]
-        out += ["  " + l for l in process_table(snapshot.processes)] + [""]
+        multi_node = snapshot.host.numa_nodes is not None and len(snapshot.host.numa_nodes) > 1
+        out += ["  " + l for l in process_table(snapshot.processes, nodes=multi_node)] + [""]
     if snapshot.probe is not None:
         from .probe_text import headline
         out += ["Probe", "  " + headline(snapshot.probe), ""]

@@ -41,7 +41,10 @@ def snapshot(time=1000.0, gpus=None, processes=None, with_probe=True, **host):
     h = {"hostname": "box", "mem_total_bytes": 128 * GIB, "mem_available_bytes": 100 * GIB,
          "effective_mem_limit_bytes": 96 * GIB, "cgroup_limit_bytes": 96 * GIB, "swap_used_bytes": 0,
          "shmem_bytes": 5 * MIB, "mlocked_bytes": 0, "pinned_bytes_est": 10 * GIB,
-         "write_combined_bytes_est": MIB, "memlock_limit_bytes": 8 * MIB, "memlock_unlimited": False, **host}
+         "write_combined_bytes_est": MIB, "memlock_limit_bytes": 8 * MIB, "memlock_unlimited": False,
+         "kernel_pinned_bytes": 12 * GIB, "kernel_pinned_bytes_by_node": {"0": 5 * GIB, "1": 7 * GIB},
+         "pinned_bytes_total": 12 * GIB + MIB, "pinned_bytes_source": "kernel", "unattributed_pinned_bytes": 2 * GIB,
+         "numa_nodes": (0, 1), **host}
     return Snapshot(time=time, host=HostMemory(**h), gpus=(gpu(),) if gpus is None else tuple(gpus),
                     processes=procs(3) if processes is None else tuple(processes),
                     probe=probe() if with_probe else None, interval_s=1.0)
