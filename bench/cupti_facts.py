@@ -163,6 +163,8 @@ class Recorder:
         self.api = Counter()
         self.corr_api: dict = {}
         self.memory_corr: list = []
+        self.null_streams: dict = {}
+        self.stream_bytes = Counter()
         self.limit_buffers = None  # (buffer size, outstanding limit) for the bounded-buffer test
         self.refused_buffers = 0
 
@@ -241,6 +243,7 @@ class Recorder:
             s["bytes"] += nbytes
             s["dur_ns"] += dur
             host = sk if ck == "HTOD" else dk if ck == "DTOH" else None
+            self.stream_bytes[(int(a.context_id), int(a.stream_id))] += nbytes
             bs = self.memcpy_by_size[f"{ck}/{host}/{nbytes}"]
             bs["count"] += 1
             bs["bytes"] += nbytes
@@ -268,6 +271,8 @@ class Recorder:
                 pass
             if len(self.memory_corr) < 400:
                 self.memory_corr.append((int(a.correlation_id), op, mk, nbytes))
+        elif kind == int(c.ActivityKind.CONTEXT):
+            self.null_streams[int(a.context_id)] = int(a.null_stream_id)
         elif kind in (int(c.ActivityKind.DRIVER), int(c.ActivityKind.RUNTIME)):
             name = self.cbid_name(kind, int(a.cbid))
             self.api[f"{kname}:{name}"] += 1
@@ -356,7 +361,10 @@ class Recorder:
                       for k, v in self.memcpy.items()}
             mem_api = [{"correlation_id": cid, "op": op, "memory_kind": mk, "bytes": n,
                         "api": self.corr_api.get(cid)} for cid, op, mk, n in self.memory_corr] if self.corr_api else None
-            return {"n_records": self.n_records, "kinds": dict(self.kinds), "memcpy": memcpy,
+            streams = [{"context_id": cid, "stream_id": sid, "bytes": n,
+                        "null_stream": self.null_streams.get(cid) == sid if cid in self.null_streams else None}
+                       for (cid, sid), n in self.stream_bytes.most_common(20)]
+            return {"n_records": self.n_records, "copy_streams": streams, "null_streams": self.null_streams, "kinds": dict(self.kinds), "memcpy": memcpy,
                     "memcpy_by_size": by_size, "memory2": {k: dict(v) for k, v in self.memory.items()},
                     "pinned_alloc_sizes": {str(k): v for k, v in sorted(self.pinned_sizes.items())[:60]},
                     "pinned_held_bytes": self.pinned_held, "sources": dict(self.sources.most_common(20)),
@@ -954,22 +962,22 @@ def w_pair134(ctx):
 
 
 WORKLOADS = {
-    "env": (w_env, 60, ("MEMCPY", "MEMORY2")),
-    "cupy_hostalloc": (w_cupy_hostalloc, 60, ("MEMCPY", "MEMORY2")),
-    "cupy_pageable": (w_cupy_pageable, 60, ("MEMCPY", "MEMORY2")),
-    "cupy_register": (w_cupy_register, 60, ("MEMCPY", "MEMORY2")),
-    "api_correlation": (w_api_correlation, 60, ("MEMCPY", "MEMORY2", "DRIVER", "RUNTIME")),
+    "env": (w_env, 60, ("MEMCPY", "MEMORY2", "CONTEXT")),
+    "cupy_hostalloc": (w_cupy_hostalloc, 60, ("MEMCPY", "MEMORY2", "CONTEXT")),
+    "cupy_pageable": (w_cupy_pageable, 60, ("MEMCPY", "MEMORY2", "CONTEXT")),
+    "cupy_register": (w_cupy_register, 60, ("MEMCPY", "MEMORY2", "CONTEXT")),
+    "api_correlation": (w_api_correlation, 60, ("MEMCPY", "MEMORY2", "CONTEXT", "DRIVER", "RUNTIME")),
     "api_selective": (w_api_selective, 60, ("MEMCPY", "MEMORY2", "DRIVER", "RUNTIME")),
     "callback_flags": (w_callback_flags, 60, ("MEMORY2",)),
-    "buffer_bound": (w_buffer_bound, 60, ("MEMCPY", "MEMORY2")),
-    "torch_pinned": (w_torch_pinned, 90, ("MEMCPY", "MEMORY2")),
-    "torch_pageable": (w_torch_pageable, 90, ("MEMCPY", "MEMORY2")),
-    "torch_dataloader": (w_torch_dataloader, 90, ("MEMCPY", "MEMORY2")),
-    "torch_compile": (w_torch_compile, 170, ("MEMCPY", "MEMORY2")),
-    "jax_device_put": (w_jax_device_put, 120, ("MEMCPY", "MEMORY2")),
-    "coexist_ours_first": (w_coexist_ours_first, 90, ("MEMCPY", "MEMORY2")),
+    "buffer_bound": (w_buffer_bound, 60, ("MEMCPY", "MEMORY2", "CONTEXT")),
+    "torch_pinned": (w_torch_pinned, 90, ("MEMCPY", "MEMORY2", "CONTEXT")),
+    "torch_pageable": (w_torch_pageable, 90, ("MEMCPY", "MEMORY2", "CONTEXT")),
+    "torch_dataloader": (w_torch_dataloader, 90, ("MEMCPY", "MEMORY2", "CONTEXT")),
+    "torch_compile": (w_torch_compile, 170, ("MEMCPY", "MEMORY2", "CONTEXT")),
+    "jax_device_put": (w_jax_device_put, 120, ("MEMCPY", "MEMORY2", "CONTEXT")),
+    "coexist_ours_first": (w_coexist_ours_first, 90, ("MEMCPY", "MEMORY2", "CONTEXT")),
     "coexist_profiler_first": (w_coexist_profiler_first, 90, ()),
-    "pair134": (w_pair134, 60, ("MEMCPY", "MEMORY2")),
+    "pair134": (w_pair134, 60, ("MEMCPY", "MEMORY2", "CONTEXT")),
 }
 PARALLEL = ("torch_compile", "jax_device_put")  # slow starters run beside the sequential ones
 
@@ -1126,6 +1134,7 @@ def overhead_child(tmpdir: str, mode: str, name: str) -> int:
             cupti.activity_register_callbacks(agg.requested, agg.completed)
             cupti.activity_enable(cupti.ActivityKind.MEMCPY)
             cupti.activity_enable(cupti.ActivityKind.MEMORY2)
+            cupti.activity_enable(cupti.ActivityKind.CONTEXT)
 
             def flusher():
                 while not stop.wait(0.5):
