@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..trace.report import TRACE_SCHEMA, UnsafeDirError, check_dir, proc_start_ticks, runtime_dir
+from .traced_cupti import cupti_fields
 
 MAX_REPORT_BYTES = 1 << 20
 STALE_TEMP_S = 60.0
@@ -48,6 +49,7 @@ class TracedProcess:
             "wc_readbacks": _int(g("wc", "readbacks")),
             "pageable_copy_bytes_per_s": _float(g("pageable_copy_bytes_per_s")),
             "call_site": self.call_site(),
+            **cupti_fields(self.report),
         }
 
     def call_site(self) -> Optional[str]:

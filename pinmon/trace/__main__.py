@@ -21,6 +21,7 @@ def main(argv: list[str]) -> None:
         raise SystemExit(0 if argv else 2)
     import pinmon.trace
 
+    os.environ.setdefault("PINMON_TRACE_ANNOUNCE", "1")  # one line saying which engine runs
     if argv[0] == "-m":
         if len(argv) < 2:
             sys.stderr.write(USAGE)
