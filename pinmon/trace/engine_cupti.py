@@ -52,9 +52,9 @@ def describe_error(cupti, e: BaseException) -> str:
     """One line for the report: what went wrong, in CUPTI's words where it has any."""
     name = _status_name(cupti, e)
     if name == "ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED":
-        return "CUPTI is in use by another tool (a profiler or debugger attached to this process)"
+        return "in use by another tool (a profiler or debugger attached to this process)"
     if name == "ERROR_INSUFFICIENT_PRIVILEGES":
-        return "CUPTI needs profiling permission (NVreg_RestrictProfilingToAdminUsers)"
+        return "needs profiling permission (NVreg_RestrictProfilingToAdminUsers)"
     text = str(e).splitlines()[0] if str(e) else type(e).__name__
     return f"{type(e).__name__}: {text}"[:200] + (f" [{name}]" if name and name not in text else "")
 
