@@ -209,3 +209,109 @@ def test_announce_prints_once(monkeypatch, capsys):
     E.announce("engine cupti")
     assert capsys.readouterr().err == "pinmon trace: engine cupti\n"
     assert os.environ["PINMON_TRACE_ANNOUNCE"] == "0"
+
+
+class _Engine:
+    def __init__(self):
+        self.calls = []
+
+    def pause(self, by):
+        self.calls.append(("pause", by))
+
+    def resume(self):
+        self.calls.append("resume")
+
+
+def _when_imported_now(modules):
+    return lambda name, fn: fn(modules[name]) if name in modules else None
+
+
+def test_a_torch_profiler_session_pauses_the_engine_around_it():
+    import types
+
+    class profile:  # torch.autograd.profiler.profile's protocol
+        def __enter__(self):
+            self._prepare_trace()
+            return self
+
+        def _prepare_trace(self):
+            eng.calls.append("kineto prepares")
+            return "prepared"
+
+        def __exit__(self, *exc):
+            eng.calls.append("kineto stops")
+            return False
+
+    torch = types.SimpleNamespace(autograd=types.SimpleNamespace(profiler=types.SimpleNamespace(profile=profile)))
+    eng = _Engine()
+    E.watch_profilers(eng, _when_imported_now({"torch": torch}))
+    with profile():
+        eng.calls.append("work")
+    assert eng.calls == [("pause", "torch.profiler"), "kineto prepares", "work", "kineto stops", "resume"]
+
+
+def test_a_torch_profiler_that_fails_to_stop_still_resumes_the_engine():
+    import types
+
+    class profile:
+        def _prepare_trace(self):
+            return None
+
+        def __exit__(self, *exc):
+            raise RuntimeError("kineto")
+
+    torch = types.SimpleNamespace(autograd=types.SimpleNamespace(profiler=types.SimpleNamespace(profile=profile)))
+    eng = _Engine()
+    E.watch_profilers(eng, _when_imported_now({"torch": torch}))
+    p = profile()
+    p._prepare_trace()
+    with pytest.raises(RuntimeError):
+        p.__exit__(None, None, None)
+    assert eng.calls == [("pause", "torch.profiler"), "resume"]
+    with pytest.raises(RuntimeError):
+        profile().__exit__(None, None, None)  # an exit without a prepare resumes nothing
+    assert eng.calls == [("pause", "torch.profiler"), "resume"]
+
+
+def test_jax_profiler_start_stop_and_trace_pause_the_engine():
+    import contextlib
+    import types
+
+    log = []
+
+    @contextlib.contextmanager
+    def trace(log_dir):
+        log.append("trace on")
+        yield
+        log.append("trace off")
+
+    mod = types.SimpleNamespace(start_trace=lambda d: log.append("start"), stop_trace=lambda: log.append("stop"),
+                                trace=trace)
+    eng = _Engine()
+    E.watch_profilers(eng, _when_imported_now({"jax.profiler": mod}))
+    mod.start_trace("/tmp/x")
+    mod.stop_trace()
+    with mod.trace("/tmp/x"):
+        log.append("work")
+
+    @mod.trace("/tmp/x")
+    def job():
+        log.append("job")
+
+    job()
+    assert log == ["start", "stop", "trace on", "work", "trace off", "trace on", "job", "trace off"]
+    assert eng.calls == [("pause", "jax.profiler"), "resume"] * 3
+
+
+def test_a_failing_jax_start_trace_resumes_at_once():
+    import types
+
+    def start_trace(d):
+        raise RuntimeError("xla")
+
+    mod = types.SimpleNamespace(start_trace=start_trace, stop_trace=lambda: None, trace=None)
+    eng = _Engine()
+    E.watch_profilers(eng, _when_imported_now({"jax.profiler": mod}))
+    with pytest.raises(RuntimeError):
+        mod.start_trace("/tmp/x")
+    assert eng.calls == [("pause", "jax.profiler"), "resume"]
