@@ -1125,13 +1125,30 @@ class Aggregator:
 def overhead_child(tmpdir: str, mode: str, name: str) -> int:
     out = {"mode": mode, "pid": os.getpid(), "status": "started", "foll_pin_start": foll_pin_pages()}
     try:
-        cupti = agg = None
+        cupti = agg = figures = None
         stop = threading.Event()
         if mode == "on":
             from cupti import cupti as _c
             cupti = _c
             agg = Aggregator(int(cupti.ActivityKind.MEMCPY))
-            cupti.activity_register_callbacks(agg.requested, agg.completed)
+            consume = agg.completed
+            try:
+                # The tracer's own completion callback when this tree is importable: its real cost.
+                sys.path.insert(0, ROOT)
+                from pinmon.trace.cupti_figures import CuptiFigures
+                figures = CuptiFigures(started_ns=int(cupti.get_timestamp()))
+
+                def pinmon_consume(activities, _f=figures, _a=agg):
+                    t0 = now_s()
+                    _f.consume(activities)
+                    _a.n += len(activities)
+                    _a.callback_s += now_s() - t0
+                consume = pinmon_consume
+                out["callback"] = "pinmon.trace.cupti_figures"
+            except Exception as e:
+                figures = None
+                out["callback"] = f"facts Aggregator ({type(e).__name__}: {e})"
+            cupti.activity_register_callbacks(agg.requested, consume)
             cupti.activity_enable(cupti.ActivityKind.MEMCPY)
             cupti.activity_enable(cupti.ActivityKind.MEMORY2)
             cupti.activity_enable(cupti.ActivityKind.CONTEXT)
@@ -1192,6 +1209,8 @@ def overhead_child(tmpdir: str, mode: str, name: str) -> int:
             out["gpu"] = {f"{k[0]}/{k[1]}->{k[2]}": {"count": v[0], "bytes": v[1], "dur_ns": v[2],
                                                     "bytes_per_s": v[1] / (v[2] * 1e-9) if v[2] else None}
                           for k, v in agg.sums.items()}
+            if figures is not None:
+                out["figures"] = figures.report()["copies"]["h2d"]["pinned"]
             out["dropped"] = dropped_records(cupti)
             out["attributes"] = {n: cupti_attr(cupti, n) for n in (
                 "ATTR_DEVICE_BUFFER_SIZE", "ATTR_DEVICE_BUFFER_POOL_LIMIT", "ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED")}

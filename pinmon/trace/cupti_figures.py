@@ -46,6 +46,7 @@ MAX_DEVICES = 64
 
 # Slot layout of the lifetime copy table: (direction, host kind, size class) -> [copies, bytes, gpu_ns]
 _N_SLOTS = len(DIRECTIONS) * len(HOST_KINDS) * len(SIZE_CLASSES)
+assert len(HOST_KINDS) == len(SIZE_CLASSES) == 4  # the hot loop shifts by 2 bits for each
 
 
 def _slot(d: int, h: int, c: int) -> int:
@@ -123,84 +124,114 @@ class CuptiFigures:
     # --- records -------------------------------------------------------------------------
 
     def consume(self, records: Iterable) -> None:
-        """Add every record of one completed buffer. Unknown kinds are counted and skipped."""
+        """Add every record of one completed buffer. A record that does not read (an odd kind's
+        fields) is counted in ``errors`` and skipped; unknown kinds are skipped."""
         with self.lock:
-            for a in records:
+            it = iter(records)
+            while True:
                 try:
-                    self._one(a)
+                    self._consume(it)
+                    return
                 except Exception:
-                    self.errors += 1
+                    self.errors += 1  # that record is lost; the loop goes on with the next
 
-    def _one(self, a) -> None:
-        self.records += 1
-        kind = a.kind
-        if kind == KIND_MEMCPY:
-            self._copy(a)
-        elif kind == KIND_MEMORY2:
-            self._memory(a)
-        elif kind == KIND_CONTEXT:
-            self.null_stream[int(a.context_id)] = int(a.null_stream_id)
+    def _consume(self, it) -> None:
+        # The hot loop of the tracer (every copy of the process): locals, no calls but for the rare
+        # records, ints straight from the record objects.
+        slots, hists, bins = self.slots, self.rate_hist, self.bins
+        frexp = math.frexp
+        latest = self.latest_ns
+        last_key = last_bin = None
+        n = 0
+        try:
+            for a in it:
+                n += 1
+                kind = a.kind
+                if kind != KIND_MEMCPY:
+                    if kind == KIND_MEMORY2:
+                        self._memory(a)
+                    elif kind == KIND_CONTEXT:
+                        self.null_stream[a.context_id] = a.null_stream_id
+                    continue
+                ck = a.copy_kind
+                if ck == COPY_HTOD:
+                    d, host = 0, a.src_kind
+                elif ck == COPY_DTOH:
+                    d, host = 1, a.dst_kind
+                else:
+                    self._other(a, ck)
+                    continue
+                nbytes, start, end = a.bytes, a.start, a.end
+                dur = end - start if end > start else 0
+                copies = a.copy_count or 1
+                per = nbytes // copies if copies != 1 else nbytes
+                h = 0 if host == MEM_PINNED else 1 if host == MEM_PAGEABLE else 2 if host == MEM_MANAGED else 3
+                if per < 1 << 20:
+                    cls = 0 if per < 64 << 10 else 1
+                else:
+                    cls = 2 if per < 16 << 20 else 3
+                i = ((d << 2) + h << 2) + cls  # _slot(d, h, cls) with 4 host kinds and 4 classes
+                s = slots[i]
+                s[0] += copies
+                s[1] += nbytes
+                s[2] += dur
+                if dur > 0 and nbytes > 0:
+                    # floor(log2(rate) * 4) from the float's exponent and mantissa (m in [0.5, 1)).
+                    m, e = frexp(nbytes * 1e9 / dur)
+                    rb = ((e - 1) << 2) + (m >= 0.5946035575013605) + (m >= 0.7071067811865476) \
+                        + (m >= 0.8408964152537145)
+                    hist = hists[i]
+                    hist[rb] = hist.get(rb, 0) + copies
+                if end > latest:
+                    latest = end
+                key = end // BIN_NS
+                if key != last_key:
+                    last_bin = bins.get(key) or self._new_bin(key)
+                    last_key = key
+                c = last_bin.copies[i]
+                c[0] += copies
+                c[1] += nbytes
+                c[2] += dur
+                if h == 0 and per >= BULK_BYTES:
+                    self._bulk(last_bin, d, a, nbytes, dur, copies)
+        finally:
+            self.records += n
+            if latest > self.latest_ns:
+                self.latest_ns = latest
 
-    def _bin(self, t_ns: int) -> _Bin:
-        key = t_ns // BIN_NS
-        b = self.bins.get(key)
-        if b is None:
-            b = self.bins[key] = _Bin()
-            if len(self.bins) > KEEP_BINS:
-                for old in sorted(self.bins)[:-KEEP_BINS]:
-                    del self.bins[old]
+    def _new_bin(self, key: int) -> _Bin:
+        b = self.bins[key] = _Bin()
+        if len(self.bins) > KEEP_BINS:
+            for old in sorted(self.bins)[:-KEEP_BINS]:
+                del self.bins[old]
         return b
 
-    def _copy(self, a) -> None:
-        nbytes = int(a.bytes)
-        start, end = int(a.start), int(a.end)
-        dur = end - start if end > start else 0
-        copies = int(getattr(a, "copy_count", 1) or 1)
-        ck = a.copy_kind
-        if ck == COPY_HTOD:
-            d, host = 0, a.src_kind
-        elif ck == COPY_DTOH:
-            d, host = 1, a.dst_kind
-        else:
-            name = COPY_KIND_NAMES.get(ck, str(ck))
-            o = self.other.get(name)
-            if o is None:
-                o = self.other[name] = [0, 0, 0]
-            o[0] += copies
-            o[1] += nbytes
-            o[2] += dur
-            return
-        h = _HOST_KIND.get(host, 3)
-        i = _slot(d, h, size_class_index(nbytes // copies))
-        s = self.slots[i]
-        s[0] += copies
-        s[1] += nbytes
-        s[2] += dur
-        if dur > 0 and nbytes > 0:
-            hist = self.rate_hist[i]
-            rb = rate_bucket(nbytes / (dur * 1e-9))
-            hist[rb] = hist.get(rb, 0) + copies
-        if end > self.latest_ns:
-            self.latest_ns = end
-        b = self._bin(end)
-        c = b.copies[i]
-        c[0] += copies
-        c[1] += nbytes
-        c[2] += dur
-        if h == 0 and nbytes >= BULK_BYTES * copies:
-            dev = int(a.device_id)
-            if len(self.devices) < MAX_DEVICES:
-                self.devices.add(dev)
-            key = (d, dev)
-            k = b.bulk.get(key)
-            if k is None:
-                k = b.bulk[key] = [0, 0, 0, 0]
-            k[0] += nbytes
-            k[1] += dur
-            k[3] += copies
-            null = self.null_stream.get(int(a.context_id))
-            if null is not None and int(a.stream_id) == null:
-                k[2] += nbytes
+    def _bin(self, t_ns: int) -> _Bin:
+        return self.bins.get(t_ns // BIN_NS) or self._new_bin(t_ns // BIN_NS)
+
+    def _other(self, a, ck) -> None:
+        """A copy that is neither host-to-device nor device-to-host (d2d, h2h, p2p, arrays)."""
+        name = COPY_KIND_NAMES.get(ck, str(ck))
+        o = self.other.get(name)
+        if o is None:
+            o = self.other[name] = [0, 0, 0]
+        o[0] += a.copy_count or 1
+        o[1] += a.bytes
+        o[2] += max(a.end - a.start, 0)
+
+    def _bulk(self, b: _Bin, d: int, a, nbytes: int, dur: int, copies: int) -> None:
+        dev = a.device_id
+        if len(self.devices) < MAX_DEVICES:
+            self.devices.add(dev)
+        k = b.bulk.get((d, dev))
+        if k is None:
+            k = b.bulk[(d, dev)] = [0, 0, 0, 0]
+        k[0] += nbytes
+        k[1] += dur
+        k[3] += copies
+        null = self.null_stream.get(a.context_id)
+        if null is not None and a.stream_id == null:
+            k[2] += nbytes
 
     def _memory(self, a) -> None:
         mk = a.memory_kind

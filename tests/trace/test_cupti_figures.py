@@ -145,3 +145,26 @@ def test_no_record_object_is_kept():
     del rec
     gc.collect()
     assert ref() is None  # a cupti-python record kept alive would pin its whole buffer
+
+
+@pytest.mark.parametrize("nbytes, dur_ns", [(MIB, 20_000), (4096, 3_000), (64 * MIB, 1_300_000), (1, 7),
+                                            (3 * MIB, 1_000_003), (1000, 1_000_000_000)])
+def test_the_loops_rate_bucket_is_floor_of_four_log2(nbytes, dur_ns):
+    f, _ = figures_of([R.memcpy(nbytes=nbytes, start=T0, dur_ns=dur_ns)])
+    (bucket,) = [b for hist in f.rate_hist for b in hist]
+    assert bucket == rate_bucket(nbytes / (dur_ns * 1e-9))
+
+
+def test_every_slot_is_reached_once():
+    recs = []
+    for ck, host_field in ((1, "src_kind"), (2, "dst_kind")):
+        for host in (2, 1, 5, 4):
+            for nbytes in (4096, 256 * KIB, 4 * MIB, 32 * MIB):
+                over = {"src_kind": 3, "dst_kind": 3, host_field: host}
+                recs.append(R.memcpy(copy_kind=ck, nbytes=nbytes, start=T0, **{k: v for k, v in over.items()}))
+    f, rep = figures_of(recs)
+    assert all(s[0] == 1 for s in f.slots)
+    for d in ("h2d", "d2h"):
+        for mem in ("pinned", "pageable", "managed", "other"):
+            assert {c: v["count"] for c, v in rep["copies"][d][mem]["size_classes"].items()} == \
+                {"lt_64k": 1, "64k_1m": 1, "1m_16m": 1, "ge_16m": 1}
