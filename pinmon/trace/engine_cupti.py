@@ -97,7 +97,9 @@ class CuptiEngine:
             try:
                 self.cupti, self.version = self._loader()
             except ImportError as e:
-                return self._fail(f"cupti-python is not installed ({e.name or e})")
+                if e.name in (None, "cupti", "cupti.cupti"):
+                    return self._fail(f"cupti-python is not installed ({e.name or e})")
+                return self._fail(f"cupti-python does not load: {e.name} is missing")
             except Exception as e:
                 return self._fail(f"cupti-python does not load: {describe_error(None, e)}")
             c = self.cupti

@@ -315,3 +315,11 @@ def test_a_failing_jax_start_trace_resumes_at_once():
     with pytest.raises(RuntimeError):
         mod.start_trace("/tmp/x")
     assert eng.calls == [("pause", "jax.profiler"), "resume"]
+
+
+def test_a_missing_dependency_of_cupti_python_is_named():
+    def missing_bindings():
+        raise ImportError("No module named 'cuda'", name="cuda")
+
+    eng = CuptiEngine(loader=missing_bindings)
+    assert eng.arm() is False and eng.notice == "cupti-python does not load: cuda is missing"
