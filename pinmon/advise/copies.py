@@ -7,6 +7,8 @@ or more from or to pinned memory, bytes over their GPU time, in the tracer's win
 The finding names the likely causes with the numbers the snapshot has: other traffic on the link,
 the GPU's NUMA node (pinned buffers on another node cross the socket interconnect), and the share of
 the copies on the legacy default stream (serialised with that stream's kernels).
+Silent too while the probe's own copies may be in the process's window (the probe ran less than
+``PROBE_QUIET_S`` ago): they share the link and would slow the copies they are compared with.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from ..units import fmt_pct, fmt_rate
 from .thresholds import Thresholds
 
 RULE = "slow-pinned-copies"
+PROBE_QUIET_S = 10.0  # the tracer's window (5 s of GPU time) plus its report and poll delays
 
 
 def _bus_key(bus_id: Optional[str]) -> Optional[tuple]:
@@ -51,6 +54,8 @@ def slow_pinned_copies(history: Sequence[Snapshot], t: Thresholds) -> list[Findi
     snap = history[-1] if len(history) else None
     probe = snap.probe if snap is not None else None
     if probe is None or probe.status != "ok":
+        return []
+    if snap.time - (probe.time + (probe.duration_s or 0.0)) < PROBE_QUIET_S:
         return []
     out = []
     for p in snap.processes:

@@ -93,6 +93,13 @@ def test_the_gpu_is_found_by_bus_id_in_either_spelling_else_the_only_one():
     assert copy_gpu(make_snap(gpus=gpus[:1]), cupti_proc(copy_gpu_pci_bus_id=None)).index == 0
 
 
+@pytest.mark.parametrize("probe_time, duration, fires", [(985.0, 4.0, True), (988.0, 3.0, False), (995.0, None, False)])
+def test_silent_while_the_probe_itself_may_have_slowed_the_copies(probe_time, duration, fires):
+    probe = dataclasses.replace(make_probe(time=probe_time), duration_s=duration)
+    snap = snap_with(cupti_proc(), probe=probe)  # the snapshot is at t=1000
+    assert len(slow_pinned_copies([snap], T)) == int(fires)
+
+
 def test_causes_without_link_numa_or_stream_figures_are_named_plainly():
     gpu = make_gpu(0, pcie=Pcie())
     p = cupti_proc(pinned_bulk_default_stream_share=None)
