@@ -247,6 +247,21 @@ class ProcessPinned(_Serial):
     pinned_bytes_by_node: Optional[dict[str, int]] = None
     # VmLck from /proc/PID/status: mlock()ed bytes, which are not CUDA-pinned.
     vm_locked_bytes: Optional[int] = None
+    # Traced with CUPTI ("cupti") or the CuPy/PyTorch hooks alone ("hooks"); None: not traced.
+    trace_engine: Optional[str] = None
+    # From CUPTI, over the tracer's window (about 5 s of GPU time): this process's host<->device copy
+    # bytes per second of wall time, every host memory kind.
+    h2d_copy_bytes_per_s: Optional[float] = None
+    d2h_copy_bytes_per_s: Optional[float] = None
+    # Its copies of 1 MiB or more from/to pinned memory on one GPU (the one with the most such bytes):
+    # bytes over the GPU time they took (achieved rate), that GPU time, and the share of their bytes
+    # on the legacy default stream (serialised with the stream's kernels).
+    h2d_pinned_bulk_bytes_per_s: Optional[float] = None
+    h2d_pinned_bulk_busy_s: Optional[float] = None
+    d2h_pinned_bulk_bytes_per_s: Optional[float] = None
+    d2h_pinned_bulk_busy_s: Optional[float] = None
+    pinned_bulk_default_stream_share: Optional[float] = None
+    copy_gpu_pci_bus_id: Optional[str] = None  # that GPU, as CUDA names it ("0000:41:00.0")
 
 
 @dataclass(frozen=True)

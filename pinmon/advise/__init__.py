@@ -27,6 +27,7 @@ RULE_DOCS: dict[str, str] = {
     "pcie-link-degraded": "link below its rated gen/width under 1 GB/s+ of traffic (info: narrow while idle)",
     "pcie-errors": "PCIe replay or error counters rose since start (info: link recoveries alone)",
     "probe-below-link": "the probe's best pinned copy ran below 70% of the link's theoretical rate",
+    "slow-pinned-copies": "traced with CUPTI: pinned copies of 1 MiB+ under 50% of the probe's rate over 1 s+ of copying",
     "memlock-limit-low": "info: RLIMIT_MEMLOCK under 64 MiB (caps mlock and RDMA, not CUDA pinning)",
     "gpu-driver-unavailable": "critical: NVIDIA GPUs on the PCI bus but NVML could not start (driver broken or missing)",
     "pinned-unattributed": "1 GiB+ and 20%+ of the kernel's pinned count explained by no process (registered, RDMA, io_uring)",

@@ -16,6 +16,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 from ..model import Finding, Gpu, HostMemory, ProbeResult, ProcessPinned, Snapshot
 from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, printable
+from .copies import slow_pinned_copies
 from .thresholds import Thresholds
 
 Rule = Callable[[Sequence[Snapshot], Thresholds], "list[Finding]"]
@@ -32,7 +33,9 @@ def process_subject(p: ProcessPinned) -> str:
 
 
 def _src(p: ProcessPinned) -> str:
-    return "(traced)" if p.source == "traced" else "(est.)"
+    if p.source == "traced":
+        return "(traced, CUPTI)" if p.trace_engine == "cupti" else "(traced)"
+    return "(est.)"
 
 
 SITE_CHARS = 160
@@ -715,6 +718,7 @@ RULES: dict[str, Rule] = {
     "pcie-link-degraded": pcie_link_degraded,
     "pcie-errors": pcie_errors,
     "probe-below-link": probe_below_link,
+    "slow-pinned-copies": slow_pinned_copies,
     "memlock-limit-low": memlock_limit_low,
     "pinned-unattributed": pinned_unattributed,
     "mlock-not-pinned": mlock_not_pinned,

@@ -57,6 +57,11 @@ class Thresholds:
         256 * MIB, "bytes", "pinned-rounding-waste: pinned bytes held beyond those requested, at or above which to warn")
     rounding_waste_min_fraction: float = _t(
         0.25, "fraction", "pinned-rounding-waste: ...when that waste is at least this share of the pinned bytes")
+    # slow-pinned-copies
+    slow_copy_fraction: float = _t(
+        0.50, "fraction", "slow-pinned-copies: warn when pinned copies of 1 MiB+ reach under this share of the probe's rate")
+    slow_copy_min_busy_s: float = _t(
+        1.0, "seconds", "slow-pinned-copies: ...over at least this many seconds of copying in the tracer's window")
     # memlock-limit-low
     memlock_low_bytes: int = _t(
         64 * MIB, "bytes", "memlock-limit-low: RLIMIT_MEMLOCK below this many bytes is reported")

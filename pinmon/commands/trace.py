@@ -10,6 +10,9 @@ shadows. Interpreters started with ``-I``, ``-E`` or ``-S`` skip that hook: use
 Before the program starts, the report directory is checked (and created 0700 when missing): when
 reports cannot be written there (no parent directory, a symlink, another user's directory, a mode
 open to others) one warning line on stderr says why. The program runs all the same.
+
+``--engine`` (default: ``$PINMON_TRACE_ENGINE``, else ``auto``) picks CUPTI or the hooks; the first
+traced process prints one line saying which engine runs (``auto``) or why CUPTI could not.
 """
 from __future__ import annotations
 
@@ -27,6 +30,10 @@ def add_parser(sub) -> None:
                     "Exit code, output and signals are CMD's own.")
     p.add_argument("--dir", metavar="DIR", dest="trace_dir", default=None,
                    help="report directory (default $XDG_RUNTIME_DIR/pinmon, else /tmp/pinmon-UID)")
+    p.add_argument("--engine", choices=("auto", "cupti", "hooks"), default=None,
+                   help="cupti: every library's copies and pinned allocations through NVIDIA CUPTI "
+                        "(needs cupti-python: pip install 'pinmon[cupti13]'); hooks: CuPy/PyTorch calls "
+                        "only; auto (default): CUPTI where it initialises, else the hooks")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
                    help="the command, e.g. -- python train.py --epochs 3")
 
@@ -37,7 +44,7 @@ def bootstrap_dir() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(trace.__file__)), "bootstrap")
 
 
-def traced_env(environ=None, trace_dir=None) -> dict:
+def traced_env(environ=None, trace_dir=None, engine=None) -> dict:
     """The environment that injects the tracer into Python processes."""
     env = dict(os.environ if environ is None else environ)
     boot = bootstrap_dir()
@@ -49,6 +56,9 @@ def traced_env(environ=None, trace_dir=None) -> dict:
     env.pop("PINMON_TRACE", None)
     if trace_dir:
         env["PINMON_TRACE_DIR"] = os.path.abspath(trace_dir)
+    if engine:
+        env["PINMON_TRACE_ENGINE"] = engine
+    env["PINMON_TRACE_ANNOUNCE"] = "1"
     return env
 
 
@@ -60,7 +70,7 @@ def run(args) -> int:
         cmd = cmd[1:]
     if not cmd:
         raise UsageError("trace: no command given (pinmon trace -- python train.py ...)")
-    env = traced_env(trace_dir=args.trace_dir)
+    env = traced_env(trace_dir=args.trace_dir, engine=getattr(args, "engine", None))
     from ..trace.report import warn_if_unusable
 
     warn_if_unusable(env.get("PINMON_TRACE_DIR"), "pinmon: trace")

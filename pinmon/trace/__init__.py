@@ -6,9 +6,16 @@ neither), and starts a daemon thread that writes this process's figures every 0.
 ``<runtime dir>/<pid>.json`` (see ``report.py``), where ``pinmon`` picks them up and shows the
 process as "traced". ``python -m pinmon.trace prog.py args...`` and ``pinmon trace -- CMD`` run a
 program with the tracer installed.
+
+Engines (``PINMON_TRACE_ENGINE`` or ``install(engine=...)``): ``hooks`` is the CuPy/PyTorch wrappers
+alone; ``cupti`` and ``auto`` (the default) also arm CUPTI (``engine_cupti.py``) when the program
+first imports a CUDA library, and fall back to the hooks alone, with a notice in the report, when
+CUPTI cannot run. The hooks stay installed beside CUPTI for the Python call sites; ``merge.py`` makes
+one report of both.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from typing import Optional
@@ -16,10 +23,12 @@ from typing import Optional
 from .report import ReportWriter
 from .state import get_state
 
-__all__ = ["install", "installed", "writer"]
+__all__ = ["install", "installed", "writer", "engine", "ENGINES"]
 
+ENGINES = ("auto", "cupti", "hooks")
 _lock = threading.Lock()
 _writer: Optional[ReportWriter] = None
+_engine = None  # the CuptiEngine, when the engine is not "hooks"
 
 
 def installed() -> bool:
@@ -30,9 +39,22 @@ def writer() -> Optional[ReportWriter]:
     return _writer
 
 
-def install(directory: Optional[str] = None, interval_s: Optional[float] = None) -> bool:
-    """Install the hooks and the report thread once per process; True when tracing is on."""
-    global _writer
+def engine():
+    """The CUPTI engine of this process (None with the hooks engine)."""
+    return _engine
+
+
+def engine_mode(value: Optional[str] = None) -> str:
+    """``value``, else $PINMON_TRACE_ENGINE, as one of ENGINES ("auto" for anything else)."""
+    v = (value if value is not None else os.environ.get("PINMON_TRACE_ENGINE", "")).strip().lower()
+    return v if v in ENGINES else "auto"
+
+
+def install(directory: Optional[str] = None, interval_s: Optional[float] = None,
+            engine: Optional[str] = None) -> bool:
+    """Install the hooks, the CUPTI engine (unless ``engine`` is "hooks") and the report thread once
+    per process; True when tracing is on."""
+    global _writer, _engine
     with _lock:
         if _writer is not None:
             return True
@@ -43,17 +65,64 @@ def install(directory: Optional[str] = None, interval_s: Optional[float] = None)
 
             when_imported("cupy", lambda m: hooks_cupy.hook(m, state))
             when_imported("torch", lambda m: hooks_torch.hook(m, state))
+            mode = engine_mode(engine)
+            if mode != "hooks":
+                _engine = _start_cupti(mode, when_imported)
             directory = directory or os.environ.get("PINMON_TRACE_DIR") or None
             if interval_s is None:
                 interval_s = _env_interval()
-            _writer = ReportWriter(state.report, directory=directory, interval_s=interval_s)
+            _writer = ReportWriter(_builder(state), directory=directory, interval_s=interval_s)
             _writer.write_once()
             _writer.start()
+            if _engine is not None:
+                # atexit runs last-registered first: CUPTI's last records land before the final report.
+                atexit.register(_engine.close)
             if hasattr(os, "register_at_fork"):
                 os.register_at_fork(after_in_child=_after_fork)
             return True
         except Exception:
             return False
+
+
+def _start_cupti(mode: str, when_imported):
+    """A CuptiEngine armed on the first import of a CUDA library; None if even that fails."""
+    try:
+        from .engine_cupti import CUDA_MODULES, CuptiEngine, announce, watch_profilers
+
+        eng = CuptiEngine()
+
+        def arm(_module):
+            if eng.state != "idle":
+                return
+            if eng.arm():
+                if mode == "auto":
+                    announce(f"engine cupti (cupti-python {eng.version or '?'}), pid {os.getpid()}")
+            else:
+                announce(f"engine hooks, pid {os.getpid()}: {eng.notice}")
+
+        watch_profilers(eng, when_imported)
+        for name in CUDA_MODULES:
+            when_imported(name, arm)
+        return eng
+    except Exception:
+        return None
+
+
+def _builder(state):
+    """The report body: the hooks' figures merged with CUPTI's (flushed first)."""
+    from .merge import merged
+
+    def build() -> dict:
+        eng = _engine
+        if eng is None:
+            return merged(state.report(), None)
+        eng.flush()
+        cupti = eng.report()
+        notice = eng.notice
+        if notice is None and eng.state == "paused":
+            notice = f"CUPTI paused while {eng.paused_by} runs"
+        return merged(state.report(), cupti, eng.state, notice)
+    return build
 
 
 def _env_interval() -> float:
@@ -73,7 +142,9 @@ def _after_fork() -> None:
         old = _writer
         state = get_state()
         state.__init__(clock=state.clock)  # hooks keep this object: reset it in place
-        _writer = ReportWriter(state.report, directory=old.directory if old else None,
+        if _engine is not None:
+            _engine.after_fork()
+        _writer = ReportWriter(_builder(state), directory=old.directory if old else None,
                                interval_s=old.interval_s if old else _env_interval())
         _writer.start()
     except Exception:

@@ -23,6 +23,7 @@ def main(argv: list[str]) -> None:
     from pinmon.trace.report import warn_if_unusable
 
     warn_if_unusable(os.environ.get("PINMON_TRACE_DIR") or None, "pinmon.trace")
+    os.environ.setdefault("PINMON_TRACE_ANNOUNCE", "1")  # one line saying which engine runs
     if argv[0] == "-m":
         if len(argv) < 2:
             sys.stderr.write(USAGE)

@@ -1,0 +1,111 @@
+"""Rule ``slow-pinned-copies``: a traced process's own pinned copies ran well below what the probe
+measured on the same GPU and direction (CUPTI figures only: the GPU time of each copy).
+
+Inputs (``ProcessPinned``): ``h2d/d2h_pinned_bulk_bytes_per_s`` and ``..._busy_s`` (copies of 1 MiB
+or more from or to pinned memory, bytes over their GPU time, in the tracer's window),
+``copy_gpu_pci_bus_id``; the latest successful probe of that GPU. Silent when any is missing.
+The finding names the likely causes with the numbers the snapshot has: other traffic on the link,
+the GPU's NUMA node (pinned buffers on another node cross the socket interconnect), and the share of
+the copies on the legacy default stream (serialised with that stream's kernels).
+Silent too while the probe's own copies may be in the process's window (the probe ran less than
+``PROBE_QUIET_S`` ago): they share the link and would slow the copies they are compared with.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from ..model import Finding, Gpu, ProcessPinned, Snapshot
+from ..units import fmt_pct, fmt_rate
+from .thresholds import Thresholds
+
+RULE = "slow-pinned-copies"
+PROBE_QUIET_S = 10.0  # the tracer's window (5 s of GPU time) plus its report and poll delays
+
+
+def _bus_key(bus_id: Optional[str]) -> Optional[tuple]:
+    """(domain, bus, device, function) as numbers: NVML writes 8 domain digits, CUDA 4."""
+    if not bus_id:
+        return None
+    try:
+        domain, bus, rest = bus_id.strip().split(":")
+        dev, fn = rest.split(".")
+        return int(domain, 16), int(bus, 16), int(dev, 16), int(fn, 16)
+    except ValueError:
+        return None
+
+
+def copy_gpu(snap: Snapshot, p: ProcessPinned) -> Optional[Gpu]:
+    """The GPU a process's bulk copies went to: by PCI bus id, else its only GPU, else the box's."""
+    key = _bus_key(p.copy_gpu_pci_bus_id)
+    if key is not None:
+        for g in snap.gpus:
+            if _bus_key(g.pci_bus_id) == key:
+                return g
+        return None
+    candidates = [g for g in snap.gpus if g.index in p.gpu_indices] if p.gpu_indices else list(snap.gpus)
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _subject(p: ProcessPinned) -> str:
+    return f"pid {p.pid} ({p.name})" if p.name else f"pid {p.pid}"
+
+
+def slow_pinned_copies(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]:
+    snap = history[-1] if len(history) else None
+    probe = snap.probe if snap is not None else None
+    if probe is None or probe.status != "ok":
+        return []
+    if snap.time - (probe.time + (probe.duration_s or 0.0)) < PROBE_QUIET_S:
+        return []
+    out = []
+    for p in snap.processes:
+        for d in ("h2d", "d2h"):
+            rate = getattr(p, f"{d}_pinned_bulk_bytes_per_s")
+            busy = getattr(p, f"{d}_pinned_bulk_busy_s")
+            if rate is None or busy is None or busy < t.slow_copy_min_busy_s:
+                continue
+            gpu = copy_gpu(snap, p)
+            if gpu is None or (probe.gpu_index is not None and probe.gpu_index != gpu.index):
+                continue
+            ref = probe.rate(d, "pinned")
+            if not ref or rate >= t.slow_copy_fraction * ref:
+                continue
+            out.append(_finding(p, d, rate, busy, ref, gpu, t))
+    return out
+
+
+def _finding(p: ProcessPinned, d: str, rate: float, busy: float, ref: float, gpu: Gpu,
+             t: Thresholds) -> Finding:
+    label = "H2D" if d == "h2d" else "D2H"
+    message = (f"{label} copies of 1 MiB+ from pinned memory ran at {fmt_rate(rate)} (CUPTI, {busy:.1f} s of"
+               f" copying), {fmt_pct(rate / ref)} of the {fmt_rate(ref)} the probe measured on GPU {gpu.index}")
+    causes, values = [], {}
+    link = gpu.pcie.rx_bytes_per_s if d == "h2d" else gpu.pcie.tx_bytes_per_s
+    own = p.h2d_copy_bytes_per_s if d == "h2d" else p.d2h_copy_bytes_per_s
+    if link is not None:
+        other = max(link - (own or 0.0), 0.0)
+        causes.append(f"other traffic on the link: it carried {fmt_rate(link)} {label} (link bytes), of which"
+                      f" this process's copies {fmt_rate(own)}, so about {fmt_rate(other)} came from elsewhere"
+                      f" (other processes, peer-to-peer, NIC DMA)")
+        values.update(link_bytes_per_s=link, other_link_bytes_per_s=other)
+    if gpu.numa_node is not None:
+        causes.append(f"NUMA-remote buffers: GPU {gpu.index} is on NUMA node {gpu.numa_node}; pinned buffers on"
+                      f" another node cross the socket interconnect (run the job with"
+                      f" `numactl --cpunodebind={gpu.numa_node} --membind={gpu.numa_node}`)")
+        values["gpu_numa_node"] = gpu.numa_node
+    else:
+        causes.append("NUMA-remote buffers: pinned buffers on another node than the GPU's cross the socket"
+                      " interconnect (`nvidia-smi topo -m` shows the GPU's node)")
+    share = p.pinned_bulk_default_stream_share
+    if share is not None:
+        causes.append(f"the default stream: {fmt_pct(share)} of these bytes went over the legacy default"
+                      f" stream, where each copy waits for that stream's kernels and they for it (copy on a"
+                      f" separate stream with non_blocking=True / cudaMemcpyAsync)")
+        values["default_stream_share"] = share
+    else:
+        causes.append("copies on the default stream, serialised with its kernels")
+    advice = "Likely causes, with this snapshot's figures: " + "; ".join(causes) + "."
+    values.update(pid=p.pid, direction=d, achieved_bytes_per_s=rate, busy_s=busy,
+                  probe_pinned_bytes_per_s=ref, gpu_index=gpu.index, fraction=rate / ref)
+    return Finding(rule=RULE, severity="warning", subject=_subject(p), message=message, advice=advice,
+                   values={k: v for k, v in values.items() if v is not None})

@@ -1,0 +1,92 @@
+"""The ProcessPinned fields that a traced process's CUPTI figures fill in (``cupti`` of its report).
+
+A report is untrusted input: every value is type-checked and bounded here, and a missing or odd one
+is ``None`` ("unknown"), never a guess. The figures the hooks also have (pinned bytes, allocation
+rate, pageable copy rate) are already CUPTI's in a report where CUPTI ran (``pinmon/trace/merge.py``);
+this module adds what only CUPTI knows.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Optional
+
+ENGINES = ("cupti", "hooks")
+_BUS_ID = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
+
+
+def _num(v: Any) -> Optional[float]:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    v = float(v)
+    return v if math.isfinite(v) and v >= 0 else None
+
+
+def _get(d: Any, *keys) -> Any:
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def engine_of(report: dict) -> Optional[str]:
+    v = report.get("engine") if isinstance(report, dict) else None
+    return v if v in ENGINES else ("hooks" if isinstance(report, dict) else None)
+
+
+def cupti_fields(report: dict) -> dict:
+    """ProcessPinned fields from a report's CUPTI figures; only ``trace_engine`` without them."""
+    out: dict = {"trace_engine": engine_of(report)}
+    if out["trace_engine"] != "cupti":
+        return out
+    window = _get(report, "cupti", "window")
+    if not isinstance(window, dict):
+        return out
+    copies = window.get("copies")
+    for d in ("h2d", "d2h"):
+        rows = _get(copies, d)
+        if isinstance(rows, dict):
+            rates = [_num(_get(rows, mem, "bytes_per_s")) for mem in rows]
+            known = [r for r in rates if r is not None]
+            out[f"{d}_copy_bytes_per_s"] = sum(known) if known else None
+    bulk = window.get("pinned_bulk")
+    gpu = _busiest_device(bulk)
+    if gpu is None:
+        return out
+    shares = []
+    for d in ("h2d", "d2h"):
+        row = _get(bulk, d, gpu)
+        if not isinstance(row, dict):
+            continue
+        busy = _num(row.get("gpu_s"))
+        nbytes = _num(row.get("bytes"))
+        out[f"{d}_pinned_bulk_busy_s"] = busy
+        out[f"{d}_pinned_bulk_bytes_per_s"] = nbytes / busy if nbytes is not None and busy else None
+        default = _num(row.get("default_stream_bytes"))
+        if default is not None and nbytes:
+            shares.append((min(default, nbytes), nbytes))
+    if shares:
+        out["pinned_bulk_default_stream_share"] = sum(a for a, _ in shares) / sum(b for _, b in shares)
+    bus = _get(report, "cupti", "devices", gpu, "pci_bus_id")
+    if isinstance(bus, str) and _BUS_ID.match(bus):
+        out["copy_gpu_pci_bus_id"] = bus
+    return out
+
+
+def _busiest_device(bulk: Any) -> Optional[str]:
+    """The device id (a string of digits) with the most bulk pinned bytes in the window."""
+    if not isinstance(bulk, dict):
+        return None
+    totals: dict = {}
+    for d in ("h2d", "d2h"):
+        rows = bulk.get(d)
+        if not isinstance(rows, dict):
+            continue
+        for dev, row in list(rows.items())[:64]:
+            n = _num(_get(row, "bytes"))
+            if isinstance(dev, str) and dev.isdigit() and len(dev) < 6 and n is not None:
+                totals[dev] = totals.get(dev, 0.0) + n
+    if not totals:
+        return None
+    return max(sorted(totals), key=lambda k: totals[k])

@@ -1,0 +1,385 @@
+"""Sums of CUPTI activity records: the figures of the ``cupti`` part of a ``pinmon.trace/1`` report.
+
+``CuptiFigures.consume(records)`` is the body of CUPTI's buffer-completed callback: it reads each
+record's fields and adds them to counters, keeping no record (a ``cupti-python`` record object holds
+its whole buffer alive). ``report(now_ns)`` turns the counters into the report's dict. Records are
+anything with the attributes of ``cupti.ActivityMemcpy6`` (MEMCPY), ``cupti.ActivityMemory4``
+(MEMORY2) and ``cupti.ActivityContext3`` (CONTEXT); the enum values below are CUPTI's C ABI.
+
+Figures, per process:
+- copies by direction (h2d, d2h), host memory kind (pinned, pageable, managed, other) and size
+  class: bytes, copies, summed GPU time, achieved rate (bytes over summed GPU time), and the median
+  and 10th percentile of per-copy rates from a log histogram (quarter-octave buckets, ~19% wide);
+- the same over the last ``WINDOW_S`` seconds of GPU time (half-second bins stamped with each copy's
+  end), with the copies of at least ``BULK_BYTES`` from pinned memory per device and the share of
+  them on a context's legacy default (null) stream;
+- pinned host memory from MEMORY2: bytes held, peak, allocations and releases with their rates,
+  the median of recent allocation sizes and a power-of-two histogram; managed and device bytes held.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from typing import Iterable, Optional
+
+# CUPTI enum values (cupti_activity.h; the same in cupti-python's IntEnums).
+KIND_MEMCPY, KIND_CONTEXT, KIND_MEMORY2 = 1, 9, 49
+COPY_HTOD, COPY_DTOH = 1, 2
+COPY_KIND_NAMES = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2a", 4: "a2h", 5: "a2a", 6: "a2d", 7: "d2a",
+                   8: "d2d", 9: "h2h", 10: "p2p"}
+MEM_PAGEABLE, MEM_PINNED, MEM_DEVICE, MEM_ARRAY, MEM_MANAGED = 1, 2, 3, 4, 5
+OP_ALLOCATION, OP_RELEASE = 1, 2
+FLAG_MEMCPY_ASYNC = 1
+
+HOST_KINDS = ("pinned", "pageable", "managed", "other")
+_HOST_KIND = {MEM_PINNED: 0, MEM_PAGEABLE: 1, MEM_MANAGED: 2}  # anything else: "other"
+DIRECTIONS = ("h2d", "d2h")
+SIZE_CLASSES = ("lt_64k", "64k_1m", "1m_16m", "ge_16m")  # as the hooks' (state.SIZE_CLASSES)
+BULK_BYTES = 1 << 20
+WINDOW_S = 5.0
+BIN_NS = 500_000_000
+KEEP_BINS = 32                # 16 s of bins
+RATE_BUCKETS_PER_OCTAVE = 4
+RECENT_ALLOCS = 4096
+MAX_DEVICES = 64
+
+# Slot layout of the lifetime copy table: (direction, host kind, size class) -> [copies, bytes, gpu_ns]
+_N_SLOTS = len(DIRECTIONS) * len(HOST_KINDS) * len(SIZE_CLASSES)
+assert len(HOST_KINDS) == len(SIZE_CLASSES) == 4  # the hot loop shifts by 2 bits for each
+
+
+def _slot(d: int, h: int, c: int) -> int:
+    return (d * len(HOST_KINDS) + h) * len(SIZE_CLASSES) + c
+
+
+def size_class_index(n: int) -> int:
+    if n < 1 << 20:
+        return 0 if n < 64 << 10 else 1
+    return 2 if n < 16 << 20 else 3
+
+
+def rate_bucket(bytes_per_s: float) -> int:
+    return int(math.floor(math.log2(bytes_per_s) * RATE_BUCKETS_PER_OCTAVE))
+
+
+def bucket_rate(bucket: int) -> float:
+    """The geometric middle of a rate bucket, bytes/s."""
+    return 2.0 ** ((bucket + 0.5) / RATE_BUCKETS_PER_OCTAVE)
+
+
+def percentile(hist: dict, q: float) -> Optional[float]:
+    """The ``q`` quantile (0..1) of a rate histogram {bucket: count}, or None when empty."""
+    total = sum(hist.values())
+    if total <= 0:
+        return None
+    rank = q * (total - 1)
+    seen = 0
+    for b in sorted(hist):
+        seen += hist[b]
+        if seen > rank:
+            return bucket_rate(b)
+    return bucket_rate(max(hist))
+
+
+class _Bin:
+    """Half a second of GPU time: copy sums per (direction, host kind), bulk pinned ones per device,
+    allocation counts."""
+
+    __slots__ = ("copies", "bulk", "allocs", "frees", "alloc_bytes")
+
+    def __init__(self):
+        self.copies = [[0, 0, 0] for _ in range(_N_SLOTS)]  # copies, bytes, gpu_ns per lifetime slot
+        self.bulk: dict = {}  # (direction, device) -> [bytes, gpu_ns, null-stream bytes, copies]
+        self.allocs = 0
+        self.frees = 0
+        self.alloc_bytes = 0
+
+
+class CuptiFigures:
+    """Thread-safe sums of MEMCPY/MEMORY2/CONTEXT records. ``consume`` never raises."""
+
+    def __init__(self, started_ns: Optional[int] = None):
+        self.lock = threading.Lock()
+        self.started_ns = started_ns  # CUPTI time the activities were enabled: the window starts there
+        self.records = 0
+        self.errors = 0
+        self.slots = [[0, 0, 0] for _ in range(_N_SLOTS)]
+        self.rate_hist = [dict() for _ in range(_N_SLOTS)]
+        self.other = {}        # copy kind name -> [copies, bytes, gpu_ns] (d2d, h2h, p2p, arrays)
+        self.bins: dict[int, _Bin] = {}
+        self.null_stream: dict[int, int] = {}  # context id -> its legacy default stream id
+        self.devices: set = set()
+        self.latest_ns = 0
+        # MEMORY2
+        self.held = {MEM_PINNED: 0, MEM_MANAGED: 0, MEM_DEVICE: 0}
+        self.pinned_peak = 0
+        self.pinned_allocs = 0
+        self.pinned_alloc_bytes = 0
+        self.pinned_frees = 0
+        self.pinned_free_bytes = 0
+        self.recent_sizes: deque = deque(maxlen=RECENT_ALLOCS)
+        self.size_hist: dict = {}
+
+    # --- records -------------------------------------------------------------------------
+
+    def consume(self, records: Iterable) -> None:
+        """Add every record of one completed buffer. A record that does not read (an odd kind's
+        fields) is counted in ``errors`` and skipped; unknown kinds are skipped."""
+        with self.lock:
+            it = iter(records)
+            while True:
+                try:
+                    self._consume(it)
+                    return
+                except Exception:
+                    self.errors += 1  # that record is lost; the loop goes on with the next
+
+    def _consume(self, it) -> None:
+        # The hot loop of the tracer (every copy of the process): locals, no calls but for the rare
+        # records, ints straight from the record objects.
+        slots, hists, bins = self.slots, self.rate_hist, self.bins
+        frexp = math.frexp
+        latest = self.latest_ns
+        last_key = last_bin = None
+        n = 0
+        try:
+            for a in it:
+                n += 1
+                kind = a.kind
+                if kind != KIND_MEMCPY:
+                    if kind == KIND_MEMORY2:
+                        self._memory(a)
+                    elif kind == KIND_CONTEXT:
+                        self.null_stream[a.context_id] = a.null_stream_id
+                    continue
+                ck = a.copy_kind
+                if ck == COPY_HTOD:
+                    d, host = 0, a.src_kind
+                elif ck == COPY_DTOH:
+                    d, host = 1, a.dst_kind
+                else:
+                    self._other(a, ck)
+                    continue
+                nbytes, start, end = a.bytes, a.start, a.end
+                dur = end - start if end > start else 0
+                copies = a.copy_count or 1
+                per = nbytes // copies if copies != 1 else nbytes
+                h = 0 if host == MEM_PINNED else 1 if host == MEM_PAGEABLE else 2 if host == MEM_MANAGED else 3
+                if per < 1 << 20:
+                    cls = 0 if per < 64 << 10 else 1
+                else:
+                    cls = 2 if per < 16 << 20 else 3
+                i = ((d << 2) + h << 2) + cls  # _slot(d, h, cls) with 4 host kinds and 4 classes
+                s = slots[i]
+                s[0] += copies
+                s[1] += nbytes
+                s[2] += dur
+                if dur > 0 and nbytes > 0:
+                    # floor(log2(rate) * 4) from the float's exponent and mantissa (m in [0.5, 1)).
+                    m, e = frexp(nbytes * 1e9 / dur)
+                    rb = ((e - 1) << 2) + (m >= 0.5946035575013605) + (m >= 0.7071067811865476) \
+                        + (m >= 0.8408964152537145)
+                    hist = hists[i]
+                    hist[rb] = hist.get(rb, 0) + copies
+                if end > latest:
+                    latest = end
+                key = end // BIN_NS
+                if key != last_key:
+                    last_bin = bins.get(key) or self._new_bin(key)
+                    last_key = key
+                c = last_bin.copies[i]
+                c[0] += copies
+                c[1] += nbytes
+                c[2] += dur
+                if h == 0 and per >= BULK_BYTES:
+                    self._bulk(last_bin, d, a, nbytes, dur, copies)
+        finally:
+            self.records += n
+            if latest > self.latest_ns:
+                self.latest_ns = latest
+
+    def _new_bin(self, key: int) -> _Bin:
+        b = self.bins[key] = _Bin()
+        if len(self.bins) > KEEP_BINS:
+            for old in sorted(self.bins)[:-KEEP_BINS]:
+                del self.bins[old]
+        return b
+
+    def _bin(self, t_ns: int) -> _Bin:
+        return self.bins.get(t_ns // BIN_NS) or self._new_bin(t_ns // BIN_NS)
+
+    def _other(self, a, ck) -> None:
+        """A copy that is neither host-to-device nor device-to-host (d2d, h2h, p2p, arrays)."""
+        name = COPY_KIND_NAMES.get(ck, str(ck))
+        o = self.other.get(name)
+        if o is None:
+            o = self.other[name] = [0, 0, 0]
+        o[0] += a.copy_count or 1
+        o[1] += a.bytes
+        o[2] += max(a.end - a.start, 0)
+
+    def _bulk(self, b: _Bin, d: int, a, nbytes: int, dur: int, copies: int) -> None:
+        dev = a.device_id
+        if len(self.devices) < MAX_DEVICES:
+            self.devices.add(dev)
+        k = b.bulk.get((d, dev))
+        if k is None:
+            k = b.bulk[(d, dev)] = [0, 0, 0, 0]
+        k[0] += nbytes
+        k[1] += dur
+        k[3] += copies
+        null = self.null_stream.get(a.context_id)
+        if null is not None and a.stream_id == null:
+            k[2] += nbytes
+
+    def _memory(self, a) -> None:
+        mk = a.memory_kind
+        if mk not in self.held:
+            return
+        op = a.memory_operation_type
+        nbytes = int(a.bytes)
+        if op == OP_ALLOCATION:
+            self.held[mk] += nbytes
+            if mk == MEM_PINNED:
+                self.pinned_allocs += 1
+                self.pinned_alloc_bytes += nbytes
+                self.recent_sizes.append(nbytes)
+                b2 = 1 << (nbytes.bit_length() - 1) if nbytes > 0 else 0
+                self.size_hist[b2] = self.size_hist.get(b2, 0) + 1
+                if self.held[mk] > self.pinned_peak:
+                    self.pinned_peak = self.held[mk]
+        elif op == OP_RELEASE:
+            self.held[mk] -= nbytes
+            if mk == MEM_PINNED:
+                self.pinned_frees += 1
+                self.pinned_free_bytes += nbytes
+        else:
+            return
+        if mk == MEM_PINNED:
+            t = int(a.timestamp)
+            if t > self.latest_ns:
+                self.latest_ns = t
+            b = self._bin(t)
+            if op == OP_ALLOCATION:
+                b.allocs += 1
+                b.alloc_bytes += nbytes
+            else:
+                b.frees += 1
+
+    # --- the report ------------------------------------------------------------------------
+
+    def report(self, now_ns: Optional[int] = None) -> dict:
+        """The ``cupti`` figures. ``now_ns``: the current CUPTI timestamp (window end); default the
+        latest record's."""
+        with self.lock:
+            now = now_ns if now_ns is not None else self.latest_ns
+            return {
+                "records": self.records, "record_errors": self.errors,
+                "copies": self._copies(),
+                "other_copies": {k: {"count": v[0], "bytes": v[1], "gpu_s": v[2] * 1e-9}
+                                 for k, v in sorted(self.other.items())},
+                "window": self._window(now),
+                "pinned": self._pinned(),
+                "managed_bytes": max(self.held[MEM_MANAGED], 0),
+                "device_bytes": max(self.held[MEM_DEVICE], 0),
+                # MEMORY2 has no flags: a write-combined cudaHostAlloc is PINNED like any other.
+                "write_combined_bytes": None,
+            }
+
+    def _copies(self) -> dict:
+        out = {}
+        for d, dname in enumerate(DIRECTIONS):
+            per = out[dname] = {}
+            for h, hname in enumerate(HOST_KINDS):
+                total, hist_all, classes = [0, 0, 0], {}, {}
+                for c, cname in enumerate(SIZE_CLASSES):
+                    i = _slot(d, h, c)
+                    s, hist = self.slots[i], self.rate_hist[i]
+                    for j in range(3):
+                        total[j] += s[j]
+                    for b, n in hist.items():
+                        hist_all[b] = hist_all.get(b, 0) + n
+                    classes[cname] = _figures(s, hist)
+                row = _figures(total, hist_all)
+                row["size_classes"] = classes
+                per[hname] = row
+        return out
+
+    def _window(self, now_ns: int) -> dict:
+        lo_ns = now_ns - int(WINDOW_S * 1e9)
+        if self.started_ns is not None:
+            lo_ns = max(lo_ns, self.started_ns)
+        elif self.bins:
+            lo_ns = max(lo_ns, min(self.bins) * BIN_NS)
+        keys = [k for k in self.bins if (k + 1) * BIN_NS > lo_ns and k * BIN_NS <= now_ns]
+        span_s = max(now_ns - lo_ns, 0) * 1e-9
+        slots = [[0, 0, 0] for _ in range(_N_SLOTS)]
+        bulk: dict = {}
+        allocs = frees = alloc_bytes = 0
+        for k in keys:
+            b = self.bins[k]
+            for i, src in enumerate(b.copies):
+                dst = slots[i]
+                for j in range(3):
+                    dst[j] += src[j]
+            for (d, dev), v in b.bulk.items():
+                acc = bulk.setdefault((DIRECTIONS[d], dev), [0, 0, 0, 0])
+                for j in range(4):
+                    acc[j] += v[j]
+            allocs += b.allocs
+            frees += b.frees
+            alloc_bytes += b.alloc_bytes
+
+        def rate(n):
+            return n / span_s if span_s > 0 else None
+
+        out_copies = {}
+        for d, dname in enumerate(DIRECTIONS):
+            out_copies[dname] = {}
+            for h, hname in enumerate(HOST_KINDS):
+                total = [0, 0, 0]
+                classes = {}
+                for c, cname in enumerate(SIZE_CLASSES):
+                    s = slots[_slot(d, h, c)]
+                    for j in range(3):
+                        total[j] += s[j]
+                    classes[cname] = _window_figures(s, rate)
+                row = _window_figures(total, rate)
+                row["size_classes"] = classes
+                out_copies[dname][hname] = row
+        out_bulk = {}
+        for (dname, dev), (nbytes, ns, null_bytes, n) in sorted(bulk.items()):
+            out_bulk.setdefault(dname, {})[str(dev)] = {
+                "count": n, "bytes": nbytes, "gpu_s": ns * 1e-9,
+                "achieved_bytes_per_s": nbytes / (ns * 1e-9) if ns > 0 else None,
+                "default_stream_bytes": null_bytes if self.null_stream else None}
+        return {"s": span_s, "copies": out_copies, "pinned_bulk": out_bulk,
+                "bulk_min_bytes": BULK_BYTES,
+                "pinned_allocs_per_s": rate(allocs), "pinned_frees_per_s": rate(frees),
+                "pinned_alloc_bytes_per_s": rate(alloc_bytes)}
+
+    def _pinned(self) -> dict:
+        sizes = sorted(self.recent_sizes)
+        return {"bytes": max(self.held[MEM_PINNED], 0), "peak_bytes": self.pinned_peak,
+                "allocs": self.pinned_allocs, "alloc_bytes": self.pinned_alloc_bytes,
+                "frees": self.pinned_frees, "free_bytes": self.pinned_free_bytes,
+                "median_alloc_bytes": sizes[len(sizes) // 2] if sizes else None,
+                "histogram": {str(k): v for k, v in sorted(self.size_hist.items())}}
+
+    def device_ids(self) -> list:
+        with self.lock:
+            return sorted(self.devices)
+
+
+def _window_figures(s, rate) -> dict:
+    n, nbytes, ns = s
+    return {"count": n, "bytes": nbytes, "gpu_s": ns * 1e-9, "bytes_per_s": rate(nbytes),
+            "achieved_bytes_per_s": nbytes / (ns * 1e-9) if ns > 0 else None}
+
+
+def _figures(s, hist) -> dict:
+    n, nbytes, ns = s
+    return {"count": n, "bytes": nbytes, "gpu_s": ns * 1e-9,
+            "achieved_bytes_per_s": nbytes / (ns * 1e-9) if ns > 0 else None,
+            "rate_p50": percentile(hist, 0.5), "rate_p10": percentile(hist, 0.1)}

@@ -1,0 +1,441 @@
+"""The CUPTI engine: copies and pinned allocations of every library in the process, from CUPTI.
+
+``CuptiEngine.arm()`` imports ``cupti-python``, registers the buffer callbacks and enables the
+activity kinds MEMCPY, MEMORY2 and CONTEXT. The tracer arms it when the program first imports a
+CUDA library (``CUDA_MODULES``): before the program's CUDA work, and never in a Python process that
+does no CUDA. Completed buffers go to ``CuptiFigures.consume`` (sums only); ``flush()`` runs on the
+report interval, ``close()`` at exit (forced flush, kinds disabled, so no callback runs while the
+interpreter shuts down).
+
+Bounded memory: host buffers of ``BUFFER_BYTES``, at most ``MAX_OUTSTANDING`` handed to CUPTI and
+not yet completed; past that the request gets no buffer and CUPTI drops records (counted in the
+report). CUPTI's own device-side buffers (pinned host memory since CUDA 12.0 Update 1) are capped at
+``DEVICE_BUFFER_POOL_LIMIT`` per context.
+
+Failure never reaches the program: a missing ``cupti-python``, a missing driver, CUPTI taken by another
+tool (Nsight, compute-sanitizer: ``ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED``) leave the engine
+``failed`` with a one-line notice, and the tracer's hooks carry on alone. A torch.profiler or
+jax.profiler session owns CUPTI while it runs: the engine pauses before it starts and re-arms after
+it ends (``watch_profilers``), so the user's profile stays complete.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+from typing import Optional
+
+from .cupti_figures import KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, CuptiFigures
+
+BUFFER_BYTES = 1 << 20
+MAX_OUTSTANDING = 16          # 16 MiB of record buffers at most
+DEVICE_BUFFER_POOL_LIMIT = 8  # CUPTI's per-context device buffers (about 3 MB each by default)
+KINDS = ("MEMCPY", "MEMORY2", "CONTEXT")
+# Imported by programs that do CUDA work: arming on their import comes before that work.
+CUDA_MODULES = ("torch", "cupy", "jax", "jaxlib", "numba", "cuda", "tensorflow", "cudf", "rmm",
+                "tensorrt", "pycuda", "triton", "onnxruntime", "paddle", "mxnet", "cuml", "nvidia.dali")
+
+IDLE, ARMING, ARMED, PAUSED, FAILED, FORKED, CLOSED = (
+    "idle", "arming", "armed", "paused", "failed", "forked", "closed")
+
+
+def _status_name(cupti, e: BaseException) -> str:
+    status = getattr(e, "status", None)
+    try:
+        return cupti.Result(status).name if cupti is not None and status is not None else ""
+    except Exception:
+        return ""
+
+
+def describe_error(cupti, e: BaseException) -> str:
+    """One line for the report: what went wrong, in CUPTI's words where it has any."""
+    name = _status_name(cupti, e)
+    if name == "ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED":
+        return "in use by another tool (a profiler or debugger attached to this process)"
+    if name == "ERROR_INSUFFICIENT_PRIVILEGES":
+        return "needs profiling permission (NVreg_RestrictProfilingToAdminUsers)"
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return f"{type(e).__name__}: {text}"[:200] + (f" [{name}]" if name and name not in text else "")
+
+
+class CuptiEngine:
+    """One per process. Thread-safe; no method raises."""
+
+    def __init__(self, loader=None, clock_ns=None):
+        self._loader = loader or _load_cupti
+        self._clock_ns = clock_ns
+        self.cupti = None
+        self.version: Optional[str] = None
+        self.state = IDLE
+        self.notice: Optional[str] = None
+        self.figures: Optional[CuptiFigures] = None
+        self.paused_by: Optional[str] = None
+        self._pause_depth = 0
+        self._lock = threading.RLock()        # arm / pause / resume / close
+        self._buf_lock = threading.Lock()     # buffer accounting (CUPTI's threads)
+        self.outstanding = 0
+        self.buffers = 0
+        self.refused = 0
+        self.dropped = 0
+        self.flushes = 0
+        self.flush_errors = 0
+        self.attributes: dict = {}
+        self.devices: dict = {}               # CUDA device ordinal -> PCI bus id (or None)
+        self.enabled: list = []
+
+    # --- arming ---------------------------------------------------------------------------
+
+    def arm(self) -> bool:
+        """Enable the activities once; True when CUPTI records are being collected."""
+        with self._lock:
+            if self.state in (ARMED, PAUSED):
+                return True
+            if self.state != IDLE:
+                return False  # failed, closed, or arming already (cupti-python's own imports land here)
+            self.state = ARMING
+            try:
+                self.cupti, self.version = self._loader()
+            except ImportError as e:
+                if e.name in (None, "cupti", "cupti.cupti"):
+                    return self._fail(f"cupti-python is not installed ({e.name or e})")
+                return self._fail(f"cupti-python does not load: {e.name} is missing")
+            except Exception as e:
+                return self._fail(f"cupti-python does not load: {describe_error(None, e)}")
+            c = self.cupti
+            try:
+                ak = c.ActivityKind
+                if (int(ak.MEMCPY), int(ak.MEMORY2), int(ak.CONTEXT)) != (KIND_MEMCPY, KIND_MEMORY2, KIND_CONTEXT):
+                    return self._fail("cupti-python's activity kinds have unexpected values")
+                self._set_device_buffers()
+                self.figures = CuptiFigures(started_ns=self._now_ns())
+                if self._pause_depth:
+                    # A profiler session is running: collection starts when it ends (resume()).
+                    self.state = PAUSED
+                    self.paused_by = self.paused_by or "a profiler session"
+                    return True
+                self._enable()
+            except Exception as e:
+                self._disable()
+                self.figures = None
+                return self._fail(f"CUPTI did not start: {describe_error(c, e)}")
+            self.state = ARMED
+            return True
+
+    def _enable(self) -> None:
+        c = self.cupti
+        c.activity_register_callbacks(self._requested, self._completed)
+        for name in KINDS:
+            c.activity_enable(getattr(c.ActivityKind, name))
+            self.enabled.append(name)
+
+    def _disable(self) -> None:
+        c = self.cupti
+        for name in reversed(self.enabled):
+            try:
+                c.activity_disable(getattr(c.ActivityKind, name))
+            except Exception:
+                pass
+        self.enabled = []
+
+    def _fail(self, notice: str) -> bool:
+        self.state = FAILED
+        self.notice = notice
+        return False
+
+    def _set_device_buffers(self) -> None:
+        """Cap CUPTI's device-side buffer pool, then read back what it uses."""
+        c = self.cupti
+        attr = c.ActivityAttribute
+        try:
+            _set_attr(c, attr.ATTR_DEVICE_BUFFER_POOL_LIMIT, DEVICE_BUFFER_POOL_LIMIT)
+        except Exception as e:
+            self.attributes["set_error"] = describe_error(c, e)
+        for key, name in (("device_buffer_bytes", "ATTR_DEVICE_BUFFER_SIZE"),
+                          ("device_buffer_pool_limit", "ATTR_DEVICE_BUFFER_POOL_LIMIT"),
+                          ("device_buffers_preallocated", "ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE"),
+                          ("device_buffers_in_pinned_memory", "ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED")):
+            try:
+                self.attributes[key] = _get_attr(c, getattr(attr, name))
+            except Exception:
+                self.attributes[key] = None
+
+    # --- CUPTI's callbacks (CUPTI's threads or the flushing thread) ---------------------------
+
+    def _requested(self):
+        with self._buf_lock:
+            if self.outstanding >= MAX_OUTSTANDING or self.state == CLOSED:
+                self.refused += 1
+                return 0, 0
+            self.outstanding += 1
+            self.buffers += 1
+        return BUFFER_BYTES, 0
+
+    def _completed(self, activities):
+        try:
+            with self._buf_lock:
+                self.outstanding = max(self.outstanding - 1, 0)
+            figures = self.figures
+            if figures is not None and self.state not in (CLOSED, FORKED):
+                figures.consume(activities)
+        except Exception:
+            pass  # a callback that raised would reach CUPTI's thread; nothing here may
+
+    # --- running ------------------------------------------------------------------------------
+
+    def flush(self, forced: bool = False) -> None:
+        """Hand completed buffers to ``_completed`` (on this thread). Never hold the figures' lock here."""
+        if self.state != ARMED:
+            return
+        c = self.cupti
+        try:
+            c.activity_flush_all(1 if forced else 0)
+            self.flushes += 1
+        except Exception as e:
+            self.flush_errors += 1
+            self.notice = f"flush failed: {describe_error(c, e)}"
+        try:
+            n = ctypes.c_size_t(0)
+            c.activity_get_num_dropped_records(0, 0, ctypes.addressof(n))
+            self.dropped += int(n.value)
+        except Exception:
+            pass
+
+    def pause(self, by: str) -> None:
+        """Another CUPTI user (a profiler session) starts: deliver ours and step aside."""
+        with self._lock:
+            self._pause_depth += 1
+            if self.paused_by is None:
+                self.paused_by = by
+            if self.state != ARMED:
+                return
+            self.flush(forced=True)
+            self._disable()
+            self.state = PAUSED
+
+    def resume(self) -> None:
+        """The profiler session ended: take the callbacks back and enable the kinds again."""
+        with self._lock:
+            self._pause_depth = max(self._pause_depth - 1, 0)
+            if self._pause_depth:
+                return
+            if self.state != PAUSED:
+                self.paused_by = None
+                return
+            try:
+                self._enable()
+                self.state = ARMED
+                self.paused_by = None
+            except Exception as e:
+                self._disable()
+                self._fail(f"CUPTI could not be re-armed after {self.paused_by}: {describe_error(self.cupti, e)}")
+
+    def close(self) -> None:
+        """At exit: the last records, then no more callbacks."""
+        with self._lock:
+            if self.state == ARMED:
+                self.flush(forced=True)
+            if self.state in (ARMED, PAUSED):
+                self._disable()
+                self.state = CLOSED
+
+    def after_fork(self) -> None:
+        """CUPTI does not follow a fork: the child reports with the hooks alone."""
+        self._lock = threading.RLock()
+        self._buf_lock = threading.Lock()
+        if self.state in (ARMED, PAUSED):
+            self.state = FORKED
+            self.notice = "CUPTI is not armed in a forked child; figures come from the hooks"
+        self.figures = None
+
+    # --- the report -------------------------------------------------------------------------
+
+    def _now_ns(self) -> Optional[int]:
+        try:
+            if self._clock_ns is not None:
+                return int(self._clock_ns())
+            return int(self.cupti.get_timestamp())
+        except Exception:
+            return None
+
+    def report(self) -> Optional[dict]:
+        """The ``cupti`` part of the report, or None while CUPTI never ran in this process."""
+        figures = self.figures
+        if figures is None:
+            return None
+        out = figures.report(self._now_ns())
+        self._resolve_devices(figures.device_ids())
+        out.update(version=self.version, state=self.state, paused_by=self.paused_by,
+                   dropped_records=self.dropped, flushes=self.flushes, flush_errors=self.flush_errors,
+                   buffers={"bytes": BUFFER_BYTES, "handed_out": self.buffers, "outstanding": self.outstanding,
+                            "limit": MAX_OUTSTANDING, "refused": self.refused},
+                   device_buffers=dict(self.attributes),
+                   devices={str(k): {"pci_bus_id": v} for k, v in sorted(self.devices.items())})
+        return out
+
+    def _resolve_devices(self, ids) -> None:
+        for i in ids:
+            if i not in self.devices:
+                self.devices[i] = _pci_bus_id(i)
+
+
+def _load_cupti():
+    from cupti import cupti
+
+    try:
+        from importlib import metadata
+        version = metadata.version("cupti-python")
+    except Exception:
+        version = None
+    return cupti, version
+
+
+def _set_attr(c, attr, value: int) -> None:
+    v, size = ctypes.c_size_t(value), ctypes.c_size_t(ctypes.sizeof(ctypes.c_size_t))
+    c.activity_set_attribute(attr, ctypes.addressof(size), ctypes.addressof(v))
+
+
+def _get_attr(c, attr) -> int:
+    v, size = ctypes.c_uint64(0), ctypes.c_size_t(8)
+    c.activity_get_attribute(attr, ctypes.addressof(size), ctypes.addressof(v))
+    # A one-byte attribute fills the low byte only (little-endian): mask to what was written.
+    return int(v.value) & ((1 << (8 * min(int(size.value), 8))) - 1)
+
+
+def _pci_bus_id(ordinal: int) -> Optional[str]:
+    """PCI bus id of CUDA device ``ordinal`` (as CUPTI numbers devices), through cuda-bindings."""
+    try:
+        from cuda.bindings import driver
+        err, dev = driver.cuDeviceGet(ordinal)
+        if int(err) != 0:
+            return None
+        err, bus = driver.cuDeviceGetPCIBusId(32, dev)
+        if int(err) != 0:
+            return None
+        text = bus.split(b"\0")[0].decode("ascii", "replace") if isinstance(bus, (bytes, bytearray)) else str(bus)
+        return text.strip() or None
+    except Exception:
+        return None
+
+
+# --- profiler sessions ------------------------------------------------------------------------
+
+def watch_profilers(engine: CuptiEngine, when_imported) -> None:
+    """Pause the engine while a torch.profiler or jax.profiler session runs (both drive CUPTI)."""
+    when_imported("torch", lambda torch: _watch_torch(engine, torch))
+    when_imported("jax.profiler", lambda mod: _watch_jax(engine, mod))
+
+
+def _watch_torch(engine: CuptiEngine, torch) -> None:
+    from .wrap import patch
+
+    try:
+        prof = torch.autograd.profiler.profile
+    except AttributeError:
+        return
+    # torch.profiler.profile and the legacy API both drive Kineto through this class: it prepares
+    # (and enables CUPTI) in _prepare_trace, or in __enter__ on versions without it, and ends in __exit__.
+    start = "_prepare_trace" if hasattr(prof, "_prepare_trace") else "__enter__"
+
+    def make_start(orig):
+        def wrapper(self, *a, **k):
+            if not getattr(self, "_pinmon_paused", False):
+                engine.pause("torch.profiler")
+                try:
+                    self._pinmon_paused = True
+                except Exception:
+                    pass
+            return orig(self, *a, **k)
+        return wrapper
+
+    def make_exit(orig):
+        def wrapper(self, *a, **k):
+            try:
+                return orig(self, *a, **k)
+            finally:
+                if getattr(self, "_pinmon_paused", False):
+                    try:
+                        self._pinmon_paused = False
+                    except Exception:
+                        pass
+                    engine.resume()
+        return wrapper
+
+    patch(prof, start, make_start)
+    patch(prof, "__exit__", make_exit)
+
+
+def _watch_jax(engine: CuptiEngine, mod) -> None:
+    from .wrap import patch
+
+    def make_start(orig):
+        def start_trace(*a, **k):
+            engine.pause("jax.profiler")
+            try:
+                return orig(*a, **k)
+            except BaseException:
+                engine.resume()
+                raise
+        return start_trace
+
+    def make_stop(orig):
+        def stop_trace(*a, **k):
+            try:
+                return orig(*a, **k)
+            finally:
+                engine.resume()
+        return stop_trace
+
+    def make_trace(orig):
+        def trace(*a, **k):
+            return _Paused(orig(*a, **k), engine, "jax.profiler")
+        return trace
+
+    patch(mod, "start_trace", make_start)
+    patch(mod, "stop_trace", make_stop)
+    patch(mod, "trace", make_trace)
+
+
+class _Paused:
+    """A profiler's context manager with the engine paused from enter to exit."""
+
+    def __init__(self, cm, engine: CuptiEngine, by: str):
+        self._cm, self._engine, self._by = cm, engine, by
+
+    def __enter__(self):
+        self._engine.pause(self._by)
+        try:
+            return self._cm.__enter__()
+        except BaseException:
+            self._engine.resume()
+            raise
+
+    def __exit__(self, *exc):
+        try:
+            return self._cm.__exit__(*exc)
+        finally:
+            self._engine.resume()
+
+    def __call__(self, fn):  # used as a decorator, as the original allows
+        decorated = self._cm(fn)
+        engine, by = self._engine, self._by
+
+        def traced(*a, **k):
+            engine.pause(by)
+            try:
+                return decorated(*a, **k)
+            finally:
+                engine.resume()
+        return traced
+
+
+def announce(line: str) -> None:
+    """One line on stderr, in the first traced process only (``pinmon trace`` asks for it)."""
+    if os.environ.get("PINMON_TRACE_ANNOUNCE") != "1":
+        return
+    os.environ["PINMON_TRACE_ANNOUNCE"] = "0"  # children started later stay quiet
+    try:
+        sys.stderr.write(f"pinmon trace: {line}\n")
+        sys.stderr.flush()
+    except Exception:
+        pass

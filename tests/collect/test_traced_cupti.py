@@ -1,0 +1,90 @@
+"""A traced process's CUPTI figures into its snapshot row: the fields only CUPTI has, from a report
+built the way the tracer builds it, and nothing but None from odd or hostile values."""
+import copy
+
+import pytest
+
+from pinmon.collect.traced import TracedProcess
+from pinmon.collect.traced_cupti import cupti_fields
+from pinmon.model import ProcessPinned
+from pinmon.trace.cupti_figures import CuptiFigures
+from pinmon.trace.merge import merged
+from pinmon.trace.state import TracerState
+
+from ..trace import cupti_records as R
+
+MIB = 1 << 20
+T0 = 1_700_000_000_000_000_000
+S = 10**9
+
+
+def report():
+    f = CuptiFigures(started_ns=T0)
+    recs = [R.context(context_id=1, null_stream_id=7)]
+    # GPU 1: 3 s of 64 MiB pinned H2D copies at 20 GB/s, two thirds on the null stream; GPU 0: less.
+    for i in range(3):
+        t = T0 + i * S
+        recs.append(R.memcpy(nbytes=40 * 10**9 // 3, start=t, dur_ns=2 * S // 3, device_id=1,
+                             stream_id=7 if i < 2 else 9))
+    recs.append(R.memcpy(nbytes=64 * MIB, start=T0, dur_ns=S // 100, device_id=0))
+    recs.append(R.memcpy(copy_kind=2, src_kind=3, dst_kind=2, nbytes=4 * MIB, start=T0, dur_ns=S // 1000,
+                         device_id=1, stream_id=9))
+    recs.append(R.memcpy(src_kind=1, nbytes=8 * MIB, start=T0 + S, dur_ns=S // 100, device_id=1))
+    f.consume(recs)
+    c = f.report(T0 + 4 * S)
+    c["devices"] = {"0": {"pci_bus_id": "0000:41:00.0"}, "1": {"pci_bus_id": "0000:42:00.0"}}
+    body = merged(TracerState().report(now=0.0), c, "armed")
+    return {"schema": "pinmon.trace/1", "pid": 4242, **body}
+
+
+def test_cupti_fields_of_a_tracer_report():
+    out = cupti_fields(report())
+    assert out["trace_engine"] == "cupti"
+    assert out["copy_gpu_pci_bus_id"] == "0000:42:00.0"  # the GPU with the most bulk pinned bytes
+    assert out["h2d_pinned_bulk_bytes_per_s"] == pytest.approx(20e9)
+    assert out["h2d_pinned_bulk_busy_s"] == pytest.approx(2.0)
+    assert out["d2h_pinned_bulk_bytes_per_s"] == pytest.approx(4 * MIB / 1e-3)
+    # 26.7 GB of the 40 GB H2D bulk bytes went on the null stream, none of the 4 MiB D2H.
+    assert out["pinned_bulk_default_stream_share"] == pytest.approx((2 * 40e9 / 3) / (40e9 + 4 * MIB))
+    window_s = 4.0
+    assert out["h2d_copy_bytes_per_s"] == pytest.approx((40e9 + 64 * MIB + 8 * MIB) / window_s, rel=1e-6)
+    assert out["d2h_copy_bytes_per_s"] == pytest.approx(4 * MIB / window_s)
+
+
+def test_the_row_gets_them_beside_the_hooks_figures():
+    figs = TracedProcess(pid=4242, report=report()).figures()
+    row = ProcessPinned(pid=4242, **figs)
+    assert row.source == "traced" and row.trace_engine == "cupti"
+    assert row.h2d_pinned_bulk_bytes_per_s == pytest.approx(20e9)
+    assert row.pageable_copy_bytes_per_s == pytest.approx(8 * MIB / 4.0)  # CUPTI's, through the merge
+    assert ProcessPinned.from_dict(row.to_dict()) == row
+
+
+def test_a_hooks_report_says_hooks_and_nothing_more():
+    body = merged(TracerState().report(now=0.0), None)
+    assert cupti_fields(body) == {"trace_engine": "hooks"}
+    assert cupti_fields({"pinned": {}}) == {"trace_engine": "hooks"}  # an older report
+
+
+@pytest.mark.parametrize("path, value", [
+    (("engine",), "gpu"),
+    (("cupti", "window"), "x"),
+    (("cupti", "window", "copies", "h2d"), [1, 2]),
+    (("cupti", "window", "pinned_bulk", "h2d", "1", "bytes"), -5),
+    (("cupti", "window", "pinned_bulk", "h2d", "1", "gpu_s"), float("nan")),
+    (("cupti", "window", "pinned_bulk", "h2d", "1", "gpu_s"), True),
+    (("cupti", "window", "pinned_bulk"), {"h2d": {"../etc": {"bytes": 1}}}),
+    (("cupti", "devices", "1", "pci_bus_id"), "0000:42:00.0\x1b[31m"),
+    (("cupti", "devices", "1", "pci_bus_id"), 42),
+])
+def test_odd_values_become_unknown_never_an_error(path, value):
+    rep = copy.deepcopy(report())
+    d = rep
+    for k in path[:-1]:
+        d = d[k]
+    d[path[-1]] = value
+    out = cupti_fields(rep)
+    row = ProcessPinned(pid=1, **out)  # always valid row fields
+    for name, v in out.items():
+        assert v is None or isinstance(v, (str, float)), (name, v)
+    assert row.copy_gpu_pci_bus_id in (None, "0000:42:00.0", "0000:41:00.0")

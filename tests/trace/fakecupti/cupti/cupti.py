@@ -1,0 +1,132 @@
+"""A stand-in for ``cupti.cupti``: the activity API calls pinmon's CUPTI engine makes, with CUPTI's
+buffer protocol (a buffer is requested before records go in; flushing hands filled buffers to the
+completion callback), and knobs for tests: ``_emit(record)``, ``fail_enable`` / ``fail_register``
+(a ``Result`` status to raise), the env var ``FAKE_CUPTI_FAIL`` (a status raised by activity_enable).
+"""
+import ctypes
+import enum
+import os
+import time
+
+
+class ActivityKind(enum.IntEnum):
+    INVALID = 0
+    MEMCPY = 1
+    MEMSET = 2
+    DRIVER = 4
+    RUNTIME = 5
+    CONTEXT = 9
+    MEMORY2 = 49
+
+
+class ActivityAttribute(enum.IntEnum):
+    ATTR_DEVICE_BUFFER_SIZE = 0
+    ATTR_DEVICE_BUFFER_POOL_LIMIT = 2
+    ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE = 6
+    ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED = 8
+
+
+class Result(enum.IntEnum):
+    SUCCESS = 0
+    ERROR_INVALID_PARAMETER = 1
+    ERROR_NOT_INITIALIZED = 15
+    ERROR_INSUFFICIENT_PRIVILEGES = 35
+    ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED = 39
+    ERROR_UNKNOWN = 999
+
+
+class cuptiError(Exception):
+    def __init__(self, status):
+        self.status = int(status)
+        super().__init__(f"{Result(status).name}")
+
+
+RECORD_BYTES = 96
+callbacks = None
+enabled = set()
+attributes = {0: 3200000, 2: 250, 6: 3, 8: 1}
+calls = []
+fail_enable = int(os.environ.get("FAKE_CUPTI_FAIL", "0")) or None
+fail_register = None
+dropped = 0
+_open = None      # (capacity, [records]) the buffer CUPTI is filling
+_full = []        # filled buffers not yet delivered
+
+
+def reset():
+    global callbacks, fail_enable, fail_register, dropped, _open
+    callbacks = None
+    enabled.clear()
+    calls.clear()
+    fail_enable = fail_register = None
+    dropped = 0
+    _open = None
+    _full.clear()
+
+
+def activity_register_callbacks(requested, completed):
+    global callbacks
+    calls.append("register")
+    if fail_register:
+        raise cuptiError(fail_register)
+    callbacks = (requested, completed)
+
+
+def activity_enable(kind):
+    calls.append(("enable", int(kind)))
+    if fail_enable:
+        raise cuptiError(fail_enable)
+    enabled.add(int(kind))
+
+
+def activity_disable(kind):
+    calls.append(("disable", int(kind)))
+    enabled.discard(int(kind))
+
+
+def _emit(record):
+    """CUPTI writes one record: into the open buffer, asking for one first; dropped without one."""
+    global _open, dropped
+    if int(record.kind) not in enabled or callbacks is None:
+        return
+    if _open is None:
+        size, _max = callbacks[0]()
+        if not size:
+            dropped += 1
+            return
+        _open = (max(int(size) // RECORD_BYTES, 1), [])
+    _open[1].append(record)
+    if len(_open[1]) >= _open[0]:
+        _full.append(_open[1])
+        _open = None
+
+
+def activity_flush_all(flag):
+    global _open
+    calls.append(("flush", int(flag)))
+    if _open is not None and _open[1]:
+        _full.append(_open[1])
+        _open = None
+    while _full:
+        records = _full.pop(0)
+        if callbacks is not None:
+            callbacks[1](records)
+
+
+def activity_get_num_dropped_records(context, stream_id, dropped_ptr):
+    global dropped
+    ctypes.c_size_t.from_address(dropped_ptr).value = dropped
+    dropped = 0
+
+
+def activity_set_attribute(attr, size_ptr, value_ptr):
+    attributes[int(attr)] = ctypes.c_size_t.from_address(value_ptr).value
+
+
+def activity_get_attribute(attr, size_ptr, value_ptr):
+    ctypes.c_uint64.from_address(value_ptr).value = attributes.get(int(attr), 0)
+    ctypes.c_size_t.from_address(size_ptr).value = 8
+
+
+def get_timestamp():
+    return time.time_ns()

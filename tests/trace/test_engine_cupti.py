@@ -1,0 +1,325 @@
+"""The CUPTI engine against a stand-in of cupti-python: arming, failure to a notice, bounded
+buffers, flushing, pausing around a profiler session, exit and fork; no method ever raises."""
+import importlib
+import os
+import sys
+
+import pytest
+
+from pinmon.trace import engine_cupti as E
+from pinmon.trace.engine_cupti import CuptiEngine
+
+from . import cupti_records as R
+
+FAKECUPTI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakecupti")
+MIB = 1 << 20
+
+
+@pytest.fixture
+def fake():
+    sys.path.insert(0, FAKECUPTI)
+    try:
+        for name in ("cupti", "cupti.cupti"):
+            sys.modules.pop(name, None)
+        mod = importlib.import_module("cupti.cupti")
+        mod.reset()
+        yield mod
+    finally:
+        sys.path.remove(FAKECUPTI)
+        for name in ("cupti", "cupti.cupti"):
+            sys.modules.pop(name, None)
+
+
+def engine_with(fake, **kw):
+    return CuptiEngine(loader=lambda: (fake, "13.0.1"), **kw)
+
+
+def test_arm_registers_callbacks_then_enables_the_kinds(fake):
+    eng = engine_with(fake)
+    assert eng.arm() and eng.state == "armed" and eng.notice is None
+    assert fake.calls[0] == "register"
+    assert fake.enabled == {1, 9, 49}
+    assert fake.attributes[2] == E.DEVICE_BUFFER_POOL_LIMIT  # CUPTI's device buffer pool is capped
+    assert eng.attributes["device_buffer_bytes"] == 3200000
+    assert eng.arm()  # once only
+    assert fake.calls.count("register") == 1
+
+
+def test_records_reach_the_figures_on_flush(fake):
+    eng = engine_with(fake)
+    eng.arm()
+    fake._emit(R.memcpy(nbytes=4 * MIB, start=fake.get_timestamp()))
+    assert eng.report()["copies"]["h2d"]["pinned"]["count"] == 0  # still in CUPTI's buffer
+    eng.flush()
+    rep = eng.report()
+    assert rep["copies"]["h2d"]["pinned"]["bytes"] == 4 * MIB
+    assert rep["version"] == "13.0.1" and rep["state"] == "armed" and rep["flushes"] == 1
+    assert rep["buffers"]["handed_out"] == 1 and rep["buffers"]["outstanding"] == 0
+
+
+def test_buffers_are_bounded_and_records_beyond_are_dropped(fake, monkeypatch):
+    monkeypatch.setattr(E, "BUFFER_BYTES", fake.RECORD_BYTES)  # one record per buffer
+    eng = engine_with(fake)
+    eng.arm()
+    for i in range(E.MAX_OUTSTANDING + 5):
+        fake._emit(R.memcpy(start=i))
+    assert eng.outstanding == E.MAX_OUTSTANDING and eng.refused == 5
+    eng.flush()
+    rep = eng.report()
+    assert rep["dropped_records"] == 5 and rep["buffers"]["refused"] == 5
+    assert rep["copies"]["h2d"]["pinned"]["count"] == E.MAX_OUTSTANDING
+    assert eng.outstanding == 0
+    fake._emit(R.memcpy())  # room again after the flush
+    assert eng.refused == 5
+
+
+@pytest.mark.parametrize("knob, status, words", [
+    ("fail_enable", 39, "in use by another tool"),
+    ("fail_register", 15, "ERROR_NOT_INITIALIZED"),
+    ("fail_enable", 35, "profiling permission"),
+])
+def test_a_cupti_error_leaves_a_notice_and_nothing_enabled(fake, knob, status, words):
+    setattr(fake, knob, status)
+    eng = engine_with(fake)
+    assert eng.arm() is False
+    assert eng.state == "failed" and words in eng.notice and "\n" not in eng.notice
+    assert fake.enabled == set()
+    assert eng.report() is None
+    eng.flush()
+    eng.pause("torch.profiler")
+    eng.resume()
+    eng.close()
+    assert eng.arm() is False  # no second attempt
+
+
+def test_a_missing_cupti_python_or_driver_is_a_notice():
+    def missing():
+        raise ImportError("No module named 'cupti'", name="cupti")
+
+    eng = CuptiEngine(loader=missing)
+    assert eng.arm() is False and eng.notice == "cupti-python is not installed (cupti)"
+
+    def no_driver():
+        raise RuntimeError("CUDA driver is not found (libcuda.so.1: cannot open shared object file)")
+
+    eng = CuptiEngine(loader=no_driver)
+    assert eng.arm() is False and "CUDA driver is not found" in eng.notice
+
+
+def test_enum_values_are_checked(fake, monkeypatch):
+    import enum
+
+    monkeypatch.setattr(fake, "ActivityKind", enum.IntEnum("ActivityKind", {"MEMCPY": 1, "CONTEXT": 9,
+                                                                             "MEMORY2": 50}))
+    eng = engine_with(fake)
+    assert eng.arm() is False and "unexpected" in eng.notice
+
+
+def test_a_profiler_session_pauses_and_resumes(fake):
+    eng = engine_with(fake)
+    eng.arm()
+    fake._emit(R.memcpy(start=fake.get_timestamp()))
+    eng.pause("torch.profiler")
+    assert eng.state == "paused" and fake.enabled == set()
+    assert ("flush", 1) in fake.calls  # ours delivered before the profiler takes CUPTI
+    assert eng.report()["copies"]["h2d"]["pinned"]["count"] == 1
+    eng.pause("torch.profiler")  # nested
+    eng.resume()
+    assert eng.state == "paused"
+    fake.callbacks = ("the profiler's", "callbacks")
+    eng.resume()
+    assert eng.state == "armed" and fake.enabled == {1, 9, 49}
+    assert fake.callbacks[0] == eng._requested  # registered again
+    assert eng.paused_by is None
+
+
+def test_arming_during_a_profiler_session_waits_for_its_end(fake):
+    eng = engine_with(fake)
+    eng.pause("torch.profiler")
+    assert eng.arm() and eng.state == "paused" and fake.enabled == set()
+    eng.resume()
+    assert eng.state == "armed" and fake.enabled == {1, 9, 49}
+
+
+def test_a_failed_re_arm_is_a_notice(fake):
+    eng = engine_with(fake)
+    eng.arm()
+    eng.pause("jax.profiler")
+    fake.fail_register = 39
+    eng.resume()
+    assert eng.state == "failed" and "re-armed after jax.profiler" in eng.notice
+
+
+def test_close_flushes_forced_and_disables(fake):
+    eng = engine_with(fake)
+    eng.arm()
+    fake._emit(R.memcpy(start=fake.get_timestamp()))
+    eng.close()
+    assert ("flush", 1) in fake.calls and fake.enabled == set() and eng.state == "closed"
+    assert eng.report()["copies"]["h2d"]["pinned"]["count"] == 1
+    assert eng._requested() == (0, 0)
+    eng._completed([R.memcpy()])  # a late buffer is ignored
+    assert eng.report()["copies"]["h2d"]["pinned"]["count"] == 1
+
+
+def test_a_forked_child_drops_cupti(fake):
+    eng = engine_with(fake)
+    eng.arm()
+    eng.after_fork()
+    assert eng.state == "forked" and eng.report() is None and "forked" in eng.notice
+    eng.flush()  # nothing happens, nothing raises
+
+
+def test_flush_errors_are_counted_not_raised(fake, monkeypatch):
+    eng = engine_with(fake)
+    eng.arm()
+
+    def boom(flag):
+        raise fake.cuptiError(999)
+
+    monkeypatch.setattr(fake, "activity_flush_all", boom)
+    eng.flush()
+    assert eng.flush_errors == 1 and "flush failed" in eng.notice
+
+
+def test_a_completion_callback_never_raises(fake):
+    eng = engine_with(fake)
+    eng.arm()
+    eng._completed(None)  # not even on garbage
+    eng._completed([object()])
+    assert eng.report()["record_errors"] == 1
+
+
+def test_devices_are_named_by_pci_bus_id(fake, monkeypatch):
+    monkeypatch.setattr(E, "_pci_bus_id", lambda i: f"0000:{0x41 + i:02x}:00.0")
+    eng = engine_with(fake)
+    eng.arm()
+    fake._emit(R.memcpy(start=fake.get_timestamp(), device_id=1))
+    eng.flush()
+    assert eng.report()["devices"] == {"1": {"pci_bus_id": "0000:42:00.0"}}
+
+
+def test_pci_bus_id_without_cuda_bindings_is_unknown():
+    assert E._pci_bus_id(0) is None or isinstance(E._pci_bus_id(0), str)
+
+
+def test_announce_prints_once(monkeypatch, capsys):
+    monkeypatch.setenv("PINMON_TRACE_ANNOUNCE", "1")
+    E.announce("engine cupti")
+    E.announce("engine cupti")
+    assert capsys.readouterr().err == "pinmon trace: engine cupti\n"
+    assert os.environ["PINMON_TRACE_ANNOUNCE"] == "0"
+
+
+class _Engine:
+    def __init__(self):
+        self.calls = []
+
+    def pause(self, by):
+        self.calls.append(("pause", by))
+
+    def resume(self):
+        self.calls.append("resume")
+
+
+def _when_imported_now(modules):
+    return lambda name, fn: fn(modules[name]) if name in modules else None
+
+
+def test_a_torch_profiler_session_pauses_the_engine_around_it():
+    import types
+
+    class profile:  # torch.autograd.profiler.profile's protocol
+        def __enter__(self):
+            self._prepare_trace()
+            return self
+
+        def _prepare_trace(self):
+            eng.calls.append("kineto prepares")
+            return "prepared"
+
+        def __exit__(self, *exc):
+            eng.calls.append("kineto stops")
+            return False
+
+    torch = types.SimpleNamespace(autograd=types.SimpleNamespace(profiler=types.SimpleNamespace(profile=profile)))
+    eng = _Engine()
+    E.watch_profilers(eng, _when_imported_now({"torch": torch}))
+    with profile():
+        eng.calls.append("work")
+    assert eng.calls == [("pause", "torch.profiler"), "kineto prepares", "work", "kineto stops", "resume"]
+
+
+def test_a_torch_profiler_that_fails_to_stop_still_resumes_the_engine():
+    import types
+
+    class profile:
+        def _prepare_trace(self):
+            return None
+
+        def __exit__(self, *exc):
+            raise RuntimeError("kineto")
+
+    torch = types.SimpleNamespace(autograd=types.SimpleNamespace(profiler=types.SimpleNamespace(profile=profile)))
+    eng = _Engine()
+    E.watch_profilers(eng, _when_imported_now({"torch": torch}))
+    p = profile()
+    p._prepare_trace()
+    with pytest.raises(RuntimeError):
+        p.__exit__(None, None, None)
+    assert eng.calls == [("pause", "torch.profiler"), "resume"]
+    with pytest.raises(RuntimeError):
+        profile().__exit__(None, None, None)  # an exit without a prepare resumes nothing
+    assert eng.calls == [("pause", "torch.profiler"), "resume"]
+
+
+def test_jax_profiler_start_stop_and_trace_pause_the_engine():
+    import contextlib
+    import types
+
+    log = []
+
+    @contextlib.contextmanager
+    def trace(log_dir):
+        log.append("trace on")
+        yield
+        log.append("trace off")
+
+    mod = types.SimpleNamespace(start_trace=lambda d: log.append("start"), stop_trace=lambda: log.append("stop"),
+                                trace=trace)
+    eng = _Engine()
+    E.watch_profilers(eng, _when_imported_now({"jax.profiler": mod}))
+    mod.start_trace("/tmp/x")
+    mod.stop_trace()
+    with mod.trace("/tmp/x"):
+        log.append("work")
+
+    @mod.trace("/tmp/x")
+    def job():
+        log.append("job")
+
+    job()
+    assert log == ["start", "stop", "trace on", "work", "trace off", "trace on", "job", "trace off"]
+    assert eng.calls == [("pause", "jax.profiler"), "resume"] * 3
+
+
+def test_a_failing_jax_start_trace_resumes_at_once():
+    import types
+
+    def start_trace(d):
+        raise RuntimeError("xla")
+
+    mod = types.SimpleNamespace(start_trace=start_trace, stop_trace=lambda: None, trace=None)
+    eng = _Engine()
+    E.watch_profilers(eng, _when_imported_now({"jax.profiler": mod}))
+    with pytest.raises(RuntimeError):
+        mod.start_trace("/tmp/x")
+    assert eng.calls == [("pause", "jax.profiler"), "resume"]
+
+
+def test_a_missing_dependency_of_cupti_python_is_named():
+    def missing_bindings():
+        raise ImportError("No module named 'cuda'", name="cuda")
+
+    eng = CuptiEngine(loader=missing_bindings)
+    assert eng.arm() is False and eng.notice == "cupti-python does not load: cuda is missing"

@@ -1,0 +1,90 @@
+"""``pinmon trace --engine``: which engine runs, the one line that says so, the fallback to the hooks
+with a notice, and that the program's output and exit code stay its own. CUPTI is a stand-in
+(fakecupti) fed records of the same copies the fake CuPy's hooks see."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import FAKES
+from .test_command import ROOT, env
+
+FAKECUPTI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakecupti")
+MIB = 1 << 20
+
+PROG = """
+import os, sys, time, types
+import cupy
+rt = cupy.cuda.runtime
+p = rt.hostAlloc(1 << 20, 0)
+d = rt.malloc(1 << 20)
+rt.memcpy(d, p, 1 << 20, 1)
+try:
+    from cupti import cupti  # the stand-in: CUPTI sees the same allocation and copy
+    t = cupti.get_timestamp()
+    mem = dict(kind=49, memory_operation_type=1, memory_kind=2, bytes=1 << 20, address=p, timestamp=t)
+    cupti._emit(types.SimpleNamespace(**mem))
+    cp = dict(kind=1, copy_kind=1, src_kind=2, dst_kind=3, bytes=1 << 20, start=t, end=t + 20000,
+              copy_count=1, device_id=0, context_id=1, stream_id=7, flags_=0)
+    cupti._emit(types.SimpleNamespace(**cp))
+except ImportError:
+    pass
+print(os.getpid())
+sys.exit(3)
+"""
+
+
+def run(report_dir, engine=None, cupti=True, **extra):
+    path = os.pathsep.join([FAKES, FAKECUPTI] if cupti else [FAKES])
+    args = [sys.executable, "-m", "pinmon", "trace"] + (["--engine", engine] if engine else [])
+    r = subprocess.run(args + ["--", sys.executable, "-c", PROG], env=env(report_dir, PYTHONPATH=path, **extra),
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 3, r.stderr  # the program's own exit code, whatever the engine
+    pid = int(r.stdout)
+    with open(os.path.join(report_dir, f"{pid}.json")) as f:
+        return r, pid, json.load(f)
+
+
+@pytest.mark.parametrize("engine", [None, "auto"])
+def test_auto_runs_cupti_says_so_once_and_counts_each_copy_once(report_dir, engine):
+    r, pid, rep = run(report_dir, engine)
+    assert r.stderr == f"pinmon trace: engine cupti (cupti-python ?), pid {pid}\n"
+    assert rep["engine"] == "cupti" and rep["engine_notice"] is None and rep["final"] is True
+    assert rep["copies"]["h2d"]["pinned"]["count"] == 1 and rep["copies"]["h2d"]["pinned"]["bytes"] == MIB
+    assert rep["hooks"]["copies"]["h2d"]["pinned"]["count"] == 1
+    assert rep["allocs"]["count"] == 1 and rep["pinned"]["bytes"] == MIB
+    assert rep["cupti"]["state"] == "closed" and rep["cupti"]["records"] == 2
+
+
+def test_engine_hooks_never_loads_cupti(report_dir):
+    r, _, rep = run(report_dir, "hooks")
+    assert r.stderr == "" and rep["engine"] == "hooks" and "cupti" not in rep
+    assert rep["copies"]["h2d"]["pinned"]["count"] == 1
+
+
+def test_the_environment_variable_picks_the_engine(report_dir):
+    r, _, rep = run(report_dir, PINMON_TRACE_ENGINE="hooks")
+    assert rep["engine"] == "hooks" and r.stderr == ""
+
+
+@pytest.mark.parametrize("engine", ["auto", "cupti"])
+def test_cupti_taken_by_another_tool_falls_back_to_the_hooks(report_dir, engine):
+    r, pid, rep = run(report_dir, engine, FAKE_CUPTI_FAIL="39")
+    assert rep["engine"] == "hooks" and "in use by another tool" in rep["engine_notice"]
+    assert r.stderr.startswith(f"pinmon trace: engine hooks, pid {pid}: CUPTI did not start: in use by another tool")
+    assert r.stderr.count("\n") == 1
+    assert rep["copies"]["h2d"]["pinned"]["count"] == 1  # the hooks' figures
+
+
+def test_without_cupti_python_auto_uses_the_hooks_with_a_notice(report_dir):
+    r, pid, rep = run(report_dir, cupti=False)
+    assert rep["engine"] == "hooks" and rep["engine_notice"] == "cupti-python is not installed (cupti)"
+    assert r.stderr == f"pinmon trace: engine hooks, pid {pid}: cupti-python is not installed (cupti)\n"
+
+
+def test_a_bad_engine_is_one_line_and_exit_2(report_dir):
+    r = subprocess.run([sys.executable, "-m", "pinmon", "trace", "--engine", "gpu", "--", "true"],
+                       env=env(report_dir), capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--engine" in r.stderr
