@@ -241,7 +241,21 @@ def delta(a, b):
     return None if a is None or b is None else a - b
 
 
-def allocation_row(name: str, truth: int, readings: dict, est, snap_host, row) -> dict:
+def resident_kib(pid: int) -> dict:
+    """RssAnon/RssFile/RssShmem of the child (KiB), what pinmon caps its estimate by (collect/resident.py)."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("RssAnon", "RssFile", "RssShmem", "VmLck", "VmPin"):
+                    out[key] = int(rest.split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def allocation_row(name: str, truth: int, readings: dict, est, snap_host, row, resident=None) -> dict:
     """One table row: truth, the kernel figure's changes, pinmon's estimate and best figure."""
     return {
         "scenario": name, "what": SCENARIOS.get(name, (None, name))[1], "truth_bytes": truth,
@@ -253,6 +267,8 @@ def allocation_row(name: str, truth: int, readings: dict, est, snap_host, row) -
         "maps_write_combined_bytes": None if est is None else est.write_combined_bytes,
         "row_pinned_bytes": None if row is None else row.pinned_bytes,
         "row_write_combined_bytes": None if row is None else row.write_combined_bytes,
+        "row_estimate_capped": None if row is None else row.estimate_capped,
+        "resident_kib": resident,
         "pinned_bytes_total": None if snap_host is None else snap_host.pinned_bytes_total,
         "pinned_bytes_source": None if snap_host is None else snap_host.pinned_bytes_source,
         "kernel_pinned_bytes": None if snap_host is None else snap_host.kernel_pinned_bytes,
@@ -277,13 +293,14 @@ def run_allocation(name: str, kernel) -> dict:
         readings["alloc"] = settled(kernel)
         with open(f"/proc/{pid}/maps") as f:
             est = estimate_pinned(f.read())
+        resident = resident_kib(pid)
         with LiveCollector(use_nvml=False) as col:
             snap = col.snapshot()
         row = next((p for p in snap.processes if p.pid == pid), None)
         c.go()
         c.expect("freed")
         readings["freed"] = settled(kernel)
-        out = allocation_row(name, truth, readings, est, snap.host, row)
+        out = allocation_row(name, truth, readings, est, snap.host, row, resident)
     except Exception as e:
         out = allocation_row(name, truth, readings, None, None, None)
         out["error"] = str(e)
