@@ -23,8 +23,10 @@ import threading
 from collections import deque
 from typing import Iterable, Optional
 
+from .cupti_raw import (CONTEXT_FIELDS, KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, MEMCPY_FIELDS,
+                        MEMORY_FIELDS, Parsed)
+
 # CUPTI enum values (cupti_activity.h; the same in cupti-python's IntEnums).
-KIND_MEMCPY, KIND_CONTEXT, KIND_MEMORY2 = 1, 9, 49
 COPY_HTOD, COPY_DTOH = 1, 2
 COPY_KIND_NAMES = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2a", 4: "a2h", 5: "a2a", 6: "a2d", 7: "d2a",
                    8: "d2d", 9: "h2h", 10: "p2p"}
@@ -124,46 +126,48 @@ class CuptiFigures:
     # --- records -------------------------------------------------------------------------
 
     def consume(self, records: Iterable) -> None:
-        """Add every record of one completed buffer. A record that does not read (an odd kind's
-        fields) is counted in ``errors`` and skipped; unknown kinds are skipped."""
-        with self.lock:
-            it = iter(records)
-            while True:
-                try:
-                    self._consume(it)
-                    return
-                except Exception:
-                    self.errors += 1  # that record is lost; the loop goes on with the next
+        """Add every record of one completed buffer given as record objects (``cupti-python``'s, or
+        anything with their attributes). A record that does not read is counted in ``errors``."""
+        self.consume_parsed(parse_objects(records, self))
 
-    def _consume(self, it) -> None:
-        # The hot loop of the tracer (every copy of the process): locals, no calls but for the rare
-        # records, ints straight from the record objects.
+    def consume_parsed(self, parsed: Parsed) -> None:
+        """Add one buffer's records read as tuples (``cupti_raw``; fields as in its *_FIELDS)."""
+        with self.lock:
+            self.errors += parsed.unknown
+            for rec in parsed.context:
+                self.null_stream[rec[1]] = rec[2]
+            for rec in parsed.memory:
+                try:
+                    self._memory(rec)
+                except Exception:
+                    self.errors += 1
+            try:
+                self._add_copies(parsed.memcpy)
+            except Exception:
+                self.errors += 1
+            self.records += len(parsed.memcpy) + len(parsed.memory) + len(parsed.context)
+
+    def _add_copies(self, memcpys: list) -> None:
+        # The hot loop of the tracer (every copy of the process): locals, tuples, no calls but for
+        # the rare records. Fields: kind, copy_kind, src_kind, dst_kind, bytes, start, end,
+        # device_id, context_id, stream_id, copy_count.
         slots, hists, bins = self.slots, self.rate_hist, self.bins
         frexp = math.frexp
         latest = self.latest_ns
         last_key = last_bin = None
-        n = 0
         try:
-            for a in it:
-                n += 1
-                kind = a.kind
-                if kind != KIND_MEMCPY:
-                    if kind == KIND_MEMORY2:
-                        self._memory(a)
-                    elif kind == KIND_CONTEXT:
-                        self.null_stream[a.context_id] = a.null_stream_id
-                    continue
-                ck = a.copy_kind
+            for a in memcpys:
+                ck = a[1]
                 if ck == COPY_HTOD:
-                    d, host = 0, a.src_kind
+                    d, host = 0, a[2]
                 elif ck == COPY_DTOH:
-                    d, host = 1, a.dst_kind
+                    d, host = 1, a[3]
                 else:
                     self._other(a, ck)
                     continue
-                nbytes, start, end = a.bytes, a.start, a.end
+                nbytes, start, end = a[4], a[5], a[6]
                 dur = end - start if end > start else 0
-                copies = a.copy_count or 1
+                copies = a[10] or 1
                 per = nbytes // copies if copies != 1 else nbytes
                 h = 0 if host == MEM_PINNED else 1 if host == MEM_PAGEABLE else 2 if host == MEM_MANAGED else 3
                 if per < 1 << 20:
@@ -195,7 +199,6 @@ class CuptiFigures:
                 if h == 0 and per >= BULK_BYTES:
                     self._bulk(last_bin, d, a, nbytes, dur, copies)
         finally:
-            self.records += n
             if latest > self.latest_ns:
                 self.latest_ns = latest
 
@@ -215,12 +218,12 @@ class CuptiFigures:
         o = self.other.get(name)
         if o is None:
             o = self.other[name] = [0, 0, 0]
-        o[0] += a.copy_count or 1
-        o[1] += a.bytes
-        o[2] += max(a.end - a.start, 0)
+        o[0] += a[10] or 1
+        o[1] += a[4]
+        o[2] += max(a[6] - a[5], 0)
 
     def _bulk(self, b: _Bin, d: int, a, nbytes: int, dur: int, copies: int) -> None:
-        dev = a.device_id
+        dev = a[7]
         if len(self.devices) < MAX_DEVICES:
             self.devices.add(dev)
         k = b.bulk.get((d, dev))
@@ -229,16 +232,17 @@ class CuptiFigures:
         k[0] += nbytes
         k[1] += dur
         k[3] += copies
-        null = self.null_stream.get(a.context_id)
-        if null is not None and a.stream_id == null:
+        null = self.null_stream.get(a[8])
+        if null is not None and a[9] == null:
             k[2] += nbytes
 
     def _memory(self, a) -> None:
-        mk = a.memory_kind
+        """One MEMORY2 tuple: kind, memory_operation_type, memory_kind, bytes, timestamp."""
+        mk = a[2]
         if mk not in self.held:
             return
-        op = a.memory_operation_type
-        nbytes = int(a.bytes)
+        op = a[1]
+        nbytes = int(a[3])
         if op == OP_ALLOCATION:
             self.held[mk] += nbytes
             if mk == MEM_PINNED:
@@ -257,7 +261,7 @@ class CuptiFigures:
         else:
             return
         if mk == MEM_PINNED:
-            t = int(a.timestamp)
+            t = int(a[4])
             if t > self.latest_ns:
                 self.latest_ns = t
             b = self._bin(t)
@@ -383,3 +387,23 @@ def _figures(s, hist) -> dict:
     return {"count": n, "bytes": nbytes, "gpu_s": ns * 1e-9,
             "achieved_bytes_per_s": nbytes / (ns * 1e-9) if ns > 0 else None,
             "rate_p50": percentile(hist, 0.5), "rate_p10": percentile(hist, 0.1)}
+
+
+def parse_objects(records: Iterable, figures: Optional[CuptiFigures] = None) -> Parsed:
+    """Record objects (attributes named as CUPTI's fields) as ``Parsed`` tuples: the slow path,
+    for ``cupti-python``'s own callbacks and for tests. A record that does not read is skipped and
+    counted in ``unknown``."""
+    p = Parsed()
+    by_kind = {KIND_MEMCPY: (MEMCPY_FIELDS, p.memcpy), KIND_MEMORY2: (MEMORY_FIELDS, p.memory),
+               KIND_CONTEXT: (CONTEXT_FIELDS, p.context)}
+    for a in records:
+        try:
+            entry = by_kind.get(int(a.kind))
+            if entry is None:
+                continue
+            fields, out = entry
+            out.append(tuple(int(getattr(a, f) or 0) if f != "copy_count" else int(getattr(a, f, 1) or 1)
+                             for f in fields))
+        except Exception:
+            p.unknown += 1
+    return p

@@ -83,6 +83,11 @@ class CuptiEngine:
         self.attributes: dict = {}
         self.devices: dict = {}               # CUDA device ordinal -> PCI bus id (or None)
         self.enabled: list = []
+        # How records are read: "raw" (cupti_raw: libcupti's buffers, struct unpack) or "objects"
+        # (cupti-python's record objects, slow: about 4 µs a field); None until armed.
+        self.record_path: Optional[str] = None
+        self.raw_error: Optional[str] = None
+        self._raw = None
 
     # --- arming ---------------------------------------------------------------------------
 
@@ -124,10 +129,32 @@ class CuptiEngine:
 
     def _enable(self) -> None:
         c = self.cupti
-        c.activity_register_callbacks(self._requested, self._completed)
+        if self._raw is None and self.record_path != "objects":
+            self._raw = self._raw_callbacks()
+        if self._raw is not None:
+            self._raw.register()
+        else:
+            c.activity_register_callbacks(self._requested, self._completed)
         for name in KINDS:
             c.activity_enable(getattr(c.ActivityKind, name))
             self.enabled.append(name)
+
+    def _raw_callbacks(self):
+        """The fast record path (``cupti_raw``), or None (then ``cupti-python``'s record objects)."""
+        try:
+            from .cupti_raw import RawCallbacks, layouts_of, loaded_libcupti
+
+            path = loaded_libcupti()
+            if path is None:
+                raise OSError("libcupti is not loaded")
+            raw = RawCallbacks(ctypes.CDLL(path), layouts_of(self.cupti), self._request_bytes,
+                               self._completed_parsed)
+            self.record_path = "raw"
+            return raw
+        except Exception as e:
+            self.record_path = "objects"
+            self.raw_error = f"{type(e).__name__}: {e}"[:200]
+            return None
 
     def _disable(self) -> None:
         c = self.cupti
@@ -162,14 +189,27 @@ class CuptiEngine:
 
     # --- CUPTI's callbacks (CUPTI's threads or the flushing thread) ---------------------------
 
-    def _requested(self):
+    def _request_bytes(self) -> int:
         with self._buf_lock:
             if self.outstanding >= MAX_OUTSTANDING or self.state == CLOSED:
                 self.refused += 1
-                return 0, 0
+                return 0
             self.outstanding += 1
             self.buffers += 1
-        return BUFFER_BYTES, 0
+        return BUFFER_BYTES
+
+    def _requested(self):
+        return self._request_bytes(), 0
+
+    def _completed_parsed(self, parsed) -> None:
+        try:
+            with self._buf_lock:
+                self.outstanding = max(self.outstanding - 1, 0)
+            figures = self.figures
+            if figures is not None and self.state not in (CLOSED, FORKED):
+                figures.consume_parsed(parsed)
+        except Exception:
+            pass  # never reaches CUPTI's thread
 
     def _completed(self, activities):
         try:
@@ -269,7 +309,10 @@ class CuptiEngine:
                    dropped_records=self.dropped, flushes=self.flushes, flush_errors=self.flush_errors,
                    buffers={"bytes": BUFFER_BYTES, "handed_out": self.buffers, "outstanding": self.outstanding,
                             "limit": MAX_OUTSTANDING, "refused": self.refused},
-                   device_buffers=dict(self.attributes),
+                   device_buffers=dict(self.attributes), record_path=self.record_path,
+                   record_path_error=self.raw_error,
+                   raw_walk_mismatches=None if self._raw is None else self._raw.parser.walk_mismatches,
+                   raw_callback_errors=None if self._raw is None else self._raw.callback_errors,
                    devices={str(k): {"pci_bus_id": v} for k, v in sorted(self.devices.items())})
         return out
 

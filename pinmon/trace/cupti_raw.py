@@ -1,0 +1,240 @@
+"""CUPTI's activity buffers read straight from memory: the tracer's fast path for records.
+
+``cupti-python`` hands its completion callback one Python object per record, and each field read
+on such an object goes through a NumPy record view (about 4 µs a field; a copy record needs nine).
+At one record per host-device copy that is more than the copy itself takes at 1 MiB. So the tracer
+registers its own buffer callbacks with libcupti (``cuptiActivityRegisterCallbacks``, through
+ctypes, on the same library ``cupti-python`` loaded) and reads each record's fields with one
+``struct`` unpack at its offset. The layouts come from ``cupti-python``'s record dtypes (the C
+structs of the loaded CUPTI), so nothing here hard-codes an offset.
+
+Records sit one after another in a buffer, each the size of its kind's struct. That walk is checked
+against CUPTI's own iterator (``cuptiActivityGetNextRecord``) on the first buffers that hold records;
+on any disagreement the iterator is used for every record from then on. A record of a kind without a
+layout ends the walk of its buffer (its size is unknown) and is counted.
+"""
+from __future__ import annotations
+
+import ctypes
+import re
+import struct
+from typing import Callable, Optional
+
+# (CUPTI activity kind, the stem of cupti-python's dtype names, the fields read, in offset order).
+# The dtype of the newest record version cupti-python knows is taken (activity_memcpy6_dtype in
+# 13.0, activity_memcpy7_dtype in 13.4): that is the struct its libcupti writes.
+MEMCPY_FIELDS = ("kind", "copy_kind", "src_kind", "dst_kind", "bytes", "start", "end", "device_id",
+                 "context_id", "stream_id", "copy_count")
+MEMORY_FIELDS = ("kind", "memory_operation_type", "memory_kind", "bytes", "timestamp")
+CONTEXT_FIELDS = ("kind", "context_id", "null_stream_id")
+KIND_MEMCPY, KIND_CONTEXT, KIND_MEMORY2 = 1, 9, 49
+LAYOUTS = ((KIND_MEMCPY, "memcpy", MEMCPY_FIELDS),
+           (KIND_MEMORY2, "memory", MEMORY_FIELDS),
+           (KIND_CONTEXT, "context", CONTEXT_FIELDS))
+CHECKED_BUFFERS = 4           # buffers whose walk is compared with CUPTI's iterator
+CUPTI_SUCCESS = 0
+_CODES = {("i", 1): "b", ("u", 1): "B", ("i", 2): "h", ("u", 2): "H", ("i", 4): "i", ("u", 4): "I",
+          ("i", 8): "q", ("u", 8): "Q"}
+
+
+class LayoutError(ValueError):
+    """A dtype that does not describe the record as this module reads it."""
+
+
+class Layout:
+    """One record kind: its size and a ``struct`` that reads the wanted fields in offset order."""
+
+    def __init__(self, dtype, fields: tuple):
+        try:
+            spec = [(dtype.fields[f][1], f, dtype.fields[f][0]) for f in fields]
+        except (KeyError, TypeError, AttributeError) as e:
+            raise LayoutError(f"no field {e}") from None
+        if [f for _, f, _ in sorted(spec, key=lambda s: s[0])] != list(fields):
+            raise LayoutError("fields are not in offset order")
+        fmt, pos = "<", 0
+        for offset, name, t in spec:
+            code = _CODES.get((getattr(t, "kind", None), getattr(t, "itemsize", None)))
+            if code is None or offset < pos:
+                raise LayoutError(f"{name}: unexpected type {t}")
+            fmt += (f"{offset - pos}x" if offset > pos else "") + code
+            pos = offset + t.itemsize
+        self.size = int(dtype.itemsize)
+        if pos > self.size or self.size % 8:
+            raise LayoutError("record size")
+        self.struct = struct.Struct(fmt)
+
+
+def newest_dtype_name(cupti, stem: str) -> Optional[str]:
+    """``activity_<stem><N>_dtype`` with the largest N that ``cupti`` has, or None."""
+    pattern = re.compile(rf"activity_{stem}(\d+)_dtype")
+    found = [(int(m.group(1)), n) for n in dir(cupti) for m in [pattern.fullmatch(n)] if m]
+    return max(found)[1] if found else None
+
+
+def layouts_of(cupti) -> dict:
+    """{activity kind: Layout} from ``cupti-python``'s dtypes; raises LayoutError."""
+    out = {}
+    for kind, stem, fields in LAYOUTS:
+        name = newest_dtype_name(cupti, stem)
+        if name is None:
+            raise LayoutError(f"cupti-python has no activity_{stem}N_dtype")
+        out[kind] = Layout(getattr(cupti, name), fields)
+    return out
+
+
+class Parsed:
+    """One buffer's records as tuples (fields as named in the *_FIELDS above), and what was skipped."""
+
+    __slots__ = ("memcpy", "memory", "context", "unknown")
+
+    def __init__(self):
+        self.memcpy: list = []
+        self.memory: list = []
+        self.context: list = []
+        self.unknown = 0
+
+
+class BufferParser:
+    """Turns a completed buffer (address, valid bytes) into ``Parsed`` tuples."""
+
+    def __init__(self, layouts: dict, next_record: Optional[Callable] = None):
+        self.layouts = layouts
+        self.next_record = next_record   # CUPTI's iterator: (buffer, valid size) -> record offsets
+        self.checked = 0
+        self.use_iterator = False
+        self.walk_mismatches = 0
+        self._kind = struct.Struct("<i").unpack_from
+
+    def offsets_by_walk(self, buf, valid: int) -> tuple[list, bool]:
+        """Record offsets, walking by each kind's size; False when an unknown kind stopped it."""
+        kind_at, layouts = self._kind, self.layouts
+        out, off = [], 0
+        while off + 8 <= valid:
+            layout = layouts.get(kind_at(buf, off)[0])
+            if layout is None:
+                return out + [off], False
+            out.append(off)
+            off += layout.size
+        return out, True
+
+    def parse(self, address: int, valid: int) -> Parsed:
+        p = Parsed()
+        if not address or valid <= 0:
+            return p
+        buf = (ctypes.c_char * valid).from_address(address)
+        if self.use_iterator and self.next_record is not None:
+            offsets = self.next_record(address, valid)
+        else:
+            offsets, _ = self.offsets_by_walk(buf, valid)
+            if self.next_record is not None and self.checked < CHECKED_BUFFERS and offsets:
+                self.checked += 1
+                truth = self.next_record(address, valid)
+                if truth != offsets:
+                    self.walk_mismatches += 1
+                    self.use_iterator = True
+                    offsets = truth
+        kind_at, layouts = self._kind, self.layouts
+        memcpy, memory, context = p.memcpy, p.memory, p.context
+        for off in offsets:
+            kind = kind_at(buf, off)[0]
+            layout = layouts.get(kind)
+            if layout is None or off + layout.size > valid:
+                p.unknown += 1
+                continue
+            rec = layout.struct.unpack_from(buf, off)
+            if kind == KIND_MEMCPY:
+                memcpy.append(rec)
+            elif kind == KIND_MEMORY2:
+                memory.append(rec)
+            else:
+                context.append(rec)
+        return p
+
+
+# --- libcupti through ctypes ------------------------------------------------------------------------
+
+_REQUEST = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
+                            ctypes.POINTER(ctypes.c_size_t))
+_COMPLETE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t,
+                             ctypes.c_size_t)
+
+
+def loaded_libcupti(maps_path: str = "/proc/self/maps") -> Optional[str]:
+    """The path of the libcupti this process has loaded (by ``cupti-python``), or None."""
+    try:
+        with open(maps_path) as f:
+            for line in f:
+                path = line.rstrip("\n").split(None, 5)[-1] if line.count(" ") >= 5 else ""
+                if "/libcupti.so" in path:
+                    return path.strip()
+    except OSError:
+        pass
+    return None
+
+
+class RawCallbacks:
+    """libcupti's buffer callbacks, registered through ctypes, feeding ``on_buffer(Parsed)``.
+
+    ``request_bytes()`` says how large a buffer to hand out (0: none, CUPTI then drops records);
+    ``on_buffer`` runs on CUPTI's worker thread or the flushing thread and must not raise (a raise
+    is caught and counted). Buffers are Python-owned and 8-byte aligned, freed once completed."""
+
+    def __init__(self, lib, layouts: dict, request_bytes: Callable[[], int], on_buffer: Callable):
+        self.lib = lib
+        self.request_bytes = request_bytes
+        self.on_buffer = on_buffer
+        self.callback_errors = 0
+        self._buffers: dict = {}
+        lib.cuptiActivityRegisterCallbacks.argtypes = [_REQUEST, _COMPLETE]
+        lib.cuptiActivityRegisterCallbacks.restype = ctypes.c_int
+        self._next = lib.cuptiActivityGetNextRecord
+        self._next.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+        self._next.restype = ctypes.c_int
+        self.parser = BufferParser(layouts, self.iterate)
+        # Kept on the object for as long as CUPTI may call them (the tracer keeps the object for life).
+        self._request_cb = _REQUEST(self._request)
+        self._complete_cb = _COMPLETE(self._complete)
+
+    def register(self) -> None:
+        status = self.lib.cuptiActivityRegisterCallbacks(self._request_cb, self._complete_cb)
+        if status != CUPTI_SUCCESS:
+            raise OSError(f"cuptiActivityRegisterCallbacks returned {status}")
+
+    def iterate(self, address: int, valid: int) -> list:
+        """Record offsets by CUPTI's own iterator."""
+        rec = ctypes.c_void_p(None)
+        out, nxt = [], self._next
+        while nxt(address, valid, ctypes.byref(rec)) == CUPTI_SUCCESS and rec.value:
+            out.append(rec.value - address)
+        return out
+
+    def _request(self, buffer_pp, size_p, max_records_p) -> None:
+        try:
+            n = int(self.request_bytes())
+            if n <= 0:
+                buffer_pp[0], size_p[0], max_records_p[0] = None, 0, 0
+                return
+            block = ctypes.create_string_buffer(n + 8)
+            address = (ctypes.addressof(block) + 7) & ~7
+            self._buffers[address] = block
+            buffer_pp[0], size_p[0], max_records_p[0] = address, n, 0
+        except BaseException:
+            self.callback_errors += 1
+            try:
+                buffer_pp[0], size_p[0], max_records_p[0] = None, 0, 0
+            except BaseException:
+                pass
+
+    def _complete(self, context, stream_id, address, size, valid) -> None:
+        try:
+            block = self._buffers.get(address)
+            parsed = self.parser.parse(address, int(valid)) if block is not None else Parsed()
+            self.on_buffer(parsed)
+        except BaseException:
+            self.callback_errors += 1
+        finally:
+            self._buffers.pop(address, None)
+
+    @property
+    def outstanding(self) -> int:
+        return len(self._buffers)

@@ -1,0 +1,202 @@
+"""The CUPTI fast record path: layouts from dtypes, a buffer walked and read, figures as the slow path's.
+
+The dtypes below repeat the offsets and sizes of cupti-python 13.0.1's ``activity_memcpy6_dtype``,
+``activity_memory4_dtype`` and ``activity_context3_dtype`` (the C structs of CUPTI 13.0) for the
+fields pinmon reads; a buffer is those records packed one after another, as CUPTI writes them.
+"""
+from __future__ import annotations
+
+import ctypes
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from pinmon.trace import cupti_raw
+from pinmon.trace.cupti_figures import CuptiFigures, parse_objects
+from pinmon.trace.cupti_raw import (KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, BufferParser, Layout, LayoutError,
+                                    RawCallbacks, layouts_of)
+
+from . import cupti_records as rec
+
+
+def _dtype(fields: dict, itemsize: int):
+    names = list(fields)
+    return np.dtype({"names": names, "formats": [fields[n][0] for n in names],
+                     "offsets": [fields[n][1] for n in names], "itemsize": itemsize})
+
+
+MEMCPY6 = _dtype({"kind": ("<i4", 0), "copy_kind": ("u1", 4), "src_kind": ("u1", 5), "dst_kind": ("u1", 6),
+                  "flags_": ("u1", 7), "bytes": ("<u8", 8), "start": ("<u8", 16), "end": ("<u8", 24),
+                  "device_id": ("<u4", 32), "context_id": ("<u4", 36), "stream_id": ("<u4", 40),
+                  "correlation_id": ("<u4", 44), "copy_count": ("<u8", 88)}, 96)
+MEMORY4 = _dtype({"kind": ("<i4", 0), "memory_operation_type": ("<i4", 4), "memory_kind": ("<i4", 8),
+                  "correlation_id": ("<u4", 12), "address": ("<u8", 16), "bytes": ("<u8", 24),
+                  "timestamp": ("<u8", 32), "process_id": ("<u4", 48)}, 128)
+CONTEXT3 = _dtype({"kind": ("<i4", 0), "context_id": ("<u4", 4), "device_id": ("<u4", 8),
+                   "null_stream_id": ("<u2", 14)}, 32)
+FAKE_CUPTI = SimpleNamespace(activity_memcpy5_dtype=np.dtype([("kind", "<i4")]), activity_memcpy6_dtype=MEMCPY6,
+                             activity_memory4_dtype=MEMORY4, activity_context3_dtype=CONTEXT3)
+DTYPES = {"ActivityMemcpy6": MEMCPY6, "ActivityMemory4": MEMORY4, "ActivityContext3": CONTEXT3}
+
+
+def pack(records) -> bytearray:
+    """Record objects (tests/trace/cupti_records) as CUPTI lays them out in a buffer."""
+    out = bytearray()
+    for r in records:
+        kind = int(r.kind)
+        dt = MEMCPY6 if kind == KIND_MEMCPY else MEMORY4 if kind == KIND_MEMORY2 else CONTEXT3
+        a = np.zeros(1, dtype=dt)
+        for name in dt.names:
+            a[name] = getattr(r, name, 0) or 0
+        out += a.tobytes()
+    return out
+
+
+def parse_bytes(data: bytearray, parser=None):
+    buf = (ctypes.c_char * max(len(data), 1)).from_buffer(data) if data else None
+    parser = parser or BufferParser(layouts_of(FAKE_CUPTI))
+    return parser.parse(ctypes.addressof(buf) if buf is not None else 0, len(data)), buf
+
+
+def sample_records():
+    return [rec.context(context_id=1, null_stream_id=7),
+            rec.memory(memory_operation_type=1, memory_kind=2, bytes=4 << 20, timestamp=10),
+            rec.memcpy(copy_kind=1, src_kind=2, nbytes=1 << 20, start=100, dur_ns=20_000, stream_id=7,
+                       context_id=1, device_id=0),
+            rec.memcpy(copy_kind=2, src_kind=3, dst_kind=1, nbytes=64 << 20, start=30_000, dur_ns=5_000_000),
+            rec.memory(memory_operation_type=2, memory_kind=2, bytes=4 << 20, timestamp=6_000_000)]
+
+
+def test_layouts_take_the_newest_record_version_and_read_fields_in_offset_order():
+    layouts = layouts_of(FAKE_CUPTI)
+    assert layouts[KIND_MEMCPY].size == 96 and layouts[KIND_MEMORY2].size == 128
+    assert layouts[KIND_CONTEXT].struct.format == "<iI6xH"
+
+
+@pytest.mark.parametrize("fields", [("bytes", "kind"), ("kind", "nope")])
+def test_a_layout_that_does_not_fit_is_refused(fields):
+    with pytest.raises(LayoutError):
+        Layout(MEMCPY6, fields)
+
+
+def test_a_buffer_reads_as_the_record_objects_do():
+    records = sample_records()
+    parsed, _ = parse_bytes(pack(records))
+    slow = parse_objects(records)
+    assert parsed.memcpy == slow.memcpy and parsed.memory == slow.memory and parsed.context == slow.context
+    assert parsed.memcpy[0][4] == 1 << 20 and parsed.unknown == 0
+
+
+def test_raw_and_object_paths_give_the_same_figures_on_recorded_records():
+    records = rec.load()
+    fast, slow = CuptiFigures(started_ns=0), CuptiFigures(started_ns=0)
+    parsed, _ = parse_bytes(pack([r for r in records if int(r.kind) in (KIND_MEMCPY, KIND_MEMORY2, KIND_CONTEXT)]))
+    fast.consume_parsed(parsed)
+    slow.consume(records)
+    assert fast.report(10**18) == slow.report(10**18)
+    assert fast.records > 0
+
+
+def test_an_unknown_kind_ends_the_walk_and_is_counted():
+    data = pack(sample_records()[:3]) + np.array([77], dtype="<i4").tobytes() + bytes(60) \
+        + pack(sample_records()[3:])
+    parsed, _ = parse_bytes(data)
+    assert len(parsed.memcpy) == 1 and parsed.unknown == 1  # what follows has no known place
+
+
+def test_a_walk_that_disagrees_with_cuptis_iterator_gives_way_to_it():
+    records = sample_records()
+    data = pack(records)
+    truth_offsets = []
+
+    def iterator(address, valid):  # CUPTI's own, had it padded records: not where the walk stepped
+        truth_offsets.append(True)
+        return [0, 32]
+
+    parser = BufferParser(layouts_of(FAKE_CUPTI), iterator)
+    parsed, _ = parse_bytes(data, parser)
+    assert parser.use_iterator and parser.walk_mismatches == 1 and truth_offsets
+    assert len(parsed.context) == 1 and len(parsed.memory) == 1 and not parsed.memcpy  # its offsets won
+    # Where it agrees (context 32, memory 128, memcpy 96 bytes each) the walk stays trusted.
+    parser = BufferParser(layouts_of(FAKE_CUPTI), lambda a, v: [0, 32, 160, 256, 352])
+    parsed, _ = parse_bytes(data, parser)
+    assert not parser.use_iterator and len(parsed.memcpy) == 2
+
+
+def test_the_walk_is_checked_on_the_first_buffers_only():
+    calls = []
+    data = pack(sample_records())
+
+    def iterator(address, valid):
+        calls.append(1)
+        return [0, 32, 160, 256, 352]
+
+    parser = BufferParser(layouts_of(FAKE_CUPTI), iterator)
+    for _ in range(cupti_raw.CHECKED_BUFFERS + 3):
+        parsed, _ = parse_bytes(data, parser)
+        assert len(parsed.memcpy) == 2
+    assert len(calls) == cupti_raw.CHECKED_BUFFERS and not parser.use_iterator
+
+
+class FakeLib:
+    """libcupti's two entry points the raw path calls, as ctypes would call them."""
+
+    def __init__(self):
+        def register(request, complete):
+            self.request, self.complete = request, complete
+            return 0
+
+        def next_record(*args):  # never called: the walk needs no check in these tests
+            raise AssertionError
+
+        # Plain functions, as ctypes' are: the raw path sets their argtypes and restype.
+        self.cuptiActivityRegisterCallbacks = register
+        self.cuptiActivityGetNextRecord = next_record
+        self.request = self.complete = None
+
+
+def test_callbacks_hand_out_aligned_buffers_and_feed_parsed_records():
+    lib, got = FakeLib(), []
+    budget = [2]
+
+    def request_bytes():
+        budget[0] -= 1
+        return 1 << 16 if budget[0] >= 0 else 0
+
+    cb = RawCallbacks(lib, layouts_of(FAKE_CUPTI), request_bytes, got.append)
+    cb.parser.next_record = None
+    cb.register()
+    ptr, size, maxn = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t(99)
+    lib.request(ctypes.pointer(ptr), ctypes.pointer(size), ctypes.pointer(maxn))
+    assert ptr.value % 8 == 0 and size.value == 1 << 16 and maxn.value == 0 and cb.outstanding == 1
+    data = pack(sample_records())
+    ctypes.memmove(ptr.value, bytes(data), len(data))
+    lib.complete(None, 0, ptr.value, size.value, len(data))
+    assert cb.outstanding == 0 and len(got) == 1 and len(got[0].memcpy) == 2
+    lib.request(ctypes.pointer(ptr), ctypes.pointer(size), ctypes.pointer(maxn))
+    lib.request(ctypes.pointer(ptr), ctypes.pointer(size), ctypes.pointer(maxn))  # over budget: none
+    assert not ptr.value and size.value == 0
+
+
+def test_a_callback_that_raises_never_reaches_cupti():
+    lib = FakeLib()
+
+    def boom(parsed):
+        raise RuntimeError("consumer broke")
+
+    cb = RawCallbacks(lib, layouts_of(FAKE_CUPTI), lambda: 4096, boom)
+    cb.register()
+    ptr, size, maxn = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t()
+    lib.request(ctypes.pointer(ptr), ctypes.pointer(size), ctypes.pointer(maxn))
+    lib.complete(None, 0, ptr.value, size.value, 0)
+    assert cb.callback_errors == 1 and cb.outstanding == 0
+
+
+def test_the_loaded_library_is_found_in_the_maps(tmp_path):
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f10 r-xp 00000000 08:01 12 /usr/lib/libc.so.6\n"
+                    "7f20-7f30 r-xp 00000000 08:01 13 /opt/x/nvidia/cu13/lib/libcupti.so.13\n")
+    assert cupti_raw.loaded_libcupti(str(maps)) == "/opt/x/nvidia/cu13/lib/libcupti.so.13"
+    maps.write_text("7f00-7f10 r-xp 00000000 08:01 12 /usr/lib/libc.so.6\n")
+    assert cupti_raw.loaded_libcupti(str(maps)) is None
