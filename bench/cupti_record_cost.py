@@ -1,19 +1,19 @@
 """Where the CUPTI engine's cost per copy goes: CUPTI itself, cupti-python's record objects, or the
 tracer's reading of them. For the GPU box (cupti-python and CuPy needed).
 
-Each variant runs in a fresh child process: CUPTI's MEMCPY, MEMORY2 and CONTEXT activities on, then
-``--copies`` synchronous 1 MiB pinned host-to-device copies (``cudaMemcpy``) with nothing flushing
-meanwhile (buffers of 8 MiB hold every record), then one flush in the main thread whose completion
-callback does the variant's work on every record, timed with ``time.thread_time``:
+Each variant runs in a fresh child process: the tracer's CUPTI engine armed (MEMCPY, MEMORY2 and
+CONTEXT on), then ``--copies`` synchronous 1 MiB pinned host-to-device copies (``cudaMemcpy``) with
+nothing flushing meanwhile, then one forced flush whose completion callbacks do the variant's work:
 
 - ``off``: CUPTI not loaded (the copies' baseline);
-- ``drop``: the callback returns at once (CUPTI's cost, and cupti-python's building of the list);
-- ``iterate``: the callback only walks the list;
-- ``attrs``: it reads the nine fields the tracer needs as attributes of the record objects;
-- ``raw``: it reads the same fields from the record's memory (its address, one struct unpack);
-- ``tracer``: ``pinmon.trace.cupti_figures.CuptiFigures.consume``, the tracer's own callback.
+- ``cupti_only``: the fast path's callbacks, buffers returned unread (what CUPTI itself costs);
+- ``raw_parse``: the fast path reads every record into tuples, and nothing more;
+- ``raw_tracer``: the fast path, read and summed (the engine as it runs);
+- ``objects_drop``: ``cupti-python``'s own callbacks, its list of record objects built and dropped;
+- ``objects_tracer``: ``cupti-python``'s record objects read and summed.
 
-Printed and written per variant: wall and CPU per copy during the loop, the flush's CPU per record.
+Per variant: wall time per copy in the loop (CUPTI's recording), the flush's wall and CPU time per
+copy (reading the records), the callbacks' CPU per record, and the figures' count of the copies.
 Usage: python3 bench/cupti_record_cost.py OUT.json [--copies 4000]
 """
 from __future__ import annotations
@@ -26,78 +26,85 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VARIANTS = ("off", "drop", "iterate", "attrs", "raw", "tracer")
+VARIANTS = ("off", "cupti_only", "raw_parse", "raw_tracer", "objects_drop", "objects_tracer")
 SIZE = 1 << 20
-FIELDS = ("kind", "copy_kind", "src_kind", "dst_kind", "bytes", "start", "end", "device_id", "stream_id")
 
 
 def child(variant: str, copies: int) -> dict:
+    """One variant; CUPTI (where on) is armed before CuPy's first CUDA call."""
+    sys.path.insert(0, ROOT)
+    out: dict = {"variant": variant, "copies": copies}
+    spent = {"cpu_s": 0.0, "records": 0}
+    engine = cupti = None
+    if variant != "off":
+        from pinmon.trace.cupti_raw import Parsed
+        from pinmon.trace.engine_cupti import CuptiEngine
+
+        engine = CuptiEngine()
+        if variant.startswith("objects"):
+            engine.record_path = "objects"
+        assert engine.arm(), engine.notice
+        cupti = engine.cupti
+        out["record_path"] = engine.record_path
+        if variant == "objects_drop":
+            def completed(activities):
+                t0 = time.thread_time()
+                spent["records"] += len(activities)
+                spent["cpu_s"] += time.thread_time() - t0
+            cupti.activity_register_callbacks(engine._requested, completed)
+        elif variant in ("cupti_only", "raw_parse"):
+            raw = engine._raw
+            real_parse = raw.parser.parse
+
+            def parse(address, valid):
+                t0 = time.thread_time()
+                p = real_parse(address, valid) if variant == "raw_parse" else Parsed()
+                spent["records"] += len(p.memcpy) + len(p.memory) + len(p.context)
+                spent["cpu_s"] += time.thread_time() - t0
+                return p
+            raw.parser.parse = parse
+            raw.on_buffer = lambda parsed: None
+        else:  # the engine's whole path: read and summed
+            figures = engine.figures
+            real = figures.consume_parsed if variant == "raw_tracer" else figures.consume
+
+            def timed(arg):
+                t0 = time.thread_time()
+                real(arg)
+                spent["cpu_s"] += time.thread_time() - t0
+            if variant == "raw_tracer":
+                figures.consume_parsed = timed
+            else:
+                figures.consume = timed
     import cupy
 
-    out: dict = {"variant": variant, "copies": copies}
-    spent = {"cpu_s": 0.0, "records": 0, "checksum": 0}
-    if variant != "off":
-        from cupti import cupti
-
-        sys.path.insert(0, ROOT)
-        from pinmon.trace.cupti_raw import RawRecords
-
-        raw = RawRecords(cupti)
-        figures = None
-        if variant == "tracer":
-            from pinmon.trace.cupti_figures import CuptiFigures
-            figures = CuptiFigures(started_ns=int(cupti.get_timestamp()))
-
-        def requested():
-            return 8 << 20, 0
-
-        def completed(activities):
-            t0 = time.thread_time()
-            s = 0
-            if variant == "iterate":
-                for a in activities:
-                    pass
-            elif variant == "attrs":
-                for a in activities:
-                    for f in FIELDS[1:] if a.kind == 1 else ("kind",):
-                        s += int(getattr(a, f))
-            elif variant == "raw":
-                for t in raw.memcpys(activities):
-                    s += t[3]
-            elif variant == "tracer":
-                figures.consume(activities)
-            spent["cpu_s"] += time.thread_time() - t0
-            spent["records"] += len(activities)
-            spent["checksum"] += s
-
-        cupti.activity_register_callbacks(requested, completed)
-        for k in ("MEMCPY", "MEMORY2", "CONTEXT"):
-            cupti.activity_enable(getattr(cupti.ActivityKind, k))
     rt = cupy.cuda.runtime
     host = rt.hostAlloc(SIZE, 0)
     dev = cupy.cuda.alloc(SIZE)
     for _ in range(50):
         rt.memcpy(dev.ptr, host, SIZE, 1)
-    if variant != "off":
-        cupti.activity_flush_all(1)
-        spent.update(cpu_s=0.0, records=0, checksum=0)
+    if engine is not None:
+        engine.flush(forced=True)
+        spent.update(cpu_s=0.0, records=0)
+        base_records = engine.figures.records
     w0, c0 = time.perf_counter(), time.process_time()
     for _ in range(copies):
         rt.memcpy(dev.ptr, host, SIZE, 1)
     w1, c1 = time.perf_counter(), time.process_time()
     out["loop_wall_us_per_copy"] = (w1 - w0) / copies * 1e6
     out["loop_cpu_us_per_copy"] = (c1 - c0) / copies * 1e6
-    if variant != "off":
-        f0 = time.perf_counter()
-        cupti.activity_flush_all(1)
-        out["flush_wall_s"] = time.perf_counter() - f0
-        out["callback_cpu_us_per_record"] = spent["cpu_s"] / spent["records"] * 1e6 if spent["records"] else None
-        out["records"] = spent["records"]
-        out["checksum"] = spent["checksum"]
-        if figures is not None:
-            h2d = figures.report()["copies"]["h2d"]["pinned"]
-            out["tracer_h2d_pinned"] = {k: h2d.get(k) for k in ("copies", "bytes")}
-        out["raw_layout"] = raw.describe()
+    if engine is not None:
+        f0, fc0 = time.perf_counter(), time.process_time()
+        engine.flush(forced=True)
+        out["flush_wall_us_per_copy"] = (time.perf_counter() - f0) / copies * 1e6
+        out["flush_cpu_us_per_copy"] = (time.process_time() - fc0) / copies * 1e6
+        n = spent["records"] or (engine.figures.records - base_records)
+        out["records"] = n
+        out["callback_cpu_us_per_record"] = spent["cpu_s"] / n * 1e6 if n else None
+        h2d = engine.figures.report()["copies"]["h2d"]["pinned"]
+        out["figures_h2d_pinned"] = {k: h2d.get(k) for k in ("copies", "bytes")}
+        out["raw"] = None if engine._raw is None else {
+            "walk_mismatches": engine._raw.parser.walk_mismatches, "callback_errors": engine._raw.callback_errors}
     rt.freeHost(host)
     return out
 
@@ -123,8 +130,8 @@ def main() -> int:
             r["round"] = rnd
             results.append(r)
             print(json.dumps({k: r.get(k) for k in ("variant", "round", "loop_wall_us_per_copy",
-                                                   "loop_cpu_us_per_copy", "callback_cpu_us_per_record",
-                                                   "records", "error")}), flush=True)
+                                                   "flush_cpu_us_per_copy", "callback_cpu_us_per_record",
+                                                   "records", "figures_h2d_pinned", "error")}), flush=True)
     with open(args.out, "w") as f:
         json.dump({"schema": "pinmon.bench.cupti_record_cost/1", "size_bytes": SIZE, "copies": args.copies,
                    "results": results}, f, indent=1)

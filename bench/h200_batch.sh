@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One evidence run on the H200 test machine; each part writes under OUTDIR and a failing part does
 # not stop the others. Usage: bash bench/h200_batch.sh OUTDIR PART...   (parts: env gputests probe
-# check pollcost tui screenshots overhead trace)
+# check pollcost tui screenshots overhead trace cupti cuptitests)
 # overhead: the app against nvitop (60 s each), the app's threads, one update headless (~4 min);
 # trace: the tracer's slowdown of a copy loop, 20 rounds, and of each kind of copy (~2 min).
 set -u
@@ -50,5 +50,15 @@ trace)
   part trace
   python3 bench/trace_overhead.py "$out/trace_overhead_h200.json" --rounds 20 2>&1 | tail -8
   python3 bench/trace_per_op.py "$out/trace_per_op_h200.json" 2>&1 | tail -10;;
+cupti)
+  part cupti
+  python3 bench/cupti_record_cost.py "$out/cupti_record_cost_h200.json" --copies 4000 2>&1 | tail -14
+  python3 bench/trace_overhead.py "$out/trace_overhead_cupti_h200.json" --engine cupti --rounds 10 2>&1 | tail -2
+  python3 bench/trace_overhead.py "$out/trace_overhead_hooks_h200.json" --engine hooks --rounds 10 2>&1 | tail -2
+  python3 bench/trace_coverage.py "$out/trace_coverage_h200.json" --seconds 8 2>&1 | tail -8;;
+cuptitests)
+  part cuptitests
+  timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_trace_cupti_gpu.py 2>&1 | tail -15 > "$out/cupti_gpu_tests.txt"
+  cat "$out/cupti_gpu_tests.txt";;
 *) echo "unknown part $p";;
 esac; done

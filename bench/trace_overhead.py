@@ -14,6 +14,9 @@ per-call overheads times the copies one pass makes, over the plain pass time, gi
 the bookkeeping alone explains. Per-call figures use a 4 KiB buffer, where the bookkeeping is the
 largest share.
 ``--fake`` uses the CuPy stand-in of tests/trace (no GPU: the Python-side cost only).
+``--engine cupti`` measures the CUPTI engine instead of the hooks: it is armed once, and the traced
+half of each pair runs with its activities on (its records read and summed, a flush at the end of
+the half so that their processing is inside it), the plain half with them off.
 Goal: under 2% slowdown of the realistic loop.
 """
 from __future__ import annotations
@@ -147,9 +150,33 @@ def per_call_explained_s(per_call: dict, copies: dict) -> float:
     return total
 
 
-def copy_round(cupy, round_index: int) -> tuple[float, float, object]:
+class CuptiSwitch:
+    """The CUPTI engine as the traced half: armed once, its activities on for a half, off between."""
+
+    def __init__(self):
+        from pinmon.trace.engine_cupti import ARMED, CuptiEngine
+
+        self.engine = CuptiEngine()
+        if not self.engine.arm() or self.engine.state != ARMED:
+            raise SystemExit(f"CUPTI engine did not arm: {self.engine.notice}")
+        self.engine.pause("bench")
+
+    def on(self):
+        self.engine.resume()
+
+    def off(self):
+        self.engine.pause("bench")  # a forced flush: the half's records are read inside its time
+
+    def report(self) -> dict:
+        r = self.engine.report() or {}
+        return {k: r.get(k) for k in ("record_path", "record_path_error", "dropped_records", "records",
+                                      "record_errors", "raw_walk_mismatches", "raw_callback_errors")}
+
+
+def copy_round(cupy, round_index: int, switch=None) -> tuple[float, float, object]:
     """One pass over the sizes: (plain seconds, traced seconds, the traced halves' state). Each size
-    runs its copies without and with the hooks back to back, which goes first alternating."""
+    runs its copies without and with the hooks (or ``switch``'s engine) back to back, which goes
+    first alternating."""
     import numpy as np
 
     import cupyx
@@ -166,7 +193,10 @@ def copy_round(cupy, round_index: int) -> tuple[float, float, object]:
         reps = max(2, int(256 * MIB / size))
         for with_hooks in ((False, True) if (round_index + k) % 2 == 0 else (True, False)):
             if with_hooks:
-                hook(cupy, state)
+                if switch is None:
+                    hook(cupy, state)
+                else:
+                    switch.on()
             sync(cupy)
             t0 = time.perf_counter()
             for _ in range(reps):
@@ -176,9 +206,12 @@ def copy_round(cupy, round_index: int) -> tuple[float, float, object]:
                 dev.get()
                 cupy.asarray(pageable)
             sync(cupy)
+            if with_hooks and switch is not None:
+                switch.off()
             spent = time.perf_counter() - t0
             if with_hooks:
-                unhook(cupy)
+                if switch is None:
+                    unhook(cupy)
                 traced += spent
             else:
                 plain += spent
@@ -191,24 +224,28 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=20, help="rounds: a pass over the sizes, each plain and traced")
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--fake", action="store_true", help="the CuPy stand-in (no GPU)")
+    ap.add_argument("--engine", choices=("hooks", "cupti"), default="hooks")
     args = ap.parse_args()
+    switch = CuptiSwitch() if args.engine == "cupti" else None  # armed before CuPy's first CUDA call
     cupy = load_cupy(args.fake)
-    per_call = per_call_ns(cupy, args.calls)
-    copy_round(cupy, 0)  # warm-up: CUDA context, pool, page faults
+    per_call = per_call_ns(cupy, args.calls) if switch is None else {}
+    copy_round(cupy, 0, switch)  # warm-up: CUDA context, pool, page faults
     plain, traced = [], []
     copies = {}
     for i in range(args.rounds):
-        p, t, st = copy_round(cupy, i)
+        p, t, st = copy_round(cupy, i, switch)
         plain.append(p)
         traced.append(t)
-        copies = st.report()["copies"]  # one round's traced copies, each size once
+        if switch is None:
+            copies = st.report()["copies"]  # one round's traced copies, each size once
     ratios = sorted(t / p for t, p in zip(traced, plain))
     slowdown = statistics.median(ratios) - 1.0
     quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
-    explained_s = per_call_explained_s(per_call, copies)
+    explained_s = per_call_explained_s(per_call, copies) if per_call else 0.0
     result = {
         "schema": "pinmon.bench.trace_overhead/2", "time": time.time(), "fake_cupy": args.fake,
-        "python": platform.python_version(), "host": platform.node(),
+        "engine": args.engine, "cupti": switch.report() if switch is not None else None,
+        "python": platform.python_version(),
         "cupy": getattr(cupy, "__version__", None),
         "per_call": per_call,
         "loop": {"sizes_bytes": list(SIZES), "rounds": args.rounds,
@@ -222,7 +259,7 @@ def main() -> int:
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     print(f"per call overhead (ns): " + ", ".join(f"{k} {v['overhead_ns']:.0f}" for k, v in per_call.items()))
-    print(f"copy loop: plain {result['loop']['plain_median_s']:.4f} s, traced {result['loop']['traced_median_s']:.4f} s,"
+    print(f"{args.engine}: copy loop: plain {result['loop']['plain_median_s']:.4f} s, traced {result['loop']['traced_median_s']:.4f} s,"
           f" slowdown {slowdown * 100:+.2f}% (median of {len(ratios)} rounds; quartiles"
           f" {quartiles[0] * 100 - 100:+.2f}%..{quartiles[2] * 100 - 100:+.2f}%; per-call costs explain"
           f" {explained_s / statistics.median(plain) * 100:.2f}%) (goal < 2%)")
