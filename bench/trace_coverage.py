@@ -79,6 +79,7 @@ def workload(seconds: float) -> dict:
         return y.to("cpu")
 
     x = torch.ones(4 * MIB // 4).pin_memory()
+    roundtrip(x)  # compiled here, so that the part's time goes to its copies
     n = 0
     end = time.monotonic() + part_s
     while time.monotonic() < end:
@@ -199,12 +200,12 @@ def run_engine(engine: str, seconds: float, link: LinkCounter) -> dict:
 
 def probe_rates() -> dict:
     p = subprocess.run([sys.executable, "-m", "pinmon", "probe", "--json"], capture_output=True, text=True,
-                       timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
+                       timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])))
     try:
         res = json.loads(p.stdout)["results"][0]
     except (ValueError, KeyError, IndexError):
         return {"error": (p.stderr or p.stdout)[-500:]}
-    out = {}
+    out = {"status": res.get("status"), "reason": res.get("reason"), "kind": res.get("kind")}
     for m in res.get("measurements", []):
         if m.get("kind") == "copy" and m.get("memory") in ("pinned", "pageable"):
             key = f"{m['direction']}.{m['memory']}"
@@ -241,7 +242,7 @@ def main() -> int:
               f" of ~{r['link_payload_est'] / 1e9:.2f} GB payload on the link ({r['link']['methods']}):"
               f" coverage {cov if cov is None else round(cov, 3)}")
     for k, v in (rows[0].get("achieved") or {}).items():
-        pr = probe.get(k, {}).get("bytes_per_s")
+        pr = (probe.get(k) or {}).get("bytes_per_s") if isinstance(probe.get(k), dict) else None
         print(f"  {k}: traced achieved {v.get('achieved_bytes_per_s')}, probe {pr}")
     return 0
 
