@@ -62,6 +62,8 @@ class Layout:
         if pos > self.size or self.size % 8:
             raise LayoutError("record size")
         self.struct = struct.Struct(fmt)
+        # The record's own dtype when it is a NumPy one (record arrays of runs of copies).
+        self.dtype = dtype if hasattr(dtype, "names") and getattr(dtype, "names", None) else None
 
 
 def newest_dtype_name(cupti, stem: str) -> Optional[str]:
@@ -83,71 +85,118 @@ def layouts_of(cupti) -> dict:
 
 
 class Parsed:
-    """One buffer's records as tuples (fields as named in the *_FIELDS above), and what was skipped."""
+    """One buffer's records: copy records as NumPy record arrays of runs of consecutive copies
+    (``memcpy_runs``, the dtype of the record), or as tuples (``memcpy``, fields as MEMCPY_FIELDS;
+    the path without NumPy and the record-object path); MEMORY2 and CONTEXT records as tuples."""
 
-    __slots__ = ("memcpy", "memory", "context", "unknown")
+    __slots__ = ("memcpy", "memcpy_runs", "memory", "context", "unknown")
 
     def __init__(self):
         self.memcpy: list = []
+        self.memcpy_runs: list = []
         self.memory: list = []
         self.context: list = []
         self.unknown = 0
 
+    @property
+    def copies(self) -> int:
+        return len(self.memcpy) + sum(len(r) for r in self.memcpy_runs)
+
+    @property
+    def records(self) -> int:
+        return self.copies + len(self.memory) + len(self.context)
+
+
+def _numpy():
+    try:
+        import numpy
+        return numpy
+    except ImportError:  # cupti-python needs NumPy; without it the tuples path serves
+        return None
+
 
 class BufferParser:
-    """Turns a completed buffer (address, valid bytes) into ``Parsed`` tuples."""
+    """Turns a completed buffer (address, valid bytes) into ``Parsed`` records.
 
-    def __init__(self, layouts: dict, next_record: Optional[Callable] = None):
+    The walk steps record by record, by its kind's size, except through a run of copy records
+    (most of a busy buffer), whose kinds NumPy checks at once and which becomes one record array.
+    ``runs`` are (kind, offset, count)."""
+
+    def __init__(self, layouts: dict, next_record: Optional[Callable] = None, np=None):
         self.layouts = layouts
         self.next_record = next_record   # CUPTI's iterator: (buffer, valid size) -> record offsets
         self.checked = 0
         self.use_iterator = False
         self.walk_mismatches = 0
+        self.np = _numpy() if np is None else (np or None)
         self._kind = struct.Struct("<i").unpack_from
 
-    def offsets_by_walk(self, buf, valid: int) -> tuple[list, bool]:
-        """Record offsets, walking by each kind's size; False when an unknown kind stopped it."""
-        kind_at, layouts = self._kind, self.layouts
+    def walk(self, buf, valid: int) -> list:
+        """[(kind, offset, count)] by each kind's size; an unknown kind ends it as (kind, offset, 0)."""
+        kind_at, layouts, np = self._kind, self.layouts, self.np
+        i32 = np.frombuffer(buf, dtype="<i4", count=valid // 4) if np is not None else None
         out, off = [], 0
         while off + 8 <= valid:
-            layout = layouts.get(kind_at(buf, off)[0])
+            kind = kind_at(buf, off)[0]
+            layout = layouts.get(kind)
             if layout is None:
-                return out + [off], False
-            out.append(off)
-            off += layout.size
-        return out, True
+                out.append((kind, off, 0))
+                break
+            size = layout.size
+            n = 1
+            if kind == KIND_MEMCPY and i32 is not None:
+                most = (valid - off) // size
+                if most > 1:
+                    step = size // 4
+                    kinds = i32[off // 4: off // 4 + most * step: step]
+                    other = np.flatnonzero(kinds != KIND_MEMCPY)
+                    n = int(other[0]) if other.size else most
+            elif off + size > valid:
+                out.append((kind, off, 0))
+                break
+            out.append((kind, off, n))
+            off += n * size
+        return out
+
+    def offsets(self, runs: list) -> list:
+        out = []
+        for kind, off, n in runs:
+            size = self.layouts[kind].size if kind in self.layouts else 0
+            out.extend(off + j * size for j in range(max(n, 1)))
+        return out
 
     def parse(self, address: int, valid: int) -> Parsed:
         p = Parsed()
         if not address or valid <= 0:
             return p
         buf = (ctypes.c_char * valid).from_address(address)
-        if self.use_iterator and self.next_record is not None:
-            offsets = self.next_record(address, valid)
-        else:
-            offsets, _ = self.offsets_by_walk(buf, valid)
-            if self.next_record is not None and self.checked < CHECKED_BUFFERS and offsets:
+        if not self.use_iterator:
+            runs = self.walk(buf, valid)
+            if self.next_record is not None and self.checked < CHECKED_BUFFERS and runs:
                 self.checked += 1
                 truth = self.next_record(address, valid)
-                if truth != offsets:
+                if truth != self.offsets(runs):
                     self.walk_mismatches += 1
                     self.use_iterator = True
-                    offsets = truth
-        kind_at, layouts = self._kind, self.layouts
-        memcpy, memory, context = p.memcpy, p.memory, p.context
-        for off in offsets:
-            kind = kind_at(buf, off)[0]
+        if self.use_iterator:
+            kind_at = self._kind
+            runs = [(kind_at(buf, off)[0], off, 1) for off in self.next_record(address, valid)]
+        layouts = self.layouts
+        for kind, off, n in runs:
             layout = layouts.get(kind)
-            if layout is None or off + layout.size > valid:
+            if layout is None or n == 0 or off + n * layout.size > valid:
                 p.unknown += 1
                 continue
-            rec = layout.struct.unpack_from(buf, off)
             if kind == KIND_MEMCPY:
-                memcpy.append(rec)
+                if n > 1 and self.np is not None and layout.dtype is not None:
+                    p.memcpy_runs.append(self.np.frombuffer(buf, dtype=layout.dtype, count=n, offset=off))
+                else:
+                    unpack = layout.struct.unpack_from
+                    p.memcpy.extend(unpack(buf, off + j * layout.size) for j in range(n))
             elif kind == KIND_MEMORY2:
-                memory.append(rec)
+                p.memory.append(layout.struct.unpack_from(buf, off))
             else:
-                context.append(rec)
+                p.context.append(layout.struct.unpack_from(buf, off))
         return p
 
 

@@ -14,6 +14,9 @@ from types import SimpleNamespace
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 CONSTRUCTED = os.path.join(DATA, "cupti_records_constructed.jsonl")
+# Records delivered on the H200 box by cupti-python 13.0.1 (bench/cupti_facts.py), at most 80 per
+# workload, copy / pinned-memory / context kinds only.
+H200 = os.path.join(DATA, "cupti_records_h200.jsonl")
 MIB = 1 << 20
 _DERIVED = {"class", "workload", "constructed", "duration_ns", "flags_names"}
 

@@ -53,6 +53,12 @@ def pack(records) -> bytearray:
     return out
 
 
+def copy_tuples(parsed) -> list:
+    """Every copy record of ``parsed`` as a tuple of MEMCPY_FIELDS, runs included, in order."""
+    runs = [tuple(int(r[f]) for f in cupti_raw.MEMCPY_FIELDS) for run in parsed.memcpy_runs for r in run]
+    return parsed.memcpy + runs
+
+
 def parse_bytes(data: bytearray, parser=None):
     buf = (ctypes.c_char * max(len(data), 1)).from_buffer(data) if data else None
     parser = parser or BufferParser(layouts_of(FAKE_CUPTI))
@@ -61,11 +67,11 @@ def parse_bytes(data: bytearray, parser=None):
 
 def sample_records():
     return [rec.context(context_id=1, null_stream_id=7),
-            rec.memory(memory_operation_type=1, memory_kind=2, bytes=4 << 20, timestamp=10),
+            rec.memory(op=1, memory_kind=2, nbytes=4 << 20, timestamp=10),
             rec.memcpy(copy_kind=1, src_kind=2, nbytes=1 << 20, start=100, dur_ns=20_000, stream_id=7,
                        context_id=1, device_id=0),
             rec.memcpy(copy_kind=2, src_kind=3, dst_kind=1, nbytes=64 << 20, start=30_000, dur_ns=5_000_000),
-            rec.memory(memory_operation_type=2, memory_kind=2, bytes=4 << 20, timestamp=6_000_000)]
+            rec.memory(op=2, memory_kind=2, nbytes=4 << 20, timestamp=6_000_000)]
 
 
 def test_layouts_take_the_newest_record_version_and_read_fields_in_offset_order():
@@ -84,12 +90,12 @@ def test_a_buffer_reads_as_the_record_objects_do():
     records = sample_records()
     parsed, _ = parse_bytes(pack(records))
     slow = parse_objects(records)
-    assert parsed.memcpy == slow.memcpy and parsed.memory == slow.memory and parsed.context == slow.context
-    assert parsed.memcpy[0][4] == 1 << 20 and parsed.unknown == 0
+    assert copy_tuples(parsed) == slow.memcpy and parsed.memory == slow.memory and parsed.context == slow.context
+    assert copy_tuples(parsed)[0][4] == 1 << 20 and parsed.unknown == 0 and len(parsed.memcpy_runs) == 1
 
 
 def test_raw_and_object_paths_give_the_same_figures_on_recorded_records():
-    records = rec.load()
+    records = rec.load(rec.H200)
     fast, slow = CuptiFigures(started_ns=0), CuptiFigures(started_ns=0)
     parsed, _ = parse_bytes(pack([r for r in records if int(r.kind) in (KIND_MEMCPY, KIND_MEMORY2, KIND_CONTEXT)]))
     fast.consume_parsed(parsed)
@@ -102,7 +108,7 @@ def test_an_unknown_kind_ends_the_walk_and_is_counted():
     data = pack(sample_records()[:3]) + np.array([77], dtype="<i4").tobytes() + bytes(60) \
         + pack(sample_records()[3:])
     parsed, _ = parse_bytes(data)
-    assert len(parsed.memcpy) == 1 and parsed.unknown == 1  # what follows has no known place
+    assert parsed.copies == 1 and parsed.unknown == 1  # what follows has no known place
 
 
 def test_a_walk_that_disagrees_with_cuptis_iterator_gives_way_to_it():
@@ -117,11 +123,11 @@ def test_a_walk_that_disagrees_with_cuptis_iterator_gives_way_to_it():
     parser = BufferParser(layouts_of(FAKE_CUPTI), iterator)
     parsed, _ = parse_bytes(data, parser)
     assert parser.use_iterator and parser.walk_mismatches == 1 and truth_offsets
-    assert len(parsed.context) == 1 and len(parsed.memory) == 1 and not parsed.memcpy  # its offsets won
+    assert len(parsed.context) == 1 and len(parsed.memory) == 1 and not parsed.copies  # its offsets won
     # Where it agrees (context 32, memory 128, memcpy 96 bytes each) the walk stays trusted.
     parser = BufferParser(layouts_of(FAKE_CUPTI), lambda a, v: [0, 32, 160, 256, 352])
     parsed, _ = parse_bytes(data, parser)
-    assert not parser.use_iterator and len(parsed.memcpy) == 2
+    assert not parser.use_iterator and parsed.copies == 2
 
 
 def test_the_walk_is_checked_on_the_first_buffers_only():
@@ -135,7 +141,7 @@ def test_the_walk_is_checked_on_the_first_buffers_only():
     parser = BufferParser(layouts_of(FAKE_CUPTI), iterator)
     for _ in range(cupti_raw.CHECKED_BUFFERS + 3):
         parsed, _ = parse_bytes(data, parser)
-        assert len(parsed.memcpy) == 2
+        assert parsed.copies == 2
     assert len(calls) == cupti_raw.CHECKED_BUFFERS and not parser.use_iterator
 
 
@@ -173,7 +179,7 @@ def test_callbacks_hand_out_aligned_buffers_and_feed_parsed_records():
     data = pack(sample_records())
     ctypes.memmove(ptr.value, bytes(data), len(data))
     lib.complete(None, 0, ptr.value, size.value, len(data))
-    assert cb.outstanding == 0 and len(got) == 1 and len(got[0].memcpy) == 2
+    assert cb.outstanding == 0 and len(got) == 1 and got[0].copies == 2
     lib.request(ctypes.pointer(ptr), ctypes.pointer(size), ctypes.pointer(maxn))
     lib.request(ctypes.pointer(ptr), ctypes.pointer(size), ctypes.pointer(maxn))  # over budget: none
     assert not ptr.value and size.value == 0
@@ -200,3 +206,52 @@ def test_the_loaded_library_is_found_in_the_maps(tmp_path):
     assert cupti_raw.loaded_libcupti(str(maps)) == "/opt/x/nvidia/cu13/lib/libcupti.so.13"
     maps.write_text("7f00-7f10 r-xp 00000000 08:01 12 /usr/lib/libc.so.6\n")
     assert cupti_raw.loaded_libcupti(str(maps)) is None
+
+
+def random_records(seed: int, n: int = 3000):
+    """A busy buffer's worth of records: runs of copies of every kind and size, with allocations,
+    contexts and the odd device-to-device copy between them."""
+    import random
+
+    rng = random.Random(seed)
+    out = [rec.context(context_id=1, null_stream_id=7), rec.context(context_id=2, null_stream_id=9)]
+    t = 1_000_000
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.03:
+            out.append(rec.memory(op=rng.choice((1, 2)), memory_kind=rng.choice((2, 3, 5)),
+                                  nbytes=rng.choice((4096, 1 << 20, 3 << 20)), timestamp=t))
+            continue
+        size = rng.choice((4096, 100_000, 1 << 20, 5 << 20, 64 << 20))
+        copy_kind = rng.choice((1, 1, 2, 2, 8))
+        host = rng.choice((1, 2, 2, 5, 4))
+        dur = rng.choice((0, rng.randrange(1_000, 3_000_000)))
+        out.append(rec.memcpy(copy_kind=copy_kind, src_kind=host if copy_kind == 1 else 3,
+                              dst_kind=host if copy_kind == 2 else 3, nbytes=size, start=t, dur_ns=dur,
+                              copy_count=rng.choice((1, 1, 1, 4)), device_id=rng.choice((0, 1)),
+                              context_id=rng.choice((1, 2)), stream_id=rng.choice((7, 9, 13))))
+        t += rng.randrange(1_000, 400_000_000)
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_copy_runs_summed_as_arrays_match_record_by_record(seed):
+    records = random_records(seed)
+    fast, slow = CuptiFigures(started_ns=0), CuptiFigures(started_ns=0)
+    parsed, _ = parse_bytes(pack(records))
+    assert parsed.memcpy_runs and sum(len(r) for r in parsed.memcpy_runs) > 2000
+    fast.consume_parsed(parsed)
+    slow.consume(records)
+    assert fast.report(10**19) == slow.report(10**19)
+    assert fast.records == slow.records == len(records) and fast.errors == 0
+
+
+def test_without_numpy_the_tuples_path_gives_the_same_figures():
+    records = random_records(4, 500)
+    parser = BufferParser(layouts_of(FAKE_CUPTI), np=False)
+    parsed, _ = parse_bytes(pack(records), parser)
+    assert not parsed.memcpy_runs and parsed.memcpy
+    a, b = CuptiFigures(started_ns=0), CuptiFigures(started_ns=0)
+    a.consume_parsed(parsed)
+    b.consume(records)
+    assert a.report(10**19) == b.report(10**19)
