@@ -127,6 +127,12 @@ def test_compact_node_line_names_four_nodes_then_how_many_more():
     assert compact[-3].endswith("+4 more")
     full = [r.plain for r in memory_rows(host)]
     assert f"by node      {node_split(host.kernel_pinned_bytes_by_node)}" in full
+    # A narrow column (the wide overview's): as many nodes as fit, and the short labels.
+    narrow = [r.plain for r in memory_rows(host, compact=True, width=40)]
+    assert f"by node {node_split(host.kernel_pinned_bytes_by_node, 1)}" in narrow
+    kernel = next(r for r in narrow if r.startswith("kernel"))
+    assert " expl. " in kernel and " unattr. " in kernel
+    assert " explained " in next(r for r in compact if r.startswith("kernel"))
 
 
 # --- process table: NODE on multi-node hosts ---------------------------------------------------
@@ -249,3 +255,15 @@ async def test_the_popup_follows_new_snapshots_and_closes():
         await pilot.pause()
         assert not isinstance(app.screen, ProcessScreen)
         assert app.query_one("#process-table", DataTable).has_focus
+
+
+async def test_wide_overview_kernel_lines_fit_their_column():
+    s = make_kernel_snapshot(20, nodes=2, unattributed=300 * GIB)
+    app = make_app()
+    async with app.run_test(size=LARGE) as pilot:
+        await show(app, pilot, s)
+        await pilot.pause()
+        panel = app.query_one("#ov-memory")
+        assert panel.content_size.height == len(panel.rows)  # no row wrapped onto a second line
+        kernel = next(r.plain for r in panel.rows if r.plain.startswith("kernel"))
+        assert fmt_bytes(s.host.unattributed_pinned_bytes) in kernel

@@ -129,3 +129,20 @@ def test_a_probe_measurement_of_the_largest_size_is_the_reference():
     vs = rows_by_label(detail_rows(traced_cupti_process(), s))["1 MiB+ pinned"]
     assert f"of probe {fmt_rate(52e9)}" in vs[0].text
     assert vs[1].text.startswith("D2H") and "no probe of GPU 0 yet" in vs[1].text  # no D2H measurement
+
+
+def test_unknown_and_odd_figures_read_n_a_never_raise():
+    from pinmon.model import HostMemory, ProcessPinned, Snapshot
+    from pinmon.tui.widgets.memory import memory_rows
+
+    bare = ProcessPinned(pid=1, source="traced", trace_engine="cupti")
+    text = " ".join(r.text for r in detail_rows(bare, None))
+    assert "copies n/a" not in text and "n/a (no copy figures" in text and "n/a" in text
+    odd = dataclasses.replace(bare, transfers={"h2d.pinned": {}, "x.y": {"bytes_per_s": 1.0}},
+                              pinned_bytes_by_node={"0": -5, "zz": 0}, h2d_pinned_bulk_bytes_per_s=1e9,
+                              copy_gpu_pci_bus_id="not a bus id")
+    rows = detail_rows(odd, Snapshot(time=T0, host=HostMemory(hostname="h")))
+    assert any("its GPU is not in the snapshot" in r.text for r in rows)
+    host = HostMemory(hostname="h", kernel_pinned_bytes=GIB, pinned_bytes_source="kernel")
+    plain = [r.plain for r in memory_rows(host) + memory_rows(host, compact=True, width=10)]
+    assert any("unattributed n/a" in r for r in plain) and any("explain n/a" in r for r in plain)

@@ -9,7 +9,7 @@ Multi-node hosts get the count's split by NUMA node. Wording as in ``pinmon chec
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 from textual.content import Content
 
@@ -26,7 +26,8 @@ from .rows import RowsWidget
 PINNED_MARK = 0.5
 BAR_CELLS = 20
 BAR_CELLS_COMPACT = 14
-# The overview's node line names this many nodes, then "+N more" (the Memory tab has them all).
+# The overview's node line names at most this many nodes (fewer where its width holds fewer), then
+# "+N more" (the Memory tab has them all).
 COMPACT_NODES = 4
 UNATTRIBUTED_RULE = "pinned-unattributed"
 
@@ -55,28 +56,40 @@ def unattributed_alert(findings: Sequence[Finding]) -> bool:
     return any(f.rule == UNATTRIBUTED_RULE for f in findings)
 
 
-def kernel_rows(h: HostMemory, compact: bool, alert: bool) -> list[Content]:
-    """The kernel's count, what explains it, and its split by node; none without the count."""
+def kernel_rows(h: HostMemory, compact: bool, alert: bool, width: Optional[int] = None) -> list[Content]:
+    """The kernel's count, what explains it, and its split by node; none without the count. A
+    compact line wider than ``width`` (the wide overview's column) takes the short labels."""
     if h.kernel_pinned_bytes is None:
         if h.pinned_bytes_source == "est." and not compact:  # the collector looked: say why it is est.
             return [Content.assemble(("kernel       ", "dim"), "n/a (no FOLL_PIN counters in /proc/vmstat)")]
         return []
     unattributed = Content.styled(fmt_bytes(h.unattributed_pinned_bytes), "bold $warning" if alert else "bold")
     if compact:
-        rows = [Content.assemble(("kernel  ", "dim"), fmt_bytes(h.kernel_pinned_bytes), ("  explained ", "dim"),
-                                 fmt_bytes(explained_bytes(h)), ("  unattributed ", "dim"), unattributed)]
+        line = Content.assemble(("kernel  ", "dim"), fmt_bytes(h.kernel_pinned_bytes), ("  explained ", "dim"),
+                                fmt_bytes(explained_bytes(h)), ("  unattributed ", "dim"), unattributed)
+        if width and line.cell_length > width:
+            line = Content.assemble(("kernel  ", "dim"), fmt_bytes(h.kernel_pinned_bytes), ("  expl. ", "dim"),
+                                    fmt_bytes(explained_bytes(h)), ("  unattr. ", "dim"), unattributed)
+        rows = [line]
     else:
         rows = [Content.assemble(("kernel       ", "dim"), (fmt_bytes(h.kernel_pinned_bytes), "bold"),
                                  " (kernel's count): CUDA processes explain ", fmt_bytes(explained_bytes(h))),
                 Content.assemble(("unattributed ", "dim"), unattributed, " explained by no process")]
     by_node = h.kernel_pinned_bytes_by_node
     if by_node and len(by_node) > 1:
-        rows.append(Content.assemble(("by node " if compact else "by node      ", "dim"),
-                                     node_split(by_node, COMPACT_NODES if compact else None)))
+        if not compact:
+            rows.append(Content.assemble(("by node      ", "dim"), node_split(by_node)))
+            return rows
+        for limit in range(COMPACT_NODES, 0, -1):  # as many nodes as the line has room for
+            line = Content.assemble(("by node ", "dim"), node_split(by_node, limit))
+            if not width or line.cell_length <= width:
+                break
+        rows.append(line)
     return rows
 
 
-def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding] = ()) -> list[Content]:
+def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding] = (),
+                width: Optional[int] = None) -> list[Content]:
     effective = h.effective_mem_limit_bytes or h.mem_total_bytes
     used = h.used_bytes
     used_share = share(used, h.mem_total_bytes)
@@ -95,7 +108,7 @@ def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding
                          f" {fmt_pct(pinned_share):>4}  ", (fmt_bytes(pinned), "bold"),
                          f" {source} of ", fmt_bytes(effective), "" if compact else " effective RAM"),
     ]
-    rows += kernel_rows(h, compact, unattributed_alert(findings))
+    rows += kernel_rows(h, compact, unattributed_alert(findings), width)
     kernel = h.kernel_pinned_bytes is not None
     memlock = "unlimited" if h.memlock_unlimited else fmt_bytes(h.memlock_limit_bytes)
     wc = f"{fmt_bytes(h.write_combined_bytes_est)} est."
@@ -131,9 +144,16 @@ class MemoryPanel(RowsWidget, View):
     def __init__(self, compact: bool = False, **kw):
         super().__init__(**kw)
         self.compact = compact
+        self._state: Optional[ViewState] = None
+
+    def on_resize(self) -> None:
+        if self.compact and self._state is not None:
+            self.show(self._state)
 
     def show(self, state: ViewState) -> None:
+        self._state = state
         if state.snapshot is None:
             self.set_rows([Content.styled("waiting for the first snapshot…", "dim")])
             return
-        self.set_rows(memory_rows(state.snapshot.host, self.compact, state.findings))
+        width = self.content_size.width if self.is_mounted else None
+        self.set_rows(memory_rows(state.snapshot.host, self.compact, state.findings, width or None))
