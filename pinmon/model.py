@@ -262,6 +262,16 @@ class ProcessPinned(_Serial):
     d2h_pinned_bulk_busy_s: Optional[float] = None
     pinned_bulk_default_stream_share: Optional[float] = None
     copy_gpu_pci_bus_id: Optional[str] = None  # that GPU, as CUDA names it ("0000:41:00.0")
+    # Traced: its copies per direction and host memory kind, keyed "h2d.pinned", "h2d.pageable",
+    # "d2h.pinned", "d2h.pageable" (see TRANSFER_KEYS), each {"bytes_per_s": over the tracer's window
+    # of wall time, "achieved_bytes_per_s": bytes over the GPU time of all its traced copies of that
+    # kind, "rate_p50"/"rate_p10": median and 10th percentile of per-copy rates}; the last three are
+    # CUPTI's (None with the hooks alone, which see no GPU time).
+    transfers: Optional[dict[str, dict[str, Optional[float]]]] = None
+
+
+TRANSFER_KEYS = ("h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable")
+TRANSFER_FIGURES = ("bytes_per_s", "achieved_bytes_per_s", "rate_p50", "rate_p10")
 
 
 @dataclass(frozen=True)
