@@ -193,7 +193,7 @@ def cmd_check(args) -> int:
     else:
         from .collect.collector import LiveCollector
 
-        with LiveCollector(interval_s=args.window) as col:
+        with LiveCollector(interval_s=args.window, kernel_read_every_s=0.0) as col:
             snap = _live_snapshot(col, args.window)
             if args.probe:
                 result = _quick_probe(args.sub_max_pinned or args.max_pinned, snap)
