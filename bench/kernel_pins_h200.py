@@ -503,7 +503,7 @@ def main(argv=None) -> int:
     from pinmon.collect.numa import list_nodes
 
     t0 = time.perf_counter()
-    reader = KernelPinsReader("/")
+    reader = KernelPinsReader("/", min_interval_s=0.0)  # every reading fresh
 
     def kernel():
         return reader.read().pinned_bytes
