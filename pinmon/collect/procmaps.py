@@ -62,7 +62,8 @@ def parse_maps(text: str) -> list[Mapping]:
             continue
         addr, perms = parts[0], parts[1]
         start_s, sep, end_s = addr.partition("-")
-        if not sep or len(perms) != 4:
+        # An address is at most 64 bits (16 hex digits): longer is not a maps line.
+        if not sep or len(perms) != 4 or len(start_s) > 16 or len(end_s) > 16:
             continue
         try:
             start, end = int(start_s, 16), int(end_s, 16)
