@@ -66,7 +66,7 @@ def _check_number(name: str, value: "int | float", path: str) -> None:
         raise SchemaError(f"{path}: must be 0 or more, got {_show(value)}")
     if name == "time" and value > MAX_EPOCH_S:
         raise SchemaError(f"{path}: {_show(value)} is not a time (after the year 9999)")
-    if name.endswith("_bytes") and value > MAX_SIZE_BYTES:
+    if name.endswith(("_bytes", "_bytes_est")) and value > MAX_SIZE_BYTES:
         raise SchemaError(f"{path}: {_show(value)} bytes is more than any host holds (at most 1 EiB)")
     if isinstance(value, int) and value > MAX_COUNT:
         raise SchemaError(f"{path}: {_show(value)} is too large (at most {MAX_COUNT})")

@@ -161,7 +161,7 @@ def test_default_without_terminal_prints_check_report():
     ["--interval", "-1", "check"], ["--interval", "0", "check"], ["--interval", "abc", "check"],
     ["--interval", "1e9", "check"], ["--max-pinned", "-5M", "check"], ["--bogus", "check"],
     ["check", "--window", "1e9"], ["check", "--window", "-1"],
-])
+], ids=" ".join)
 def test_check_bad_arguments_exit_3_wherever_they_sit(capsys, argv):
     with pytest.raises(SystemExit) as e:
         main(argv)
@@ -179,7 +179,7 @@ def test_check_bad_arguments_exit_3_wherever_they_sit(capsys, argv):
     (["check", "--window", "1e9"], "0.01 to 3600"),
     (["export", "--once", "--interval", "1e9"], "0.01 to 3600"),
     (["--interval", "1e308", "record", "-o", "x.jsonl"], "0.01 to 3600"),
-])
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
 def test_bad_values_say_what_is_wrong(capsys, tmp_path, monkeypatch, argv, words):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit):
@@ -363,18 +363,34 @@ class _FakeLiveCollector:
         self.close()
 
 
-@pytest.mark.parametrize("interval, duration, count", [("3600", "0.3", 1), ("0.2", "0.5", 3)])
-def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval, duration, count):
-    import time
+class _FakeClock:
+    """Stands in for the time module in pinmon.cli: sleeping advances the clock at once."""
 
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+@pytest.mark.parametrize("interval, duration, count", [
+    ("3600", "2", 1),      # --duration shorter than --interval: one snapshot at the end
+    ("1", "2.5", 3),       # at 1 s, 2 s and the end
+    ("1", "3", 3),
+])
+def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval, duration, count):
+    from pinmon import cli
+
+    clock = _FakeClock()
+    monkeypatch.setattr(cli, "time", clock)
     monkeypatch.setattr("pinmon.collect.collector.LiveCollector", _FakeLiveCollector)
     out = tmp_path / "r.jsonl"
-    start = time.monotonic()
     assert main(["record", "-o", str(out), "--interval", interval, "--duration", duration]) == 0
-    # The run ends at --duration even with an hour's interval (bounded loosely: a hang guard).
-    assert time.monotonic() - start < float(duration) + 30
-    lines = out.read_text().splitlines()
-    assert len(lines) == count
+    assert clock.now - 1000.0 == pytest.approx(float(duration))  # ran exactly --duration
+    assert len(out.read_text().splitlines()) == count
     noun = "snapshot" if count == 1 else "snapshots"
     assert f"recorded {count} {noun} to" in capsys.readouterr().err
 
