@@ -4,9 +4,10 @@ the readers refuse the same things with the same numbers.
 
 Why these figures:
 
-- Times. An interval, window or probe period under 10 ms would make a busy loop of the collector;
-  over an hour, a tool that refreshes is no longer watching. A recording session is bounded at a
-  year; replay speed is a factor from 1/1000 to 1000.
+- Times. An interval or window under 10 ms would make a busy loop of the collector; over an hour,
+  a tool that refreshes is no longer watching. A quick probe takes about a second, so probes are at
+  least 1 s and at most a day apart. A recording session is bounded at 366 days; replay speed is a
+  factor from 1/1000 to 1000.
 - Sizes. 1 EiB is far above any host's RAM, and well inside a signed 64-bit integer, so every byte
   figure fits the exporter's and JSON readers' integers.
 - Files. A config file is a few hundred bytes (1 MiB cap). /proc/PID/maps has at most
@@ -15,7 +16,7 @@ Why these figures:
   processes; a process row with a long command line is ~1 KiB, so ``MAX_LINE_BYTES`` is 64 MiB. A
   recording holds at most ``MAX_RECORDING_LINES`` lines (blank ones count): 115 days at one snapshot
   a second.
-- Snapshots. A real server has at most a few dozen GPUs (the largest NVLink domains today hold 72);
+- Snapshots. A real server has at most a few dozen GPUs;
   256 leaves margin. 65,536 processes with CUDA mappings is well above what a box runs. Snapshot
   times lie between the Unix epoch and the end of year 9999 (what a calendar can print).
 
