@@ -269,7 +269,6 @@ def cmd_pinned(args) -> int:
     from .model import ProcessPinned
     from .outputs.text import process_table
 
-    _load_config(args.config)
     rows: list[ProcessPinned] = []
     files: dict[int, str] = {}  # row index -> the saved maps file it was read from
     notes: list[str] = []
