@@ -22,7 +22,7 @@ async def shoot(make_source, out, name, size, wait_s, **kw):
     t0 = time.perf_counter()
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
-        while app.latest is None and time.perf_counter() - t0 < 10:
+        while app.session.latest is None and time.perf_counter() - t0 < 10:
             await pilot.pause(0.05)
         print(f"{name} {size}: first snapshot after {time.perf_counter() - t0:.2f} s")
         await pilot.pause(wait_s)

@@ -1,7 +1,8 @@
 """Pure view helpers shared by the widgets: link states, shares, probe tables, process sorting.
 
-No Textual here, so the rules that decide what the user sees (is a link degraded or just idle?) are
-unit-tested without an app.
+No Textual here, so what decides what the user sees (is a link degraded or just idle?) is
+unit-tested without an app. Where a rule's threshold decides it, the threshold is the advisor's
+(``Thresholds``, as the user configured it), never a figure of the TUI's own.
 """
 from __future__ import annotations
 
@@ -9,12 +10,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
+from ..advise.thresholds import Thresholds
 from ..model import EXACT_PCIE_METHODS, Gpu, Link, ProbeResult, ProcessPinned
 from ..units import fmt_bytes, fmt_pct, fmt_rate, printable
-
-# Below this much traffic a link running under its maximum is the driver saving power (ASPM /
-# dynamic link speed), not a fault: it retrains to full speed as soon as transfers start.
-DEGRADED_TRAFFIC_BYTES_PER_S = 1e9
 
 SPARK_SAMPLES = 60
 
@@ -50,8 +48,12 @@ def below_max(link: Link) -> bool:
     return gen_low or width_low
 
 
-def link_state(gpu: Gpu) -> str:
-    """'lost', 'unknown', 'full', 'degraded' (below max under load) or 'downshift' (below max, idle)."""
+def link_state(gpu: Gpu, thresholds: Thresholds) -> str:
+    """'lost', 'unknown', 'full', 'degraded' (below max under load) or 'downshift' (below max, idle).
+
+    Under ``thresholds.link_degraded_traffic_bytes_per_s`` of traffic (the ``pcie-link-degraded``
+    rule's floor) a link running below its maximum is the driver saving power (ASPM / dynamic link
+    speed), not a fault: it retrains to full speed as soon as transfers start."""
     if gpu.lost:
         return "lost"
     link = gpu.link
@@ -60,7 +62,7 @@ def link_state(gpu: Gpu) -> str:
     if not below_max(link):
         return "full"
     traffic = traffic_bytes_per_s(gpu)
-    if traffic is not None and traffic >= DEGRADED_TRAFFIC_BYTES_PER_S:
+    if traffic is not None and traffic >= thresholds.link_degraded_traffic_bytes_per_s:
         return "degraded"
     return "downshift"
 

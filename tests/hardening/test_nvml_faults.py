@@ -268,18 +268,18 @@ async def test_tui(function, error, mode, tmp_path):
                 await pilot.pause()
             screen = screen_text(app)
             # The bar shows the first notice and "+N more" (all of them behind `n`): any of them.
-            shown = app.latest.notices + tuple(n for g in app.latest.gpus for n in g.notices)
+            shown = app.session.latest.notices + tuple(n for g in app.session.latest.gpus for n in g.notices)
             notices = text_of(app.query_one(NoticeBar)) + " ".join(shown)
             assert app.is_running
     finally:
         col.close()
     if error == "gpu_lost":
-        assert app.latest.gpus[1].lost and any(f.rule == "gpu-lost" for f in app.findings)
+        assert app.session.latest.gpus[1].lost and any(f.rule == "gpu-lost" for f in app.session.findings)
         assert "fell off the bus" in notices or "fell off the bus" in screen
     elif function == "nvmlInit":
         assert "no NVIDIA GPU monitoring" in notices + screen
     elif error == "not_supported":
-        assert app.latest.gpus[1].link.gen is None and ("n/a" in screen or "Gen?" in screen)
+        assert app.session.latest.gpus[1].link.gen is None and ("n/a" in screen or "Gen?" in screen)
     else:
         assert _ERROR_TEXT[ERRORS[error]] in notices + screen
 

@@ -9,16 +9,19 @@ import threading
 import pytest
 from textual.widgets import DataTable, Input, TabbedContent
 
+from pinmon.advise.thresholds import Thresholds
 from pinmon.model import Finding, Gpu
 from pinmon.tui.app import PinmonApp, run_app
 from pinmon.tui.format import NO_GPU_HINT
-from pinmon.tui.widgets.finding_screen import FindingScreen
+from pinmon.tui.screens.finding import FindingScreen
+from pinmon.tui.screens.help import HelpScreen
+from pinmon.tui.screens.notices import NoticesScreen
 from pinmon.tui.widgets.gpu_detail import GpuDetail
 from pinmon.tui.widgets.gpu_row import GpuRow
 from pinmon.tui.widgets.header import StatusHeader
-from pinmon.tui.widgets.help_screen import HelpScreen
-from pinmon.tui.widgets.notices import NoticeBar, NoticesScreen
+from pinmon.tui.widgets.notices import NoticeBar
 from pinmon.tui.widgets.probe import ProbePanel
+from pinmon.units import fmt_rate
 
 from .fakes import (T0, FakeProbeRunner, FakeRecorder, FakeSource, FlakySource, NoGpuSource, fake_advisor,
                     make_probe_result, make_snapshot, no_findings)
@@ -88,12 +91,12 @@ async def test_g_cycles_gpus_and_shows_detail():
         detail = app.query_one(GpuDetail)
         assert "00000000:17:00.0" in text_of(detail)
         await pilot.press("g")
-        assert app.selected_gpu == 1 and active_tab(app) == "gpus"
+        assert app.session.selected_gpu == 1 and active_tab(app) == "gpus"
         text = text_of(detail)
         assert "00000000:9A:00.0" in text and "NUMA node 1" in text and "48-95" in text
         assert "6060" in text  # the process on GPU 1
         await pilot.press("g")
-        assert app.selected_gpu == 0
+        assert app.session.selected_gpu == 0
 
 
 async def test_enter_on_a_gpu_row_selects_it():
@@ -105,7 +108,7 @@ async def test_enter_on_a_gpu_row_selects_it():
         assert len(rows) == 2
         rows[1].focus()
         await pilot.press("enter")
-        assert app.selected_gpu == 1
+        assert app.session.selected_gpu == 1
         assert "GPU 1 detail" in str(app.query_one(GpuDetail).border_title)
 
 
@@ -187,7 +190,7 @@ async def test_panels_follow_the_polled_source():
     src = FakeSource(interval_s=0.05)
     app = make_app(src, poll=True, interval_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.history) >= 3)
+        await wait_for(pilot, lambda: len(app.session.history) >= 3)
         text = screen_text(app)
         assert "LIVE" in text and "gpu-node-17" in text and "2 GPUs" in text
         assert "DEGRADED" in text  # GPU 1 at Gen4 x8 under 12 GB/s
@@ -228,6 +231,26 @@ async def test_idle_downshift_is_not_degraded():
         assert "DEGRADED" not in text and "Gen4 x8 idle" in text
 
 
+@pytest.mark.parametrize("floor", [1e9, 12e9, 13e9])
+async def test_degraded_follows_the_configured_threshold_as_check_does(floor):
+    # GPU 1 runs Gen4 x8 of Gen5 x16 under 12.5 GB/s (make_snapshot(0)): the TUI calls its link
+    # DEGRADED exactly when the advisor (pinmon check) warns about it, whatever the config says.
+    from pinmon.advise import advise
+
+    thresholds = Thresholds(link_degraded_traffic_bytes_per_s=floor)
+    app = make_app(thresholds=thresholds)
+    async with app.run_test(size=SIZE) as pilot:
+        feed(app, 1)
+        await pilot.press("2")
+        text = screen_text(app)
+        warned = any(f.rule == "pcie-link-degraded" and f.severity == "warning"
+                     for f in advise([make_snapshot(0)], thresholds))
+        assert warned == (floor <= 12.5e9)
+        assert ("Gen4 x8 DEGRADED" in text) == warned and ("Gen4 x8 idle" in text) != warned
+        await pilot.press("question_mark")
+        assert f"moving >= {fmt_rate(floor)}" in text_of(app.screen.query_one("#help-text"))
+
+
 async def test_lost_gpu_shows_lost():
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -243,7 +266,7 @@ async def test_sparkline_keeps_the_last_60_samples():
     app = make_app()
     async with app.run_test(size=SIZE):
         feed(app, 70)
-        state = app.view_state()
+        state = app.session.view_state()
         assert len(state.rx_series[0]) == 60
         assert state.rx_series[0][-1] == make_snapshot(69).gpus[0].pcie.rx_bytes_per_s
 
@@ -289,7 +312,7 @@ async def test_findings_worst_first_and_enter_opens_the_full_text():
     app = make_app(advisor=advisor)
     async with app.run_test(size=SIZE) as pilot:
         feed(app)
-        assert [f.severity for f in app.findings] == ["critical", "info"]
+        assert [f.severity for f in app.session.findings] == ["critical", "info"]
         await pilot.press("6", "enter")
         assert isinstance(app.screen, FindingScreen)
         assert app.screen.finding.rule == "pinned_share_high"
@@ -316,7 +339,7 @@ async def test_source_errors_are_notices_and_polling_continues():
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: src.attempts >= 2 and "reading failed" in text_of(app.query_one(NoticeBar)))
         assert "cannot read /proc/4242/maps" in text_of(app.query_one(NoticeBar))
-        await wait_for(pilot, lambda: len(app.history) >= 4)
+        await wait_for(pilot, lambda: len(app.session.history) >= 4)
         assert app.is_running
 
 
@@ -326,12 +349,12 @@ async def test_space_pauses_the_live_view():
     src = FakeSource(interval_s=0.03)
     app = make_app(src, poll=True, interval_s=0.03)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.history) >= 2)
+        await wait_for(pilot, lambda: len(app.session.history) >= 2)
         await pilot.press("space")
         frozen = header(app)
         assert "PAUSED" in frozen
-        seen = len(app.history)
-        await wait_for(pilot, lambda: len(app.history) >= seen + 3)  # still collecting...
+        seen = len(app.session.history)
+        await wait_for(pilot, lambda: len(app.session.history) >= seen + 3)  # still collecting...
         assert header(app) == frozen  # ...but the view stands still
         await pilot.press("space")
         assert "PAUSED" not in header(app) and header(app) != frozen
@@ -393,7 +416,7 @@ async def test_recorder_that_cannot_start_is_reported():
         feed(app, 1)
         await pilot.press("r")
         await pilot.pause()
-        assert app.recorder is None and "REC" not in header(app)
+        assert app.session.recorder is None and "REC" not in header(app)
         assert any("already exists" in n for n in app.notes)
 
 
@@ -417,7 +440,7 @@ async def test_p_runs_the_probe_and_shows_its_result():
         feed(app)
         clock.advance(100)
         await pilot.press("p")
-        await wait_for(pilot, lambda: app.probe_latest is not None)
+        await wait_for(pilot, lambda: app.session.probe_latest is not None)
         assert runner.calls[0] == ("quick", {"gpu_index": 0})
         await pilot.press("5")
         text = probe_text(app)
@@ -431,7 +454,7 @@ async def test_probe_progress_bar_while_running_and_sweep_on_s():
     async with app.run_test(size=SIZE) as pilot:
         feed(app)
         await pilot.press("g", "s")  # the sweep runs on the selected GPU
-        await wait_for(pilot, lambda: runner.started.is_set() and app._probe_progress[1] == 4)
+        await wait_for(pilot, lambda: runner.started.is_set() and app.session.probe_progress[1] == 4)
         await pilot.press("5")
         panel = app.query_one(ProbePanel)
         assert panel.query_one("#probe-progress").display
@@ -439,7 +462,7 @@ async def test_probe_progress_bar_while_running_and_sweep_on_s():
         await pilot.press("p")  # one at a time
         assert len(runner.calls) == 1
         runner.release.set()
-        await wait_for(pilot, lambda: app.probe_running is None)
+        await wait_for(pilot, lambda: app.session.probe_running is None)
         assert runner.calls[0] == ("sweep", {"gpu_index": 1})
         await pilot.pause()
         assert not panel.query("#probe-progress")  # gone: an idle bar would animate at 15 Hz
@@ -497,11 +520,11 @@ async def test_probe_results_join_later_snapshots():
     async with app.run_test(size=SIZE) as pilot:
         feed(app, 1)
         await pilot.press("p")
-        await wait_for(pilot, lambda: app.probe_latest is not None)
+        await wait_for(pilot, lambda: app.session.probe_latest is not None)
         await pilot.press("r")
         feed(app, 1, start=1)
         assert rec.written[-1].probe is not None and rec.written[-1].probe.kind == "quick"
-        assert app.history[-1].probe is app.probe_latest
+        assert app.session.history[-1].probe is app.session.probe_latest
 
 
 async def test_probe_panel_shows_the_link_traffic_while_the_probe_ran():
@@ -512,7 +535,7 @@ async def test_probe_panel_shows_the_link_traffic_while_the_probe_ran():
     async with app.run_test(size=SIZE) as pilot:
         feed(app, 1)
         await pilot.press("p")
-        await wait_for(pilot, lambda: app.probe_latest is not None)
+        await wait_for(pilot, lambda: app.session.probe_latest is not None)
         await pilot.press("5")
         assert "link during probe: waiting for the next reading" in probe_text(app)
         await pilot.press("r")
@@ -520,7 +543,7 @@ async def test_probe_panel_shows_the_link_traffic_while_the_probe_ran():
         text = probe_text(app)
         assert "link during probe: RX 45.5 GB/s, TX " in text and "(exact, incl. the probe's own)" in text
         assert "! link shared: other RX ~45.1 GB/s; H2D figures read low" in text
-        assert app.probe_latest.link_rx_bytes_per_s == pytest.approx(45.5e9)
+        assert app.session.probe_latest.link_rx_bytes_per_s == pytest.approx(45.5e9)
         # Joined into later snapshots, so the advisor, --json and recordings carry it too.
         assert rec.written[-1].probe.link_window_s == pytest.approx(2.0)
         await pilot.press("1")
@@ -532,7 +555,7 @@ async def test_probe_on_a_quiet_link_gets_no_shared_warning():
     async with app.run_test(size=SIZE) as pilot:
         feed(app, 1)
         await pilot.press("p")
-        await wait_for(pilot, lambda: app.probe_latest is not None)
+        await wait_for(pilot, lambda: app.session.probe_latest is not None)
         for i in (1, 2):  # the probe's own 0.8 GB over 2 s of readings, and a little protocol overhead
             s = make_snapshot(i)
             quiet = dataclasses.replace(s.gpus[0], pcie=dataclasses.replace(s.gpus[0].pcie, rx_bytes_per_s=0.45e9,
@@ -549,26 +572,8 @@ async def test_periodic_probe_runs_in_live_mode():
     app = make_app(FakeSource(interval_s=0.05), poll=True, interval_s=0.05, probe_runner=runner,
                    probe_every_s=0.1, auto_probe_duty_limit=1.0)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.probe_count >= 2)
+        await wait_for(pilot, lambda: app.session.probe_count >= 2)
         assert all(kind == "quick" for kind, _ in runner.calls)
-
-
-def test_automatic_probes_keep_the_duty_cycle_under_one_percent():
-    now = [100.0]
-    app = make_app(probe_runner=FakeProbeRunner(), probe_every_s=60.0, clock=lambda: now[0])
-    started = []
-    app.start_probe = started.append
-    app._started_at = 100.0
-    now[0] = 105.0
-    app._periodic_probe()  # the first one always runs
-    assert started == ["quick"]
-    app.probe_count, app.probe_seconds = 1, 0.9  # a slow box: 0.9 s per quick probe
-    now[0] = 165.0
-    app._periodic_probe()  # 0.9 s in 65 s is 1.4%: skipped
-    assert started == ["quick"]
-    now[0] = 225.0
-    app._periodic_probe()  # 0.9 s in 125 s is 0.7%: runs
-    assert started == ["quick", "quick"]
 
 
 async def test_probe_runner_exception_becomes_a_result_with_a_reason():
@@ -579,8 +584,8 @@ async def test_probe_runner_exception_becomes_a_result_with_a_reason():
     async with app.run_test(size=SIZE) as pilot:
         feed(app, 1)
         await pilot.press("p")
-        await wait_for(pilot, lambda: app.probe_latest is not None)
-        assert app.probe_latest.status == "unavailable"
+        await wait_for(pilot, lambda: app.session.probe_latest is not None)
+        assert app.session.probe_latest.status == "unavailable"
         await pilot.press("5")
         assert "cudaErrorNoDevice" in probe_text(app)
 
@@ -607,18 +612,18 @@ async def test_replay_badge_and_speed_keys():
         feed(app, 1, source="replay")
         assert "REPLAY 1x" in header(app) and "LIVE" not in header(app)
         await pilot.press("plus")
-        assert app.speed == 2 and "REPLAY 2x" in header(app)
+        assert app.session.speed == 2 and "REPLAY 2x" in header(app)
         await pilot.press("plus", "plus", "plus")
-        assert app.speed == 4
+        assert app.session.speed == 4
         await pilot.press("minus", "minus", "minus", "minus")
-        assert app.speed == 0.5 and "REPLAY 0.5x" in header(app)
+        assert app.session.speed == 0.5 and "REPLAY 0.5x" in header(app)
 
 
 async def test_replay_speed_changes_the_polling_period():
     src = FakeSource(live=False, interval_s=0.2)
     app = make_app(src, poll=True, interval_s=0.2, speed=16)
     async with app.run_test(size=SIZE) as pilot:
-        assert app._period_s() == pytest.approx(0.2 / 16)
+        assert app.session.period_s() == pytest.approx(0.2 / 16)
         # Polling really happens at that period: generous timeout, a loaded CI box is slow.
         await wait_for(pilot, lambda: src.calls >= 10, timeout_s=20)
 
@@ -629,7 +634,7 @@ async def test_speed_keys_in_live_mode_only_explain():
         feed(app, 1)
         await pilot.press("plus")
         await pilot.pause()
-        assert app.speed == 1.0
+        assert app.session.speed == 1.0
         assert any("replays only" in n for n in app.notes)
 
 
@@ -638,7 +643,7 @@ async def test_end_of_recording_stops_polling_and_keeps_the_app():
     src.notices.append("recording ends early: x.jsonl:4: not JSON")
     app = make_app(src, poll=True, interval_s=0.02)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.ended)
+        await wait_for(pilot, lambda: app.session.ended)
         assert app.poll_done.wait(1)
         assert "END OF RECORDING" in header(app)
         bar = text_of(app.query_one(NoticeBar))
@@ -649,7 +654,7 @@ async def test_end_of_recording_stops_polling_and_keeps_the_app():
         assert "end of recording" in notices and "recording ends early" in notices
         await pilot.press("n")
         assert not isinstance(app.screen, NoticesScreen)
-        assert app.displayed is app.history[-1] and len(app.history) == 3  # the last snapshot stays
+        assert app.session.displayed is app.session.history[-1] and len(app.session.history) == 3  # the last snapshot stays
         calls = src.calls
         await pilot.pause(0.1)
         assert src.calls == calls and app.is_running

@@ -3,16 +3,18 @@ from __future__ import annotations
 
 import dataclasses
 
+from pinmon.advise.thresholds import Thresholds
 from pinmon.model import Gpu, Link, Pcie, ProbeResult, ProcessPinned
 from pinmon.tui.format import (SORT_COLUMNS, error_text, filter_processes, fmt_seconds, link_label, link_state,
                                probe_rows, sort_processes)
+from pinmon.tui.screens.finding import _value
 from pinmon.tui.state import ProbeView, ViewState
-from pinmon.tui.widgets.finding_screen import _value
 from pinmon.tui.widgets.header import header_content
 
 from .fakes import make_probe_result, make_snapshot
 
 GEN4_X8_OF_GEN5_X16 = Link(gen=4, gen_max=5, width=8, width_max=16)
+DEFAULTS = Thresholds()
 
 
 def gpu(link=GEN4_X8_OF_GEN5_X16, rx=None, tx=None, **kw) -> Gpu:
@@ -20,22 +22,32 @@ def gpu(link=GEN4_X8_OF_GEN5_X16, rx=None, tx=None, **kw) -> Gpu:
 
 
 def test_below_max_under_load_is_degraded():
-    assert link_state(gpu(rx=0.8e9, tx=0.3e9)) == "degraded"  # 1.1 GB/s both ways together
+    assert link_state(gpu(rx=0.8e9, tx=0.3e9), DEFAULTS) == "degraded"  # 1.1 GB/s both ways together
 
 
 def test_below_max_while_idle_is_a_power_saving_downshift():
-    assert link_state(gpu(rx=5e6, tx=1e6)) == "downshift"
-    assert link_state(gpu()) == "downshift"  # no reading: never cry "degraded" without traffic
+    assert link_state(gpu(rx=5e6, tx=1e6), DEFAULTS) == "downshift"
+    assert link_state(gpu(), DEFAULTS) == "downshift"  # no reading: never cry "degraded" without traffic
 
 
 def test_full_lost_and_unknown_links():
-    assert link_state(gpu(Link(gen=5, gen_max=5, width=16, width_max=16), rx=50e9)) == "full"
-    assert link_state(dataclasses.replace(gpu(), lost=True)) == "lost"
-    assert link_state(gpu(Link())) == "unknown"
+    assert link_state(gpu(Link(gen=5, gen_max=5, width=16, width_max=16), rx=50e9), DEFAULTS) == "full"
+    assert link_state(dataclasses.replace(gpu(), lost=True), DEFAULTS) == "lost"
+    assert link_state(gpu(Link()), DEFAULTS) == "unknown"
+
+
+def test_the_degraded_floor_is_the_advisors_configured_threshold():
+    # The same link and traffic as pinmon check sees them: with the floor raised to 2 GB/s in the
+    # config, 1.1 GB/s is an idle downshift in the TUI as in the advisor.
+    raised = Thresholds(link_degraded_traffic_bytes_per_s=2e9)
+    assert link_state(gpu(rx=0.8e9, tx=0.3e9), raised) == "downshift"
+    assert link_state(gpu(rx=1.8e9, tx=0.3e9), raised) == "degraded"
+    lowered = Thresholds(link_degraded_traffic_bytes_per_s=1e6)
+    assert link_state(gpu(rx=5e6, tx=1e6), lowered) == "degraded"
 
 
 def test_width_alone_below_max_counts():
-    assert link_state(gpu(Link(gen=5, gen_max=5, width=8, width_max=16), rx=20e9)) == "degraded"
+    assert link_state(gpu(Link(gen=5, gen_max=5, width=8, width_max=16), rx=20e9), DEFAULTS) == "degraded"
 
 
 def test_link_label():

@@ -8,6 +8,7 @@ import random
 import pytest
 from textual.app import App
 
+from pinmon.advise.thresholds import Thresholds
 from pinmon.tui import app as app_module
 from pinmon.tui.app import PinmonApp
 from pinmon.tui.widgets.gpu_row import RATE_CELLS, GpuRow
@@ -55,7 +56,7 @@ async def test_bars_rows_match_textuals_render(width):
                 gpu = dataclasses.replace(gpu, link=dataclasses.replace(
                     gpu.link, theoretical_bytes_per_s=None, max_theoretical_bytes_per_s=None))
             n = rng.randint(0, 200)
-            row.set_gpu(gpu, random_series(rng, n, 63e9), random_series(rng, n, 63e9), step % 5 == 0)
+            row.set_gpu(gpu, random_series(rng, n, 63e9), random_series(rng, n, 63e9), step % 5 == 0, Thresholds())
             if step % 11 == 10:
                 app.theme = rng.choice(["textual-dark", "textual-light", "nord", "gruvbox"])
             await pilot.pause()
@@ -72,7 +73,7 @@ async def test_a_row_built_for_another_width_renders_the_usual_way():
     app = OneRow()
     async with app.run_test(size=(100, 10)) as pilot:
         row = app.query_one(GpuRow)
-        row.set_gpu(make_snapshot(0).gpus[0], (1e9,) * 90, (2e9,) * 90, False)
+        row.set_gpu(make_snapshot(0).gpus[0], (1e9,) * 90, (2e9,) * 90, False, Thresholds())
         await pilot.pause()
         content = row.rows[1]
         for w in (RATE_CELLS - 5, 60, 140):  # not the width the bars were cut for

@@ -3,7 +3,7 @@ import os
 import re
 
 from pinmon.tui.app import PinmonApp
-from pinmon.tui.widgets.help_screen import KEYS
+from pinmon.tui.screens.help import KEYS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

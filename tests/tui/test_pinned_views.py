@@ -10,11 +10,12 @@ import pytest
 from textual.widgets import DataTable
 
 from pinmon.advise import advise
+from pinmon.advise.thresholds import Thresholds
 from pinmon.tui.app import PinmonApp
 from pinmon.tui.format import node_cell, node_split
+from pinmon.tui.screens.process import ProcessScreen
 from pinmon.tui.widgets.gpu_detail import GpuDetail
-from pinmon.tui.widgets.memory import memory_rows
-from pinmon.tui.widgets.process_screen import ProcessScreen
+from pinmon.tui.widgets.memory import memory_rows, memory_title, pinned_level
 from pinmon.tui.widgets.processes import NODE_TABLE_CELLS, table_layout
 from pinmon.units import fmt_bytes, fmt_pct, fmt_rate
 
@@ -64,7 +65,7 @@ async def test_memory_tab_shows_the_kernel_count_what_explains_it_and_its_nodes(
         assert f"WC           {fmt_bytes(h.write_combined_bytes_est)} est. (in pinned;" in text
         assert "est." not in text.split("kernel of")[0].splitlines()[-1]
         # 300 GiB of 724 GiB is unattributed: the advisor's rule fires, and the figure is highlighted.
-        assert "pinned-unattributed" in {f.rule for f in app.findings}
+        assert "pinned-unattributed" in {f.rule for f in app.session.findings}
         row = next(r for r in app.query_one("#memory-panel").rows if r.plain.startswith("unattributed"))
         assert ALERT in styled(row, fmt_bytes(h.unattributed_pinned_bytes))
 
@@ -75,7 +76,7 @@ async def test_unattributed_is_plain_while_the_rule_is_silent():
     async with app.run_test(size=SMALL) as pilot:
         await show(app, pilot, s)
         await pilot.press("3")
-        assert "pinned-unattributed" not in {f.rule for f in app.findings}
+        assert "pinned-unattributed" not in {f.rule for f in app.session.findings}
         row = next(r for r in app.query_one("#memory-panel").rows if r.plain.startswith("unattributed"))
         assert ALERT not in styled(row, fmt_bytes(24 * GIB))
         assert "by node" not in screen_text(app)  # one node: no split
@@ -133,6 +134,22 @@ def test_compact_node_line_names_four_nodes_then_how_many_more():
     kernel = next(r for r in narrow if r.startswith("kernel"))
     assert " expl. " in kernel and " unattr. " in kernel
     assert " explained " in next(r for r in compact if r.startswith("kernel"))
+
+
+def test_the_pinned_bar_follows_the_advisors_pinned_ram_share_thresholds():
+    # The bar is coloured as pinned-ram-share judges the share, and its mark is the rule's
+    # critical share, as the user configured them.
+    t = Thresholds()
+    assert [pinned_level(x, t) for x in (None, 0.27, 0.30, 0.50, 0.51)] == \
+        ["$success", "$success", "$warning", "$warning", "$error"]
+    host = make_snapshot(0).host  # 420 GiB of 1 TiB pinned: 41%
+    t = Thresholds(pinned_ram_warning_fraction=0.2, pinned_ram_critical_fraction=0.4)
+    assert pinned_level(0.41, t) == "$error"
+    rows = memory_rows(host, thresholds=t)
+    assert rows[1].plain.index("┃") == len("pinned ") + int(0.4 * 20)
+    assert "┃ marks 40% of effective RAM" in rows[-1].plain
+    assert memory_title(t) == "Host memory (┃ = 40% of RAM)"
+    assert memory_rows(host)[1].plain.index("┃") == len("pinned ") + 10  # the default 50%
 
 
 # --- process table: NODE on multi-node hosts ---------------------------------------------------
@@ -222,7 +239,7 @@ async def test_enter_on_a_traced_process_shows_its_copies_against_the_probe(size
             line = next(r for r in text.splitlines() if f"{d.upper()} {mem} " in r)
             assert " ".join(fmt_rate(t[k]) for k in ("bytes_per_s", "achieved_bytes_per_s", "rate_p50",
                                                      "rate_p10")).split() == line.split("█")[1].split()[2:]
-        probe = s.probe or app.displayed.probe
+        probe = s.probe or app.session.displayed.probe
         h2d = probe.rate("h2d", "pinned")
         assert (f"H2D {fmt_rate(p.h2d_pinned_bulk_bytes_per_s)} = {fmt_pct(p.h2d_pinned_bulk_bytes_per_s / h2d)}"
                 f" of probe {fmt_rate(h2d)} (GPU 0, 2.5 s)") in text
@@ -231,7 +248,7 @@ async def test_enter_on_a_traced_process_shows_its_copies_against_the_probe(size
         assert 'pageable_copy "loader.py:118\\x1b[31m"' in text and "\x1b[31m" not in text
         # The essentials need no scrolling, at 80x24 too; the H2D copies are the slow ones.
         assert screen.query_one("#process-box").max_scroll_y == 0
-        assert {f.rule for f in app.findings} >= {"slow-pinned-copies", "pinned-numa-remote"}
+        assert {f.rule for f in app.session.findings} >= {"slow-pinned-copies", "pinned-numa-remote"}
         body = screen.query_one("#process-text").render()
         h2d_row = next(r for r in body.split("\n") if "of probe" in r.plain and "H2D" in r.plain)
         assert ALERT in styled(h2d_row, "H2D")

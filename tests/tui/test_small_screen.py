@@ -8,9 +8,10 @@ from textual.widgets import DataTable
 
 from pinmon.model import Finding, GpuProcess
 from pinmon.tui.app import PinmonApp
-from pinmon.tui.widgets.finding_screen import FindingScreen
-from pinmon.tui.widgets.help_screen import HelpScreen
-from pinmon.tui.widgets.notices import NoticeBar, NoticesScreen
+from pinmon.tui.screens.finding import FindingScreen
+from pinmon.tui.screens.help import HelpScreen
+from pinmon.tui.screens.notices import NoticesScreen
+from pinmon.tui.widgets.notices import NoticeBar
 from pinmon.tui.widgets.processes import ProcessPanel
 
 from .fakes import GIB, FakeRecorder, FakeSource, fake_advisor, make_snapshot

@@ -99,8 +99,8 @@ def test_probe_running_80x24(snap_compare):
     async def before(pilot):
         await run_before(pilot)
         # The progress a running probe reports, set directly: no thread, so no race with the picture.
-        app.probe_running = "sweep"
-        app._probe_progress = (3, 8, "h2d pageable 16.0 MiB")
+        app.session.probe_running = "sweep"
+        app.session.probe_progress = (3, 8, "h2d pageable 16.0 MiB")
         app.refresh_views()
 
     assert snap_compare(app, press=["5"], terminal_size=SMALL, run_before=before)

@@ -1,4 +1,4 @@
-"""A text bar with an optional marker (the 50%-of-RAM line for pinned memory)."""
+"""A text bar with an optional marker (the advisor's critical share of RAM for pinned memory)."""
 from __future__ import annotations
 
 from typing import Optional

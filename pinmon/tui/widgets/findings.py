@@ -18,7 +18,7 @@ from ...units import printable
 from ..format import SEVERITY_LABEL, SEVERITY_STYLE
 from ..state import ViewState
 from .base import View
-from .finding_screen import FindingScreen
+from ..screens.finding import FindingScreen
 from .wrap import hanging
 
 MAX_LINES = 3

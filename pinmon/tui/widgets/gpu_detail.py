@@ -51,7 +51,7 @@ class GpuDetail(Static, View):
                                                     f"{fmt_bytes(gpu.memory_total_bytes)}"),
             Content.assemble(("link      ", "dim"), f"{link_label(link.gen, link.width)} now = "
                              f"{fmt_rate(link.theoretical_bytes_per_s)}; max {link_label(link.gen_max, link.width_max)}"
-                             f" = {fmt_rate(link.max_theoretical_bytes_per_s)}", _state_note(link_state(gpu))),
+                             f" = {fmt_rate(link.max_theoretical_bytes_per_s)}", _state_note(link_state(gpu, state.thresholds))),
             Content.assemble(("traffic   ", "dim"), f"RX {fmt_rate(gpu.pcie.rx_bytes_per_s)}  TX "
                              f"{fmt_rate(gpu.pcie.tx_bytes_per_s)}  ({_method_note(gpu.pcie.method)})"),
             Content.assemble(("PCIe      ", "dim"), (error_text(gpu), "bold $error" if error_total(gpu) else ""),

@@ -35,4 +35,4 @@ class GpuList(Vertical, CompositeView):
             self.mount_all(self._rows)
         for row, g in zip(self._rows, gpus):
             row.set_gpu(g, state.rx_series.get(g.index, ()), state.tx_series.get(g.index, ()),
-                        row.position == state.selected_gpu)
+                        row.position == state.selected_gpu, state.thresholds)

@@ -8,6 +8,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.strip import Strip
 
+from ...advise.thresholds import Thresholds
 from ...model import Gpu
 from ...units import fmt_rate, printable
 from ..format import error_text, error_total, link_label, link_state, method_label, share
@@ -20,13 +21,13 @@ _LINK_NOTE = {"degraded": " DEGRADED", "downshift": " idle"}
 RATE_CELLS = 32
 
 
-def head_content(gpu: Gpu, selected: bool) -> Content:
+def head_content(gpu: Gpu, selected: bool, thresholds: Thresholds) -> Content:
     marker = ("▶ ", "bold $accent") if selected else "  "
     name = printable(gpu.name or None, 60)
     if gpu.lost:
         return Content.assemble(marker, (f"GPU {gpu.index}", "bold"), f" {name}  ",
                                 (" LOST ", "bold reverse $error"), " fell off the bus")
-    state = link_state(gpu)
+    state = link_state(gpu, thresholds)
     link = gpu.link
     now = link_label(link.gen, link.width)
     top = link_label(link.gen_max, link.width_max)
@@ -69,8 +70,8 @@ class GpuRow(RowsWidget, can_focus=True):
         self._bar_rows: dict[int, tuple] = {}
 
     def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
-                selected: bool) -> None:
-        data = (gpu, tuple(rx), tuple(tx), selected)
+                selected: bool, thresholds: Thresholds) -> None:
+        data = (gpu, tuple(rx), tuple(tx), selected, thresholds)
         if data == self._data:
             return
         self._data = data
@@ -85,8 +86,8 @@ class GpuRow(RowsWidget, can_focus=True):
     def _build(self, width: int, focused: bool) -> list[Content]:
         if self._data is None:
             return [Content.styled("waiting for the first snapshot…", "dim")]
-        gpu, rx, tx, selected = self._data
-        head = head_content(gpu, selected)
+        gpu, rx, tx, selected, thresholds = self._data
+        head = head_content(gpu, selected, thresholds)
         if focused:
             head = head.stylize_before("bold")
         if gpu.lost:

@@ -43,7 +43,7 @@ class GpuSummary(Static, View):
             if g.lost:
                 rows.append(Content.assemble(marker, f"{g.index} {name} ", (" LOST ", "bold reverse $error")))
                 continue
-            st = link_state(g)
+            st = link_state(g, state.thresholds)
             est = " est." if g.pcie.method == "sampled" else ""
             rows.append(Content.assemble(
                 marker, (f"{g.index}", "bold"), " ",

@@ -1,4 +1,4 @@
-"""Host memory: RAM used/available, pinned against effective RAM with the 50% mark, the rest.
+"""Host memory: RAM used/available, pinned against effective RAM with the advisor's mark, the rest.
 
 Pinned is the snapshot's best figure (``pinned_bytes_total``), labelled by its source: "kernel"
 (the kernel's exact count of pinned pages plus write-combined memory, which it does not count) or
@@ -13,6 +13,7 @@ from typing import Optional, Sequence
 
 from textual.content import Content
 
+from ...advise.thresholds import Thresholds
 from ...model import Finding, HostMemory
 from ...units import fmt_bytes, fmt_pct
 from ..format import node_split, share
@@ -21,9 +22,6 @@ from .bar import bar
 from .base import View
 from .rows import RowsWidget
 
-# Pinned memory cannot be swapped or reclaimed; past half of RAM the kernel and every other
-# process fight over what is left (the advisor's rule uses the same mark).
-PINNED_MARK = 0.5
 BAR_CELLS = 20
 BAR_CELLS_COMPACT = 14
 # The overview's node line names at most this many nodes (fewer where its width holds fewer), then
@@ -36,6 +34,20 @@ def _level(fraction, warn: float, crit: float) -> str:
     if fraction is None or fraction < warn:
         return "$success"
     return "$warning" if fraction < crit else "$error"
+
+
+def pinned_level(fraction: Optional[float], t: Thresholds) -> str:
+    """The pinned bar's colour: the severity ``pinned-ram-share`` gives that share of effective RAM
+    (pinned memory cannot be swapped or reclaimed; past the critical share the kernel and every
+    other process fight over what is left)."""
+    if fraction is None or fraction < t.pinned_ram_warning_fraction:
+        return "$success"
+    return "$error" if fraction > t.pinned_ram_critical_fraction else "$warning"
+
+
+def memory_title(t: Thresholds) -> str:
+    """The panel's border title: what the bar's mark stands for."""
+    return f"Host memory (┃ = {fmt_pct(t.pinned_ram_critical_fraction)} of RAM)"
 
 
 def pinned_figure(h: HostMemory) -> tuple:
@@ -89,7 +101,9 @@ def kernel_rows(h: HostMemory, compact: bool, alert: bool, width: Optional[int] 
 
 
 def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding] = (),
-                width: Optional[int] = None) -> list[Content]:
+                width: Optional[int] = None, thresholds: Optional[Thresholds] = None) -> list[Content]:
+    t = thresholds if thresholds is not None else Thresholds()
+    mark = t.pinned_ram_critical_fraction
     effective = h.effective_mem_limit_bytes or h.mem_total_bytes
     used = h.used_bytes
     used_share = share(used, h.mem_total_bytes)
@@ -104,7 +118,7 @@ def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding
         Content.assemble(("RAM    ", "bold"), bar(used_share, cells, _level(used_share, 0.8, 0.95)),
                          f" {fmt_pct(used_share):>4}  ", *ram_tail),
         Content.assemble(("pinned ", "bold"),
-                         bar(pinned_share, cells, _level(pinned_share, 0.25, PINNED_MARK), mark=PINNED_MARK),
+                         bar(pinned_share, cells, pinned_level(pinned_share, t), mark=mark),
                          f" {fmt_pct(pinned_share):>4}  ", (fmt_bytes(pinned), "bold"),
                          f" {source} of ", fmt_bytes(effective), "" if compact else " effective RAM"),
     ]
@@ -133,7 +147,7 @@ def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding
             note = "pinned: CUDA host allocations seen in /proc/PID/maps (est.)"
             if h.pinned_bytes_total is not None:
                 note += " + write-combined (est.)"
-        rows.append(Content.styled(note + "; ┃ marks 50% of effective RAM (MemTotal or the cgroup limit,"
+        rows.append(Content.styled(note + f"; ┃ marks {fmt_pct(mark)} of effective RAM (MemTotal or the cgroup limit,"
                                    " whichever is lower)", "dim"))
     return rows
 
@@ -156,4 +170,5 @@ class MemoryPanel(RowsWidget, View):
             self.set_rows([Content.styled("waiting for the first snapshot…", "dim")])
             return
         width = self.content_size.width if self.is_mounted else None
-        self.set_rows(memory_rows(state.snapshot.host, self.compact, state.findings, width or None))
+        self.set_rows(memory_rows(state.snapshot.host, self.compact, state.findings, width or None,
+                                  state.thresholds))

@@ -1,23 +1,19 @@
 """Notices from the collector (missing NVML, unreadable /proc) and from the app (source errors).
 
 The bar is one line whatever comes in: the first notice, cut to the width, and "+N more (n)" where
-there are others; ``n`` opens them all (``NoticesScreen``). A notice of two lines, or three notices,
+there are others; ``n`` opens them all (``screens/notices.py``). A notice of two lines, or three notices,
 would otherwise push every panel down and the last rows off an 80x24 screen.
 """
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from textual.binding import Binding
-from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ...units import printable
 from ..state import ViewState
 from .base import View, set_content
-from .wrap import HangingText
 
 MARK = ("! ", "bold $warning")
 
@@ -50,19 +46,3 @@ class NoticeBar(Static, View):
         if self.notices:
             set_content(self, notice_line(self.notices, self.content_size.width))
 
-
-class NoticesScreen(ModalScreen[None]):
-    """Every notice in full; the close keys sit in the border, always on screen."""
-
-    BINDINGS = [Binding("escape,n,q", "dismiss", "Close")]
-
-    def __init__(self, notices: Sequence[str]):
-        super().__init__()
-        self.notices = tuple(notices)
-
-    def compose(self):
-        with VerticalScroll(id="notices-box") as box:
-            box.border_title = f"notices ({len(self.notices)})"
-            box.border_subtitle = "Esc / n / q: close"
-            items = [(Content.styled(*MARK), printable(n, 2000)) for n in self.notices]
-            yield HangingText(items or [Content.styled("no notices", "dim")], id="notices-text")

@@ -26,7 +26,7 @@ from ..format import (SORT_COLUMNS, command_text, filter_processes, multi_node, 
                       user_text)
 from ..state import ViewState
 from .base import CompositeView, set_content
-from .process_screen import ProcessScreen
+from ..screens.process import ProcessScreen
 
 # (sort key or None, header, right-aligned, width). Fixed widths fit the widest value a column can
 # print ("1023.9 GiB", pid 4194304) plus one space of gutter, so at 80 columns every number is whole;

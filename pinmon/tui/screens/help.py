@@ -1,12 +1,18 @@
-"""Keys and the few terms the screens use (est., exact, degraded, the 50% mark)."""
+"""Keys and the few terms the screens use (est., exact, degraded, the pinned mark).
+
+Where a term stands for a rule's threshold, the help says the threshold the advisor uses."""
 from __future__ import annotations
+
+from typing import Optional
 
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 
-from .wrap import HangingText
+from ...advise.thresholds import Thresholds
+from ...units import fmt_pct, fmt_rate
+from ..widgets.wrap import HangingText
 
 KEYS = (
     ("q", "quit (a recording in progress is closed first)"),
@@ -26,24 +32,28 @@ KEYS = (
     ("Tab", "move between panels; arrows scroll"),
 )
 
-TERMS = (
-    ("est.", "estimate: /proc/PID/maps for pinned, 20 ms sample for PCIe"),
-    ("exact", "PCIe bytes from the link counters over the interval"),
-    ("traced", "pinned bytes from the in-process tracer (exact)"),
-    ("DEGRADED", "below max gen/width while moving >= 1 GB/s"),
-    ("idle", "below max while idle: power saving, retrains on load"),
-    ("┃ 50%", "pinned past half of effective RAM starves the rest"),
-    ("duty", "share of wall time spent probing: pinmon's own load"),
-    ("paused", "live pause still collects and records"),
-)
 
 
-def help_items() -> list:
+def terms(t: Thresholds) -> tuple[tuple[str, str], ...]:
+    return (
+        ("est.", "estimate: /proc/PID/maps for pinned, 20 ms sample for PCIe"),
+        ("exact", "PCIe bytes from the link counters over the interval"),
+        ("traced", "pinned bytes from the in-process tracer (exact)"),
+        ("DEGRADED", f"below max gen/width while moving >= {fmt_rate(t.link_degraded_traffic_bytes_per_s)}"),
+        ("idle", "below max while idle: power saving, retrains on load"),
+        (f"┃ {fmt_pct(t.pinned_ram_critical_fraction)}",
+         f"pinned past {fmt_pct(t.pinned_ram_critical_fraction)} of effective RAM starves the rest"),
+        ("duty", "share of wall time spent probing: pinmon's own load"),
+        ("paused", "live pause still collects and records"),
+    )
+
+
+def help_items(thresholds: Optional[Thresholds] = None) -> list:
     """The help's lines: headings as they are, each key and term with its text wrapped under it."""
     items: list = [Content.styled("keys", "bold")]
     items += [(Content.styled(f"  {k:<8}", "bold $accent"), v) for k, v in KEYS]
     items += [Content(""), Content.styled("terms", "bold")]
-    items += [(Content.styled(f"  {k:<8}", "bold"), v) for k, v in TERMS]
+    items += [(Content.styled(f"  {k:<8}", "bold"), v) for k, v in terms(thresholds if thresholds is not None else Thresholds())]
     items += [Content(""), Content.styled("no GPU here? `pinmon demo` plays a recorded H200 session", "dim")]
     return items
 
@@ -51,8 +61,12 @@ def help_items() -> list:
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
 
+    def __init__(self, thresholds: Optional[Thresholds] = None):
+        super().__init__()
+        self.thresholds = thresholds
+
     def compose(self):
         with VerticalScroll(id="help-box") as box:
             box.border_title = "pinmon help"
             box.border_subtitle = "Esc / q / ?: close"  # in the border: on screen however tall the help
-            yield HangingText(help_items(), id="help-text")
+            yield HangingText(help_items(self.thresholds), id="help-text")

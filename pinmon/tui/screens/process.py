@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from ...model import Finding, ProcessPinned, Snapshot
 from ..process_detail import LABEL_CELLS, DetailRow, detail_rows
-from .base import lines, set_content
+from ..widgets.base import lines, set_content
 
 STYLES = {"head": "bold", "dim": "dim", "warning": "bold $warning", "": ""}
 

@@ -1,0 +1,82 @@
+"""The main screen's widgets: a status line, the notice bar, six tabs of panels and the footer.
+
+Where each panel sits and which show on a narrow or a wide terminal (``narrow-only``, ``wide-only``)
+is ``pinmon.tcss``'s business; here is what there is and what each panel's border says.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from textual.app import ComposeResult
+from textual.containers import Container, Vertical, VerticalScroll
+from textual.widgets import Footer, TabbedContent, TabPane
+
+from ..advise.thresholds import Thresholds
+from .widgets.findings import FindingsPanel
+from .widgets.gpu_detail import GpuDetail
+from .widgets.gpu_list import GpuList
+from .widgets.gpu_summary import GpuSummary
+from .widgets.header import StatusHeader
+from .widgets.memory import MemoryPanel, memory_title
+from .widgets.notices import NoticeBar
+from .widgets.probe import ProbePanel, ProbeSummary
+from .widgets.processes import ProcessPanel
+from .widgets.top_findings import TopFindings
+from .widgets.top_processes import TopProcesses
+
+TABS = (("overview", "1 Overview"), ("gpus", "2 GPUs"), ("memory", "3 Memory"),
+        ("processes", "4 Processes"), ("probe", "5 Probe"), ("advisor", "6 Advisor"))
+
+
+def compose_main(thresholds: Thresholds) -> ComposeResult:
+    yield StatusHeader(id="status")
+    yield NoticeBar(id="notices")
+    with TabbedContent(initial="overview", id="tabs"):
+        with TabPane(TABS[0][1], id="overview"):
+            with Container(id="overview-grid"):
+                with Vertical(id="ov-gpus", classes="panel") as box:
+                    box.border_title = "GPUs"
+                    yield GpuSummary(classes="narrow-only")
+                    yield GpuList(classes="wide-only")
+                yield _titled(MemoryPanel(compact=True, id="ov-memory", classes="panel"), memory_title(thresholds))
+                with Vertical(id="ov-findings", classes="panel") as box:
+                    box.border_title = "Advisor (6: all findings)"
+                    yield TopFindings(limit=3, classes="narrow-only")
+                    yield TopFindings(limit=12, detailed=True, classes="wide-only")
+                with Vertical(id="ov-right"):
+                    with Vertical(id="ov-processes", classes="panel") as box:
+                        box.border_title = "Pinned memory by process (4: table)"
+                        yield TopProcesses(limit=30, fit=True, classes="narrow-only")
+                        yield TopProcesses(limit=30, classes="wide-only")
+                    yield _titled(ProbeSummary(id="ov-probe", classes="panel wide-only"), "Probe (5: detail)")
+        with TabPane(TABS[1][1], id="gpus"):
+            with Container(id="gpus-grid"):
+                yield _titled(GpuList(id="gpu-list", classes="panel"), "PCIe per GPU (Enter: detail, g: next)")
+                yield _titled(GpuDetail(id="gpu-detail", classes="panel"), "GPU detail")
+        with TabPane(TABS[2][1], id="memory"):
+            with VerticalScroll(id="memory-scroll", classes="tab-scroll"):
+                yield _titled(MemoryPanel(id="memory-panel", classes="panel"), memory_title(thresholds))
+        with TabPane(TABS[3][1], id="processes"):
+            yield ProcessPanel(id="process-panel")
+        with TabPane(TABS[4][1], id="probe"):
+            with VerticalScroll(id="probe-scroll", classes="tab-scroll"):
+                yield _titled(ProbePanel(id="probe-panel", classes="panel"), "Probe: measured on this box")
+        with TabPane(TABS[5][1], id="advisor"):
+            yield _titled(FindingsPanel(id="findings"), "Advisor findings, worst first (Enter: full text)")
+    # The palette stays on ctrl+p; its footer entry would push keys off an 80-column footer.
+    yield Footer(compact=True, show_command_palette=False)
+
+
+def pane_of(widget) -> Optional[str]:
+    """The id of the tab pane holding ``widget``; None outside the tabs (always on screen)."""
+    node = widget
+    while node is not None:
+        if isinstance(node, TabPane):
+            return node.id
+        node = node.parent
+    return None
+
+
+def _titled(widget, title: str):
+    widget.border_title = title
+    return widget

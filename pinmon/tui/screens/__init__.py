@@ -1,0 +1,1 @@
+"""Pop-ups over the main screen (help, a finding, a process, the notices), one per file."""

@@ -1,0 +1,30 @@
+"""Every notice in full (``n``): the notice bar shows only the first."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+
+from ...units import printable
+from ..widgets.notices import MARK
+from ..widgets.wrap import HangingText
+
+
+class NoticesScreen(ModalScreen[None]):
+    """Every notice in full; the close keys sit in the border, always on screen."""
+
+    BINDINGS = [Binding("escape,n,q", "dismiss", "Close")]
+
+    def __init__(self, notices: Sequence[str]):
+        super().__init__()
+        self.notices = tuple(notices)
+
+    def compose(self):
+        with VerticalScroll(id="notices-box") as box:
+            box.border_title = f"notices ({len(self.notices)})"
+            box.border_subtitle = "Esc / n / q: close"
+            items = [(Content.styled(*MARK), printable(n, 2000)) for n in self.notices]
+            yield HangingText(items or [Content.styled("no notices", "dim")], id="notices-text")
