@@ -27,7 +27,7 @@ from ..collect.source import Source
 from ..model import Finding, ProbeResult, Snapshot
 from ..units import printable
 from .keys import BINDINGS, palette_commands
-from .layout import compose_main, pane_of
+from .layout import MainScreen, compose_main, pane_of
 from .screens.help import HelpScreen
 from .screens.notices import NoticesScreen
 from .session import Note, Session
@@ -87,6 +87,9 @@ class PinmonApp(App[int]):
         from .driver_choice import choose_driver
 
         return choose_driver(stock)
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield from compose_main(self.session.thresholds)

@@ -2,6 +2,12 @@
 
 Where each panel sits and which show on a narrow or a wide terminal (``narrow-only``, ``wide-only``)
 is ``pinmon.tcss``'s business; here is what there is and what each panel's border says.
+
+The containers that only arrange others (no border, no text of their own: the screen, the tabs, a
+tab's pane, the grids, the overview's right column) are ``BLANK`` (Textual's switch for such
+widgets): each screen update otherwise renders every line of every container around a changed
+line, and at 1 Hz most of the update is those containers (bench/tui_frame.py). Textual releases
+without the switch ignore it.
 """
 from __future__ import annotations
 
@@ -9,12 +15,13 @@ from typing import Optional
 
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical, VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from ..advise.thresholds import Thresholds
 from .widgets.findings import FindingsPanel
 from .widgets.gpu_detail import GpuDetail
-from .widgets.gpu_list import GpuList
+from .widgets.gpu_list import BareGpuList, GpuList
 from .widgets.gpu_summary import GpuSummary
 from .widgets.header import StatusHeader
 from .widgets.memory import MemoryPanel, memory_title
@@ -28,40 +35,61 @@ TABS = (("overview", "1 Overview"), ("gpus", "2 GPUs"), ("memory", "3 Memory"),
         ("processes", "4 Processes"), ("probe", "5 Probe"), ("advisor", "6 Advisor"))
 
 
+
+class MainScreen(Screen):
+    BLANK = True
+
+
+class MainTabs(TabbedContent):
+    BLANK = True
+
+
+class Pane(TabPane):
+    BLANK = True
+
+
+class Grid(Container):
+    BLANK = True
+
+
+class Column(Vertical):
+    BLANK = True
+
+
 def compose_main(thresholds: Thresholds) -> ComposeResult:
     yield StatusHeader(id="status")
     yield NoticeBar(id="notices")
-    with TabbedContent(initial="overview", id="tabs"):
-        with TabPane(TABS[0][1], id="overview"):
-            with Container(id="overview-grid"):
+    with MainTabs(initial="overview", id="tabs"):
+        with Pane(TABS[0][1], id="overview"):
+            with Grid(id="overview-grid"):
                 with Vertical(id="ov-gpus", classes="panel") as box:
                     box.border_title = "GPUs"
                     yield GpuSummary(classes="narrow-only")
-                    yield GpuList(classes="wide-only")
+                    yield BareGpuList(classes="wide-only")
                 yield _titled(MemoryPanel(compact=True, id="ov-memory", classes="panel"), memory_title(thresholds))
                 with Vertical(id="ov-findings", classes="panel") as box:
                     box.border_title = "Advisor (6: all findings)"
                     yield TopFindings(limit=3, classes="narrow-only")
                     yield TopFindings(limit=12, detailed=True, classes="wide-only")
-                with Vertical(id="ov-right"):
+                with Column(id="ov-right"):
                     with Vertical(id="ov-processes", classes="panel") as box:
                         box.border_title = "Pinned memory by process (4: table)"
                         yield TopProcesses(limit=30, fit=True, classes="narrow-only")
                         yield TopProcesses(limit=30, classes="wide-only")
                     yield _titled(ProbeSummary(id="ov-probe", classes="panel wide-only"), "Probe (5: detail)")
-        with TabPane(TABS[1][1], id="gpus"):
-            with Container(id="gpus-grid"):
+        with Pane(TABS[1][1], id="gpus"):
+            with Grid(id="gpus-grid"):
                 yield _titled(GpuList(id="gpu-list", classes="panel"), "PCIe per GPU (Enter: detail, g: next)")
                 yield _titled(GpuDetail(id="gpu-detail", classes="panel"), "GPU detail")
-        with TabPane(TABS[2][1], id="memory"):
+        with Pane(TABS[2][1], id="memory"):
             with VerticalScroll(id="memory-scroll", classes="tab-scroll"):
                 yield _titled(MemoryPanel(id="memory-panel", classes="panel"), memory_title(thresholds))
-        with TabPane(TABS[3][1], id="processes"):
+        with Pane(TABS[3][1], id="processes"):
             yield ProcessPanel(id="process-panel")
-        with TabPane(TABS[4][1], id="probe"):
+        with Pane(TABS[4][1], id="probe"):
             with VerticalScroll(id="probe-scroll", classes="tab-scroll"):
                 yield _titled(ProbePanel(id="probe-panel", classes="panel"), "Probe: measured on this box")
-        with TabPane(TABS[5][1], id="advisor"):
+        with Pane(TABS[5][1], id="advisor"):
             yield _titled(FindingsPanel(id="findings"), "Advisor findings, worst first (Enter: full text)")
     # The palette stays on ctrl+p; its footer entry would push keys off an 80-column footer.
     yield Footer(compact=True, show_command_palette=False)

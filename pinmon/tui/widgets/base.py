@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from textual.content import Content
+from textual.reactive import Reactive
 
 from ..state import ViewState
 
@@ -11,6 +12,14 @@ class View:
 
     def show(self, state: ViewState) -> None:  # pragma: no cover - interface
         raise NotImplementedError
+
+
+class NoLinks:
+    """Mixin (first among the bases) for widgets whose text holds no links: Textual looks for
+    links to highlight in every line it renders (``auto_links``), a third of the cost of rendering
+    a short line, and the panels redraw lines every second."""
+
+    auto_links = Reactive(False)
 
 
 class CompositeView(View):

@@ -13,7 +13,7 @@ from textual.widgets import Static
 from ...units import fmt_bytes, fmt_rate, printable
 from ..format import command_text, error_text, error_total, link_label, link_state, method_label
 from ..state import ViewState
-from .base import View, lines, set_content
+from .base import NoLinks, View, lines, set_content
 
 
 # "    4242    80.0 GiB  ": the columns before COMMAND.
@@ -22,7 +22,7 @@ PROCESS_LEAD_CELLS = 22
 DEFAULT_COMMAND_CELLS = 58
 
 
-class GpuDetail(Static, View):
+class GpuDetail(NoLinks, Static, View):
     _state: Optional[ViewState] = None
 
     def on_resize(self) -> None:

@@ -11,6 +11,8 @@ from .gpu_row import GpuRow
 
 
 class GpuList(Vertical, CompositeView):
+    """The rows of the GPUs; on the GPUs tab a panel of its own."""
+
     def __init__(self, **kw):
         super().__init__(**kw)
         self._indices: tuple[int, ...] | None = None
@@ -36,3 +38,10 @@ class GpuList(Vertical, CompositeView):
         for row, g in zip(self._rows, gpus):
             row.set_gpu(g, state.rx_series.get(g.index, ()), state.tx_series.get(g.index, ()),
                         row.position == state.selected_gpu, state.thresholds)
+
+
+class BareGpuList(GpuList):
+    """The overview's list, inside the GPUs panel: no border or text of its own, so ``BLANK``
+    (see ``layout.py``)."""
+
+    BLANK = True

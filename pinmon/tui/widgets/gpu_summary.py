@@ -11,7 +11,7 @@ from textual.widgets import Static
 from ...units import fmt_rate, printable
 from ..format import NO_GPU_HINT, error_total, link_label, link_state
 from ..state import ViewState
-from .base import View, lines, set_content
+from .base import NoLinks, View, lines, set_content
 from .gpu_row import _LINK_NOTE, _LINK_STYLE
 
 MAX_ROWS = 4
@@ -29,7 +29,7 @@ def listed_positions(count: int, selected: int, max_rows: int = MAX_ROWS) -> lis
     return first
 
 
-class GpuSummary(Static, View):
+class GpuSummary(NoLinks, Static, View):
     def show(self, state: ViewState) -> None:
         if not state.gpus:
             set_content(self, Content.styled(NO_GPU_HINT if state.live else "no NVIDIA GPU in this recording", "dim"))

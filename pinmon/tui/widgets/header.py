@@ -12,14 +12,14 @@ from textual.widgets import Static
 from ...units import fmt_bytes, printable
 from ..format import fmt_time
 from ..state import ViewState
-from .base import View, set_content
+from .base import NoLinks, View, set_content
 
 
 def _speed(x: float) -> str:
     return f"{x:g}x"
 
 
-class StatusHeader(Static, View):
+class StatusHeader(NoLinks, Static, View):
     def __init__(self, **kw):
         super().__init__(**kw)
         self._state: Optional[ViewState] = None

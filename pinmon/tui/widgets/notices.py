@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from ...units import printable
 from ..state import ViewState
-from .base import View, set_content
+from .base import NoLinks, View, set_content
 
 MARK = ("! ", "bold $warning")
 
@@ -29,7 +29,7 @@ def notice_line(notices: Sequence[str], width: Optional[int]) -> Content:
     return Content.assemble(MARK, first, more)
 
 
-class NoticeBar(Static, View):
+class NoticeBar(NoLinks, Static, View):
     hides_itself = True  # hidden while there is nothing to say, so the app must still feed it
 
     def __init__(self, **kw):

@@ -17,7 +17,7 @@ from ...units import fmt_bytes, fmt_pct, fmt_rate, printable
 from ..format import fmt_seconds, fmt_speedup, fmt_time, other_measurements, probe_rows, sweep_sizes
 from ..probe_link import shared_directions
 from ..state import ProbeView, ViewState
-from .base import CompositeView, View, lines, set_content
+from .base import CompositeView, NoLinks, View, lines, set_content
 
 
 def shared_row(result: ProbeResult) -> Optional[Content]:
@@ -149,7 +149,7 @@ def probe_body(state: ViewState) -> list[Content]:
     return rows
 
 
-class ProbeSummary(Static, View):
+class ProbeSummary(NoLinks, Static, View):
     """The latest probe in a few lines, for the overview on large terminals."""
 
     def show(self, state: ViewState) -> None:

@@ -20,7 +20,7 @@ from textual.strip import Strip
 from textual.visual import Visual
 from textual.widget import Widget
 
-from .base import lines
+from .base import NoLinks, lines
 
 
 def as_rows(content: Content | str) -> tuple[Content, ...]:
@@ -30,7 +30,7 @@ def as_rows(content: Content | str) -> tuple[Content, ...]:
     return tuple(content.split("\n")) if "\n" in content.plain else (content,)
 
 
-class RowsWidget(Widget):
+class RowsWidget(NoLinks, Widget):
     DEFAULT_CSS = """
     RowsWidget {
         height: auto;
@@ -40,7 +40,7 @@ class RowsWidget(Widget):
     def __init__(self, **kw):
         super().__init__(**kw)
         self._rows: tuple[Content, ...] = ()
-        self._joined = Content("")
+        self._joined: Optional[Content] = Content("")  # None: not joined since the rows changed
         self._strips: Optional[list[list[Strip]]] = None  # per row, its lines at _key
         self._key: Optional[tuple] = None  # (width, visual style) the strips were rendered with
         self._flat: list[Strip] = []
@@ -50,6 +50,10 @@ class RowsWidget(Widget):
         return self._rows
 
     def render(self) -> Content:
+        # Joined on demand: Textual asks for it on a layout pass and a mouse selection, not on
+        # the repaint of a changed row.
+        if self._joined is None:
+            self._joined = lines(*self._rows) if self._rows else Content("")
         return self._joined
 
     def set_rows(self, rows: Sequence[Content | str]) -> None:
@@ -60,7 +64,7 @@ class RowsWidget(Widget):
         if changed is not None and not changed:
             return  # the same text and styles: nothing to redraw
         self._rows = new
-        self._joined = lines(*new) if new else Content("")
+        self._joined = None
         strips, key = self._strips, self._key
         if changed is None or self._may_change_size(old, new):
             self._strips = None
@@ -128,7 +132,7 @@ class RowsWidget(Widget):
         if self.text_selection is not None:
             # A mouse selection spans rows: the whole text, as Textual draws it.
             width, height = self.size
-            strips = Visual.to_strips(self, self._joined, width, height, self.visual_style)
+            strips = Visual.to_strips(self, self.render(), width, height, self.visual_style)
             return strips[y] if y < len(strips) else Strip.blank(width, self.visual_style.rich_style)
         self._dirty_regions.clear()  # Widget.render_line's cue to render everything again
         key = self._render_key()

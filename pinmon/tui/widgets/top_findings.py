@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from ...units import printable
 from ..state import ViewState
-from .base import View, lines, set_content
+from .base import NoLinks, View, lines, set_content
 from .findings import badge
 from .wrap import hanging
 
@@ -21,7 +21,7 @@ MAX_LINES = 2
 ADVICE_LEAD = "       → "
 
 
-class TopFindings(Static, View):
+class TopFindings(NoLinks, Static, View):
     def __init__(self, limit: int = 3, detailed: bool = False, **kw):
         super().__init__(**kw)
         self.limit = limit

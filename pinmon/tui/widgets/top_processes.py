@@ -14,10 +14,10 @@ from textual.widgets import Static
 from ...units import fmt_bytes, printable
 from ..format import SORT_COLUMNS, name_text, sort_processes, user_text
 from ..state import ViewState
-from .base import View, lines, set_content
+from .base import NoLinks, View, lines, set_content
 
 
-class TopProcesses(Static, View):
+class TopProcesses(NoLinks, Static, View):
     def __init__(self, limit: int = 5, fit: bool = False, **kw):
         super().__init__(**kw)
         self.limit = limit

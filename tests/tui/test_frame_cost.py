@@ -1,0 +1,77 @@
+"""What one second's screen update renders on an idle box: few widgets, and containers for nothing.
+
+Textual repaints a partial update as one rectangle around the changed lines (the clock on the top
+line, a GPU's rates, the RAM line) and, within it, every line of every widget whose parent
+touches it: the screen, the tabs and the grids around the panels, 48 lines each. The containers
+that only arrange others are ``BLANK`` (``layout.py``), so Textual draws them as plain background
+without rendering them; the screenshots (test_snapshots.py) show they look the same.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from textual.widget import Widget
+
+from pinmon.tui.app import PinmonApp
+
+from .fakes import make_snapshot, no_findings
+
+WIDE = (160, 48)
+# Textual releases before the switch ignore it (and draw the containers as before).
+HONOURS_BLANK = hasattr(Widget, "BLANK")
+
+
+def idle(i: int):
+    """make_snapshot(i) as an idle box: the clock moves, the link carries a few MB/s of noise."""
+    s = make_snapshot(i)
+    gpus = tuple(dataclasses.replace(g, pcie=dataclasses.replace(g.pcie, rx_bytes_per_s=1e6 + i * 1e5,
+                                                                  tx_bytes_per_s=2e6 - i * 1e5))
+                 for g in s.gpus)
+    return dataclasses.replace(s, gpus=gpus, processes=())
+
+
+def _has_border(widget: Widget) -> bool:
+    return any(edge[0] not in ("", "none", "hidden") for edge in widget.styles.border)
+
+
+async def test_blank_containers_have_no_border_title_or_text_of_their_own():
+    app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+    for size in (WIDE, (80, 24)):
+        async with app.run_test(size=size) as pilot:
+            app.apply_snapshot(idle(0))
+            await pilot.pause()
+            blank = [w for w in app.screen.query("*") if getattr(w, "BLANK", False)] + [app.screen]
+            assert len(blank) >= 6
+            for w in blank:
+                assert w.BLANK and not _has_border(w) and not w.border_title, w
+                assert w.is_container or w is app.screen, w
+        app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+
+
+@pytest.mark.skipif(not HONOURS_BLANK, reason="this Textual has no BLANK widgets")
+async def test_an_idle_second_renders_no_container_that_draws_nothing(monkeypatch):
+    rendered: list[Widget] = []
+    real = Widget.render_lines
+
+    def counting(self, crop):
+        rendered.append(self)
+        return real(self, crop)
+
+    app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+    async with app.run_test(size=WIDE) as pilot:
+        for i in range(5):
+            app.apply_snapshot(idle(i))
+        await pilot.pause(0.1)
+        monkeypatch.setattr(Widget, "render_lines", counting)
+        app.apply_snapshot(idle(5))
+        await pilot.pause(0.1)
+    drawn = {w for w in rendered if not w.BLANK}
+    names = sorted(type(w).__name__ for w in drawn)
+    # The panels the update touches, their neighbours in the grid, the tab bar (between the clock
+    # and the panels), the footer and the status line; no screen, tab, pane or grid.
+    assert not {"MainScreen", "MainTabs", "Pane", "Grid", "Column", "BareGpuList"} & set(names), names
+    assert len(drawn) <= 19, names
+    # The panels' text holds no links: Textual's search for them costs a third of a short line.
+    ours = [w for w in drawn if type(w).__module__.startswith("pinmon.")]
+    assert ours and not [w for w in ours if w.auto_links]
