@@ -68,6 +68,10 @@ class GpuRow(RowsWidget, can_focus=True):
         self._data: Optional[tuple] = None
         # row index -> (the row, its rate column, its bars' runs, low colour, high colour)
         self._bar_rows: dict[int, tuple] = {}
+        # The bars' colours and the styles they were read under; the bars of each direction as
+        # text, with what they were built from: at 1 Hz the styles stay and idle bars repeat.
+        self._colours: Optional[tuple] = None
+        self._bars: dict[str, tuple] = {}
 
     def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
                 selected: bool, thresholds: Thresholds) -> None:
@@ -92,9 +96,7 @@ class GpuRow(RowsWidget, can_focus=True):
             head = head.stylize_before("bold")
         if gpu.lost:
             return [head]
-        _, base = self.background_colors
-        low = base + self.get_component_styles("gpu-row--spark-min").color
-        high = base + self.get_component_styles("gpu-row--spark-max").color
+        low, high = self._spark_colours()
         link_rate = gpu.link.theoretical_bytes_per_s
         # One scale for both directions: the link as rated, so a downshift shows as lower bars.
         scale = gpu.link.max_theoretical_bytes_per_s or link_rate
@@ -105,10 +107,23 @@ class GpuRow(RowsWidget, can_focus=True):
         for label, rate, series in (("RX H2D", p.rx_bytes_per_s, rx), ("TX D2H", p.tx_bytes_per_s, tx)):
             text = direction_content(label, rate, link_rate, p.method).truncate(RATE_CELLS, pad=True)
             runs = spark_runs(series, scale, spark_cells)
-            row = text + runs_content(runs, low, high)
+            kept = self._bars.get(label)
+            if kept is None or kept[:3] != (runs, low, high):
+                kept = self._bars[label] = (runs, low, high, runs_content(runs, low, high))
+            row = text + kept[3]
             self._bar_rows[len(rows)] = (row, text, runs, low, high)
             rows.append(row)
         return rows
+
+    def _spark_colours(self) -> tuple:
+        """(low, high) colours of the bars on this row's background, read again when its styles
+        change (Textual keeps ``visual_style`` until they do: focus, selection, theme)."""
+        style = self.visual_style
+        if self._colours is None or self._colours[0] is not style:
+            _, base = self.background_colors
+            self._colours = (style, base + self.get_component_styles("gpu-row--spark-min").color,
+                             base + self.get_component_styles("gpu-row--spark-max").color)
+        return self._colours[1:]
 
     def _render_row(self, index: int, row: Content, width: int) -> list[Strip]:
         # A bars row: the rate column through Textual, the bars straight to segments (the same

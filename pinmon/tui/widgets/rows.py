@@ -88,7 +88,10 @@ class RowsWidget(NoLinks, Widget):
                     self.refresh(layout=True)
                     return
                 strips[i] = rendered
-                dirty.append(Region(0, start, width, count))
+                if dirty and dirty[-1].bottom == start:  # adjacent rows: one region
+                    dirty[-1] = Region(0, dirty[-1].y, width, dirty[-1].height + count)
+                else:
+                    dirty.append(Region(0, start, width, count))
             start += count
         self._flat = [s for row in strips for s in row]
         self.refresh(*dirty)
