@@ -1,6 +1,8 @@
 """Formatting at the edge: bytes as binary GiB/MiB, bandwidth as decimal GB/s (as NVIDIA's tools do).
 
 Inside pinmon every figure is bytes or bytes/second; only views call these. ``None`` prints "n/a".
+Each kind of figure has one formatter here (bytes, rate, share, seconds, link, traffic), so the
+terminal app, ``pinmon check``, the probe report and the advisor's messages print it alike.
 """
 from __future__ import annotations
 
@@ -37,10 +39,51 @@ def fmt_rate(bytes_per_s: Optional[float], digits: int = 1) -> str:
     return f"{bytes_per_s:.0f} B/s"
 
 
+def fmt_seconds(seconds: Optional[float], digits: Optional[int] = None) -> str:
+    """A duration with its unit: 9.1e-6 -> '9.1 us', 0.124 -> '124.0 ms', 1.5 -> '1.50 s',
+    600 -> '10 min', 9000 -> '2.5 h'. ``digits`` replaces the unit's usual decimals (1 for us, ms
+    and h, 2 for s, 0 for min)."""
+    if seconds is None:
+        return NA
+    if seconds == 0:
+        return "0 s"
+    v = abs(seconds)
+    # (from, unit, size, usual decimals): whole minutes from 2 min, hours from 2 h.
+    for start, unit, size, usual in ((7200.0, "h", 3600.0, 1), (120.0, "min", 60.0, 0), (1.0, "s", 1.0, 2),
+                                     (1e-3, "ms", 1e-3, 1), (0.0, "us", 1e-6, 1)):
+        if v >= start:
+            return f"{seconds / size:.{usual if digits is None else digits}f} {unit}"
+    return NA  # NaN
+
+
 def fmt_pct(fraction: Optional[float], digits: int = 0) -> str:
     if fraction is None:
         return NA
     return f"{fraction * 100:.{digits}f}%"
+
+
+def share(part: Optional[float], whole: Optional[float]) -> Optional[float]:
+    """``part`` as a fraction of ``whole``; None when either is unknown or the whole is 0."""
+    if part is None or not whole:
+        return None
+    return part / whole
+
+
+def fmt_share(part: Optional[float], whole: Optional[float], digits: int = 0) -> str:
+    """``part`` as a percentage of ``whole``: fmt_share(30, 120) -> '25%'; 'n/a' when unknown."""
+    return fmt_pct(share(part, whole), digits)
+
+
+def fmt_link(gen: Optional[int], width: Optional[int]) -> str:
+    """A PCIe link's generation and width: 'Gen5 x16', 'Gen4 x?' when one is unknown, 'n/a' for both."""
+    if gen is None and width is None:
+        return NA
+    return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
+
+
+def fmt_traffic(rx_bytes_per_s: Optional[float], tx_bytes_per_s: Optional[float]) -> str:
+    """A link's two directions: 'RX 12.3 GB/s  TX 1.0 GB/s' (RX host to device, TX device to host)."""
+    return f"RX {fmt_rate(rx_bytes_per_s)}  TX {fmt_rate(tx_bytes_per_s)}"
 
 
 def fmt_int(n: Optional[int]) -> str:

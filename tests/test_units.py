@@ -1,7 +1,8 @@
 """Formatting at the edge: binary GiB for memory, decimal GB/s for bandwidth, n/a for unknown."""
 import pytest
 
-from pinmon.units import fmt_bytes, fmt_pct, fmt_rate, parse_size
+from pinmon.units import (fmt_bytes, fmt_link, fmt_pct, fmt_rate, fmt_seconds, fmt_share, fmt_traffic,
+                          parse_size, share)
 
 
 def test_fmt_bytes():
@@ -22,6 +23,37 @@ def test_fmt_rate_is_decimal():
 
 def test_fmt_pct():
     assert fmt_pct(0.873) == "87%" and fmt_pct(None) == "n/a"
+
+
+def test_share_of_a_whole():
+    assert share(30, 120) == 0.25 and fmt_share(30, 120) == "25%" and fmt_share(1, 3, 1) == "33.3%"
+    # Unknown part, unknown or empty whole: no figure rather than a division by zero.
+    assert share(None, 10) is None and share(5, None) is None and share(5, 0) is None
+    assert fmt_share(5, 0) == "n/a"
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (None, "n/a"), (0, "0 s"), (9.1e-6, "9.1 us"), (9e-6, "9.0 us"), (0.012, "12.0 ms"), (0.124, "124.0 ms"),
+    (1.5, "1.50 s"), (119.99, "119.99 s"), (600, "10 min"), (9000, "2.5 h"), (-2.5, "-2.50 s"),
+    (float("nan"), "n/a"),
+])
+def test_fmt_seconds(seconds, text):
+    assert fmt_seconds(seconds) == text
+
+
+def test_fmt_seconds_digits():
+    assert fmt_seconds(1.0, 0) == "1 s" and fmt_seconds(600, 0) == "10 min" and fmt_seconds(2e-3, 2) == "2.00 ms"
+
+
+def test_fmt_link():
+    assert fmt_link(5, 16) == "Gen5 x16"
+    assert fmt_link(None, None) == "n/a"
+    assert fmt_link(4, None) == "Gen4 x?" and fmt_link(None, 8) == "Gen? x8"
+
+
+def test_fmt_traffic():
+    assert fmt_traffic(12.3e9, 1e9) == "RX 12.3 GB/s  TX 1.0 GB/s"
+    assert fmt_traffic(None, 0.0) == "RX n/a  TX 0 B/s"
 
 
 @pytest.mark.parametrize("text, value", [("256M", 256 << 20), ("256MiB", 256 << 20), ("1G", 1 << 30),

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Optional, Sequence
 
 from ..model import Finding, Gpu, HostMemory, ProbeResult, ProcessPinned, Snapshot
-from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, printable
+from ..units import fmt_bytes, fmt_int, fmt_link, fmt_pct, fmt_rate, fmt_seconds, printable
 from .copies import slow_pinned_copies
 from .thresholds import Thresholds
 
@@ -57,14 +57,6 @@ def _at(site: Optional[str], verb: str = "at") -> str:
     return ', {} "{}"'.format(verb, site.replace('"', '\\"'))
 
 
-def _fmt_seconds(s: float) -> str:
-    if s < 1e-3:
-        return f"{s * 1e6:.0f} us"
-    if s < 1.0:
-        return f"{s * 1e3:.1f} ms"
-    return f"{s:.2f} s"
-
-
 def _top_pinned(processes: Sequence[ProcessPinned]) -> Optional[ProcessPinned]:
     rows = [p for p in processes if p.pinned_bytes]
     return max(rows, key=lambda p: p.pinned_bytes) if rows else None
@@ -75,15 +67,6 @@ def _top_holder_sentence(processes: Sequence[ProcessPinned]) -> str:
     if top is None:
         return ""
     return f" Largest holder: {process_subject(top)} with {fmt_bytes(top.pinned_bytes)} {_src(top)}."
-
-
-def _traffic_bytes_per_s(gpu: Gpu) -> Optional[float]:
-    parts = [v for v in (gpu.pcie.rx_bytes_per_s, gpu.pcie.tx_bytes_per_s) if v is not None]
-    return sum(parts) if parts else None
-
-
-def _link_desc(gen: Optional[int], width: Optional[int]) -> str:
-    return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
 
 
 def _lspci_target(bus_id: Optional[str]) -> str:
@@ -286,7 +269,7 @@ def _alloc_costs(snap: Snapshot) -> tuple[str, dict]:
     if rows:
         shown = rows[:3]
         text = "on this box the probe measured " + ", ".join(
-            f"{fmt_bytes(m.size_bytes)} in {_fmt_seconds(m.seconds)}" for m in shown)
+            f"{fmt_bytes(m.size_bytes)} in {fmt_seconds(m.seconds)}" for m in shown)
         return text, {"probe_alloc_size_bytes": shown[0].size_bytes, "probe_alloc_seconds": shown[0].seconds}
     return ("measured on an H200 host: ~1 ms for a process's first call, ~9 us for each later 4 KiB one,"
             " ~6 ms for 16 MiB"), {}
@@ -467,12 +450,10 @@ def pcie_link_degraded(history: Sequence[Snapshot], t: Thresholds) -> list[Findi
         if g.lost:
             continue
         link = g.link
-        gen_low = link.gen is not None and link.gen_max is not None and link.gen < link.gen_max
-        width_low = link.width is not None and link.width_max is not None and link.width < link.width_max
-        if not (gen_low or width_low):
+        if not link.below_max:
             continue
-        traffic = _traffic_bytes_per_s(g)
-        now, rated = _link_desc(link.gen, link.width), _link_desc(link.gen_max, link.width_max)
+        traffic = g.pcie.traffic_bytes_per_s
+        now, rated = fmt_link(link.gen, link.width), fmt_link(link.gen_max, link.width_max)
         rates = ""
         if link.max_theoretical_bytes_per_s is not None and link.theoretical_bytes_per_s is not None:
             rates = f" ({fmt_rate(link.max_theoretical_bytes_per_s)} vs {fmt_rate(link.theoretical_bytes_per_s)})"
@@ -485,7 +466,7 @@ def pcie_link_degraded(history: Sequence[Snapshot], t: Thresholds) -> list[Findi
         if traffic is not None and traffic >= t.link_degraded_traffic_bytes_per_s:
             message = f"link {now} under {fmt_rate(traffic)} of traffic, rated {rated}{rates}"
             out.append(_finding("pcie-link-degraded", "warning", f"gpu{g.index}", message, advice, **values))
-        elif width_low:
+        elif link.width_below_max:
             # An idle GPU lowering its generation is power saving; its width rarely changes for that.
             load = f"at {fmt_rate(traffic)} of traffic" if traffic is not None else "with traffic unknown"
             message = (f"link {now} {load}, rated {rated}{rates}: the width is below the slot's rating,"
@@ -554,7 +535,7 @@ def probe_below_link(history: Sequence[Snapshot], t: Thresholds) -> list[Finding
         return []
     link_text = ""
     if gpu is not None and (gpu.link.gen is not None or gpu.link.width is not None):
-        link_text = f" ({_link_desc(gpu.link.gen, gpu.link.width)})"
+        link_text = f" ({fmt_link(gpu.link.gen, gpu.link.width)})"
     message = (f"best pinned copy {fmt_rate(best)} ({direction}) = {fmt_pct(fraction)} of the link's"
                f" {fmt_rate(link_rate)}{link_text}")
     advice = (f"Check the link state under load (LnkSta in `{_lspci_target(gpu.pci_bus_id if gpu else None)}`),"

@@ -9,20 +9,9 @@ import textwrap
 from typing import Optional
 
 from ..model import ProbeMeasurement, ProbeResult
-from ..units import NA, fmt_bytes, fmt_pct, fmt_rate
+from ..units import NA, fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
 
 _WIDTHS = (1, 2, 4, 8, 12, 16, 32)
-
-
-def fmt_seconds(seconds: Optional[float]) -> str:
-    """0.0000091 -> '9.1 us', 0.124 -> '124.0 ms', 1.5 -> '1.50 s'."""
-    if seconds is None:
-        return NA
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds * 1e6:.1f} us"
 
 
 def link_name(theoretical_bytes_per_s: Optional[float]) -> str:

@@ -9,8 +9,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from ..model import EXACT_PCIE_METHODS, Gpu, Link, ProbeResult, ProcessPinned
-from ..units import fmt_bytes, fmt_pct, fmt_rate, printable
+from ..model import EXACT_PCIE_METHODS, Gpu, ProbeResult, ProcessPinned
+from ..units import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds, printable, share
 
 # Below this much traffic a link running under its maximum is the driver saving power (ASPM /
 # dynamic link speed), not a fault: it retrains to full speed as soon as transfers start.
@@ -25,31 +25,6 @@ SEVERITY_STYLE = {"critical": "$error", "warning": "$warning", "info": "$primary
 SEVERITY_LABEL = {"critical": "CRIT", "warning": "WARN", "info": "INFO"}
 
 
-def link_label(gen: Optional[int], width: Optional[int]) -> str:
-    if gen is None and width is None:
-        return "n/a"
-    return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
-
-
-def share(part: Optional[float], whole: Optional[float]) -> Optional[float]:
-    if part is None or not whole:
-        return None
-    return part / whole
-
-
-def traffic_bytes_per_s(gpu: Gpu) -> Optional[float]:
-    rx, tx = gpu.pcie.rx_bytes_per_s, gpu.pcie.tx_bytes_per_s
-    if rx is None and tx is None:
-        return None
-    return (rx or 0.0) + (tx or 0.0)
-
-
-def below_max(link: Link) -> bool:
-    gen_low = link.gen is not None and link.gen_max is not None and link.gen < link.gen_max
-    width_low = link.width is not None and link.width_max is not None and link.width < link.width_max
-    return gen_low or width_low
-
-
 def link_state(gpu: Gpu) -> str:
     """'lost', 'unknown', 'full', 'degraded' (below max under load) or 'downshift' (below max, idle)."""
     if gpu.lost:
@@ -57,9 +32,9 @@ def link_state(gpu: Gpu) -> str:
     link = gpu.link
     if link.gen is None and link.width is None:
         return "unknown"
-    if not below_max(link):
+    if not link.below_max:
         return "full"
-    traffic = traffic_bytes_per_s(gpu)
+    traffic = gpu.pcie.traffic_bytes_per_s
     if traffic is not None and traffic >= DEGRADED_TRAFFIC_BYTES_PER_S:
         return "degraded"
     return "downshift"
@@ -98,18 +73,6 @@ def fmt_time(t: Optional[float], with_date: bool = True) -> str:
     if t is None:
         return "n/a"
     return time.strftime("%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S", time.localtime(t))
-
-
-def fmt_seconds(s: Optional[float]) -> str:
-    if s is None:
-        return "n/a"
-    if s < 1:
-        return f"{s * 1000:.0f} ms"
-    if s < 120:
-        return f"{s:.1f} s"
-    if s < 7200:
-        return f"{s / 60:.0f} min"
-    return f"{s / 3600:.1f} h"
 
 
 # --- probe ---------------------------------------------------------------------------------------
@@ -213,10 +176,6 @@ def filter_processes(procs: Sequence[ProcessPinned], text: str) -> list[ProcessP
     return [p for p in procs
             if needle in str(p.pid) or needle in (p.name or "").lower()
             or needle in (p.user or "").lower() or needle in (p.cmdline or "").lower()]
-
-
-def pct_text(fraction: Optional[float]) -> str:
-    return fmt_pct(fraction)
 
 
 # --- NUMA placement ------------------------------------------------------------------------------

@@ -120,7 +120,7 @@ def test_pinned_small_allocs_quotes_the_probe():
     probe = make_probe(allocs=[(16 * MIB, 6.1e-3), (4096, 9e-6)])
     snap = make_snap(processes=[make_proc(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
     [f] = R.pinned_small_allocs([snap], T)
-    assert "on this box the probe measured 4.0 KiB in 9 us, 16.0 MiB in 6.1 ms" in f.advice
+    assert "on this box the probe measured 4.0 KiB in 9.0 us, 16.0 MiB in 6.1 ms" in f.advice
     assert f.values["probe_alloc_seconds"] == 9e-6 and f.values["probe_alloc_size_bytes"] == 4096
 
 
@@ -540,4 +540,4 @@ def test_pinned_small_allocs_quotes_the_steady_call_not_the_first():
                          note="steady; break_even_transfers=3")))
     snap = make_snap(processes=[make_proc(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
     [f] = R.pinned_small_allocs([snap], T)
-    assert f.values["probe_alloc_seconds"] == 9e-6 and "4.0 KiB in 9 us" in f.advice
+    assert f.values["probe_alloc_seconds"] == 9e-6 and "4.0 KiB in 9.0 us" in f.advice

@@ -4,8 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from pinmon.model import Gpu, Link, Pcie, ProbeResult, ProcessPinned
-from pinmon.tui.format import (SORT_COLUMNS, error_text, filter_processes, fmt_seconds, link_label, link_state,
-                               probe_rows, sort_processes)
+from pinmon.tui.format import SORT_COLUMNS, error_text, filter_processes, link_state, probe_rows, sort_processes
 from pinmon.tui.state import ProbeView, ViewState
 from pinmon.tui.widgets.finding_screen import _value
 from pinmon.tui.widgets.header import header_content
@@ -36,12 +35,6 @@ def test_full_lost_and_unknown_links():
 
 def test_width_alone_below_max_counts():
     assert link_state(gpu(Link(gen=5, gen_max=5, width=8, width_max=16), rx=20e9)) == "degraded"
-
-
-def test_link_label():
-    assert link_label(5, 16) == "Gen5 x16"
-    assert link_label(None, None) == "n/a"
-    assert link_label(4, None) == "Gen4 x?"
 
 
 def test_error_text_sums_replays_recoveries_and_errors():
@@ -86,12 +79,6 @@ def test_probe_rows_without_measurements_are_unknown_not_zero():
 def test_duty_cycle():
     assert ProbeView(probe_seconds=3, wall_seconds=600).duty_cycle == 0.005
     assert ProbeView().duty_cycle is None
-
-
-def test_fmt_seconds():
-    assert fmt_seconds(0.012) == "12 ms"
-    assert fmt_seconds(1.5) == "1.5 s"
-    assert fmt_seconds(600) == "10 min"
 
 
 def test_finding_values_get_units_from_their_names():

@@ -14,8 +14,8 @@ from typing import Optional, Sequence
 from textual.content import Content
 
 from ...model import Finding, HostMemory
-from ...units import fmt_bytes, fmt_pct
-from ..format import node_split, share
+from ...units import fmt_bytes, fmt_pct, share
+from ..format import node_split
 from ..state import ViewState
 from .bar import bar
 from .base import View

@@ -13,8 +13,8 @@ from textual.content import Content
 from textual.widgets import ProgressBar, Static
 
 from ...model import EXACT_PCIE_METHODS, ProbeResult
-from ...units import fmt_bytes, fmt_pct, fmt_rate, printable
-from ..format import fmt_seconds, fmt_speedup, fmt_time, other_measurements, probe_rows, sweep_sizes
+from ...units import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds, printable
+from ..format import fmt_speedup, fmt_time, other_measurements, probe_rows, sweep_sizes
 from ..probe_link import shared_directions
 from ..state import ProbeView, ViewState
 from .base import CompositeView, View, lines, set_content
