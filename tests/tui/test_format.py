@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from pinmon.model import Gpu, Link, Pcie, ProbeResult, ProcessPinned
-from pinmon.tui.format import SORT_COLUMNS, error_text, filter_processes, link_state, probe_rows, sort_processes
+from pinmon.model import Gpu, Link, Pcie, ProbeMeasurement, ProbeResult, ProcessPinned
+from pinmon.tui.format import (SORT_COLUMNS, error_text, filter_processes, link_state, other_measurements, probe_rows,
+                               sort_processes)
 from pinmon.tui.state import ProbeView, ViewState
 from pinmon.tui.widgets.finding_screen import _value
 from pinmon.tui.widgets.header import header_content
@@ -94,3 +95,10 @@ def test_header_drops_words_before_numbers_when_narrow():
     assert "every 1 s" in wide and "2026-05-28 20:26:40" in wide
     narrow = str(header_content(state, 70))
     assert "REPLAY 4x" in narrow and "PAUSED" in narrow and "20:26:40" in narrow and "2026" not in narrow
+
+
+def test_a_microsecond_allocation_is_shown_in_microseconds():
+    result = dataclasses.replace(make_probe_result(), measurements=(
+        ProbeMeasurement("alloc", "pinned", 4096, seconds=9.1e-6, repeats=3),))
+    [line] = other_measurements(result)
+    assert line.endswith("  9.1 us")  # as `pinmon probe` prints it; never "0 ms"
