@@ -36,3 +36,24 @@ RULE_DOCS: dict[str, str] = {r.id: r.doc for r in REGISTRY}
 
 if len(RULES) != len(REGISTRY):
     raise ValueError("two rules share an id")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def readme_table() -> str:
+    """README.md's table of the rules: id, severities, the thresholds it reads with their defaults
+    (the ``[thresholds]`` keys of the config file), and the doc line."""
+    rows = ["| rule | severity | default thresholds (`[thresholds]`) | finds |", "| --- | --- | --- | --- |"]
+    for r in REGISTRY:
+        defaults = ", ".join(f"`{d.name}` {d.shown}" for d in r.defaults) or "none"
+        rows.append(f"| `{r.id}` | {', '.join(r.severities)} | {_cell(defaults)} | {_cell(r.doc)} |")
+    return "\n".join(rows) + "\n"
+
+
+def metrics_table() -> str:
+    """docs/metrics.md's table of the values the ``rule`` and ``severity`` labels take."""
+    rows = ["| `rule` | `severity` |", "| --- | --- |"]
+    rows += [f"| `{r.id}` | {', '.join(f'`{s}`' for s in r.severities)} |" for r in REGISTRY]
+    return "\n".join(rows) + "\n"

@@ -3,6 +3,7 @@ defaults; ``RULES`` and ``RULE_DOCS`` derived from it."""
 import ast
 import importlib
 import inspect
+import os
 import pkgutil
 import textwrap
 
@@ -10,7 +11,7 @@ import pytest
 
 import pinmon.advise
 from pinmon.advise import RULE_DOCS, RULES, Thresholds
-from pinmon.advise.registry import REGISTRY
+from pinmon.advise.registry import REGISTRY, metrics_table, readme_table
 from pinmon.advise.rule import Found, Rule, rule
 from pinmon.advise.thresholds import threshold_fields
 from pinmon.units import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
@@ -127,3 +128,41 @@ def test_an_undeclared_severity_fails_these_tests():
     with pytest.raises(AssertionError, match="declares"):
         toy([make_snap()], Thresholds())
 
+
+
+# --- the docs read the registry ------------------------------------------------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _read(*parts) -> str:
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as f:
+        return f.read()
+
+
+def _table_after(text: str, header: str) -> str:
+    """The Markdown table that starts with ``header``, up to its first non-table line."""
+    start = text.index(header)
+    lines = []
+    for line in text[start:].splitlines():
+        if not line.startswith("|"):
+            break
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("path, table", [("README.md", readme_table), ("docs/metrics.md", metrics_table)],
+                         ids=["README", "metrics"])
+def test_the_docs_rule_tables_are_the_registrys(path, table):
+    expected = table()
+    header = expected.splitlines()[0]
+    text = _read(path)
+    assert header in text, f"{path} has no rule table; paste:\n{expected}"
+    shown = _table_after(text, header)
+    assert [r.id for r in REGISTRY if f"| `{r.id}` |" not in shown] == [], f"{path}'s rule table lacks rules"
+    assert shown == expected, f"{path}'s rule table differs from the registry's; replace it with:\n{expected}"
+
+
+def test_a_thresholds_doc_names_the_rule_that_reads_it():
+    docs = threshold_fields()
+    assert [(r.id, n) for r in REGISTRY for n in r.thresholds if not docs[n][1].startswith(f"{r.id}: ")] == []
