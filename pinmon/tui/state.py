@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..advise.thresholds import Thresholds
 from ..model import Finding, Gpu, ProbeResult, Snapshot
 
 
@@ -51,6 +52,8 @@ class ViewState:
     tx_series: dict[int, tuple[Optional[float], ...]] = field(default_factory=dict)
     notices: tuple[str, ...] = ()
     probe: ProbeView = field(default_factory=ProbeView)
+    # The advisor's thresholds, for views that mark them (the configured ones, else the defaults).
+    thresholds: Thresholds = field(default_factory=Thresholds)
 
     @property
     def gpus(self) -> tuple[Gpu, ...]:

@@ -1,10 +1,12 @@
-"""Host memory: RAM used/available, pinned against effective RAM with the 50% mark, the rest.
+"""Host memory: RAM used/available, pinned against effective RAM with a mark at the critical share of
+``pinned-ram-share`` (50% by default), the rest.
 
 Pinned is the snapshot's best figure (``pinned_bytes_total``), labelled by its source: "kernel"
 (the kernel's exact count of pinned pages plus write-combined memory, which it does not count) or
 "est." (the ``/proc/PID/maps`` estimates). With the kernel's count a line says how much of it the
 process rows explain and how much no process does; that figure is highlighted while the advisor's
-``pinned-unattributed`` finding is active, so the view follows the thresholds the user configured.
+``pinned-unattributed`` finding is active, and the pinned bar is coloured by the thresholds of
+``pinned-ram-share``, so the view follows the thresholds the user configured.
 Multi-node hosts get the count's split by NUMA node. Wording as in ``pinmon check``.
 """
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Optional, Sequence
 
 from textual.content import Content
 
+from ...advise.thresholds import Thresholds
 from ...model import Finding, HostMemory
 from ...units import fmt_bytes, fmt_pct, share
 from ..format import node_split
@@ -21,9 +24,6 @@ from .bar import bar
 from .base import View
 from .rows import RowsWidget
 
-# Pinned memory cannot be swapped or reclaimed; past half of RAM the kernel and every other
-# process fight over what is left (the advisor's rule uses the same mark).
-PINNED_MARK = 0.5
 BAR_CELLS = 20
 BAR_CELLS_COMPACT = 14
 # The overview's node line names at most this many nodes (fewer where its width holds fewer), then
@@ -54,6 +54,13 @@ def explained_bytes(h: HostMemory):
 
 def unattributed_alert(findings: Sequence[Finding]) -> bool:
     return any(f.rule == UNATTRIBUTED_RULE for f in findings)
+
+
+def pinned_level(fraction: Optional[float], t: Thresholds) -> str:
+    """The pinned bar's colour at ``fraction`` of effective RAM, as ``pinned-ram-share`` grades it."""
+    if fraction is None or fraction < t.pinned_ram_warning_fraction:
+        return "$success"
+    return "$error" if fraction > t.pinned_ram_critical_fraction else "$warning"
 
 
 def kernel_rows(h: HostMemory, compact: bool, alert: bool, width: Optional[int] = None) -> list[Content]:
@@ -89,7 +96,10 @@ def kernel_rows(h: HostMemory, compact: bool, alert: bool, width: Optional[int] 
 
 
 def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding] = (),
-                width: Optional[int] = None) -> list[Content]:
+                width: Optional[int] = None, thresholds: Thresholds = Thresholds()) -> list[Content]:
+    # Pinned memory cannot be swapped or reclaimed; past the rule's critical share the kernel and
+    # every other process fight over what is left.
+    mark = thresholds.pinned_ram_critical_fraction
     effective = h.effective_mem_limit_bytes or h.mem_total_bytes
     used = h.used_bytes
     used_share = share(used, h.mem_total_bytes)
@@ -104,7 +114,7 @@ def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding
         Content.assemble(("RAM    ", "bold"), bar(used_share, cells, _level(used_share, 0.8, 0.95)),
                          f" {fmt_pct(used_share):>4}  ", *ram_tail),
         Content.assemble(("pinned ", "bold"),
-                         bar(pinned_share, cells, _level(pinned_share, 0.25, PINNED_MARK), mark=PINNED_MARK),
+                         bar(pinned_share, cells, pinned_level(pinned_share, thresholds), mark=mark),
                          f" {fmt_pct(pinned_share):>4}  ", (fmt_bytes(pinned), "bold"),
                          f" {source} of ", fmt_bytes(effective), "" if compact else " effective RAM"),
     ]
@@ -133,8 +143,8 @@ def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding
             note = "pinned: CUDA host allocations seen in /proc/PID/maps (est.)"
             if h.pinned_bytes_total is not None:
                 note += " + write-combined (est.)"
-        rows.append(Content.styled(note + "; ┃ marks 50% of effective RAM (MemTotal or the cgroup limit,"
-                                   " whichever is lower)", "dim"))
+        rows.append(Content.styled(note + f"; ┃ marks {fmt_pct(mark)} of effective RAM (MemTotal or the cgroup"
+                                   " limit, whichever is lower)", "dim"))
     return rows
 
 
@@ -156,4 +166,5 @@ class MemoryPanel(RowsWidget, View):
             self.set_rows([Content.styled("waiting for the first snapshot…", "dim")])
             return
         width = self.content_size.width if self.is_mounted else None
-        self.set_rows(memory_rows(state.snapshot.host, self.compact, state.findings, width or None))
+        self.set_rows(memory_rows(state.snapshot.host, self.compact, state.findings, width or None,
+                                  state.thresholds))
