@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from ..model import Gpu, ProcessPinned, Snapshot
-from ..units import fmt_pct, fmt_rate
+from ..units import fmt_pct, fmt_rate, fmt_seconds, fmt_share
 from .rule import Found, rule
 from .thresholds import Thresholds
 
@@ -72,8 +72,8 @@ def slow_pinned_copies(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Itera
 
 def _found(p: ProcessPinned, d: str, rate: float, busy: float, ref: float, gpu: Gpu) -> Found:
     label = "H2D" if d == "h2d" else "D2H"
-    message = (f"{label} copies of 1 MiB+ from pinned memory ran at {fmt_rate(rate)} (CUPTI, {busy:.1f} s of"
-               f" copying), {fmt_pct(rate / ref)} of the {fmt_rate(ref)} the probe measured on GPU {gpu.index}")
+    message = (f"{label} copies of 1 MiB+ from pinned memory ran at {fmt_rate(rate)} (CUPTI, {fmt_seconds(busy)} of"
+               f" copying), {fmt_share(rate, ref)} of the {fmt_rate(ref)} the probe measured on GPU {gpu.index}")
     causes, values = [], {}
     link = gpu.pcie.rx_bytes_per_s if d == "h2d" else gpu.pcie.tx_bytes_per_s
     own = p.h2d_copy_bytes_per_s if d == "h2d" else p.d2h_copy_bytes_per_s

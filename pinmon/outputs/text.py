@@ -12,7 +12,7 @@ import time
 from typing import Sequence
 
 from ..model import Finding, Gpu, HostMemory, ProcessPinned, Snapshot, worst_severity
-from ..units import fmt_bytes, fmt_int, fmt_link, fmt_pct, fmt_rate, fmt_share, fmt_traffic, printable
+from ..units import fmt_bytes, fmt_int, fmt_link, fmt_rate, fmt_share, fmt_traffic, printable
 
 # Longest a finding's message or advice may print (it wraps); names and notices are shorter.
 _MAX_TEXT = 2000
@@ -67,7 +67,7 @@ def _main_node(p: ProcessPinned) -> str:
     if not by_node or total <= 0:
         return "n/a"
     node, v = max(by_node.items(), key=lambda kv: kv[1])
-    return f"{printable(node, 4)} ({fmt_pct(v / total)})"
+    return f"{printable(node, 4)} ({fmt_share(v, total)})"
 
 
 def gpu_line(g: Gpu) -> str:

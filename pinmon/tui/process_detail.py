@@ -18,7 +18,7 @@ from typing import NamedTuple, Optional, Sequence
 
 from ..advise.copies import copy_gpu
 from ..model import Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
-from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, printable
+from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, fmt_seconds, fmt_share, printable
 from .format import command_text, local_share, node_split, user_text
 
 ENGINE_LABEL = {"cupti": "CUPTI", "hooks": "hooks (CuPy/PyTorch)"}
@@ -98,7 +98,7 @@ def probe_rows(p: ProcessPinned, snapshot: Optional[Snapshot], found: Sequence[F
         if rate is None:
             rows.append(DetailRow(label, f"{head} n/a (none in the tracer's window)", "dim"))
             continue
-        busy_text = f"{busy:.1f} s" if busy is not None else "n/a"
+        busy_text = fmt_seconds(busy)
         if gpu is None:
             rows.append(DetailRow(label, f"{head} {fmt_rate(rate)} ({busy_text}); its GPU is not in the snapshot"))
             continue
@@ -108,7 +108,7 @@ def probe_rows(p: ProcessPinned, snapshot: Optional[Snapshot], found: Sequence[F
                                          f" no probe of GPU {gpu.index} yet"))
             continue
         style = "warning" if _active(found, "slow-pinned-copies", direction=d) else ""
-        rows.append(DetailRow(label, f"{head} {fmt_rate(rate)} = {fmt_pct(rate / ref)} of probe {fmt_rate(ref)}"
+        rows.append(DetailRow(label, f"{head} {fmt_rate(rate)} = {fmt_share(rate, ref)} of probe {fmt_rate(ref)}"
                                      f" (GPU {gpu.index}, {busy_text})", style))
     share = p.pinned_bulk_default_stream_share
     if share is not None:

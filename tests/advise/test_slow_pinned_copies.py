@@ -31,7 +31,7 @@ def snap_with(proc, gpus=None, probe=None):
 def test_slow_copies_warn_and_name_the_causes_with_numbers():
     (f,) = slow_pinned_copies([snap_with(cupti_proc())], T)
     assert f.rule == "slow-pinned-copies" and f.severity == "warning" and f.subject == "pid 77 (train)"
-    assert f.message == ("H2D copies of 1 MiB+ from pinned memory ran at 20.0 GB/s (CUPTI, 2.5 s of copying),"
+    assert f.message == ("H2D copies of 1 MiB+ from pinned memory ran at 20.0 GB/s (CUPTI, 2.50 s of copying),"
                          " 36% of the 55.0 GB/s the probe measured on GPU 0")
     assert "it carried 40.0 GB/s H2D (link bytes), of which this process's copies 10.0 GB/s" in f.advice
     assert "about 30.0 GB/s came from elsewhere" in f.advice

@@ -225,7 +225,7 @@ async def test_enter_on_a_traced_process_shows_its_copies_against_the_probe(size
         probe = s.probe or app.displayed.probe
         h2d = probe.rate("h2d", "pinned")
         assert (f"H2D {fmt_rate(p.h2d_pinned_bulk_bytes_per_s)} = {fmt_pct(p.h2d_pinned_bulk_bytes_per_s / h2d)}"
-                f" of probe {fmt_rate(h2d)} (GPU 0, 2.5 s)") in text
+                f" of probe {fmt_rate(h2d)} (GPU 0, 2.50 s)") in text
         assert f"{fmt_bytes(p.pinned_bytes)} held ({fmt_bytes(p.registered_bytes)} registered)" in text
         assert f"{p.pinned_allocs_per_s:.1f}/s, median {fmt_bytes(p.median_alloc_bytes)}" in text
         assert 'pageable_copy "loader.py:118\\x1b[31m"' in text and "\x1b[31m" not in text

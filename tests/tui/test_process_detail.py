@@ -48,9 +48,9 @@ def test_achieved_pinned_rate_against_the_probe_of_its_gpu_and_direction():
     vs = rows_by_label(detail_rows(p, s))["1 MiB+ pinned"]
     h2d, d2h = probe.rate("h2d", "pinned"), probe.rate("d2h", "pinned")
     assert vs[0].text == (f"H2D {fmt_rate(p.h2d_pinned_bulk_bytes_per_s)} ="
-                          f" {fmt_pct(p.h2d_pinned_bulk_bytes_per_s / h2d)} of probe {fmt_rate(h2d)} (GPU 0, 2.5 s)")
+                          f" {fmt_pct(p.h2d_pinned_bulk_bytes_per_s / h2d)} of probe {fmt_rate(h2d)} (GPU 0, 2.50 s)")
     assert vs[1].text == (f"D2H {fmt_rate(p.d2h_pinned_bulk_bytes_per_s)} ="
-                          f" {fmt_pct(p.d2h_pinned_bulk_bytes_per_s / d2h)} of probe {fmt_rate(d2h)} (GPU 0, 1.2 s)")
+                          f" {fmt_pct(p.d2h_pinned_bulk_bytes_per_s / d2h)} of probe {fmt_rate(d2h)} (GPU 0, 1.20 s)")
     assert vs[2].text.startswith(fmt_pct(p.pinned_bulk_default_stream_share))
     assert all(r.style == "" for r in vs)  # no finding: nothing highlighted
 
