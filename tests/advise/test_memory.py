@@ -1,11 +1,181 @@
-"""Rules on the kernel's count of pinned pages, mlock and NUMA placement, on hand-made snapshots."""
+"""Rules on host memory (``advise.memory``) at, just below and just above their thresholds: pinned
+share of RAM, low available memory, pinned growth, the memlock limit, the kernel's count of pinned
+pages, mlock and NUMA placement."""
+import dataclasses
+
 import pytest
 
 from pinmon.advise import RULE_DOCS, Thresholds, advise
+from pinmon.advise import memory
 from pinmon.config import parse_config
 
-from .helpers import GIB, MIB, make_gpu, make_probe, make_proc, make_snap
+from .helpers import GIB, MIB, make_gpu, make_host, make_probe, make_proc, make_snap, pinned_series
 
+T = Thresholds()
+
+
+# --- pinned-ram-share ----------------------------------------------------------------------------
+
+LIMIT = 1000 * MIB  # fractions of it are exact in binary floating point
+
+
+@pytest.mark.parametrize("pinned_mib, severity", [
+    (299, None), (300, "warning"), (301, "warning"),
+    (500, "warning"), (501, "critical"), (1000, "critical"),
+])
+def test_pinned_ram_share_levels(pinned_mib, severity):
+    snap = make_snap(pinned_bytes_est=pinned_mib * MIB, effective_mem_limit_bytes=LIMIT)
+    out = memory.pinned_ram_share([snap], T)
+    assert [f.severity for f in out] == ([severity] if severity else [])
+
+
+def test_pinned_ram_share_message_advice_and_values():
+    procs = [make_proc(pid=10, name="small", pinned_bytes=1 * GIB),
+             make_proc(pid=4242, name="trainer", pinned_bytes=40 * GIB, source="traced")]
+    snap = make_snap(pinned_bytes_est=int(61.2 * GIB), effective_mem_limit_bytes=96 * GIB, processes=procs)
+    [f] = memory.pinned_ram_share([snap], T)
+    assert f.severity == "critical" and f.subject == "host"
+    assert f.message == "pinned 61.2 GiB (est.) = 64% of 96.0 GiB effective RAM"
+    assert "cannot be swapped" in f.advice and "under half of RAM" in f.advice
+    assert "pid 4242 (trainer) with 40.0 GiB (traced)" in f.advice
+    assert f.values["top_pid"] == 4242
+    assert f.values["fraction"] == pytest.approx(61.2 / 96, rel=1e-6)
+
+
+def test_pinned_ram_share_names_a_cgroup_limit():
+    snap = make_snap(pinned_bytes_est=40 * GIB, effective_mem_limit_bytes=64 * GIB, cgroup_limit_bytes=64 * GIB)
+    [f] = memory.pinned_ram_share([snap], T)
+    assert "64.0 GiB effective RAM (the cgroup limit)" in f.message
+
+
+def test_pinned_ram_share_thresholds_are_configurable():
+    snap = make_snap(pinned_bytes_est=200 * MIB, effective_mem_limit_bytes=LIMIT)
+    assert memory.pinned_ram_share([snap], T) == []
+    t = dataclasses.replace(T, pinned_ram_warning_fraction=0.2)
+    assert [f.severity for f in memory.pinned_ram_share([snap], t)] == ["warning"]
+
+
+@pytest.mark.parametrize("host", [make_host(pinned_bytes_est=None), make_host(effective_mem_limit_bytes=None),
+                                  make_host(effective_mem_limit_bytes=0)])
+def test_pinned_ram_share_silent_without_inputs(host):
+    assert memory.pinned_ram_share([make_snap(host=host)], T) == []
+
+
+# --- low-available-memory ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("avail_mib, pinned, fires", [
+    (101, 1, False), (100, 1, False), (99, 1, True), (0, 1, True), (50, 0, False), (50, None, False),
+])
+def test_low_available_memory_levels(avail_mib, pinned, fires):
+    snap = make_snap(mem_available_bytes=avail_mib * MIB, effective_mem_limit_bytes=LIMIT, pinned_bytes_est=pinned)
+    out = memory.low_available_memory([snap], T)
+    assert [f.severity for f in out] == (["warning"] if fires else [])
+
+
+def test_low_available_memory_message():
+    snap = make_snap(mem_available_bytes=int(4.6 * GIB), effective_mem_limit_bytes=96 * GIB,
+                     pinned_bytes_est=40 * GIB, processes=[make_proc(pinned_bytes=40 * GIB)])
+    [f] = memory.low_available_memory([snap], T)
+    assert f.message == "available 4.6 GiB = 4.8% of 96.0 GiB effective RAM, with 40.0 GiB pinned (est.)"
+    assert "cannot be swapped out or reclaimed" in f.advice and "OOM killer" in f.advice
+    assert "pid 1234 (python)" in f.advice
+
+
+# --- pinned-growth -------------------------------------------------------------------------------
+
+def _growth(history, t=T):
+    return [f.severity for f in memory.pinned_growth(history, t)]
+
+
+def test_pinned_growth_steady_leak_warns():
+    history = pinned_series([GIB + i * (GIB // 10) for i in range(11)])  # 1.0 -> 2.0 GiB over 600 s
+    [f] = memory.pinned_growth(history, T)
+    assert f.severity == "warning" and f.subject == "pid 1234 (python)"
+    assert f.message == ("pinned grew from 1.0 GiB to 2.0 GiB (+100%) over 10.0 min (est.),"
+                         " never dropping more than 5% between samples")
+    assert "free_all_blocks()" in f.advice and "torch.cuda.empty_cache()" in f.advice
+    assert f.values["samples"] == 11 and f.values["span_s"] == 600.0
+
+
+@pytest.mark.parametrize("last, fires", [(GIB, False), (GIB + 1, True)])
+def test_pinned_growth_minimum_size(last, fires):
+    assert _growth(pinned_series([GIB // 4, GIB // 2, last], step=300.0)) == (["warning"] if fires else [])
+
+
+@pytest.mark.parametrize("last, fires", [(3 * GIB, False), (3 * GIB + 1, True)])
+def test_pinned_growth_minimum_fraction(last, fires):
+    # 2 GiB -> 3 GiB is exactly +50%: growth must exceed it
+    assert _growth(pinned_series([2 * GIB, int(2.5 * GIB), last], step=300.0)) == (["warning"] if fires else [])
+
+
+@pytest.mark.parametrize("dip, fires", [
+    (2 * GIB - (2 * GIB) // 20, True),     # a 5% dip still counts as growth
+    (int(2 * GIB * 0.94), False),          # a 6% dip: memory went back, not a leak
+])
+def test_pinned_growth_must_be_monotone(dip, fires):
+    history = pinned_series([GIB, 2 * GIB, dip, 3 * GIB], step=200.0)
+    assert _growth(history) == (["warning"] if fires else [])
+
+
+@pytest.mark.parametrize("span_s, fires", [(299.0, False), (300.0, True), (600.0, True)])
+def test_pinned_growth_needs_half_a_window_of_samples(span_s, fires):
+    history = pinned_series([GIB, 3 * GIB], start=1000.0, step=span_s)
+    assert _growth(history) == (["warning"] if fires else [])
+
+
+def test_pinned_growth_only_looks_inside_the_window():
+    # An old small sample outside the window does not count: inside it the process is flat at 3 GiB.
+    history = pinned_series([GIB // 2] + [3 * GIB] * 11, start=0.0, step=60.0)  # times 0 .. 660
+    assert _growth(history) == []
+    assert _growth(history, dataclasses.replace(T, growth_window_s=660.0)) == ["warning"]
+
+
+def test_pinned_growth_single_sample_and_missing_process():
+    assert _growth(pinned_series([5 * GIB])) == []
+    history = pinned_series([GIB, 2 * GIB, 3 * GIB], step=300.0) + [make_snap(time=900.0)]
+    assert _growth(history) == []  # gone from the latest snapshot
+
+
+def test_pinned_growth_pid_reuse_resets_history():
+    history = (pinned_series([GIB // 4], name="old", step=300.0)
+               + pinned_series([2 * GIB, 2 * GIB], start=300.0, step=300.0, name="new"))
+    assert _growth(history) == []  # "new" is flat from 300 s to 600 s
+
+
+def test_pinned_growth_traced_label_and_zero_start():
+    history = pinned_series([0, GIB, 2 * GIB], step=300.0, source="traced")
+    [f] = memory.pinned_growth(history, T)
+    assert "from 0 B to 2.0 GiB over 10.0 min (traced)" in f.message
+    assert "growth_fraction" not in f.values  # unknown figures are left out, not null
+
+
+def test_pinned_growth_skips_unknown_samples():
+    history = pinned_series([GIB, None, 3 * GIB], step=300.0)
+    [f] = memory.pinned_growth(history, T)
+    assert f.values["samples"] == 2
+
+
+# --- memlock-limit-low ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("limit, unlimited, pinned, fires", [
+    (64 * MIB - 1, False, GIB, True), (64 * MIB, False, GIB, False), (64 * MIB + 1, False, GIB, False),
+    (8 * MIB, False, 0, False), (8 * MIB, False, None, False), (None, True, GIB, False),
+    (None, None, GIB, False), (8 * MIB, True, GIB, False), (8 * MIB, None, GIB, True),
+])
+def test_memlock_limit_low_levels(limit, unlimited, pinned, fires):
+    snap = make_snap(memlock_limit_bytes=limit, memlock_unlimited=unlimited, pinned_bytes_est=pinned)
+    out = memory.memlock_limit_low([snap], T)
+    assert [f.severity for f in out] == (["info"] if fires else [])
+
+
+def test_memlock_limit_low_is_accurate_about_cuda():
+    snap = make_snap(memlock_limit_bytes=8 * MIB, memlock_unlimited=False, pinned_bytes_est=GIB)
+    [f] = memory.memlock_limit_low([snap], T)
+    assert f.message.startswith("RLIMIT_MEMLOCK is 8.0 MiB")
+    assert "not mlock()ed" in f.advice and "not capped" in f.advice and "RDMA" in f.advice
+
+
+# --- the kernel's count of pinned pages, mlock, NUMA placement ----------------------------------
 
 def rule(snap, rule_id, thresholds=Thresholds()):
     return [f for f in advise([snap], thresholds) if f.rule == rule_id]
