@@ -5,6 +5,7 @@ import importlib
 import inspect
 import os
 import pkgutil
+import re
 import textwrap
 
 import pytest
@@ -166,3 +167,25 @@ def test_the_docs_rule_tables_are_the_registrys(path, table):
 def test_a_thresholds_doc_names_the_rule_that_reads_it():
     docs = threshold_fields()
     assert [(r.id, n) for r in REGISTRY for n in r.thresholds if not docs[n][1].startswith(f"{r.id}: ")] == []
+
+
+def _alert_expr(name: str) -> str:
+    text = _read("contrib", "prometheus", "pinmon-alerts.yml")
+    block = text[text.index(f"- alert: {name}\n"):]
+    block = block[:block.index("labels:")]
+    return block[block.index("expr:"):]
+
+
+def _numbers(expr: str) -> list[float]:
+    return [float(n) for n in re.findall(r"(?<![\w.])(\d+(?:\.\d+)?(?:e\d+)?)(?![\w.])", expr)]
+
+
+@pytest.mark.parametrize("alert, fields", [
+    ("PinmonPinnedRamShareHigh", ["pinned_ram_warning_fraction"]),
+    ("PinmonPcieLinkDegraded", ["link_degraded_traffic_bytes_per_s"]),
+    ("PinmonPinnedUnattributed", ["unattributed_min_bytes", "unattributed_min_fraction"]),
+])
+def test_contrib_alerts_restate_the_registrys_defaults(alert, fields):
+    """The alerts that grade raw metrics repeat a rule's default thresholds: they must be the same."""
+    defaults = [getattr(Thresholds(), name) for name in fields]
+    assert _numbers(_alert_expr(alert)) == defaults
