@@ -5,8 +5,8 @@ import json
 import pytest
 
 from pinmon.collect.replay import ReplaySource, read_snapshot_file
-from pinmon.collect.source import Source
 from pinmon.model import HostMemory, Snapshot
+from pinmon.source import Source
 from pinmon.outputs.record import Recorder, RecordingError, default_recording_path
 
 

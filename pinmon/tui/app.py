@@ -29,8 +29,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane, Tabs
 
-from ..collect.source import Source
 from ..model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
+from ..source import Source
 from ..units import printable
 from .format import SPARK_SAMPLES
 from .probe_link import join_link, link_join_due
