@@ -237,12 +237,12 @@ def cmd_check(args) -> int:
     import dataclasses
 
     from .model import SEVERITY_RANK, worst_severity
-    from .outputs.record import RecordingError
+    from .recording import RecordingError
     from .outputs.text import format_check
 
     config = _load_config(args.sub_config or args.config)
     if args.snapshot:
-        from .collect.replay import read_snapshot_file
+        from .recording import read_snapshot_file
 
         try:
             snap = read_snapshot_file(args.snapshot)
@@ -370,7 +370,7 @@ def _plural(n: int, word: str) -> str:
 
 def cmd_record(args) -> int:
     from .collect.collector import LiveCollector
-    from .outputs.record import Recorder, RecordingError
+    from .recording import Recorder, RecordingError
 
     config = _load_config(args.config)
     interval = args.sub_interval or args.interval or config.interval_s
@@ -408,7 +408,7 @@ def cmd_record(args) -> int:
 
 def _open_replay(path: str):
     from .collect.replay import ReplaySource
-    from .outputs.record import RecordingError
+    from .recording import RecordingError
 
     try:
         return ReplaySource(path)

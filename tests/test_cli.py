@@ -399,7 +399,7 @@ def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval,
 
 @pytest.mark.parametrize("argv", [["demo"], ["replay", "{rec}"]])
 def test_replay_without_a_terminal_prints_the_last_snapshots_report(tmp_path, capsys, argv):
-    from pinmon.outputs.record import Recorder
+    from pinmon.recording import Recorder
     from tests.tui.fakes import make_snapshot
 
     rec = tmp_path / "rec.jsonl"

@@ -729,7 +729,7 @@ def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding
     caller may close the source.
     """
     if recorder_factory is None:
-        from ..outputs.record import Recorder as FileRecorder, default_recording_path
+        from ..recording import Recorder as FileRecorder, default_recording_path
 
         def recorder_factory():
             return FileRecorder(default_recording_path())
