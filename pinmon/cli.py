@@ -255,8 +255,9 @@ def cmd_check(args) -> int:
         with LiveCollector(interval_s=args.window, kernel_read_every_s=0.0) as col:
             snap = _live_snapshot(col, args.window)
             if args.probe:
-                result = _quick_probe(args.sub_max_pinned or args.max_pinned, snap)
-                snap = dataclasses.replace(snap, probe=result)
+                from .probe_join import with_probe
+
+                snap = with_probe(snap, _quick_probe(args.sub_max_pinned or args.max_pinned, snap))
     findings = _advise([snap], config)
     if args.json:
         print(_check_json(snap, findings))

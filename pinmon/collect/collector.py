@@ -2,7 +2,8 @@
 
 Implements the ``Source`` protocol. NVML's slow calls run in the NVML collector's own background
 threads, so ``snapshot()`` costs a /proc scan and a few sub-millisecond NVML calls. The latest probe
-result (if any) is attached to every snapshot until a newer one replaces it. NVIDIA GPUs on the PCI
+result kept by ``pinmon.probe_join`` (a measurement until a newer one, never replaced by a probe that
+could not measure) joins every snapshot. NVIDIA GPUs on the PCI
 bus are counted once (pci.py), so a snapshot without NVML says whether there are GPUs it cannot see.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from typing import Optional
 
 from ..model import GpuProcess, HostMemory, ProbeResult, ProcessPinned, Snapshot
+from ..probe_join import kept_probe, with_probe
 from .host import HostMemoryReader
 from .pci import count_nvidia_gpus
 from .pinned_total import PinnedTotals
@@ -50,8 +52,9 @@ class LiveCollector:
             self._nvml.start()
 
     def set_probe(self, result: Optional[ProbeResult]) -> None:
+        """Offer a probe result to the snapshots from now on (``kept_probe`` decides whether it replaces the held one)."""
         with self._lock:
-            self._probe = result
+            self._probe = kept_probe(self._probe, result)
 
     def snapshot(self) -> Snapshot:
         now = time.time()
@@ -88,9 +91,10 @@ class LiveCollector:
         host = HostMemory(**host_fields, pinned_bytes_est=pinned, write_combined_bytes_est=wc, **totals)
         with self._lock:
             probe = self._probe
-        return Snapshot(time=now, host=host, gpus=tuple(gpus), processes=tuple(processes),
-                        probe=probe, notices=tuple(notices), interval_s=self.interval_s,
+        snap = Snapshot(time=now, host=host, gpus=tuple(gpus), processes=tuple(processes),
+                        notices=tuple(notices), interval_s=self.interval_s,
                         source="live", nvidia_pci_gpus=self.nvidia_pci_gpus, nvml_error=nvml_error)
+        return with_probe(snap, probe)
 
     def close(self) -> None:
         self.pinned.close()

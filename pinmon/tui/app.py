@@ -13,7 +13,6 @@ with fakes and the app knows nothing of NVML, psutil or CuPy.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import signal
 import threading
@@ -30,6 +29,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane, Tabs
 
 from ..model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
+from ..probe_join import with_probe
 from ..source import Source
 from ..units import printable
 from .format import SPARK_SAMPLES
@@ -330,9 +330,9 @@ class PinmonApp(App[int]):
         pending = self._probe_link_pending
         if pending is not None and link_join_due(pending, snapshot):
             self._join_probe_link([*self.history, snapshot])
-        if self.live and snapshot.probe is None and self._probe_latest_ok is not None:
+        if self.live:
             # Probe results join the snapshot, so the advisor and a recording see them too.
-            snapshot = dataclasses.replace(snapshot, probe=self._probe_latest_ok)
+            snapshot = with_probe(snapshot, self._probe_latest_ok)
         self.history.append(snapshot)
         self.latest = snapshot
         self._app_notices.pop("source", None)
