@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from pinmon.cli import main
-from pinmon.model import Gpu, HostMemory, Link, Pcie, ProcessPinned, Snapshot
+from pinmon.model import Gpu, HostMemory, Link, Pcie, ProbeResult, ProcessPinned, Snapshot
 
 GIB = 1 << 30
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "maps")
@@ -204,7 +204,7 @@ def test_bad_option_after_a_command_points_to_its_help(capsys, command):
 
 
 def test_negative_values_of_a_traced_command_are_left_alone():
-    from pinmon.cli import _attach_negative_values, _command_index, build_parser
+    from pinmon.cli.main import _attach_negative_values, _command_index, build_parser
 
     parser = build_parser()
     argv = ["--max-pinned", "-5M", "trace", "--dir", "d", "python", "x.py", "--interval", "-5"]
@@ -213,7 +213,7 @@ def test_negative_values_of_a_traced_command_are_left_alone():
 
 
 def _all_parsers():
-    from pinmon.cli import build_parser
+    from pinmon.cli.main import build_parser
 
     parser = build_parser()
     return [parser, *parser.subcommands.values()]
@@ -229,7 +229,7 @@ def test_help_texts_show_a_single_percent_sign():
     for p in _all_parsers():
         text = p.format_help()
         assert "%%" not in text, p.prog
-    from pinmon.cli import build_parser
+    from pinmon.cli.main import build_parser
 
     assert "5% of available RAM" in build_parser().subcommands["probe"].format_help()
 
@@ -364,7 +364,7 @@ class _FakeLiveCollector:
 
 
 class _FakeClock:
-    """Stands in for the time module in pinmon.cli: sleeping advances the clock at once."""
+    """Stands in for the time module of pinmon record: sleeping advances the clock at once."""
 
     def __init__(self):
         self.now = 1000.0
@@ -382,10 +382,10 @@ class _FakeClock:
     ("1", "3", 3),
 ])
 def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval, duration, count):
-    from pinmon import cli
+    from pinmon.cli.commands import record
 
     clock = _FakeClock()
-    monkeypatch.setattr(cli, "time", clock)
+    monkeypatch.setattr(record, "time", clock)
     monkeypatch.setattr("pinmon.collect.collector.LiveCollector", _FakeLiveCollector)
     out = tmp_path / "r.jsonl"
     assert main(["record", "-o", str(out), "--interval", interval, "--duration", duration]) == 0
@@ -393,6 +393,25 @@ def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval,
     assert len(out.read_text().splitlines()) == count
     noun = "snapshot" if count == 1 else "snapshots"
     assert f"recorded {count} {noun} to" in capsys.readouterr().err
+
+
+# --- check --probe -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("status", ["ok", "unavailable"])
+def test_check_probe_result_joins_the_snapshot(monkeypatch, capsys, status):
+    # The probe's result is in the assessed snapshot whatever it says: nothing measured before it.
+    import pinmon.probe
+    from tests.tui.fakes import make_probe_result
+
+    result = make_probe_result() if status == "ok" else ProbeResult(time=1.0, status=status, reason="no CuPy")
+    calls = []
+    monkeypatch.setattr("pinmon.collect.collector.LiveCollector", _FakeLiveCollector)
+    monkeypatch.setattr(pinmon.probe, "run_probe", lambda kind, **kw: calls.append((kind, kw)) or result)
+    main(["check", "--probe", "--json", "--window", "0.01", "--max-pinned", "8M"])
+    out = json.loads(capsys.readouterr().out)
+    assert ProbeResult.from_dict(out["snapshot"]["probe"]) == result
+    kind, kw = calls[0]
+    assert kind == "quick" and kw["max_pinned_bytes"] == 8 << 20 and kw["link_theoretical_bytes_per_s"] == 63.0e9
 
 
 # --- replay and demo without a terminal ---------------------------------------------------------------

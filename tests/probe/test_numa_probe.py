@@ -175,7 +175,7 @@ def test_command_on_one_node_says_so_and_exits_0(monkeypatch, capsys):
 def test_command_on_two_nodes(monkeypatch, capsys, fake, nodes):
     import pinmon.collect.numa as numa
     import pinmon.collect.nvml as nvml
-    from pinmon.commands import probe as cmd
+    from pinmon.cli.commands import probe as cmd
 
     monkeypatch.setattr(numa, "list_nodes", lambda root="/", which="online": (0, 1))
     monkeypatch.setattr(nvml, "sysfs_numa_node", lambda bus, root="/sys": 1)

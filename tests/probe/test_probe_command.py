@@ -7,7 +7,7 @@ import pytest
 
 from pinmon.cli import main
 from pinmon.collect.nvml import sysfs_pci_address
-from pinmon.commands import probe as cmd
+from pinmon.cli.commands import probe as cmd
 from pinmon.probe import engine as E
 
 from .test_engine_nocuda import assert_all_freed, make_fake_cupy

@@ -16,7 +16,10 @@ import shutil
 import sys
 from typing import Optional, TextIO
 
+from ..common import UsageError, size_arg
+
 PROBE_SCHEMA = "pinmon.probe/1"
+JSON_SCHEMA = PROBE_SCHEMA
 EXIT_UNAVAILABLE = 3
 
 
@@ -33,8 +36,6 @@ def _gpu_choice(text: str):
 
 
 def add_parser(sub) -> None:
-    from ..cli import _size
-
     p = sub.add_parser(
         "probe", help="measure pinned vs pageable transfers on this GPU (needs CuPy)",
         description="Measure host<->device copies from pinned and pageable memory with CuPy: GB/s, "
@@ -50,7 +51,7 @@ def add_parser(sub) -> None:
                         "remote to the GPU); on a one-node host say so and exit 0")
     p.add_argument("--gpu", type=_gpu_choice, default=0, metavar="N|all",
                    help="CUDA device index (CUDA's numbering, as in CUDA_VISIBLE_DEVICES), or all (default 0)")
-    p.add_argument("--max-pinned", type=_size, default=None, metavar="SIZE", dest="sub_max_pinned",
+    p.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
                    help="cap on pinned bytes (default 256M, never over 5%% of available RAM)")
     p.add_argument("--json", action="store_true",
                    help=f'print {{"schema": "{PROBE_SCHEMA}", "results": [...]}}')
@@ -74,7 +75,7 @@ def one_node_text(nodes) -> str:
 def nvml_links(nvml=None) -> dict[str, tuple[Optional[str], Optional[float]]]:
     """{PCI address as sysfs spells it: (GPU name, link theoretical bytes/s)} from NVML; {} when NVML is
     unavailable. NVML and CUDA spell bus ids differently ("00000000:1B:00.0", "0000:1b:00.0")."""
-    from ..collect.nvml import NvmlCollector, sysfs_pci_address
+    from ...collect.nvml import NvmlCollector, sysfs_pci_address
 
     col = NvmlCollector(nvml, background=False)
     try:
@@ -116,16 +117,15 @@ class ProgressBar:
 
 
 def run(args) -> int:
-    from ..cli import UsageError
-    from ..outputs.probe_text import format_probe, unavailable_text
-    from ..collect.nvml import sysfs_pci_address
-    from ..probe import cuda_devices, run_probe
+    from ...outputs.probe_text import format_probe, unavailable_text
+    from ...collect.nvml import sysfs_pci_address
+    from ...probe import cuda_devices, run_probe
 
     max_pinned = args.sub_max_pinned if args.sub_max_pinned is not None else args.max_pinned
     kinds = probe_kinds(args.sweep, args.modes)
     nodes: tuple = ()
     if getattr(args, "numa", False):
-        from ..collect.numa import list_nodes
+        from ...collect.numa import list_nodes
 
         nodes = list_nodes(which="has_memory") or ()
         if len(nodes) < 2:
@@ -161,8 +161,8 @@ def run(args) -> int:
             bar = ProgressBar(bar_stream, f"GPU {index} {kind}") if bar_stream else None
             try:
                 if kind == "numa":
-                    from ..collect.nvml import sysfs_numa_node
-                    from ..probe.numa import run_numa_probe
+                    from ...collect.nvml import sysfs_numa_node
+                    from ...probe.numa import run_numa_probe
 
                     result = run_numa_probe(index, nodes, gpu_node=sysfs_numa_node(bus), max_pinned_bytes=max_pinned,
                                             link_theoretical_bytes_per_s=link, progress=bar)

@@ -20,6 +20,8 @@ import argparse
 import os
 import sys
 
+from ..common import UsageError
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -39,7 +41,7 @@ def add_parser(sub) -> None:
 
 
 def bootstrap_dir() -> str:
-    from .. import trace
+    from ... import trace
 
     return os.path.join(os.path.dirname(os.path.abspath(trace.__file__)), "bootstrap")
 
@@ -63,15 +65,13 @@ def traced_env(environ=None, trace_dir=None, engine=None) -> dict:
 
 
 def run(args) -> int:
-    from ..cli import UsageError
-
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     if not cmd:
         raise UsageError("trace: no command given (pinmon trace -- python train.py ...)")
     env = traced_env(trace_dir=args.trace_dir, engine=getattr(args, "engine", None))
-    from ..trace.report import warn_if_unusable
+    from ...trace.report import warn_if_unusable
 
     warn_if_unusable(env.get("PINMON_TRACE_DIR"), "pinmon: trace")
     sys.stdout.flush()

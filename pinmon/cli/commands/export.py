@@ -13,8 +13,10 @@ import sys
 import threading
 import time
 
-from ..export.server import DEFAULT_LISTEN, parse_listen
-from ..export.processes import DEFAULT_TOP
+from ...export.processes import DEFAULT_TOP
+from ...export.server import DEFAULT_LISTEN, parse_listen
+from ..common import (UsageError, advise, interval_arg, load_config, open_replay, print_notices, probe_every_arg,
+                      size_arg, speed_arg)
 
 MAX_TOP_PROCESSES = 1000
 
@@ -47,8 +49,6 @@ def _top(text: str) -> int:
 
 
 def add_parser(sub) -> None:
-    from ..cli import _interval, _probe_every, _size, _speed
-
     p = sub.add_parser(
         "export", help="Prometheus exporter: serve /metrics (loopback by default)",
         description="Serve the latest snapshot, the advisor's findings and probe results as Prometheus "
@@ -59,16 +59,16 @@ def add_parser(sub) -> None:
                    help=f"address to serve on (default {DEFAULT_LISTEN}: loopback only, so nothing off this "
                         "machine can scrape it). A wider bind must be asked for explicitly, e.g. "
                         "--listen 0.0.0.0:9477; IPv6 in brackets, e.g. [::1]:9477; port 0 picks a free port")
-    p.add_argument("--interval", type=_interval, default=None, metavar="S", dest="sub_interval",
+    p.add_argument("--interval", type=interval_arg, default=None, metavar="S", dest="sub_interval",
                    help="seconds between snapshots, 0.01 to 3600 (default 1, or the config file's)")
     p.add_argument("--replay", metavar="FILE",
                    help="serve a recording instead of this machine, at its own pace; at its end the last "
                         "snapshot stays served (pinmon_replay_finished 1)")
-    p.add_argument("--speed", type=_speed, default=None, metavar="X",
+    p.add_argument("--speed", type=speed_arg, default=None, metavar="X",
                    help="replay speed factor: 2 plays twice as fast (with --replay; default 1)")
-    p.add_argument("--probe-every", type=_probe_every, default=None, metavar="S", dest="sub_probe_every",
+    p.add_argument("--probe-every", type=probe_every_arg, default=None, metavar="S", dest="sub_probe_every",
                    help="run a quick pinned-vs-pageable probe on CUDA device 0 every S seconds (default: off)")
-    p.add_argument("--max-pinned", type=_size, default=None, metavar="SIZE", dest="sub_max_pinned",
+    p.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
                    help="cap on pinned bytes a probe may allocate (default 256M, never over 5%% of available RAM)")
     p.add_argument("--top-processes", type=_top, default=DEFAULT_TOP, metavar="N",
                    help=f"per-process series for the N processes with most pinned memory, the rest summed "
@@ -85,7 +85,7 @@ def _report(stage: str, exc: BaseException) -> None:
 
 
 def _probe_runner(max_pinned):
-    from ..probe import run_probe
+    from ...probe import run_probe
 
     def runner(snapshot, cancel):
         link = eff = None
@@ -99,8 +99,6 @@ def _probe_runner(max_pinned):
 
 
 def _check_args(args) -> None:
-    from ..cli import UsageError
-
     if args.speed is not None and not args.replay:
         raise UsageError("--speed needs --replay")
     if args.sub_probe_every is not None and args.replay:
@@ -121,13 +119,12 @@ def _once(source, refresher, interval: float) -> None:
 
 
 def run(args) -> int:
-    from ..cli import UsageError, _advise, _load_config, _open_replay, _print_notices
-    from ..export import ExportState, MetricsServer, Refresher, build_registry, metrics_text
+    from ...export import ExportState, MetricsServer, Refresher, build_registry, metrics_text
 
     _check_args(args)
-    config = _load_config(args.config)
+    config = load_config(args.config)
     interval = args.sub_interval or args.interval or config.interval_s
-    source = _open_replay(args.replay) if args.replay else None
+    source = open_replay(args.replay) if args.replay else None
     state = ExportState(live=source is None)
     registry = build_registry(state, args.top_processes)
     server = None
@@ -140,16 +137,16 @@ def run(args) -> int:
                 reason = getattr(e, "strerror", None) or " ".join(str(e).split())
                 raise UsageError(f"cannot listen on {_show_listen(host, port)}: {reason}") from None
         if source is None:
-            from ..collect.collector import LiveCollector
+            from ...collect.collector import LiveCollector
 
             source = LiveCollector(interval_s=interval)
-        refresher = Refresher(source, state, lambda h: _advise(h, config), interval_s=interval,
+        refresher = Refresher(source, state, lambda h: advise(h, config), interval_s=interval,
                               speed=args.speed or 1.0, on_error=_report)
         if args.once:
             _once(source, refresher, interval)
             sys.stdout.write(metrics_text(registry))
             sys.stdout.flush()
-            _print_notices(source, "pinmon export")  # a recording that ends early says so
+            print_notices(source, "pinmon export")  # a recording that ends early says so
             return 0
         return _serve(args, source, refresher, server)
     finally:
@@ -201,8 +198,8 @@ def _serve(args, source, refresher, server) -> int:
 
 
 def _start_prober(args, source, state):
-    from ..export.prober import ProbeLoop
-    from ..probe import probe_available
+    from ...export.prober import ProbeLoop
+    from ...probe import probe_available
 
     ok, reason = probe_available()
     if not ok:
