@@ -126,6 +126,21 @@ def test_pinned_maps_file(tmp_path, capsys):
     assert any("not a CUDA process" in n for n in d["notices"])
 
 
+def test_pinned_total_is_capped_at_ram_as_in_the_live_collector(capsys, monkeypatch):
+    # Two copies of one process's maps count its 256 MiB twice: together more than a 300 MiB machine.
+    monkeypatch.setattr("pinmon.collect.host.read_host_memory",
+                        lambda root="/": ({"mem_total_bytes": 300 << 20}, []))
+    path = os.path.join(FIXTURES, "default_256m.maps")
+    assert main(["pinned", "--maps-file", path, "--maps-file", path, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    rows = [p["pinned_bytes"] for p in d["processes"]]
+    assert all(200 << 20 < r <= 300 << 20 for r in rows)  # each row fits: only the sum is over
+    assert d["total_pinned_bytes"] == 300 << 20 and d["total_write_combined_bytes"] == 0
+    assert any("total is capped at RAM" in n for n in d["notices"])
+    assert main(["pinned", "--maps-file", path, "--maps-file", path]) == 0
+    assert "note: the per-process pinned figures add up to more than RAM" in capsys.readouterr().out
+
+
 def test_pinned_maps_file_wrong_format(tmp_path, capsys):
     bad = tmp_path / "notmaps.txt"
     bad.write_text("hello world\nthis is not maps\n")

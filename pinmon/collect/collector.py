@@ -20,7 +20,7 @@ from .host import HostMemoryReader
 from .pci import count_nvidia_gpus
 from .pinned_total import PinnedTotals
 from .processes import ProcessScanner, scan_notice
-from .resident import cap_estimate, capped_totals
+from .resident import CAPPED_TOTAL_NOTICE, cap_estimate, capped_totals
 from .traced import merge_traced, read_all
 
 
@@ -83,8 +83,7 @@ class LiveCollector:
         pinned, wc, capped = capped_totals((p.pinned_bytes for p in processes),
                                            (p.write_combined_bytes for p in processes), mem_total)
         if capped:
-            notices.append("host: the per-process pinned figures add up to more than RAM (processes"
-                           " share buffers), so the total is capped at RAM")
+            notices.append(f"host: {CAPPED_TOTAL_NOTICE}")
         # The kernel's exact count of pinned pages, and how much of it the rows explain.
         totals, total_notices = self.pinned.host_fields(processes, pinned, wc, host_fields)
         notices += total_notices

@@ -1,13 +1,16 @@
 """``pinmon pinned``: the per-process pinned memory table, estimated from /proc/PID/maps.
 
 Live processes (all, or ``--pid``), whose rows carry an in-process tracer's exact figures where one
-reports, and saved copies of /proc/PID/maps (``--maps-file``). Text, or ``pinmon.pinned/1`` with
-``--json``. Exit 0, or 2 for bad input (no such process, a file that is not a maps file).
+reports, and saved copies of /proc/PID/maps (``--maps-file``). As in the live collector, no row and
+no total exceeds this machine's RAM (processes that share a buffer each count it). Text, or
+``pinmon.pinned/1`` with ``--json``. Exit 0, or 2 for bad input (no such process, a file that is not
+a maps file).
 """
 from __future__ import annotations
 
 import os
 
+from ...collect.resident import CAPPED_TOTAL_NOTICE, capped_totals
 from ...limits import MAX_MAPS_BYTES
 from ..common import UsageError, dumps, pid_arg
 
@@ -42,6 +45,9 @@ def run(args) -> int:
         live_rows, live_notes = scan_processes(args.pid)
         rows += live_rows
         notes += live_notes
+    rows, total_pinned, total_wc, capped = capped_to_ram(rows)
+    if capped:
+        notes.append(CAPPED_TOTAL_NOTICE)
     if args.json:
         procs = []
         for i, r in enumerate(rows):
@@ -50,12 +56,24 @@ def run(args) -> int:
                 d.update(pid=None, maps_file=files[i])
             procs.append(d)
         print(dumps({"schema": JSON_SCHEMA, "processes": procs,
-                     "total_pinned_bytes": sum(r.pinned_bytes or 0 for r in rows),
-                     "total_write_combined_bytes": sum(r.write_combined_bytes or 0 for r in rows),
+                     "total_pinned_bytes": total_pinned, "total_write_combined_bytes": total_wc,
                      "notices": notes}, indent=1))
     else:
         print_table(rows, notes)
     return 0
+
+
+def capped_to_ram(rows):
+    """(rows, pinned total, write-combined total, total capped?): every row, and the totals,
+    at most this machine's RAM (MemTotal), by the live collector's rules."""
+    from ...collect.collector import cap_rows_to_ram
+    from ...collect.host import read_host_memory
+
+    mem_total = read_host_memory()[0].get("mem_total_bytes")
+    rows = cap_rows_to_ram(rows, mem_total)
+    pinned, wc, capped = capped_totals((r.pinned_bytes for r in rows), (r.write_combined_bytes for r in rows),
+                                       mem_total)
+    return rows, pinned, wc, capped
 
 
 def scan_processes(pids):
