@@ -32,7 +32,6 @@ class LiveCollector:
                  counter_hz: Optional[float] = None, prefer_gpm: bool = True,
                  sysfs_root: Optional[str] = None, kernel_read_every_s: Optional[float] = None):
         self.interval_s = interval_s
-        self.host_root = host_root
         sysfs_root = sysfs_root or os.path.join(host_root, "sys")
         self.host = HostMemoryReader(host_root)
         self.scanner = ProcessScanner(proc_root=proc_root, pids=pids)
