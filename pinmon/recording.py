@@ -95,7 +95,7 @@ def default_recording_path(directory: str = ".", now: Optional[float] = None) ->
 
 # --- reading ---------------------------------------------------------------------------------------
 
-def parse_json(text: "str | bytes", where: str) -> Any:
+def _parse_json(text: "str | bytes", where: str) -> Any:
     """JSON from one line or document; RecordingError (one line) for anything that is not JSON."""
     if isinstance(text, bytes):
         try:
@@ -111,7 +111,7 @@ def parse_json(text: "str | bytes", where: str) -> Any:
         raise RecordingError(f"{where}: not JSON ({msg})") from None
 
 
-def snapshot_from(data: Any, where: str) -> Snapshot:
+def _snapshot_from(data: Any, where: str) -> Snapshot:
     """The snapshot a parsed ``pinmon.snapshot/1`` object holds; RecordingError naming ``where``."""
     try:
         return Snapshot.from_dict(data)
@@ -144,7 +144,7 @@ class RecordingReader:
         if line is None:
             return None
         where = self.where()
-        return snapshot_from(parse_json(line, where), where)
+        return _snapshot_from(_parse_json(line, where), where)
 
     def close(self) -> None:
         lines, self._lines = self._lines, None
@@ -160,7 +160,7 @@ def read_snapshot_file(path: str) -> Snapshot:
         data = _last_recorded(path)
     if isinstance(data, dict) and data.get("schema") == CHECK_SCHEMA:
         data = data.get("snapshot")
-    return snapshot_from(data, path)
+    return _snapshot_from(data, path)
 
 
 def _whole_document(path: str) -> Any:
@@ -174,7 +174,7 @@ def _whole_document(path: str) -> Any:
     if not text.strip():
         raise RecordingError(f"{path}: empty file")
     try:
-        return parse_json(text, path)
+        return _parse_json(text, path)
     except NestedTooDeep:
         raise
     except RecordingError:
@@ -204,7 +204,7 @@ def _last_recorded(path: str) -> Any:
         reader.close()
     for line, line_no in reversed(tail):
         try:
-            return parse_json(line, f"{path}:{line_no}")
+            return _parse_json(line, f"{path}:{line_no}")
         except NestedTooDeep:
             raise
         except RecordingError:

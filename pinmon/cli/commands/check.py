@@ -37,13 +37,13 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     config = load_config(args.sub_config or args.config)
     if args.snapshot:
-        snap = saved_snapshot(args.snapshot)
+        snap = _saved_snapshot(args.snapshot)
     else:
         snap = measure(args.window, args.probe, args.sub_max_pinned or args.max_pinned)
     return report(snap, config, as_json=args.json)
 
 
-def saved_snapshot(path: str):
+def _saved_snapshot(path: str):
     """The snapshot in a saved file, marked as read from one; UsageError when it cannot be read."""
     from ...recording import RecordingError, read_snapshot_file
 
@@ -64,7 +64,7 @@ def measure(window_s: float, probe: bool = False, max_pinned: Optional[int] = No
         if probe:
             from ...probe_join import with_probe
 
-            snap = with_probe(snap, quick_probe(max_pinned, snap))
+            snap = with_probe(snap, _quick_probe(max_pinned, snap))
     return snap
 
 
@@ -75,7 +75,7 @@ def live_snapshot(collector, window_s: float):
     return collector.snapshot()
 
 
-def quick_probe(max_pinned: Optional[int], snapshot=None):
+def _quick_probe(max_pinned: Optional[int], snapshot=None):
     """A quick probe on CUDA device 0, its share of the link taken from the snapshot's GPU 0."""
     from ...probe import run_probe
 

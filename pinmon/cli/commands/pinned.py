@@ -33,7 +33,7 @@ def run(args) -> int:
     files: dict[int, str] = {}  # row index -> the saved maps file it was read from
     notes: list[str] = []
     for path in args.maps_file or []:
-        est = estimate_maps_file(path)
+        est = _estimate_maps_file(path)
         files[len(rows)] = path
         # pid 0: no process behind a saved file; the output shows the file's name and no pid.
         rows.append(ProcessPinned(pid=0, name=os.path.basename(path), pinned_bytes=est.pinned_bytes,
@@ -42,10 +42,10 @@ def run(args) -> int:
         if not est.is_cuda:
             notes.append(f"{path}: no /dev/nvidia* mapping: not a CUDA process, nothing counted")
     if args.pid or not args.maps_file:
-        live_rows, live_notes = scan_processes(args.pid)
+        live_rows, live_notes = _scan_processes(args.pid)
         rows += live_rows
         notes += live_notes
-    rows, total_pinned, total_wc, capped = capped_to_ram(rows)
+    rows, total_pinned, total_wc, capped = _capped_to_ram(rows)
     if capped:
         notes.append(CAPPED_TOTAL_NOTICE)
     if args.json:
@@ -59,11 +59,11 @@ def run(args) -> int:
                      "total_pinned_bytes": total_pinned, "total_write_combined_bytes": total_wc,
                      "notices": notes}, indent=1))
     else:
-        print_table(rows, notes)
+        _print_table(rows, notes)
     return 0
 
 
-def capped_to_ram(rows):
+def _capped_to_ram(rows):
     """(rows, pinned total, write-combined total, total capped?): every row, and the totals,
     at most this machine's RAM (MemTotal), by the live collector's rules."""
     from ...collect.collector import cap_rows_to_ram
@@ -76,7 +76,7 @@ def capped_to_ram(rows):
     return rows, pinned, wc, capped
 
 
-def scan_processes(pids):
+def _scan_processes(pids):
     """(rows, notices) of this machine's CUDA processes (only ``pids`` when given); a traced
     process's row carries its in-process tracer's exact figures."""
     from ...collect.processes import ProcessScanner, scan_notice
@@ -100,7 +100,7 @@ def scan_processes(pids):
     return rows, notes
 
 
-def print_table(rows, notes) -> None:
+def _print_table(rows, notes) -> None:
     from ...outputs.text import process_table
     from ...units import printable
 
@@ -114,7 +114,7 @@ def print_table(rows, notes) -> None:
           " cudaHostRegister'ed memory is invisible here)")
 
 
-def estimate_maps_file(path: str):
+def _estimate_maps_file(path: str):
     """The pinned estimate of a saved /proc/PID/maps file; UsageError for anything else."""
     from ...collect.procmaps import estimate_pinned, parse_maps
     from ...infile import InputError, read_capped
