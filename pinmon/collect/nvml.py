@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from ..model import EXACT_PCIE_METHODS, Gpu, GpuProcess, Link, Pcie
-from .link import theoretical_bytes_per_s
+from ..link import theoretical_bytes_per_s
 from .pcie_counters import MASK_32, PcieSampler, counter_hz_for_link
 
 # Error counters are deltas since start that change rarely; each read is ~4 ms of CPU per GPU.

@@ -8,10 +8,9 @@ from __future__ import annotations
 import textwrap
 from typing import Optional
 
+from ..link import link_name
 from ..model import ProbeMeasurement, ProbeResult
 from ..units import NA, fmt_bytes, fmt_pct, fmt_rate
-
-_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
 
 
 def fmt_seconds(seconds: Optional[float]) -> str:
@@ -23,21 +22,6 @@ def fmt_seconds(seconds: Optional[float]) -> str:
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.1f} ms"
     return f"{seconds * 1e6:.1f} us"
-
-
-def link_name(theoretical_bytes_per_s: Optional[float]) -> str:
-    """'Gen5 x16' when the figure is exactly one generation and width's payload rate, else 'link'."""
-    if not theoretical_bytes_per_s:
-        return "link"
-    from ..collect.link import theoretical_bytes_per_s as rate
-
-    # Equal rates are ambiguous (Gen4 x32 = Gen5 x16): prefer the common x16 slot, newest gen first.
-    for width in sorted(_WIDTHS, key=lambda w: (w != 16, -w)):
-        for gen in range(7, 0, -1):
-            r = rate(gen, width)
-            if r and abs(r - theoretical_bytes_per_s) <= 0.002 * r:
-                return f"Gen{gen} x{width}"
-    return "link"
 
 
 def unavailable_text(reason: Optional[str]) -> str:

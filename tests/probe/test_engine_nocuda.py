@@ -12,7 +12,7 @@ import types
 import pytest
 
 from pinmon.model import ProbeMeasurement, ProbeResult
-from pinmon.outputs.probe_text import format_probe, headline, link_name
+from pinmon.outputs.probe_text import format_probe, headline
 from pinmon.probe import engine as E
 from pinmon.probe import plan as P
 from pinmon.probe import break_even_transfers, probe_available, run_probe
@@ -569,12 +569,6 @@ def test_headline_text():
     assert headline(quick_result(reason="cancelled")).endswith("(cancelled)")
     assert headline(ProbeResult(time=0, status="unavailable", reason="no CUDA device visible to CuPy")) == \
         "probe unavailable: no CUDA device visible to CuPy"
-
-
-def test_link_names():
-    assert link_name(63.015e9) == "Gen5 x16"
-    assert link_name(15.75e9) in ("Gen3 x16", "Gen4 x8")  # the same payload rate
-    assert link_name(None) == "link" and link_name(1.234e9) == "link"
 
 
 def test_format_probe_quick_table():
