@@ -1,4 +1,5 @@
-"""Bounds on a probe: how many pinned bytes it may hold, refusal when memory is short, a time budget.
+"""Bounds on a probe: how many pinned bytes it may hold, refusal when memory is short, a time budget,
+one probe at a time per process.
 
 Pinned pages cannot be swapped or reclaimed, so a probe on a box that is already short of memory
 could push it into the OOM killer. The cap is therefore the smaller of the caller's
@@ -22,6 +23,10 @@ DEFAULT_MAX_PINNED_BYTES = 256 * MIB
 MAX_AVAILABLE_FRACTION = 0.05
 MIN_PROBE_BYTES = 1 * MIB
 _PAGE_BYTES = 4096
+
+# Held by a running probe (any kind): a second one in the same process is refused, not queued, so
+# two probes never share the pinned cap or the link.
+PROBE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)

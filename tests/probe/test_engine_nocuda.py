@@ -13,8 +13,12 @@ import pytest
 
 from pinmon.model import ProbeMeasurement, ProbeResult
 from pinmon.outputs.probe_text import format_probe, headline
+from pinmon.probe import analysis as A
+from pinmon.probe import buffers as B
+from pinmon.probe import cuda as C
 from pinmon.probe import engine as E
 from pinmon.probe import plan as P
+from pinmon.probe import safety as S
 from pinmon.probe import break_even_transfers, probe_available, run_probe
 from pinmon.units import KIB, MIB
 
@@ -191,7 +195,7 @@ def assert_all_freed(rt):
     assert rt.registered == {}, "buffers left registered"
     assert rt.device == {}, "device buffers left allocated"
     assert rt.pinned_now == 0
-    assert E.held_pinned_bytes() == 0
+    assert B.held_pinned_bytes() == 0
 
 
 # --- without CuPy ---------------------------------------------------------------------------------
@@ -410,8 +414,8 @@ def _driver_box(monkeypatch, tmp_path, driver, runtime, module_loaded=True, erro
     version_file = tmp_path / "nvidia-version"
     if module_loaded:
         version_file.write_text("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159\n")
-    monkeypatch.setattr(E, "NVIDIA_PROC_VERSION", str(version_file))
-    monkeypatch.setattr(E, "WSL_GPU_DEVICE", str(tmp_path / "no-dxg"))
+    monkeypatch.setattr(C, "NVIDIA_PROC_VERSION", str(version_file))
+    monkeypatch.setattr(C, "WSL_GPU_DEVICE", str(tmp_path / "no-dxg"))
     cp = make_fake_cupy()
     cp.cuda.runtime.count_error = error
     cp.cuda.runtime.driver_version = driver
@@ -473,11 +477,11 @@ def test_a_cupy_that_cannot_tell_versions_gets_a_plain_hint(monkeypatch, tmp_pat
 
 
 def test_one_probe_at_a_time(fake):
-    assert E._PROBE_LOCK.acquire(blocking=False)
+    assert S.PROBE_LOCK.acquire(blocking=False)
     try:
         r = run_probe("quick", max_pinned_bytes=CAP)
     finally:
-        E._PROBE_LOCK.release()
+        S.PROBE_LOCK.release()
     assert r.status == "unavailable" and "already running" in r.reason
 
 
@@ -491,18 +495,18 @@ def test_measure_copies(fake):
 
 
 def test_pinned_buffer_view_round_trip(fake):
-    with E.PinnedBuffer(8192, 0) as buf:
+    with B.PinnedBuffer(8192, 0) as buf:
         v = buf.view()
         v[:] = 7
         assert bytes(ctypes.string_at(buf.ptr, 4)) == b"\x07" * 4
         del v
-        assert E.held_pinned_bytes() == 8192
-    assert buf.ptr == 0 and buf.alloc_s >= 0 and buf.free_s >= 0
+        assert B.held_pinned_bytes() == 8192
+    assert buf.ptr == 0 and buf.open_s >= 0 and buf.close_s >= 0
     buf.close()  # idempotent
 
 
 def test_pageable_array_is_page_aligned():
-    arr = E.pageable_array(3 * 4096 + 5)
+    arr = B.pageable_array(3 * 4096 + 5)
     assert arr.ctypes.data % 4096 == 0 and arr.nbytes == 3 * 4096 + 5
 
 
@@ -532,7 +536,7 @@ def test_break_even_formula():
 def test_break_even_edges():
     assert break_even_transfers(_alloc_rows(4096, 1e-5, 1e-5, 1e-3, 0, 1e-5, 2e-5), 4096) == 0.0
     assert break_even_transfers(_alloc_rows(4096, 1e-3, 1e-5, 1e-5, 0, 2e-5, 1e-5), 4096) == float("inf")
-    annotated = E.annotate_break_even(_alloc_rows(4096, 1e-3, 1e-5, 1e-5, 0, 2e-5, 1e-5))
+    annotated = A.annotate_break_even(_alloc_rows(4096, 1e-3, 1e-5, 1e-5, 0, 2e-5, 1e-5))
     note = [m for m in annotated if m.kind == "copy" and m.memory == "pinned"][0].note
     assert note == "break_even_transfers=never (pageable copy not slower)"
 
@@ -540,10 +544,10 @@ def test_break_even_edges():
 def test_wc_verdict_both_ways():
     m = ProbeMeasurement
     same = [m("cpu_read", "pinned", MIB, bytes_per_s=10e9), m("cpu_read", "write_combined", MIB, bytes_per_s=10.5e9)]
-    assert E.wc_read_verdict(same).startswith("no CPU-read penalty measured (write-combining not honoured here")
+    assert A.wc_read_verdict(same).startswith("no CPU-read penalty measured (write-combining not honoured here")
     slow = [m("cpu_read", "pinned", MIB, bytes_per_s=10e9), m("cpu_read", "write_combined", MIB, bytes_per_s=0.5e9)]
-    assert E.wc_read_verdict(slow).startswith("CPU reads 20.0x slower")
-    assert E.wc_read_verdict(slow[:1]) is None
+    assert A.wc_read_verdict(slow).startswith("CPU reads 20.0x slower")
+    assert A.wc_read_verdict(slow[:1]) is None
 
 
 # --- formatting -----------------------------------------------------------------------------------
