@@ -12,17 +12,7 @@ from pinmon.outputs.probe_text import format_probe, headline
 from pinmon.probe import analysis as A
 from pinmon.probe import numa as N
 
-from .test_engine_nocuda import assert_all_freed, make_fake_cupy
-
 MIB = 1 << 20
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    cp = make_fake_cupy()
-    monkeypatch.setitem(sys.modules, "cupy", cp)
-    yield cp.cuda.runtime
-    assert_all_freed(cp.cuda.runtime)
 
 
 class FakeNodeBuffer:
