@@ -109,7 +109,6 @@ class PinnedLedger:
     def __init__(self, cap_bytes: int):
         self.cap_bytes = int(cap_bytes)
         self.held_bytes = 0
-        self.peak_bytes = 0
         self._lock = threading.Lock()
 
     def reserve(self, nbytes: int) -> None:
@@ -119,7 +118,6 @@ class PinnedLedger:
                                   f" {fmt_bytes(self.held_bytes + nbytes)}, over the cap of"
                                   f" {fmt_bytes(self.cap_bytes)}")
             self.held_bytes += nbytes
-            self.peak_bytes = max(self.peak_bytes, self.held_bytes)
 
     def release(self, nbytes: int) -> None:
         with self._lock:
@@ -137,10 +135,6 @@ class TimeBudget:
     @property
     def elapsed_s(self) -> float:
         return self._clock() - self._start
-
-    @property
-    def remaining_s(self) -> Optional[float]:
-        return None if self.seconds is None else self.seconds - self.elapsed_s
 
     def expired(self) -> bool:
         return self.seconds is not None and self.elapsed_s >= self.seconds
