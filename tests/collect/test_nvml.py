@@ -530,7 +530,7 @@ def test_fault_matrix_never_raises(function, error, no_sysfs):
 
 
 def test_counter_rate_follows_the_fastest_link(no_sysfs):
-    from pinmon.collect.pcie_counters import counter_hz_for_link
+    from pinmon.collect.nvml.counters import counter_hz_for_link
 
     # Gen5 x16 wraps the 32-bit byte counter every 68 ms at full rate: two reads per wrap.
     assert counter_hz_for_link(63.015e9) == pytest.approx(29.3, abs=0.1)

@@ -5,7 +5,9 @@ import time
 import pytest
 
 from pinmon.collect.nvml import call_nvml
-from pinmon.collect.pcie_counters import MASK_32, CounterUnwrapper, PcieSampler, field_int
+from pinmon.collect.nvml.counters import MASK_32, CounterUnwrapper
+from pinmon.collect.nvml.sampler import PcieSampler
+from pinmon.collect.nvml.values import field_int
 from tests.fakes.fake_pynvml import (NVML_FI_DEV_PCIE_COUNT_BAD_TLP, NVML_FI_DEV_PCIE_COUNT_NAKS_SENT,
                                      NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER,
                                      NVML_FI_DEV_PCIE_REPLAY_COUNTER, FakeHandle, FakeNvml)
@@ -18,8 +20,9 @@ WRAP = 1 << 32
 def make(n_gpus=1, start=True, **gpu):
     fake = FakeNvml(n_gpus, **gpu)
     fake.nvmlInit()
+    # Error counters every second (the collector's period is 5 s) keep these runs short.
     sampler = PcieSampler(fake, [(i, FakeHandle(i)) for i in range(n_gpus)], 64.0, call=call_nvml,
-                          clock=fake.clock)
+                          clock=fake.clock, error_period_s=1.0)
     if start:
         sampler.start(background=False)
     return fake, sampler

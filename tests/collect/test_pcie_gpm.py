@@ -3,9 +3,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pinmon.collect import pcie_counters
+from pinmon.collect.nvml import sampler
 from pinmon.collect.nvml import NvmlCollector, call_nvml
-from pinmon.collect.pcie_gpm import MIN_INTERVAL_S, GpmReader
+from pinmon.collect.nvml.gpm import MIN_INTERVAL_S, GpmReader
 from tests.fakes.fake_pynvml import (NVML_FI_DEV_PCIE_COUNT_RX_BYTES, NVML_SUCCESS, FakeGpu,
                                      FakeNvml)
 
@@ -94,7 +94,7 @@ def test_gpm_that_keeps_failing_moves_the_gpu_to_the_byte_counters(no_sysfs):
     c = collector(fake, no_sysfs)
     fake.fail("nvmlGpmMetricsGet", "unknown")
     seen = []
-    for _ in range(int(pcie_counters.GPM_GIVE_UP_S) + 3):
+    for _ in range(int(sampler.GPM_GIVE_UP_S) + 3):
         for _ in range(64):
             fake.advance(1 / 64)
             c.sampler.poll_once()
