@@ -1,27 +1,9 @@
-"""Who imports what in the probe: CuPy only in cuda.py, analysis pure, the probe text apart from the
-collectors and the CUDA side."""
-import ast
-import pathlib
+"""Who imports what in the probe: CuPy only in cuda.py, analysis pure, no cycle, the probe text apart
+from the collectors and the CUDA side."""
+from tests.import_graph import ROOT, cycles, imports
 
-import pinmon
-
-ROOT = pathlib.Path(pinmon.__file__).parent
-
-
-def imports(relpath: str) -> set[str]:
-    """Absolute names of the modules ``pinmon/<relpath>`` imports (relative imports resolved)."""
-    path = ROOT / relpath
-    package = ["pinmon", *pathlib.PurePath(relpath).parent.parts]
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - node.level + 1] if node.level else []
-            module = ".".join(base + ([node.module] if node.module else []))
-            out.add(module)
-            out |= {f"{module}.{a.name}" for a in node.names}
-    return out
+CUDA_SIDE = {"pinmon.probe.engine", "pinmon.probe.cuda", "pinmon.probe.buffers", "pinmon.probe.timing",
+             "pinmon.probe.numa"}
 
 
 def test_only_cuda_py_imports_cupy():
@@ -32,13 +14,14 @@ def test_only_cuda_py_imports_cupy():
 
 
 def test_analysis_is_pure():
-    cuda_side = {"cupy", "numpy", "ctypes", "pinmon.probe.cuda", "pinmon.probe.buffers",
-                 "pinmon.probe.timing", "pinmon.probe.engine", "pinmon.probe.numa"}
-    assert imports("probe/analysis.py") & cuda_side == set()
+    assert imports("probe/analysis.py") & (CUDA_SIDE | {"cupy", "numpy", "ctypes"}) == set()
+
+
+def test_no_import_cycle_in_the_probe():
+    assert cycles("probe") == []
 
 
 def test_probe_text_reaches_neither_the_collectors_nor_the_cuda_side():
     names = imports("outputs/probe_text.py")
     assert not {m for m in names if m.startswith("pinmon.collect")}
-    assert not names & {"pinmon.probe.engine", "pinmon.probe.cuda", "pinmon.probe.buffers",
-                        "pinmon.probe.timing", "pinmon.probe.numa"}
+    assert not names & CUDA_SIDE
