@@ -1,12 +1,13 @@
 """The buffers a probe holds, each owned by an object that frees it on the way out of a with block.
 
-Host memory comes in three ways, all ``HostBuffer``s (a pointer, a size, a numpy view):
-``PageableBuffer`` is ordinary memory (numpy, page-aligned, every page touched); ``PinnedBuffer`` is
-``cudaHostAlloc``'ed with the flags of its memory kind (default, write-combined, mapped, portable);
-``Registered`` page-locks existing memory in place with ``cudaHostRegister``. The two page-locked
-kinds share ``PageLocked``: their bytes are reserved on the probe's ``PinnedLedger`` before CUDA is
-called (so the cap holds even if the call would succeed), counted in ``held_pinned_bytes()`` while
-held, and the CUDA call each way is timed. ``DeviceBuffer`` is ``cudaMalloc``'ed device memory.
+Every host buffer is a ``HostBuffer`` (a pointer, a size, a numpy view). ``PageableBuffer`` is
+ordinary memory (numpy, page-aligned, every page touched); ``PinnedBuffer`` is ``cudaHostAlloc``'ed
+with the flags of its memory kind (default, write-combined, mapped, portable); ``Registered``
+page-locks existing memory in place with ``cudaHostRegister`` (``numa.NodeBuffer``, memory bound to
+one NUMA node, is another host buffer). The two page-locked kinds share ``PageLocked``: their bytes
+are reserved on the probe's ``PinnedLedger`` before CUDA is called (so the cap holds even if the call
+would succeed), counted in ``held_pinned_bytes()`` while held, and the CUDA call each way is timed.
+``DeviceBuffer`` is ``cudaMalloc``'ed device memory.
 
 Freeing is ``close()`` (idempotent), run in a ``finally`` by the with block, also when opening was
 interrupted half way. A Ctrl-C arriving between a CUDA call returning and its pointer being stored

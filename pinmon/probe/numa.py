@@ -23,7 +23,7 @@ from ..model import ProbeMeasurement, ProbeResult
 from ..units import MIB, fmt_bytes, fmt_pct
 from . import cuda
 from . import plan as P
-from .buffers import DeviceBuffer, Owned, Registered, sync_quietly
+from .buffers import DeviceBuffer, HostBuffer, Registered, sync_quietly
 from .safety import PROBE_LOCK, PinnedLedger, TimeBudget, pinned_cap
 from .timing import EventTimer, copy_samples, rate_row
 
@@ -65,7 +65,7 @@ def node_mask(node: int):
     return mask, _MASK_BITS + 1
 
 
-class NodeBuffer(Owned):
+class NodeBuffer(HostBuffer):
     """``nbytes`` of anonymous memory whose pages are all on NUMA node ``node``; unmapped on close."""
 
     def __init__(self, nbytes: int, node: int, page_size: int = P.PAGE_BYTES):
