@@ -13,6 +13,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
+
 MIB = 1 << 20
 
 SCENARIOS = ["non_cuda_shared_anon", "context_only", "default_256m", "mapped_portable",
@@ -104,10 +107,18 @@ def main():
         return
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
+    # Read here, not in the children: NVML would map /dev/nvidia* into the non-CUDA scenario's maps.
+    prov = provenance()
     for name in SCENARIOS:
         t0 = time.time()
         r = subprocess.run([sys.executable, __file__, outdir, name], capture_output=True, text=True)
         print(name, r.returncode, f"{time.time()-t0:.1f}s", r.stderr[-500:])
+        path = os.path.join(outdir, f"{name}.json")
+        if r.returncode == 0 and os.path.exists(path):
+            with open(path) as f:
+                manifest = json.load(f)
+            with open(path, "w") as f:
+                json.dump({**manifest, "provenance": prov}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import argparse
 import io
 import json
 import os
-import platform
 import pstats
 import subprocess
 import sys
@@ -31,6 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from overhead import COLLECT_LOOP, WARMUP_S, spawn, stop_spawned  # noqa: E402  (the same programs as overhead.py)
+from provenance import portable_argv, provenance  # noqa: E402
 
 PTY_SIZE = (160, 48)
 
@@ -53,7 +53,7 @@ def thread_cpu(argv: list[str], seconds: float, env: dict, pty_size=None, cwd: s
     try:
         time.sleep(WARMUP_S)
         if p.poll() is not None:
-            return {"argv": argv, "error": f"exited during warm-up with code {p.returncode}"}
+            return {"argv": portable_argv(argv), "error": f"exited during warm-up with code {p.returncode}"}
         proc = psutil.Process(p.pid)
         t0, w0 = _thread_times(proc), time.monotonic()
         time.sleep(seconds)
@@ -67,7 +67,7 @@ def thread_cpu(argv: list[str], seconds: float, env: dict, pty_size=None, cwd: s
                         "cpu_share": delta / wall, "cpu_s": delta})
     threads.sort(key=lambda t: -t["cpu_s"])
     total = sum(t["cpu_s"] for t in threads)
-    return {"argv": argv, "window_s": wall, "cpu_share": total / wall, "threads": threads}
+    return {"argv": portable_argv(argv), "window_s": wall, "cpu_share": total / wall, "threads": threads}
 
 
 def part_threads(seconds: float, tree: str) -> dict:
@@ -146,8 +146,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tree", default=ROOT, help="directory holding the pinmon package to measure")
     args = ap.parse_args(argv)
     tree = os.path.abspath(args.tree)
-    result = {"python": platform.python_version(), "cpus": os.cpu_count(), "tree": tree,
-              "seconds": args.seconds, "time": time.time()}
+    result = {"provenance": provenance(tree), "seconds": args.seconds, "time": time.time()}
     for part in args.parts.split(","):
         if part == "threads":
             result["threads"] = part_threads(args.seconds, tree)

@@ -49,6 +49,9 @@ from collections import Counter, defaultdict
 
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+from provenance import provenance  # noqa: E402
+
 KIB, MIB = 1 << 10, 1 << 20
 RECORD_CAP = 900          # raw records kept per workload (all are summed)
 RECORD_CAP_MEMCPY = 500   # of which MEMCPY at most, so allocations are not crowded out
@@ -1475,7 +1478,8 @@ def parent_main(args) -> int:
     os.makedirs(outdir, exist_ok=True)
     tmpdir = tempfile.mkdtemp(prefix="cupti_facts_")
     runner = Runner(outdir, tmpdir)
-    facts: dict = {"schema": "pinmon.bench.cupti_facts/1", "started": time.time(), "versions": versions()}
+    facts: dict = {"schema": "pinmon.bench.cupti_facts/1", "started": time.time(), "provenance": provenance(),
+                   "versions": versions()}
     print(f"cupti_facts: {facts['versions'].get('packages')}", flush=True)
     only = set(filter(None, (args.only or "").split(",")))
     skip = set(filter(None, (args.skip or "").split(",")))

@@ -26,6 +26,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
+
 VARIANTS = ("off", "cupti_only", "raw_parse", "raw_tracer", "objects_drop", "objects_tracer")
 SIZE = 1 << 20
 
@@ -133,8 +136,8 @@ def main() -> int:
                                                    "flush_cpu_us_per_copy", "callback_cpu_us_per_record",
                                                    "records", "figures_h2d_pinned", "error")}), flush=True)
     with open(args.out, "w") as f:
-        json.dump({"schema": "pinmon.bench.cupti_record_cost/1", "size_bytes": SIZE, "copies": args.copies,
-                   "results": results}, f, indent=1)
+        json.dump({"schema": "pinmon.bench.cupti_record_cost/1", "provenance": provenance(),
+                   "size_bytes": SIZE, "copies": args.copies, "results": results}, f, indent=1)
     return 0
 
 

@@ -22,6 +22,8 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
 
 
 def samples(text):
@@ -125,7 +127,7 @@ def main():
             with open(load_json) as f:
                 load = json.load(f)
         except (OSError, ValueError):
-            load = {"error": f"transfer_load.py exited {proc.returncode} without writing {load_json}"}
+            load = {"error": f"transfer_load.py exited {proc.returncode} without writing load.json"}
     finally:
         exporter.send_signal(signal.SIGTERM)
         try:
@@ -135,7 +137,7 @@ def main():
             exit_code = "killed after 30 s"
         err.close()
 
-    summary = {"url": url, "exporter_exit_code": exit_code, "load": load, "scrapes": scrapes}
+    summary = {"provenance": provenance(), "url": url, "exporter_exit_code": exit_code, "load": load, "scrapes": scrapes}
     before = [s for s in scrapes if s["phase"] == "before" and s["rx_bytes_total"] is not None]
     after = [s for s in scrapes if s["phase"] == "after" and s["rx_bytes_total"] is not None]
     if load and "payload_bytes" in load and before and after:

@@ -8,11 +8,15 @@ each NVML call pinmon makes per snapshot. Usage: python3 bench/gpm_facts.py OUT.
 """
 import ctypes
 import json
+import os
 import sys
 import threading
 import time
 
 import pynvml as p
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
 
 MIB = 1 << 20
 PCIE_TX_PER_SEC, PCIE_RX_PER_SEC = 20, 21  # MiB/s averaged over the two samples
@@ -92,7 +96,8 @@ def window(h, s1, s2, counters, load_s, idle_before_s, idle_after_s, copy):
 def main(path):
     p.nvmlInit()
     h = p.nvmlDeviceGetHandleByIndex(0)
-    out = {"driver": p.nvmlSystemGetDriverVersion(), "pynvml": getattr(p, "__version__", None)}
+    out = {"provenance": provenance(), "driver": p.nvmlSystemGetDriverVersion(),
+           "pynvml": getattr(p, "__version__", None)}
     try:
         out["gpm_supported"] = bool(p.nvmlGpmQueryDeviceSupport(h).isSupportedDevice)
     except p.NVMLError as e:

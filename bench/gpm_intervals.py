@@ -8,6 +8,7 @@ instant and samples every 0.11 s across it, to see how late GPM reports the end 
 Usage: python3 bench/gpm_intervals.py OUT.json
 """
 import json
+import os
 import statistics
 import sys
 import threading
@@ -16,6 +17,9 @@ import time
 import cupy as cp
 import numpy as np
 import pynvml as p
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
 
 MIB = 1 << 20
 PCIE_TX_PER_SEC, PCIE_RX_PER_SEC = 20, 21
@@ -105,7 +109,7 @@ def main(path):
     counters = Counters(h); counters.start()
     load = Load(); load.start()
     load.go.set(); time.sleep(1.0)
-    out = {"steady": [chain(h, counters, dt, 6.0) for dt in (1.0, 0.5, 0.2)]}
+    out = {"provenance": provenance(), "steady": [chain(h, counters, dt, 6.0) for dt in (1.0, 0.5, 0.2)]}
     for c in out["steady"]:
         print(f"dt {c['dt_s']}: per-interval GPM/counters {c['ratio_min']:.4f}..{c['ratio_max']:.4f}"
               f" median {c['ratio_median']:.4f}, total {c['total_ratio']:.4f}")

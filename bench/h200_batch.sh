@@ -16,7 +16,8 @@ env)
   part env
   { nvidia-smi -L; nvidia-smi --query-gpu=driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv;
     python3 -c "import cupy, platform; print('python', platform.python_version(), 'cupy', cupy.__version__)";
-    nproc; free -g; } > "$out/env.txt" 2>&1; cat "$out/env.txt";;
+    nproc; free -g; } > "$out/env.txt" 2>&1; cat "$out/env.txt"
+  python3 bench/provenance.py > "$out/provenance.json"; cat "$out/provenance.json";;
 gputests)
   part gputests
   python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_probe_gpu.py tests/gpu/test_pinned_gpu.py \

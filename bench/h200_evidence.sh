@@ -21,8 +21,10 @@ grep -E "Elapsed|Maximum resident|User time|System time" "$out/check_time.txt"
 ( time python3 -m pinmon check --probe --json --window 0.5 > "$out/check_probe.json" ) 2>&1 | grep real
 python3 - "$out" <<'PY'
 import json,sys,time
+sys.path.insert(0, "bench")
+from provenance import provenance
 from pinmon.probe import run_probe
-res={}
+res={"provenance": provenance()}
 for k in ("quick","sweep","alloc","modes"):
     t=time.time(); r=run_probe(k, gpu_index=0, link_theoretical_bytes_per_s=63.0e9); res[k]=r.to_dict()
     print(k, r.status, r.reason, f"{time.time()-t:.1f}s", len(r.measurements))

@@ -18,14 +18,12 @@ Usage: python3 bench/kernel_pins_h200.py OUT.json        (about a minute on the 
    process's pinned mappings changed).
 
 A scenario that cannot run (no CuPy, no torch, no GPU) is recorded with its error; the rest still runs.
-The JSON holds the commit (``git rev-parse HEAD``, else $PINMON_COMMIT), versions and the GPU's name.
+The JSON holds ``provenance`` (bench/provenance.py): the commit, versions, the driver and the GPU.
 """
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
-import platform
 import selectors
 import statistics
 import subprocess
@@ -36,6 +34,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -477,40 +477,9 @@ def run_cpu(n: int = SNAPSHOTS) -> dict:
     return out
 
 
-def _version(dist: str):
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def meta() -> dict:
-    commit = None
-    try:
-        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        pass
-    gpu = {"name": None, "driver": None}
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
-            driver = pynvml.nvmlSystemGetDriverVersion()
-            gpu = {"name": name.decode() if isinstance(name, bytes) else name,
-                   "driver": driver.decode() if isinstance(driver, bytes) else driver}
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception as e:  # no NVML: say so in the file
-        gpu["error"] = f"{type(e).__name__}: {e}"
-    versions = {d: _version(d) for d in ("pinmon", "cupy-cuda13x", "cupy-cuda12x", "cupy", "torch", "nvidia-ml-py",
-                                         "pynvml", "psutil", "numpy")}
-    return {"schema": SCHEMA, "time": time.time(), "commit": commit or os.environ.get("PINMON_COMMIT"),
-            "python": platform.python_version(), "kernel": platform.release(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "page_size": os.sysconf("SC_PAGE_SIZE"),
-            "versions": {k: v for k, v in versions.items() if v is not None}, "gpu": gpu,
+    return {"schema": SCHEMA, "time": time.time(), "provenance": provenance(),
+            "page_size": os.sysconf("SC_PAGE_SIZE"),
             "fold": "stat_refresh" if fold() else "one second of stillness"}
 
 
@@ -534,7 +503,7 @@ def main(argv=None) -> int:
     from pinmon.collect.numa import list_nodes
 
     t0 = time.perf_counter()
-    reader = KernelPinsReader("/")
+    reader = KernelPinsReader("/", min_interval_s=0.0)  # every reading fresh
 
     def kernel():
         return reader.read().pinned_bytes

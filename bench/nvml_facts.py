@@ -1,12 +1,16 @@
 """Print what NVML offers on this machine: link, field values, timings. Writes JSON to argv[1]."""
 import json
+import os
 import sys
 import time
 
 import pynvml as p
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
+
 p.nvmlInit()
-out = {"driver": p.nvmlSystemGetDriverVersion(), "gpus": []}
+out = {"provenance": provenance(), "driver": p.nvmlSystemGetDriverVersion(), "gpus": []}
 fields = [n for n in dir(p) if n.startswith("NVML_FI_DEV_PCIE")]
 for i in range(p.nvmlDeviceGetCount()):
     h = p.nvmlDeviceGetHandleByIndex(i)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import select
 import shutil
 import subprocess
@@ -38,6 +37,9 @@ import psutil
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import portable_argv, provenance  # noqa: E402
+
 PARTS = ("collect", "collect_counters", "tui", "export", "nvitop", "dmon", "accuracy", "scale")
 WARMUP_S = 3.0
 EXPORT_LISTEN = "127.0.0.1:19477"
@@ -135,7 +137,7 @@ def measure(argv: list[str], seconds: float, *, pty_size=None, env=None, during=
     """Run ``argv`` for warm-up + ``seconds``; CPU share and peak RSS of its tree over the window."""
     p, master, stop = spawn(argv, env, pty_size)
     proc = psutil.Process(p.pid)
-    out = {"argv": argv}
+    out = {"argv": portable_argv(argv)}
     try:
         time.sleep(WARMUP_S)
         if p.poll() is not None:
@@ -364,7 +366,7 @@ def main(argv=None) -> int:
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
         ap.error(f"unknown part {unknown[0]!r} (known: {', '.join(PARTS)})")
-    res = {"python": platform.python_version(), "cpus": os.cpu_count(), "seconds": args.seconds,
+    res = {"provenance": provenance(), "seconds": args.seconds,
            "programs_run": "sequentially, one subprocess each", "time": time.time()}
     for part in parts:
         t0 = time.monotonic()

@@ -12,7 +12,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from provenance import provenance  # noqa: E402
 from pinmon.collect.collector import LiveCollector  # noqa: E402
 
 
@@ -50,7 +52,9 @@ def main():
             print(f"{k}: {v*100:.2f}% of one core")
     print(f"8 GPUs / 1 GPU CPU ratio: {res['fake_gpus_8'][0] / res['fake_gpus_1'][0]:.2f}")
     with open(out, "w") as f:
-        json.dump({k: (dict(cpu_s=v[0], wall_s=v[1]) if isinstance(v, tuple) else v) for k, v in res.items()}, f, indent=1)
+        json.dump({"provenance": provenance(),
+                   **{k: (dict(cpu_s=v[0], wall_s=v[1]) if isinstance(v, tuple) else v) for k, v in res.items()}},
+                  f, indent=1)
 
 
 if __name__ == "__main__":

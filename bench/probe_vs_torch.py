@@ -13,19 +13,20 @@ Usage (GPU machine): python bench/probe_vs_torch.py [OUT.json]   (default bench/
 """
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 
 from pinmon.link import theoretical_bytes_per_s  # noqa: E402
 from pinmon.outputs.probe_text import format_probe  # noqa: E402
 from pinmon.probe import run_probe  # noqa: E402
 from pinmon.probe.engine import measure_copies  # noqa: E402
 from pinmon.units import MIB, fmt_bytes, fmt_rate  # noqa: E402
+from provenance import provenance  # noqa: E402
 
 SIZES_BYTES = (64 * MIB, 256 * MIB)
 DIRECTIONS = ("h2d", "d2h")
@@ -120,8 +121,8 @@ def main() -> int:
     quick = run_probe("quick", gpu_index=GPU, link_theoretical_bytes_per_s=theo)
     print(format_probe(quick))
 
-    doc = {"schema": "pinmon.bench.probe_vs_torch/1", "time": t0, "host": platform.node(),
-           "python": platform.python_version(), "cupy": cupy.__version__, "torch": torch.__version__,
+    doc = {"schema": "pinmon.bench.probe_vs_torch/1", "time": t0, "provenance": provenance(),
+           "cupy": cupy.__version__, "torch": torch.__version__,
            "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
            "cuda_driver": cupy.cuda.runtime.driverGetVersion(),
            "gpu_index": GPU, "link": link, "goal_ratio": GOAL_RATIO, "meets_goal": meets,

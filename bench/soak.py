@@ -24,7 +24,6 @@ import gc
 import json
 import math
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -34,9 +33,11 @@ import psutil
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from pinmon.model import (Gpu, GpuProcess, HostMemory, Link, Pcie, ProcessPinned,  # noqa: E402
                           Snapshot)
+from provenance import provenance  # noqa: E402
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -217,8 +218,7 @@ def main(argv=None) -> int:
     if path is None:
         tmp = tempfile.mkdtemp(prefix="pinmon-soak-")
         path = os.path.join(tmp, "soak.jsonl.gz")
-    result = {"hours": args.hours, "gpus": N_GPUS, "python": platform.python_version(),
-              "machine": platform.machine(), "cpus": os.cpu_count()}
+    result = {"provenance": provenance(), "hours": args.hours, "gpus": N_GPUS}
     try:
         result["write"] = write_recording(path, n)
         print(f"wrote {n} snapshots ({result['write']['bytes'] / MIB:.1f} MiB) in {result['write']['seconds']:.0f} s")

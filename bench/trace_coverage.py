@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,9 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
+
 LINK_OVERHEAD = 1.078
 MIB = 1 << 20
 
@@ -231,8 +233,8 @@ def main() -> int:
     finally:
         link.close()
     probe = probe_rates()
-    doc = {"schema": "pinmon.bench.trace_coverage/1", "time": time.time(), "python": platform.python_version(),
-           "commit": os.environ.get("PINMON_COMMIT"), "link_overhead": LINK_OVERHEAD, "goal_coverage": 0.95,
+    doc = {"schema": "pinmon.bench.trace_coverage/1", "time": time.time(), "provenance": provenance(),
+           "link_overhead": LINK_OVERHEAD, "goal_coverage": 0.95,
            "engines": rows, "probe": probe}
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)

@@ -24,13 +24,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
+
 MIB = 1 << 20
 SIZES = (1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB)
 
@@ -245,7 +247,7 @@ def main() -> int:
     result = {
         "schema": "pinmon.bench.trace_overhead/2", "time": time.time(), "fake_cupy": args.fake,
         "engine": args.engine, "cupti": switch.report() if switch is not None else None,
-        "python": platform.python_version(),
+        "provenance": provenance(),
         "cupy": getattr(cupy, "__version__", None),
         "per_call": per_call,
         "loop": {"sizes_bytes": list(SIZES), "rounds": args.rounds,

@@ -21,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import trace_overhead as T  # noqa: E402  the hooks, the loop's copies
+from provenance import provenance  # noqa: E402
 
 MIB = 1 << 20
 
@@ -35,7 +36,8 @@ def main() -> int:
     cupy = T.load_cupy(False)
     import cupyx
 
-    out = {"schema": "pinmon.bench.trace_per_op/1", "time": time.time(), "cupy": cupy.__version__,
+    out = {"schema": "pinmon.bench.trace_per_op/1", "time": time.time(), "provenance": provenance(),
+           "cupy": cupy.__version__,
            "blocks": args.blocks, "ops": {}}
     for size in (1 * MIB, 64 * MIB):
         pageable = np.ones(size, np.uint8)

@@ -6,10 +6,15 @@ same window can be checked against ground truth.
 """
 import argparse
 import json
+import os
+import sys
 import time
 
 import cupy as cp
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
 
 MIB = 1 << 20
 
@@ -51,7 +56,7 @@ def main():
     print(json.dumps(out))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
+            json.dump({"provenance": provenance(), **out}, f, indent=1)
 
 
 if __name__ == "__main__":

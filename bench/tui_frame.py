@@ -18,13 +18,15 @@ import dataclasses
 import gzip
 import json
 import os
-import platform
 import random
 import statistics
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
+
 DEMO = os.path.join(ROOT, "pinmon", "data", "demo.jsonl.gz")
 WARM = 60
 
@@ -114,9 +116,10 @@ def main() -> int:
     result = asyncio.run(measure((cols, rows), args.snapshots))
     import pinmon
 
-    result["pinmon"] = os.path.dirname(pinmon.__file__)
-    result.update({"tree": tree, "size": [cols, rows], "snapshots": args.snapshots,
-                   "python": platform.python_version(), "cpus": os.cpu_count(), "time": time.time()})
+    # The A/B is void if another pinmon (an installed one) was imported instead of the tree's.
+    result["pinmon_from_tree"] = os.path.dirname(pinmon.__file__) == os.path.join(tree, "pinmon")
+    result.update({"provenance": provenance(tree), "size": [cols, rows], "snapshots": args.snapshots,
+                   "time": time.time()})
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     print(f"{tree}: apply {result['apply_ms']:.2f} ms + compositor {result['compositor_ms']:.2f} ms"

@@ -13,7 +13,6 @@ import argparse
 import fcntl
 import json
 import os
-import platform
 import pty
 import select
 import signal
@@ -28,6 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from overhead import tree_cpu_s, tree_rss  # noqa: E402  (the same process-tree accounting)
+from provenance import portable_argv, provenance  # noqa: E402
 
 
 def run_on_pty(argv, marker: bytes, seconds: float, size=(80, 24), quit_keys=b"q", env=None):
@@ -99,7 +99,7 @@ def run_on_pty(argv, marker: bytes, seconds: float, size=(80, 24), quit_keys=b"q
         os.waitpid(pid, 0)
         status = None
     os.close(fd)
-    return {"argv": argv, "size": f"{cols}x{rows}", "first_frame_s": first_frame_s,
+    return {"argv": portable_argv(argv), "size": f"{cols}x{rows}", "first_frame_s": first_frame_s,
             "window_s": window, "cpu_seconds": cpu1 - cpu0,
             "cpu_share_of_one_core": (cpu1 - cpu0) / window if window > 0 else None,
             "rss_peak_bytes": rss_peak, "output_bytes_per_s": (out_bytes - bytes0) / window if window else None,
@@ -125,8 +125,7 @@ def main():
         "nvitop": ([py, "-m", "nvitop", "--interval", "1"], b"NVITOP"),
     }
     wanted = [t for t in args.only.split(",") if t]
-    results = {"host": platform.node(), "python": platform.python_version(), "cpus": os.cpu_count(),
-               "seconds": args.seconds, "runs": {}}
+    results = {"provenance": provenance(), "seconds": args.seconds, "runs": {}}
     for name in wanted:
         argv, marker = targets[name]
         if name == "nvitop":

@@ -3,7 +3,7 @@
 Read from ``--config FILE`` or else ``<user config dir>/pinmon/config.toml`` when that exists; never
 written. Schema::
 
-    interval = 2.0                       # seconds, > 0 and <= 3600
+    interval = 2.0                       # seconds, 0.01 to 3600 (pinmon.limits)
     disabled_rules = ["memlock-limit-low"]
 
     [thresholds]                         # one key per Thresholds field, same names
@@ -25,6 +25,8 @@ from typing import Any, Optional
 
 from .advise.rules import RULES
 from .advise.thresholds import Thresholds, threshold_fields
+from .infile import InputError, read_capped
+from .limits import MAX_CONFIG_BYTES, MAX_DURATION_S, MAX_INTERVAL_S, MAX_SIZE_BYTES, MIN_INTERVAL_S
 from .units import parse_size
 
 if sys.version_info >= (3, 11):
@@ -33,7 +35,6 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 DEFAULT_INTERVAL_S = 1.0
-MAX_INTERVAL_S = 3600.0
 TOP_LEVEL_KEYS = ("interval", "thresholds", "disabled_rules")
 
 
@@ -69,15 +70,10 @@ def load_config(path: Optional[str] = None) -> Config:
 
 
 def _read(path: str, explicit: bool) -> bytes:
-    if explicit and not os.path.exists(path):
-        raise ConfigError(f"config {path}: no such file")
-    if os.path.isdir(path):
-        raise ConfigError(f"config {path}: is a directory, not a TOML file")
     try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as e:
-        raise ConfigError(f"config {path}: cannot read it ({e.strerror or e})") from None
+        return read_capped(path, MAX_CONFIG_BYTES, "a config file")
+    except InputError as e:
+        raise ConfigError(f"config {e}") from None
 
 
 def parse_config(data: bytes | str, path: str = "<string>") -> Config:
@@ -92,6 +88,8 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
         doc = tomllib.loads(data)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{where}: not valid TOML: {_one_line(str(e))}") from None
+    except RecursionError:  # the TOML parser recurses once per level of nested arrays and tables
+        raise ConfigError(f"{where}: nested too deeply to be a pinmon config") from None
 
     for key in doc:
         if key not in TOP_LEVEL_KEYS:
@@ -100,9 +98,9 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
     interval_s = DEFAULT_INTERVAL_S
     if "interval" in doc:
         v = doc["interval"]
-        if not _is_number(v) or not (0 < v <= MAX_INTERVAL_S):
-            raise ConfigError(f"{where}: interval must be a number of seconds above 0 and at most"
-                              f" {MAX_INTERVAL_S:g}, got {_show(v)}")
+        if not _is_number(v) or not (MIN_INTERVAL_S <= v <= MAX_INTERVAL_S):
+            raise ConfigError(f"{where}: interval must be a number of seconds from {MIN_INTERVAL_S:g}"
+                              f" to {MAX_INTERVAL_S:g}, got {_show(v)}")
         interval_s = float(v)
 
     thresholds = Thresholds()
@@ -154,18 +152,19 @@ def _threshold_value(kind: str, v: Any, what: str):
                 return parse_size(v)
             except ValueError:
                 pass
-        elif _is_number(v) and v >= 0 and float(v).is_integer():
+        elif _is_number(v) and 0 <= v <= MAX_SIZE_BYTES and float(v).is_integer():
             return int(v)
-        raise ConfigError(f"{what} must be a byte count (an integer >= 0, or a size such as \"1G\"),"
-                          f" got {_show(v)}")
+        raise ConfigError(f"{what} must be a byte count (an integer from 0 to 2**60, or a size such"
+                          f" as \"1G\"), got {_show(v)}")
     if kind in ("bytes_per_s", "per_s"):
         unit = "bytes per second" if kind == "bytes_per_s" else "events per second"
         if not _is_number(v) or v < 0:
             raise ConfigError(f"{what} must be a number of {unit}, 0 or more, got {_show(v)}")
         return float(v)
     if kind == "seconds":
-        if not _is_number(v) or v <= 0:
-            raise ConfigError(f"{what} must be a number of seconds above 0, got {_show(v)}")
+        if not _is_number(v) or not 0 < v <= MAX_DURATION_S:
+            raise ConfigError(f"{what} must be a number of seconds above 0 and at most"
+                              f" {MAX_DURATION_S:.0f} (366 days), got {_show(v)}")
         return float(v)
     raise AssertionError(f"unknown threshold kind {kind!r}")  # pragma: no cover - thresholds.py bug
 

@@ -6,15 +6,22 @@ indistinguishable. Units are bytes and bytes/second; ``None`` means "unknown" an
 JSON ``null``, never as a 0 that pretends to be a reading.
 
 ``from_dict`` ignores keys it does not know (a newer writer may add fields) and raises
-``SchemaError`` with the path of the first bad value.
+``SchemaError`` with the path of the first bad value. A snapshot read from a file is untrusted, so
+``from_dict`` also refuses what no collector can produce: numbers that are not finite or below 0,
+byte figures over ``limits.MAX_SIZE_BYTES``, times outside 1970..9999, and more GPUs, processes or
+list items than ``pinmon.limits`` allows (checked before the items are read). ``to_dict`` writes
+a non-finite float as ``null``, so its output is always valid JSON.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
+
+from .limits import MAX_COUNT, MAX_EPOCH_S, MAX_GPUS, MAX_LIST_ITEMS, MAX_PROCESSES, MAX_SIZE_BYTES
 
 SNAPSHOT_SCHEMA = "pinmon.snapshot/1"
 CHECK_SCHEMA = "pinmon.check/1"
@@ -36,10 +43,42 @@ def _to_json(value: Any) -> Any:
         return [_to_json(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _to_json(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or Infinity
     return value
 
 
-def _convert(tp: Any, value: Any, path: str) -> Any:
+# Lists with their own cap (by field name); any other list holds at most MAX_LIST_ITEMS.
+_MAX_ITEMS = {"gpus": (MAX_GPUS, "GPUs"), "processes": (MAX_PROCESSES, "processes")}
+
+
+def _show(value: "int | float") -> str:
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"a {value.bit_length()}-bit number"  # too long to print, or to turn into a float
+    return f"{value:g}"
+
+
+def _check_number(name: str, value: "int | float", path: str) -> None:
+    """Refuse a figure no collector can produce: not finite, negative, or beyond its range."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SchemaError(f"{path}: {value} is not a finite number")
+    if value < 0:
+        raise SchemaError(f"{path}: must be 0 or more, got {_show(value)}")
+    if name == "time" and value > MAX_EPOCH_S:
+        raise SchemaError(f"{path}: {_show(value)} is not a time (after the year 9999)")
+    if name.endswith(("_bytes", "_bytes_est")) and value > MAX_SIZE_BYTES:
+        raise SchemaError(f"{path}: {_show(value)} bytes is more than any host holds (at most 1 EiB)")
+    if isinstance(value, int) and value > MAX_COUNT:
+        raise SchemaError(f"{path}: {_show(value)} is too large (at most {MAX_COUNT})")
+
+
+def _check_length(name: str, value: "list | tuple | dict", path: str) -> None:
+    limit, what = _MAX_ITEMS.get(name, (MAX_LIST_ITEMS, "items"))
+    if len(value) > limit:
+        raise SchemaError(f"{path}: {len(value):,} {what}, more than the {limit:,} a snapshot may hold")
+
+
+def _convert(tp: Any, value: Any, path: str, name: str = "") -> Any:
     if tp is Any:
         return value  # free-form values (a finding's numbers) may hold null
     origin = typing.get_origin(tp)
@@ -50,7 +89,7 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
                 return None
             raise SchemaError(f"{path}: null is not allowed")
         inner = [a for a in args if a is not type(None)]
-        return _convert(inner[0], value, path)
+        return _convert(inner[0], value, path, name)
     if value is None:
         raise SchemaError(f"{path}: null is not allowed")
     if dataclasses.is_dataclass(tp):
@@ -58,20 +97,27 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
     if origin is tuple:
         if not isinstance(value, (list, tuple)):
             raise SchemaError(f"{path}: expected a list, got {type(value).__name__}")
-        return tuple(_convert(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
+        _check_length(name, value, path)
+        return tuple(_convert(args[0], v, f"{path}[{i}]", name) for i, v in enumerate(value))
     if origin is dict:
         if not isinstance(value, dict):
             raise SchemaError(f"{path}: expected an object, got {type(value).__name__}")
-        return {str(k): _convert(args[1], v, f"{path}.{k}") for k, v in value.items()}
+        _check_length(name, value, path)
+        return {str(k): _convert(args[1], v, f"{path}.{k}", name) for k, v in value.items()}
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise SchemaError(f"{path}: expected a number, got {type(value).__name__}")
+        if isinstance(value, int) and abs(value) > MAX_COUNT:
+            raise SchemaError(f"{path}: {_show(value)} is too large")
+        _check_number(name, float(value), path)
         return float(value)
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise SchemaError(f"{path}: expected an integer, got {type(value).__name__}")
+                value = int(value)
+            else:
+                raise SchemaError(f"{path}: expected an integer, got {type(value).__name__}")
+        _check_number(name, value, path)
         return value
     if tp is bool:
         if not isinstance(value, bool):
@@ -98,7 +144,7 @@ def _from_dict(cls: type, data: Any, path: str) -> Any:
     kwargs = {}
     for f in dataclasses.fields(cls):
         if f.name in data:
-            kwargs[f.name] = _convert(hints[f.name], data[f.name], f"{path}.{f.name}")
+            kwargs[f.name] = _convert(hints[f.name], data[f.name], f"{path}.{f.name}", f.name)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise SchemaError(f"{path}: missing key {f.name!r}")
     return cls(**kwargs)
@@ -262,6 +308,16 @@ class ProcessPinned(_Serial):
     d2h_pinned_bulk_busy_s: Optional[float] = None
     pinned_bulk_default_stream_share: Optional[float] = None
     copy_gpu_pci_bus_id: Optional[str] = None  # that GPU, as CUDA names it ("0000:41:00.0")
+    # Traced: its copies per direction and host memory kind, keyed "h2d.pinned", "h2d.pageable",
+    # "d2h.pinned", "d2h.pageable" (see TRANSFER_KEYS), each {"bytes_per_s": over the tracer's window
+    # of wall time, "achieved_bytes_per_s": bytes over the GPU time of all its traced copies of that
+    # kind, "rate_p50"/"rate_p10": median and 10th percentile of per-copy rates}; the last three are
+    # CUPTI's (None with the hooks alone, which see no GPU time).
+    transfers: Optional[dict[str, dict[str, Optional[float]]]] = None
+
+
+TRANSFER_KEYS = ("h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable")
+TRANSFER_FIGURES = ("bytes_per_s", "achieved_bytes_per_s", "rate_p50", "rate_p10")
 
 
 @dataclass(frozen=True)

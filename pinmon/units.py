@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .limits import MAX_SIZE_BYTES
+
 NA = "n/a"
 KIB = 1 << 10
 MIB = 1 << 20
@@ -57,7 +59,8 @@ def fmt_int(n: Optional[int]) -> str:
 
 
 def parse_size(text: str) -> int:
-    """'256M', '256MiB', '1G', '4096' -> bytes (binary multiples). Raises ValueError with a reason."""
+    """'256M', '256MiB', '1G', '4096' -> bytes (binary multiples), at most 1 EiB. Raises ValueError
+    with a one-line reason."""
     s = str(text).strip().replace(" ", "")
     units = {"": 1, "b": 1, "k": KIB, "kb": KIB, "kib": KIB, "m": MIB, "mb": MIB, "mib": MIB,
              "g": GIB, "gb": GIB, "gib": GIB, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
@@ -73,6 +76,8 @@ def parse_size(text: str) -> int:
         raise ValueError(f"not a size: {text!r} (use e.g. 256M, 1G, 4096)") from None
     if value < 0 or value != value or value == float("inf"):
         raise ValueError(f"not a size: {text!r} (must be a positive number)")
+    if value * units[unit] > MAX_SIZE_BYTES:  # also keeps int() off an infinite product
+        raise ValueError(f"size too large: {text!r} (at most 1 EiB)")
     return int(value * units[unit])
 
 

@@ -153,3 +153,292 @@ def test_default_without_terminal_prints_check_report():
     r = run_cli()  # stdout is a pipe here: no terminal app
     assert r.returncode in (0, 1, 2), r.stderr
     assert "pinmon check:" in r.stdout
+
+
+# --- exit codes and messages for bad arguments ------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["--interval", "-1", "check"], ["--interval", "0", "check"], ["--interval", "abc", "check"],
+    ["--interval", "1e9", "check"], ["--max-pinned", "-5M", "check"], ["--bogus", "check"],
+    ["check", "--window", "1e9"], ["check", "--window", "-1"],
+], ids=" ".join)
+def test_check_bad_arguments_exit_3_wherever_they_sit(capsys, argv):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 3
+    assert capsys.readouterr().err.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--max-pinned", "-5M"], "not a size: '-5M'"),
+    (["check", "--max-pinned", "-5M"], "not a size: '-5M'"),
+    (["probe", "--max-pinned", "-1G"], "not a size: '-1G'"),
+    (["--max-pinned", "1e300T"], "size too large: '1e300T'"),
+    (["replay", "r.jsonl", "--speed", "0"], "speed is a factor"),
+    (["demo", "--speed", "-2"], "speed is a factor"),
+    (["check", "--window", "1e9"], "0.01 to 3600"),
+    (["export", "--once", "--interval", "1e9"], "0.01 to 3600"),
+    (["--interval", "1e308", "record", "-o", "x.jsonl"], "0.01 to 3600"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_bad_values_say_what_is_wrong(capsys, tmp_path, monkeypatch, argv, words):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        main(argv)
+    err = capsys.readouterr().err
+    assert words in err and "expected one argument" not in err and err.count("\n") == 1
+    assert not os.listdir(tmp_path)  # nothing written, not even an empty recording
+
+
+def test_speed_is_a_factor_not_seconds(capsys):
+    with pytest.raises(SystemExit):
+        main(["replay", "r.jsonl", "--speed", "0"])
+    err = capsys.readouterr().err
+    assert "factor" in err and "seconds" not in err
+
+
+@pytest.mark.parametrize("command", ["check", "pinned", "record", "replay", "export", "probe"])
+def test_bad_option_after_a_command_points_to_its_help(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--bogus"])
+    assert f"see pinmon {command} --help" in capsys.readouterr().err
+
+
+def test_negative_values_of_a_traced_command_are_left_alone():
+    from pinmon.cli import _attach_negative_values, _command_index, build_parser
+
+    parser = build_parser()
+    argv = ["--max-pinned", "-5M", "trace", "--dir", "d", "python", "x.py", "--interval", "-5"]
+    assert _attach_negative_values(argv, parser, _command_index(argv, parser)) == [
+        "--max-pinned=-5M", "trace", "--dir", "d", "python", "x.py", "--interval", "-5"]
+
+
+def _all_parsers():
+    from pinmon.cli import build_parser
+
+    parser = build_parser()
+    return [parser, *parser.subcommands.values()]
+
+
+def test_every_argument_has_help_text():
+    missing = [f"{p.prog} {a.option_strings or a.dest}" for p in _all_parsers() for a in p.arguments
+               if not a.help]
+    assert not missing
+
+
+def test_help_texts_show_a_single_percent_sign():
+    for p in _all_parsers():
+        text = p.format_help()
+        assert "%%" not in text, p.prog
+    from pinmon.cli import build_parser
+
+    assert "5% of available RAM" in build_parser().subcommands["probe"].format_help()
+
+
+# --- config: every command validates it -------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, code", [
+    (["--config", "{cfg}", "pinned"], 2), (["--config", "{cfg}", "probe"], 2),
+    (["--config", "{cfg}", "check", "--snapshot", "{snap}"], 3), (["check", "--config", "{cfg}"], 3),
+])
+def test_bad_config_fails_every_command(tmp_path, capsys, argv, code):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text("interval = = 1\n")
+    snap = snapshot_file(tmp_path)
+    assert main([a.format(cfg=cfg, snap=snap) for a in argv]) == code
+    err = capsys.readouterr().err
+    assert "bad.toml" in err and err.count("\n") == 1
+
+
+# --- --json errors are JSON too ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, schema, status", [
+    (["check", "--json", "--snapshot", "/nonexistent/snap.json"], "pinmon.check/1", "unknown"),
+    (["check", "--json", "--window", "abc"], "pinmon.check/1", "unknown"),
+    (["pinned", "--json", "--maps-file", "/nonexistent/maps"], "pinmon.pinned/1", "error"),
+    (["replay", "/nonexistent/rec.jsonl", "--json"], None, "error"),
+])
+def test_json_errors_print_a_json_object(capsys, argv, schema, status):
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    assert code == (3 if argv[0] == "check" else 2)
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc.get("schema") == schema and doc["status"] == status
+    assert doc["reason"] and doc["reason"] in captured.err  # the same words as the line on stderr
+    assert captured.err.count("\n") == 1
+
+
+# --- pinned -----------------------------------------------------------------------------------------
+
+def _absent_pid() -> int:
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid_max = int(f.read())
+    return pid_max  # pids are below pid_max
+
+
+def test_pinned_unknown_pid_is_an_error(capsys):
+    assert main(["pinned", "--pid", str(_absent_pid())]) == 2
+    err = capsys.readouterr().err
+    assert "no such process" in err and err.count("\n") == 1
+
+
+def test_pinned_empty_maps_file_is_refused(tmp_path, capsys):
+    empty = tmp_path / "empty.maps"
+    empty.write_bytes(b"")
+    assert main(["pinned", "--maps-file", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "empty.maps: empty file" in err and err.count("\n") == 1
+
+
+def test_pinned_maps_file_rows_carry_the_file_not_a_pid(capsys):
+    path = os.path.join(FIXTURES, "write_combined_128m.maps")
+    assert main(["pinned", "--maps-file", path, "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["processes"][0]
+    assert row["pid"] is None and row["maps_file"] == path and row["name"] == "write_combined_128m.maps"
+    assert main(["pinned", "--maps-file", path]) == 0
+    line = [l for l in capsys.readouterr().out.splitlines() if "write_combined_128m" in l][0]
+    assert line.split()[0] == "-"  # no pid column value
+
+
+def test_pinned_maps_address_of_5000_digits_is_not_a_maps_line(tmp_path, capsys):
+    p = tmp_path / "huge.maps"
+    p.write_text(f"{'f' * 5000}-{'f' * 5001} rw-s 00000000 00:01 1 /dev/zero (deleted)\n"
+                 "7f0000000000-7f0000001000 rw-s 00000000 00:05 77 /dev/nvidiactl\n")
+    assert main(["pinned", "--maps-file", str(p), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["processes"][0]["pinned_bytes"] == 0
+
+
+def test_pinned_names_are_printed_as_data(tmp_path, capsys):
+    p = tmp_path / "evil\x1b[2J\nname.maps"
+    with open(os.path.join(FIXTURES, "write_combined_128m.maps"), "rb") as f:
+        p.write_bytes(f.read())
+    assert main(["pinned", "--maps-file", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[2J name.maps" in out
+
+
+# --- check text: untrusted strings --------------------------------------------------------------------
+
+def test_check_prints_names_as_one_safe_line(tmp_path, capsys):
+    d = json.loads(open(snapshot_file(tmp_path)).read())
+    d["host"]["hostname"] = 'box\x1b]0;owned\x07\n"quoted"'
+    d["processes"][0]["name"] = "tr\x1b[31main\nfake row"
+    d["processes"][0]["user"] = "\x1b[1mroot"
+    d["gpus"][0]["name"] = "H200\r\nGPU 9 FAKE"
+    d["notices"] = ["line one\nline two \x1b[0m"]
+    p = tmp_path / "evil.json"
+    p.write_text(json.dumps(d))
+    main(["check", "--snapshot", str(p)])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\r" not in out
+    assert 'host box\\x1b]0;owned\\x07 "quoted"' in out
+    row = [l for l in out.splitlines() if l.strip().startswith("1 ")][0]
+    assert "tr\\x1b[31main fake row" in row
+    assert not any(l.strip().startswith("GPU 9") for l in out.splitlines())
+
+
+# --- record ---------------------------------------------------------------------------------------
+
+class _FakeLiveCollector:
+    """Stands in for the live collector: a snapshot per call, no machine reading."""
+
+    def __init__(self, interval_s=1.0, **kw):
+        self.n = 0
+
+    def snapshot(self):
+        from tests.tui.fakes import make_snapshot
+
+        self.n += 1
+        return make_snapshot(self.n)
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _FakeClock:
+    """Stands in for the time module in pinmon.cli: sleeping advances the clock at once."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+@pytest.mark.parametrize("interval, duration, count", [
+    ("3600", "2", 1),      # --duration shorter than --interval: one snapshot at the end
+    ("1", "2.5", 3),       # at 1 s, 2 s and the end
+    ("1", "3", 3),
+])
+def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval, duration, count):
+    from pinmon import cli
+
+    clock = _FakeClock()
+    monkeypatch.setattr(cli, "time", clock)
+    monkeypatch.setattr("pinmon.collect.collector.LiveCollector", _FakeLiveCollector)
+    out = tmp_path / "r.jsonl"
+    assert main(["record", "-o", str(out), "--interval", interval, "--duration", duration]) == 0
+    assert clock.now - 1000.0 == pytest.approx(float(duration))  # ran exactly --duration
+    assert len(out.read_text().splitlines()) == count
+    noun = "snapshot" if count == 1 else "snapshots"
+    assert f"recorded {count} {noun} to" in capsys.readouterr().err
+
+
+# --- replay and demo without a terminal ---------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [["demo"], ["replay", "{rec}"]])
+def test_replay_without_a_terminal_prints_the_last_snapshots_report(tmp_path, capsys, argv):
+    from pinmon.outputs.record import Recorder
+    from tests.tui.fakes import make_snapshot
+
+    rec = tmp_path / "rec.jsonl"
+    with Recorder(str(rec)) as r:
+        for i in range(3):
+            r.write(make_snapshot(i))
+    assert main([a.format(rec=rec) for a in argv]) == 0  # capsys: stdout is not a terminal
+    captured = capsys.readouterr()
+    assert captured.out.startswith("pinmon check: ") and "Findings (" in captured.out
+    assert "\x1b" not in captured.out
+    assert "not a terminal" in captured.err
+
+
+def test_demo_into_a_file_has_no_terminal_escapes(tmp_path):
+    out = tmp_path / "out.txt"
+    with open(out, "w") as f:
+        r = subprocess.run([sys.executable, "-m", "pinmon", "demo"], stdout=f, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert text.startswith("pinmon check: ") and "\x1b" not in text
+
+
+# --- recordings cut short: every reader warns ---------------------------------------------------------
+
+def _truncated_gzip(tmp_path):
+    import gzip
+
+    from tests.tui.fakes import make_snapshot
+
+    data = gzip.compress("".join(json.dumps(make_snapshot(i).to_dict()) + "\n" for i in range(5)).encode())
+    p = tmp_path / "cut.jsonl.gz"
+    p.write_bytes(data[: len(data) - 40])
+    return str(p)
+
+
+@pytest.mark.parametrize("argv", [["replay", "{f}", "--json"], ["export", "--once", "--replay", "{f}"]])
+def test_truncated_gzip_warns_in_replay_and_export(tmp_path, capsys, argv):
+    f = _truncated_gzip(tmp_path)
+    assert main([a.format(f=f) for a in argv]) == 0
+    err = capsys.readouterr().err
+    assert "recording ends early" in err and "cut.jsonl.gz" in err and err.count("\n") == 1

@@ -96,3 +96,53 @@ def test_worst_severity():
     assert worst_severity([f("info")]) == "ok"
     assert worst_severity([f("info"), f("warning")]) == "warning"
     assert worst_severity([f("critical"), f("warning")]) == "critical"
+
+
+# --- what no collector produces is refused, with the path of the key ---------------------------------
+
+@pytest.mark.parametrize("mutate, needle", [
+    (lambda d: d.update(time=float("nan")), "snapshot.time: nan is not a finite number"),
+    (lambda d: d.update(time=float("inf")), "snapshot.time: inf is not a finite number"),
+    (lambda d: d.update(time=1e300), "snapshot.time: 1e+300 is not a time"),
+    (lambda d: d.update(time=1e308), "snapshot.time"),
+    (lambda d: d.update(time=-1.0), "snapshot.time: must be 0 or more"),
+    (lambda d: d["host"].update(mem_total_bytes=-5), "snapshot.host.mem_total_bytes: must be 0 or more, got -5"),
+    (lambda d: d["host"].update(pinned_bytes_est=2 ** 61), "snapshot.host.pinned_bytes_est"),
+    (lambda d: d["host"].update(mem_total_bytes=10 ** 400), "a 1329-bit number"),
+    (lambda d: d["gpus"][0]["pcie"].update(rx_bytes_per_s=float("-inf")), "gpus[0].pcie.rx_bytes_per_s"),
+    (lambda d: d["gpus"][0]["pcie"]["counter_deltas"].update(replay=-3), "pcie.counter_deltas.replay"),
+    (lambda d: d["gpus"][0].update(index=-1), "gpus[0].index: must be 0 or more"),
+    (lambda d: d["processes"][0].update(pid=2 ** 64), "processes[0].pid"),
+    (lambda d: d["probe"].update(time=float("nan")), "snapshot.probe.time"),
+    (lambda d: d.update(gpus=[d["gpus"][0]] * 257), "snapshot.gpus: 257 GPUs, more than the 256"),
+    (lambda d: d.update(processes=[d["processes"][0]] * 65_537), "65,537 processes, more than the 65,536"),
+    (lambda d: d.update(notices=["n"] * 65_537), "snapshot.notices: 65,537 items"),
+])
+def test_impossible_values_are_refused(mutate, needle):
+    d = full_snapshot().to_dict()
+    mutate(d)
+    with pytest.raises(SchemaError) as e:
+        Snapshot.from_dict(d)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_too_many_gpus_are_refused_before_they_are_read():
+    d = full_snapshot().to_dict()
+    d["gpus"] = [None] * 10_000  # each item alone would be an error at gpus[0]; the count comes first
+    with pytest.raises(SchemaError, match=r"snapshot\.gpus: 10,000 GPUs"):
+        Snapshot.from_dict(d)
+
+
+def test_limits_accept_what_a_real_box_has():
+    d = full_snapshot().to_dict()
+    d.update(gpus=[d["gpus"][0]] * 256, time=253_402_300_799.0)
+    d["host"].update(mem_total_bytes=1 << 60)
+    assert len(Snapshot.from_dict(d).gpus) == 256
+
+
+def test_to_dict_is_always_valid_json():
+    f = Finding(rule="r", severity="info", subject="s", message="m", advice="a",
+                values={"ratio": float("nan"), "rate": float("inf"), "ok": 1.5})
+    s = Snapshot(time=1.0, host=HostMemory(hostname="h"), interval_s=float("nan"))
+    assert json.loads(json.dumps(f.to_dict(), allow_nan=False))["values"] == {"ratio": None, "rate": None, "ok": 1.5}
+    assert json.loads(json.dumps(s.to_dict(), allow_nan=False))["interval_s"] is None

@@ -28,13 +28,15 @@ class LiveCollector:
     def __init__(self, interval_s: float = 1.0, nvml=None, use_nvml: bool = True,
                  host_root: str = "/", proc_root: str = "/proc", pids: Optional[list[int]] = None,
                  counter_hz: Optional[float] = None, prefer_gpm: bool = True,
-                 sysfs_root: Optional[str] = None):
+                 sysfs_root: Optional[str] = None, kernel_read_every_s: Optional[float] = None):
         self.interval_s = interval_s
         self.host_root = host_root
         sysfs_root = sysfs_root or os.path.join(host_root, "sys")
         self.host = HostMemoryReader(host_root)
         self.scanner = ProcessScanner(proc_root=proc_root, pids=pids)
-        self.pinned = PinnedTotals(host_root=host_root, proc_root=proc_root)
+        # kernel_read_every_s: how old a reading of the kernel's pinned count may be reused (the
+        # reader's default suits a monitor; a one-shot reading passes 0 for a fresh figure).
+        self.pinned = PinnedTotals(host_root=host_root, proc_root=proc_root, kernel_read_every_s=kernel_read_every_s)
         self._probe: Optional[ProbeResult] = None
         self._lock = threading.Lock()
         self._nvml = None

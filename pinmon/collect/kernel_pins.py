@@ -27,9 +27,11 @@ ACQUIRED = b"nr_foll_pin_acquired"
 RELEASED = b"nr_foll_pin_released"
 # The node list is read again this often (node hotplug is rare; the read is cheap).
 NODES_RECHECK_S = 60.0
-# The kernel folds per-CPU deltas into the counters about once a second: a reading younger than this
-# is reused rather than paying for the file again.
-MIN_READ_INTERVAL_S = 0.5
+# The kernel folds per-CPU deltas into the counters about once a second, so a reading trails the
+# truth by up to that much anyway: one younger than this is reused rather than paying for the file
+# again (at a 1 s refresh the file is read every other snapshot: on the H200 box the read is ~0.15 ms
+# of a ~2.6 ms snapshot, bench/kernel_pins_h200.py).
+MIN_READ_INTERVAL_S = 1.9  # a monitor's default; a one-shot reading (``check``) passes 0
 
 
 def _counter(data: bytes, name: bytes) -> Optional[int]:
@@ -105,15 +107,16 @@ class KeptFile:
 
 
 class KernelPinsReader:
-    """The kernel's count for each snapshot, at most every ``MIN_READ_INTERVAL_S``.
+    """The kernel's count for each snapshot, read at most every ``min_interval_s``.
 
     One file per snapshot where it can: on a one-node host /proc/vmstat alone (the node holds every
     page, so its count is the host's); on a multi-node host the per-node files, whose sum is the
     host's count (the kernel folds each per-CPU delta into the node and the host total together)."""
 
     def __init__(self, root: str = "/", page_size: Optional[int] = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, min_interval_s: float = MIN_READ_INTERVAL_S):
         self.root = root
+        self.min_interval_s = min_interval_s
         self.page_size = page_size or system_page_size()
         self._clock = clock
         self._nodes: Optional[tuple[int, ...]] = None
@@ -141,7 +144,7 @@ class KernelPinsReader:
 
     def read(self) -> KernelPins:
         now = self._clock()
-        if self._last is not None and self._read_at is not None and now - self._read_at < MIN_READ_INTERVAL_S:
+        if self._last is not None and self._read_at is not None and now - self._read_at < self.min_interval_s:
             return self._last
         nodes = self.nodes()
         total: Optional[int] = None

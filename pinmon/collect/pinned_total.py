@@ -58,8 +58,9 @@ class PinnedTotals:
     """The live collector's part for pinned totals: reads the kernel's count each snapshot."""
 
     def __init__(self, host_root: str = "/", proc_root: str = "/proc",
-                 clock: Callable[[], float] = time.monotonic):
-        self.kernel = KernelPinsReader(host_root, clock=clock)
+                 clock: Callable[[], float] = time.monotonic, kernel_read_every_s: Optional[float] = None):
+        self.kernel = KernelPinsReader(host_root, clock=clock) if kernel_read_every_s is None else \
+            KernelPinsReader(host_root, clock=clock, min_interval_s=kernel_read_every_s)
         self.placement = PinnedPlacement(proc_root, clock=clock)
         self.locked = LockedReader(proc_root, clock=clock)
 

@@ -1,30 +1,52 @@
 """Replay: a recording (JSON lines of ``pinmon.snapshot/1``) as a ``Source``.
 
 The first line is validated when the file is opened, so a wrong file fails at once with a one-line
-reason. A truncated or corrupt line later on (a recording cut short) ends the replay with a notice
-on the last snapshot instead of a crash. Snapshots come back with ``source="replay"``.
+reason. A damaged line later on (a recording cut short, a corrupt or binary line, a line or line
+count over the caps in ``pinmon.limits``) ends the replay with a notice naming that line, after
+every valid line before it. Snapshots come back with ``source="replay"``.
 """
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
-import zlib
-from typing import IO, Optional
+from collections import deque
+from typing import Any, Optional
 
+from ..infile import Damaged, InputError, LineReader, TooLarge, read_capped
+from ..limits import MAX_SNAPSHOT_FILE_BYTES
 from ..model import SchemaError, Snapshot
-from ..outputs.record import RecordingError, open_text
+from ..outputs.record import RecordingError
 
 
-def _decode(line: str, where: str) -> Snapshot:
+class NestedTooDeep(RecordingError):
+    """JSON nested past the parser's recursion limit: no snapshot is, so the file is refused."""
+
+
+def parse_json(text: "str | bytes", where: str) -> Any:
+    """JSON from one line or document; RecordingError (one line) for anything that is not JSON."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise RecordingError(f"{where}: not UTF-8 text (binary data)") from None
     try:
-        data = json.loads(line)
+        return json.loads(text)
+    except RecursionError:
+        raise NestedTooDeep(f"{where}: not a snapshot (JSON nested too deeply)") from None
     except ValueError as e:
-        raise RecordingError(f"{where}: not JSON ({e.msg})") from None
+        msg = getattr(e, "msg", None) or " ".join(str(e).split())
+        raise RecordingError(f"{where}: not JSON ({msg})") from None
+
+
+def _snapshot(data: Any, where: str) -> Snapshot:
     try:
         return Snapshot.from_dict(data)
     except SchemaError as e:
         raise RecordingError(f"{where}: {e}") from None
+
+
+def _decode(line: "str | bytes", where: str) -> Snapshot:
+    return _snapshot(parse_json(line, where), where)
 
 
 class ReplaySource:
@@ -34,48 +56,43 @@ class ReplaySource:
         self.path = path
         self.loop = loop
         self.notices: list[str] = []
-        self._f: Optional[IO[str]] = None
-        self._line_no = 0
+        self._reader: Optional[LineReader] = None
         self._first = self._open_and_read_first()
         self._pending: Optional[Snapshot] = self._first
         self.interval_s = self._first.interval_s or 1.0
 
     def _open(self) -> None:
         try:
-            self._f = open_text(self.path, "r")
-        except FileNotFoundError:
-            raise RecordingError(f"{self.path}: no such file") from None
-        except IsADirectoryError:
-            raise RecordingError(f"{self.path}: is a directory, not a recording") from None
-        except OSError as e:
-            raise RecordingError(f"{self.path}: cannot open ({e.strerror or e})") from None
-        self._line_no = 0
+            self._reader = LineReader(self.path)
+        except InputError as e:
+            raise RecordingError(str(e)) from None
 
-    def _next_line(self) -> Optional[str]:
-        assert self._f is not None
-        while True:
-            try:
-                line = self._f.readline()
-            except (OSError, EOFError, UnicodeDecodeError, zlib.error, gzip.BadGzipFile) as e:
-                raise RecordingError(f"{self.path}: unreadable after line {self._line_no} ({e})") from None
-            if not line:
-                return None
-            self._line_no += 1
-            if line.strip():
-                return line
+    def _next_line(self) -> Optional[bytes]:
+        assert self._reader is not None
+        try:
+            return self._reader.next_line()
+        except InputError as e:
+            raise RecordingError(str(e)) from None
+
+    def _where(self) -> str:
+        return f"{self.path}:{self._reader.line_no if self._reader else 0}"
 
     def _open_and_read_first(self) -> Snapshot:
         self._open()
-        line = self._next_line()
-        if line is None:
-            raise RecordingError(f"{self.path}: empty recording (no snapshots)")
-        return _decode(line, f"{self.path}:{self._line_no}")
+        try:
+            line = self._next_line()
+            if line is None:
+                raise RecordingError(f"{self.path}: empty recording (no snapshots)")
+            return _decode(line, self._where())
+        except RecordingError:
+            self.close()
+            raise
 
     def snapshot(self) -> Optional[Snapshot]:
         if self._pending is not None:
             snap, self._pending = self._pending, None
             return self._mark(snap)
-        if self._f is None:
+        if self._reader is None:
             return None
         try:
             line = self._next_line()
@@ -88,7 +105,7 @@ class ReplaySource:
                 line = self._next_line()
                 if line is None:
                     return None
-            return self._mark(_decode(line, f"{self.path}:{self._line_no}"))
+            return self._mark(_decode(line, self._where()))
         except RecordingError as e:
             # A damaged tail ends the replay; what came before stays valid.
             self.notices.append(f"recording ends early: {e}")
@@ -99,44 +116,66 @@ class ReplaySource:
         return dataclasses.replace(snap, source="replay")
 
     def close(self) -> None:
-        f, self._f = self._f, None
-        if f is not None:
-            try:
-                f.close()
-            except (OSError, EOFError, zlib.error):
-                pass
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()
 
 
 def read_snapshot_file(path: str) -> Snapshot:
-    """One snapshot from a file: a ``--json`` dump, a check output, or the first line of a recording."""
+    """One snapshot from a file: a ``--json`` dump, a check output, or a recording (its last whole
+    snapshot: the most recent state)."""
+    data = _whole_document(path)
+    if data is None:
+        data = _last_recorded(path)
+    if isinstance(data, dict) and data.get("schema") == "pinmon.check/1":
+        data = data.get("snapshot")
+    return _snapshot(data, path)
+
+
+def _whole_document(path: str) -> Any:
+    """The file parsed as one JSON document; None when it is not one (maybe a recording)."""
     try:
-        with open_text(path, "r") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise RecordingError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise RecordingError(f"{path}: is a directory, not a snapshot") from None
-    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as e:
-        raise RecordingError(f"{path}: cannot read ({e})") from None
+        text = read_capped(path, MAX_SNAPSHOT_FILE_BYTES, "a snapshot")
+    except (TooLarge, Damaged):
+        return None  # a long or damaged recording: read it line by line
+    except InputError as e:
+        raise RecordingError(str(e)) from None
     if not text.strip():
         raise RecordingError(f"{path}: empty file")
     try:
-        data = json.loads(text)
-    except ValueError:
-        # Maybe a recording: take its last whole snapshot (the most recent state).
-        lines = [l for l in text.splitlines() if l.strip()]
-        data = None
-        for l in reversed(lines):
-            try:
-                data = json.loads(l)
-                break
-            except ValueError:
-                continue
-        if data is None:
-            raise RecordingError(f"{path}: not JSON and not a recording") from None
-    if isinstance(data, dict) and data.get("schema") == "pinmon.check/1":
-        data = data.get("snapshot")
+        return parse_json(text, path)
+    except NestedTooDeep:
+        raise
+    except RecordingError:
+        return None
+
+
+def _last_recorded(path: str) -> Any:
+    """The last line that parses as JSON among the last two lines read before the end or the first
+    unreadable line (a recording cut short ends in a partial line)."""
     try:
-        return Snapshot.from_dict(data)
-    except SchemaError as e:
-        raise RecordingError(f"{path}: {e}") from None
+        reader = LineReader(path)
+    except InputError as e:
+        raise RecordingError(str(e)) from None
+    tail: deque = deque(maxlen=2)
+    try:
+        while True:
+            try:
+                line = reader.next_line()
+            except InputError as e:
+                if not tail:
+                    raise RecordingError(str(e)) from None
+                break
+            if line is None:
+                break
+            tail.append((line, reader.line_no))
+    finally:
+        reader.close()
+    for line, line_no in reversed(tail):
+        try:
+            return parse_json(line, f"{path}:{line_no}")
+        except NestedTooDeep:
+            raise
+        except RecordingError:
+            continue
+    raise RecordingError(f"{path}: not JSON and not a recording")

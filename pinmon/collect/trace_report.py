@@ -30,7 +30,7 @@ from typing import NamedTuple, Optional
 
 from ..trace.report import TRACE_SCHEMA, proc_start_ticks
 from ..units import printable
-from .traced_cupti import cupti_fields
+from .traced_cupti import cupti_fields, transfer_fields
 
 MAX_REPORT_BYTES = 1 << 20
 MAX_FIGURE = 2**63 - 1
@@ -85,6 +85,7 @@ class TracedProcess:
             "pageable_copy_bytes_per_s": _float(g("pageable_copy_bytes_per_s")),
             "call_sites": self.call_sites(),
             **cupti_fields(self.report),
+            **transfer_fields(self.report),
         }
 
     def call_sites(self) -> dict[str, str]:

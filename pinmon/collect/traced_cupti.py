@@ -3,13 +3,16 @@
 A report is untrusted input: every value is type-checked and bounded here, and a missing or odd one
 is ``None`` ("unknown"), never a guess. The figures the hooks also have (pinned bytes, allocation
 rate, pageable copy rate) are already CUPTI's in a report where CUPTI ran (``pinmon/trace/merge.py``);
-this module adds what only CUPTI knows.
+this module adds what only CUPTI knows, and (``transfer_fields``, for either engine) the copies per
+direction and host memory kind from the report's ``copies``.
 """
 from __future__ import annotations
 
 import math
 import re
 from typing import Any, Optional
+
+from ..model import TRANSFER_FIGURES, TRANSFER_KEYS
 
 ENGINES = ("cupti", "hooks")
 _BUS_ID = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
@@ -90,3 +93,19 @@ def _busiest_device(bulk: Any) -> Optional[str]:
     if not totals:
         return None
     return max(sorted(totals), key=lambda k: totals[k])
+
+
+def transfer_fields(report: dict) -> dict:
+    """``{"transfers": ...}`` from the report's ``copies`` (CUPTI's where CUPTI ran, the hooks'
+    otherwise; see ``pinmon/trace/merge.py``): per "direction.kind", the window rate and, from
+    CUPTI only, the achieved rate and per-copy percentiles. A figure that is missing or not a finite
+    number >= 0 is None; ``{"transfers": None}`` when the report has no ``copies`` at all."""
+    copies = report.get("copies") if isinstance(report, dict) else None
+    if not isinstance(copies, dict):
+        return {"transfers": None}
+    out = {}
+    for key in TRANSFER_KEYS:
+        d, mem = key.split(".")
+        row = _get(copies, d, mem)
+        out[key] = {name: _num(row.get(name)) if isinstance(row, dict) else None for name in TRANSFER_FIGURES}
+    return {"transfers": out}

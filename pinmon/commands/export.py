@@ -21,9 +21,19 @@ MAX_TOP_PROCESSES = 1000
 
 def _listen(text: str):
     try:
-        return parse_listen(text)
+        host, port = parse_listen(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    # What the resolver would refuse later (a label over 63 characters, a name over 253, control
+    # characters) is refused here, in one line, before anything is bound.
+    try:
+        ok = host.isprintable() and len(host.encode("idna")) <= 253
+    except UnicodeError:
+        ok = False
+    if not ok:
+        shown = host if len(host) <= 40 else host[:39] + "…"
+        raise argparse.ArgumentTypeError(f"not a host name or address: {shown!r}")
+    return host, port
 
 
 def _top(text: str) -> int:
@@ -37,7 +47,7 @@ def _top(text: str) -> int:
 
 
 def add_parser(sub) -> None:
-    from ..cli import _positive_float, _size
+    from ..cli import _interval, _probe_every, _size, _speed
 
     p = sub.add_parser(
         "export", help="Prometheus exporter: serve /metrics (loopback by default)",
@@ -49,14 +59,14 @@ def add_parser(sub) -> None:
                    help=f"address to serve on (default {DEFAULT_LISTEN}: loopback only, so nothing off this "
                         "machine can scrape it). A wider bind must be asked for explicitly, e.g. "
                         "--listen 0.0.0.0:9477; IPv6 in brackets, e.g. [::1]:9477; port 0 picks a free port")
-    p.add_argument("--interval", type=_positive_float, default=None, metavar="S", dest="sub_interval",
-                   help="seconds between snapshots (default 1, or the config file's)")
+    p.add_argument("--interval", type=_interval, default=None, metavar="S", dest="sub_interval",
+                   help="seconds between snapshots, 0.01 to 3600 (default 1, or the config file's)")
     p.add_argument("--replay", metavar="FILE",
                    help="serve a recording instead of this machine, at its own pace; at its end the last "
                         "snapshot stays served (pinmon_replay_finished 1)")
-    p.add_argument("--speed", type=_positive_float, default=None, metavar="X",
-                   help="replay speed (with --replay; default 1)")
-    p.add_argument("--probe-every", type=_positive_float, default=None, metavar="S", dest="sub_probe_every",
+    p.add_argument("--speed", type=_speed, default=None, metavar="X",
+                   help="replay speed factor: 2 plays twice as fast (with --replay; default 1)")
+    p.add_argument("--probe-every", type=_probe_every, default=None, metavar="S", dest="sub_probe_every",
                    help="run a quick pinned-vs-pageable probe on CUDA device 0 every S seconds (default: off)")
     p.add_argument("--max-pinned", type=_size, default=None, metavar="SIZE", dest="sub_max_pinned",
                    help="cap on pinned bytes a probe may allocate (default 256M, never over 5%% of available RAM)")
@@ -111,7 +121,7 @@ def _once(source, refresher, interval: float) -> None:
 
 
 def run(args) -> int:
-    from ..cli import UsageError, _advise, _load_config, _open_replay
+    from ..cli import UsageError, _advise, _load_config, _open_replay, _print_notices
     from ..export import ExportState, MetricsServer, Refresher, build_registry, metrics_text
 
     _check_args(args)
@@ -126,8 +136,9 @@ def run(args) -> int:
             host, port = args.listen
             try:
                 server = MetricsServer(registry, host, port)  # bind first: a busy port fails before collecting
-            except OSError as e:
-                raise UsageError(f"cannot listen on {_show_listen(host, port)}: {e.strerror or e}") from None
+            except (OSError, UnicodeError, ValueError) as e:  # the resolver may raise any of these
+                reason = getattr(e, "strerror", None) or " ".join(str(e).split())
+                raise UsageError(f"cannot listen on {_show_listen(host, port)}: {reason}") from None
         if source is None:
             from ..collect.collector import LiveCollector
 
@@ -138,6 +149,7 @@ def run(args) -> int:
             _once(source, refresher, interval)
             sys.stdout.write(metrics_text(registry))
             sys.stdout.flush()
+            _print_notices(source, "pinmon export")  # a recording that ends early says so
             return 0
         return _serve(args, source, refresher, server)
     finally:

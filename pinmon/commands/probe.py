@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
         "probe", help="measure pinned vs pageable transfers on this GPU (needs CuPy)",
         description="Measure host<->device copies from pinned and pageable memory with CuPy: GB/s, "
                     "speedup, share of the PCIe link. Pinned memory used is capped (default 256M, never "
-                    "over 5%% of available RAM) and freed before exit, also on Ctrl-C. "
+                    "over 5% of available RAM) and freed before exit, also on Ctrl-C. "
                     "Exit 0 measured, 3 could not measure (reason on stderr), 2 bad arguments.")
     p.add_argument("--sweep", action="store_true",
                    help="also sweep sizes 4K..256M and measure allocation cost and break-even")
@@ -140,6 +140,9 @@ def run(args) -> int:
     devices, reason = cuda_devices()
     if reason:
         print(f"pinmon: {unavailable_text(reason)}", file=sys.stderr)
+        if args.json:  # a script reading stdout gets the reason too
+            print(json.dumps({"schema": PROBE_SCHEMA, "status": "unavailable",
+                              "reason": unavailable_text(reason), "results": []}, indent=1))
         return EXIT_UNAVAILABLE
     if args.gpu == "all":
         chosen = devices

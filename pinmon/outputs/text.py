@@ -1,6 +1,9 @@
 """The human report of ``pinmon check`` (and of ``pinmon`` without a terminal app): plain text.
 
-Estimates are labelled "est."; unknown values print "n/a". Lines are wrapped to ``width``.
+Estimates are labelled "est."; unknown values print "n/a". Lines are wrapped to ``width``. Every
+text that comes from outside (host and process names, GPU names, notices, a snapshot file's
+strings, the findings built from them) goes through ``units.printable``: one line, no terminal
+escapes, bounded, so it can neither move the cursor nor break a table row.
 """
 from __future__ import annotations
 
@@ -10,6 +13,9 @@ from typing import Sequence
 
 from ..model import Finding, Gpu, HostMemory, ProcessPinned, Snapshot, worst_severity
 from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, printable
+
+# Longest a finding's message or advice may print (it wraps); names and notices are shorter.
+_MAX_TEXT = 2000
 
 
 def link_label(gen, width) -> str:
@@ -77,16 +83,17 @@ def _main_node(p: ProcessPinned) -> str:
 
 
 def gpu_line(g: Gpu) -> str:
+    name, bus = printable(g.name, 60), printable(g.pci_bus_id, 40)
     if g.lost:
-        return f"GPU {g.index}  {g.name or 'n/a'}  {g.pci_bus_id or ''}  LOST (fell off the bus)"
+        return f"GPU {g.index}  {name}  {bus if g.pci_bus_id else ''}  LOST (fell off the bus)"
     link, p = g.link, g.pcie
     method = {"gpm": "link bytes, GPM", "counters": "link bytes", "sampled": "est., 20 ms sample"}.get(
         p.method or "", "n/a")
     pct = _share((p.rx_bytes_per_s or 0) + (p.tx_bytes_per_s or 0), link.theoretical_bytes_per_s) \
         if p.rx_bytes_per_s is not None else None
-    errs = [f"{k} +{v}" for k, v in sorted(p.counter_deltas.items()) if v]
+    errs = [f"{printable(k, 40)} +{v}" for k, v in sorted(p.counter_deltas.items()) if v]
     node = f"  NUMA node {g.numa_node}" if g.numa_node is not None else ""
-    return (f"GPU {g.index}  {g.name or 'n/a'}  {g.pci_bus_id or 'n/a'}{node}\n"
+    return (f"GPU {g.index}  {name}  {bus}{node}\n"
             f"    link {link_label(link.gen, link.width)} (max {link_label(link.gen_max, link.width_max)},"
             f" {fmt_rate(link.theoretical_bytes_per_s)} now)  RX {fmt_rate(p.rx_bytes_per_s)}"
             f"  TX {fmt_rate(p.tx_bytes_per_s)} ({method}; {fmt_pct(pct)} of link)\n"
@@ -100,9 +107,10 @@ def process_table(procs: Sequence[ProcessPinned], limit: int = 10, nodes: bool =
     out = [f"{'PID':>7} {'USER':<10} {'PINNED':>10} {'WC':>10} {'MAPS':>5}{node_head} {'SRC':<6} COMMAND"]
     for p in rows:
         node = f" {_main_node(p):<9}" if nodes else ""
-        out.append(f"{p.pid:>7} {(p.user or 'n/a')[:10]:<10} {fmt_bytes(p.pinned_bytes):>10}"
+        pid = p.pid if p.pid else "-"  # pid 0: a row read from a saved maps file, no process
+        out.append(f"{pid:>7} {printable(p.user, 10):<10} {fmt_bytes(p.pinned_bytes):>10}"
                    f" {fmt_bytes(p.write_combined_bytes):>10} {fmt_int(p.pinned_mappings):>5}{node}"
-                   f" {p.source:<6} {(p.name or 'n/a')[:30]}")
+                   f" {printable(p.source, 6):<6} {printable(p.name, 30)}")
     if len(procs) > limit:
         out.append(f"... and {len(procs) - limit} more")
     return out
@@ -113,10 +121,10 @@ def finding_lines(findings: Sequence[Finding], width: int) -> list[str]:
         return ["  no findings"]
     out = []
     for f in findings:
-        head = f"  {f.severity.upper():<8} {f.rule} [{f.subject}]"
+        head = f"  {printable(f.severity.upper(), 10):<8} {printable(f.rule, 60)} [{printable(f.subject, 80)}]"
         out.append(head)
         for label, text in (("", f.message), ("-> ", f.advice)):
-            out.extend(textwrap.wrap(label + text, width=width, initial_indent="           ",
+            out.extend(textwrap.wrap(label + printable(text, _MAX_TEXT), width=width, initial_indent="           ",
                                      subsequent_indent="           "))
     return out
 
@@ -124,7 +132,7 @@ def finding_lines(findings: Sequence[Finding], width: int) -> list[str]:
 def format_check(snapshot: Snapshot, findings: Sequence[Finding], width: int = 100) -> str:
     status = worst_severity(findings)
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.time))
-    out = [f"pinmon check: {status.upper()}   host {snapshot.host.hostname}   {when}"
+    out = [f"pinmon check: {status.upper()}   host {printable(snapshot.host.hostname, 80)}   {when}"
            + ("   (from a saved snapshot)" if snapshot.source != "live" else ""), ""]
     out += ["Host memory"] + ["  " + l for l in host_lines(snapshot)] + [""]
     if snapshot.gpus:
@@ -139,8 +147,8 @@ def format_check(snapshot: Snapshot, findings: Sequence[Finding], width: int = 1
         out += ["  " + l for l in process_table(snapshot.processes, nodes=multi_node)] + [""]
     if snapshot.probe is not None:
         from .probe_text import headline
-        out += ["Probe", "  " + headline(snapshot.probe), ""]
+        out += ["Probe", "  " + printable(headline(snapshot.probe), _MAX_TEXT), ""]
     out += [f"Findings ({len(findings)})"] + finding_lines(findings, width) + [""]
     if snapshot.notices:
-        out += ["Notices"] + [f"  - {n}" for n in snapshot.notices]
+        out += ["Notices"] + [f"  - {printable(n, _MAX_TEXT)}" for n in snapshot.notices]
     return "\n".join(out).rstrip() + "\n"

@@ -217,3 +217,52 @@ def filter_processes(procs: Sequence[ProcessPinned], text: str) -> list[ProcessP
 
 def pct_text(fraction: Optional[float]) -> str:
     return fmt_pct(fraction)
+
+
+# --- NUMA placement ------------------------------------------------------------------------------
+
+def node_key(node: str) -> tuple:
+    """Node "2" before "10"; a name that is not a number (a recording's odd key) after them."""
+    return (0, int(node), "") if node.isdigit() else (1, 0, node)
+
+
+def multi_node(host) -> bool:
+    """Whether the host has more than one NUMA node (``HostMemory.numa_nodes``; None: unknown)."""
+    return host.numa_nodes is not None and len(host.numa_nodes) > 1
+
+
+def node_split(by_node: Optional[dict], limit: Optional[int] = None) -> str:
+    """"node0 300.0 GiB, node1 120.0 GiB" by node id; past ``limit`` nodes "+N more"."""
+    if not by_node:
+        return "n/a"
+    items = sorted(by_node.items(), key=lambda kv: node_key(kv[0]))
+    shown = items if limit is None else items[:limit]
+    text = ", ".join(f"node{printable(n, 12)} {fmt_bytes(v)}" for n, v in shown)
+    return text + (f", +{len(items) - len(shown)} more" if len(items) > len(shown) else "")
+
+
+def main_node(p: ProcessPinned) -> Optional[tuple[str, float]]:
+    """(the node holding most of the process's pinned pages, its share of them); None unknown."""
+    by_node = p.pinned_bytes_by_node
+    total = sum(v for v in by_node.values() if v > 0) if by_node else 0
+    if not by_node or total <= 0:
+        return None
+    node, v = max(sorted(by_node.items(), key=lambda kv: node_key(kv[0])), key=lambda kv: kv[1])
+    return node, v / total
+
+
+def node_cell(p: ProcessPinned) -> str:
+    """"1 (75%)": ``main_node`` as ``pinmon check`` prints it; "n/a" unknown."""
+    main = main_node(p)
+    return "n/a" if main is None else f"{printable(main[0], 4)} ({fmt_pct(main[1])})"
+
+
+def local_share(p: ProcessPinned, gpus: Sequence[Gpu]) -> Optional[float]:
+    """The share of the process's pinned pages on the NUMA nodes of the GPUs it uses; None where
+    its placement, its GPUs or their nodes are unknown."""
+    by_node = p.pinned_bytes_by_node
+    nodes = {str(g.numa_node) for g in gpus if g.index in p.gpu_indices and g.numa_node is not None}
+    total = sum(v for v in by_node.values() if v > 0) if by_node else 0
+    if not nodes or total <= 0:
+        return None
+    return sum(v for n, v in by_node.items() if n in nodes and v > 0) / total

@@ -190,7 +190,7 @@ def _settled(read, timeout_s: float = 5.0):
 
 @pytest.fixture
 def kernel_reader():
-    reader = KernelPinsReader("/")
+    reader = KernelPinsReader("/", min_interval_s=0.0)  # every read fresh: tests wait for folds
     if reader.read().pinned_bytes is None:
         pytest.skip("this kernel has no nr_foll_pin_* counters in /proc/vmstat (Linux 5.6+ has them)")
     return reader

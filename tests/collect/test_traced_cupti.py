@@ -88,3 +88,53 @@ def test_odd_values_become_unknown_never_an_error(path, value):
     for name, v in out.items():
         assert v is None or isinstance(v, (str, float)), (name, v)
     assert row.copy_gpu_pci_bus_id in (None, "0000:42:00.0", "0000:41:00.0")
+
+
+# --- transfers: per direction and host memory kind, for either engine -------------------------
+
+def test_transfers_of_a_cupti_report():
+    from pinmon.collect.traced_cupti import transfer_fields
+
+    t = transfer_fields(report())["transfers"]
+    assert set(t) == {"h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable"}
+    h2d_bytes = 3 * (40 * 10**9 // 3) + 64 * MIB
+    assert t["h2d.pinned"]["bytes_per_s"] == pytest.approx(h2d_bytes / 4.0)  # 4 s window of wall time
+    assert t["h2d.pinned"]["achieved_bytes_per_s"] == pytest.approx(h2d_bytes / 2.01)  # over 2.01 s of GPU time
+    assert t["h2d.pageable"]["achieved_bytes_per_s"] == pytest.approx(8 * MIB / 0.01)
+    assert t["d2h.pinned"]["achieved_bytes_per_s"] == pytest.approx(4 * MIB / 1e-3)
+    # Per-copy percentiles: a log histogram's buckets, within a bucket (~19%) of the copies' rates.
+    assert t["h2d.pinned"]["rate_p50"] == pytest.approx(20e9, rel=0.2)
+    assert t["d2h.pageable"] == {"bytes_per_s": 0.0, "achieved_bytes_per_s": None, "rate_p50": None,
+                                 "rate_p10": None}  # no such copies: none per second, no rate
+
+
+def test_transfers_of_a_hooks_report_have_rates_but_no_gpu_times():
+    from pinmon.collect.traced_cupti import transfer_fields
+    from pinmon.trace.state import PINNED
+
+    clock = iter([0.0, 2.0]).__next__
+    st = TracerState(clock=clock)
+    st.record_copy("h2d", 64 * MIB, PINNED)
+    st.record_copy("d2h", 8 * MIB, None)
+    body = merged(st.report(), None)
+    t = transfer_fields({"schema": "pinmon.trace/1", **body})["transfers"]
+    assert t["h2d.pinned"] == {"bytes_per_s": pytest.approx(64 * MIB / 2.0), "achieved_bytes_per_s": None,
+                               "rate_p50": None, "rate_p10": None}
+    assert t["d2h.pageable"]["bytes_per_s"] == pytest.approx(8 * MIB / 2.0)
+    row = ProcessPinned(pid=1, **TracedProcess(pid=1, report={"schema": "pinmon.trace/1", **body}).figures())
+    assert row.transfers == t and row.trace_engine == "hooks"
+    assert ProcessPinned.from_dict(row.to_dict()) == row
+
+
+@pytest.mark.parametrize("copies", [None, "x", [1], {"h2d": "x"}, {"h2d": {"pinned": [1]}},
+                                    {"h2d": {"pinned": {"bytes_per_s": float("inf"), "rate_p50": -1,
+                                                        "achieved_bytes_per_s": True, "rate_p10": "9"}}}])
+def test_odd_transfer_values_become_unknown(copies):
+    from pinmon.collect.traced_cupti import transfer_fields
+
+    t = transfer_fields({"copies": copies})["transfers"]
+    if not isinstance(copies, dict):
+        assert t is None
+        return
+    assert all(v is None for row in t.values() for v in row.values())
+    ProcessPinned(pid=1, transfers=t)

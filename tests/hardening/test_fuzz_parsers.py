@@ -13,7 +13,6 @@ import copy
 import gzip
 import json
 import os
-import tempfile
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -130,8 +129,8 @@ CGROUP_LINES = ["0::/user.slice/user-1000.slice/session-1.scope", "12:memory:/do
                 "11:cpu,cpuacct:/", "0::/", "0::/../../..", "1:name=systemd:/init.scope"]
 
 
-def test_cgroup_tree_and_host_memory():
-    root = tempfile.mkdtemp(prefix="pinmon-fuzz-")
+def test_cgroup_tree_and_host_memory(tmp_path):
+    root = str(tmp_path)  # pytest's own temporary directory: nothing is left in /tmp
     os.makedirs(os.path.join(root, "proc/self"))
     os.makedirs(os.path.join(root, "sys/fs/cgroup/user.slice"))
     os.makedirs(os.path.join(root, "sys/fs/cgroup/memory/docker/abc"))
@@ -254,8 +253,8 @@ def test_snapshot_from_dict():
             except SchemaError as e:
                 assert "\n" not in str(e)
                 return
-            # What it accepts round-trips (compared as JSON text: NaN is accepted and NaN != NaN).
-            text = json.dumps(snap.to_dict())
+            # What it accepts round-trips, and is finite (from_dict refuses NaN and infinities).
+            text = json.dumps(snap.to_dict(), allow_nan=False)
             assert json.dumps(Snapshot.from_dict(json.loads(text)).to_dict()) == text
         return t
     run_counted(make)
@@ -291,8 +290,8 @@ def recording_bytes(data: bytes) -> bytes:
     return out
 
 
-def test_recording_and_snapshot_readers():
-    d = tempfile.mkdtemp(prefix="pinmon-fuzz-")
+def test_recording_and_snapshot_readers(tmp_path):
+    d = str(tmp_path)
 
     def make(count):
         @FUZZ

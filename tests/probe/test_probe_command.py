@@ -57,7 +57,9 @@ def test_no_cupy_exits_3_with_one_line(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "cupy", None)
     assert main(["probe", "--json"]) == 3
     captured = capsys.readouterr()
-    assert captured.out == ""
+    out = json.loads(captured.out)  # with --json the reason is on stdout too
+    assert out["schema"] == "pinmon.probe/1" and out["status"] == "unavailable" and out["results"] == []
+    assert "CuPy is not installed" in out["reason"]
     assert captured.err.count("\n") == 1 and captured.err.startswith("pinmon: probe unavailable: CuPy is not installed")
 
 

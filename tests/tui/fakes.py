@@ -5,6 +5,7 @@ Gen4 x8 while moving ~12 GB/s (degraded), host RAM 1 TiB with 420 GiB pinned.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Optional, Sequence
 
@@ -60,6 +61,53 @@ def make_snapshot(i: int = 0, *, source: str = "live", interval_s: float = 1.0,
     )
     return Snapshot(time=T0 + i * interval_s, host=host, gpus=gpus, processes=procs, probe=probe,
                     interval_s=interval_s, source=source)
+
+
+# --- the kernel's pinned count, NUMA nodes, a process traced with CUPTI ------------------------
+
+def traced_cupti_process() -> ProcessPinned:
+    """A process traced with CUPTI on GPU 0: its H2D pinned copies of 1 MiB+ reach 40% of the fake
+    probe's 52 GB/s, its D2H ones 94% of 54 GB/s; two call sites, one of them hostile text."""
+    return ProcessPinned(
+        pid=8080, name="trainer", user="dave", cmdline="python train_cupti.py --offload", source="traced",
+        pinned_bytes=8 * GIB, write_combined_bytes=0, registered_bytes=2 * GIB, pinned_allocs_per_s=3.5,
+        median_alloc_bytes=4 * MIB, gpu_memory_bytes=20 * GIB, gpu_indices=(0,), trace_engine="cupti",
+        h2d_copy_bytes_per_s=10.9e9, d2h_copy_bytes_per_s=3.0e9,
+        h2d_pinned_bulk_bytes_per_s=20.8e9, h2d_pinned_bulk_busy_s=2.5,
+        d2h_pinned_bulk_bytes_per_s=50.76e9, d2h_pinned_bulk_busy_s=1.2, pinned_bulk_default_stream_share=0.75,
+        copy_gpu_pci_bus_id="0000:17:00.0",
+        call_sites={"alloc": "train_cupti.py:42", "pageable_copy": "loader.py:118\x1b[31m"},
+        transfers={"h2d.pinned": {"bytes_per_s": 10.5e9, "achieved_bytes_per_s": 20.9e9, "rate_p50": 21.5e9,
+                                  "rate_p10": 9.0e9},
+                   "h2d.pageable": {"bytes_per_s": 0.4e9, "achieved_bytes_per_s": 6.1e9, "rate_p50": 6.0e9,
+                                    "rate_p10": 4.2e9},
+                   "d2h.pinned": {"bytes_per_s": 3.0e9, "achieved_bytes_per_s": 50.1e9, "rate_p50": 51.0e9,
+                                  "rate_p10": 44.0e9},
+                   "d2h.pageable": {"bytes_per_s": 0.0, "achieved_bytes_per_s": None, "rate_p50": None,
+                                    "rate_p10": None}})
+
+
+# Pinned pages per node of each process on the two-node host (GPU 0 is on node 0, GPU 1 on node 1).
+NODE_SPLIT = {4242: {"0": 240 * GIB, "1": 60 * GIB}, 5151: {"0": 100 * GIB},
+              6060: {"0": 15 * GIB, "1": 5 * GIB}, 8080: {"0": 2 * GIB, "1": 6 * GIB}}
+
+
+def make_kernel_snapshot(i: int = 0, *, nodes: int = 1, unattributed: int = 24 * GIB, traced: bool = True,
+                         probe: Optional[ProbeResult] = None) -> Snapshot:
+    """``make_snapshot`` on a kernel that counts pinned pages: the count is what the process rows
+    hold plus ``unattributed``; ``nodes`` 2 gives a two-node host with the rows' ``NODE_SPLIT``;
+    ``traced`` adds ``traced_cupti_process``."""
+    s = make_snapshot(i, probe=probe)
+    procs = s.processes + ((traced_cupti_process(),) if traced else ())
+    if nodes > 1:
+        procs = tuple(dataclasses.replace(p, pinned_bytes_by_node=NODE_SPLIT.get(p.pid)) for p in procs)
+    kernel = sum(p.pinned_bytes or 0 for p in procs) + unattributed
+    by_node = {"0": kernel} if nodes == 1 else {"0": kernel - 80 * GIB, "1": 80 * GIB}
+    host = dataclasses.replace(s.host, kernel_pinned_bytes=kernel, kernel_pinned_bytes_by_node=by_node,
+                               pinned_bytes_total=kernel + s.host.write_combined_bytes_est,
+                               pinned_bytes_source="kernel", unattributed_pinned_bytes=unattributed,
+                               numa_nodes=tuple(range(nodes)))
+    return dataclasses.replace(s, host=host, processes=procs)
 
 
 def make_probe_result(kind: str = "quick", t: float = T0) -> ProbeResult:
@@ -201,3 +249,15 @@ class FakeProbeRunner:
         if progress is not None:
             progress(steps, steps, "done")
         return make_probe_result(kind)
+
+
+class KernelSource(FakeSource):
+    """``make_kernel_snapshot`` each call, with its keyword arguments."""
+
+    def __init__(self, **snapshot_kw):
+        super().__init__()
+        self.snapshot_kw = snapshot_kw
+
+    def snapshot(self) -> Optional[Snapshot]:
+        self.calls += 1
+        return make_kernel_snapshot(self.calls - 1, **self.snapshot_kw)

@@ -136,3 +136,47 @@ def test_recording_80x24(snap_compare):
         app.clear_notifications()
 
     assert snap_compare(app, terminal_size=SMALL, run_before=before)
+
+
+# --- the kernel's pinned count, NUMA nodes, a traced process in full -----------------------------
+
+def build_kernel(**kw):
+    """A two-node host whose kernel counts pinned pages, with a process traced with CUPTI; the real
+    advisor, and the probe taken before the snapshots, so they carry it and the rules see it."""
+    from pinmon.advise import advise
+
+    from .fakes import KernelSource
+
+    clock = StepClock()
+    source = KernelSource(nodes=2, **kw)
+    app = PinmonApp(source, advise, start_polling=False, probe_every_s=None, clock=clock,
+                    probe_runner=FakeProbeRunner())
+
+    async def run_before(pilot):
+        app.apply_probe_result(make_probe_result(), 1.5)
+        for _ in range(SAMPLES):
+            app.apply_snapshot(source.snapshot())
+        clock.advance(600)
+        app.refresh_views()
+        await pilot.pause()
+
+    return app, run_before
+
+
+def test_memory_kernel_count_two_nodes_80x24(snap_compare):
+    from .fakes import GIB
+
+    app, run_before = build_kernel(unattributed=300 * GIB)
+    assert snap_compare(app, press=["3"], terminal_size=SMALL, run_before=run_before)
+
+
+def test_processes_node_column_160x48(snap_compare):
+    app, run_before = build_kernel()
+    assert snap_compare(app, press=["4"], terminal_size=LARGE, run_before=run_before)
+
+
+def test_traced_process_detail_80x24(snap_compare):
+    app, run_before = build_kernel()
+    # Rows by pinned bytes: 4242, 5151, 6060, then 8080, the process traced with CUPTI.
+    assert snap_compare(app, press=["4", "down", "down", "down", "enter"], terminal_size=SMALL,
+                        run_before=run_before)

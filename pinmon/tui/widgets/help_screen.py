@@ -13,7 +13,7 @@ KEYS = (
     ("? / F1", "this help"),
     ("1 … 6", "Overview, GPUs, Memory, Processes, Probe, Advisor"),
     ("g", "next GPU (its detail; probes use the selected GPU)"),
-    ("Enter", "GPU row: its detail; finding: the full text"),
+    ("Enter", "GPU row: its detail; finding or process: in full"),
     ("p", "quick probe now: pinned vs pageable copies"),
     ("s", "probe sweep over copy sizes"),
     ("/", "filter processes (pid, name, user); Esc clears"),

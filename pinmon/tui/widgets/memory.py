@@ -1,11 +1,21 @@
-"""Host memory: RAM used/available, pinned (est.) against effective RAM with the 50% mark, the rest."""
+"""Host memory: RAM used/available, pinned against effective RAM with the 50% mark, the rest.
+
+Pinned is the snapshot's best figure (``pinned_bytes_total``), labelled by its source: "kernel"
+(the kernel's exact count of pinned pages plus write-combined memory, which it does not count) or
+"est." (the ``/proc/PID/maps`` estimates). With the kernel's count a line says how much of it the
+process rows explain and how much no process does; that figure is highlighted while the advisor's
+``pinned-unattributed`` finding is active, so the view follows the thresholds the user configured.
+Multi-node hosts get the count's split by NUMA node. Wording as in ``pinmon check``.
+"""
 from __future__ import annotations
+
+from typing import Optional, Sequence
 
 from textual.content import Content
 
-from ...model import HostMemory
+from ...model import Finding, HostMemory
 from ...units import fmt_bytes, fmt_pct
-from ..format import share
+from ..format import node_split, share
 from ..state import ViewState
 from .bar import bar
 from .base import View
@@ -16,6 +26,10 @@ from .rows import RowsWidget
 PINNED_MARK = 0.5
 BAR_CELLS = 20
 BAR_CELLS_COMPACT = 14
+# The overview's node line names at most this many nodes (fewer where its width holds fewer), then
+# "+N more" (the Memory tab has them all).
+COMPACT_NODES = 4
+UNATTRIBUTED_RULE = "pinned-unattributed"
 
 
 def _level(fraction, warn: float, crit: float) -> str:
@@ -24,11 +38,63 @@ def _level(fraction, warn: float, crit: float) -> str:
     return "$warning" if fraction < crit else "$error"
 
 
-def memory_rows(h: HostMemory, compact: bool = False) -> list[Content]:
+def pinned_figure(h: HostMemory) -> tuple:
+    """(bytes, label) of the pinned bar: the best figure and its source, else the estimate."""
+    if h.pinned_bytes_total is not None and h.pinned_bytes_source in ("kernel", "est."):
+        return h.pinned_bytes_total, h.pinned_bytes_source
+    return h.pinned_bytes_est, "est."
+
+
+def explained_bytes(h: HostMemory):
+    """What the process rows explain of the kernel's count (as ``pinmon check`` prints it)."""
+    if h.kernel_pinned_bytes is None or h.unattributed_pinned_bytes is None:
+        return None
+    return max(0, h.kernel_pinned_bytes - h.unattributed_pinned_bytes)
+
+
+def unattributed_alert(findings: Sequence[Finding]) -> bool:
+    return any(f.rule == UNATTRIBUTED_RULE for f in findings)
+
+
+def kernel_rows(h: HostMemory, compact: bool, alert: bool, width: Optional[int] = None) -> list[Content]:
+    """The kernel's count, what explains it, and its split by node; none without the count. A
+    compact line wider than ``width`` (the wide overview's column) takes the short labels."""
+    if h.kernel_pinned_bytes is None:
+        if h.pinned_bytes_source == "est." and not compact:  # the collector looked: say why it is est.
+            return [Content.assemble(("kernel       ", "dim"), "n/a (no FOLL_PIN counters in /proc/vmstat)")]
+        return []
+    unattributed = Content.styled(fmt_bytes(h.unattributed_pinned_bytes), "bold $warning" if alert else "bold")
+    if compact:
+        line = Content.assemble(("kernel  ", "dim"), fmt_bytes(h.kernel_pinned_bytes), ("  explained ", "dim"),
+                                fmt_bytes(explained_bytes(h)), ("  unattributed ", "dim"), unattributed)
+        if width and line.cell_length > width:
+            line = Content.assemble(("kernel  ", "dim"), fmt_bytes(h.kernel_pinned_bytes), ("  expl. ", "dim"),
+                                    fmt_bytes(explained_bytes(h)), ("  unattr. ", "dim"), unattributed)
+        rows = [line]
+    else:
+        rows = [Content.assemble(("kernel       ", "dim"), (fmt_bytes(h.kernel_pinned_bytes), "bold"),
+                                 " (kernel's count): CUDA processes explain ", fmt_bytes(explained_bytes(h))),
+                Content.assemble(("unattributed ", "dim"), unattributed, " explained by no process")]
+    by_node = h.kernel_pinned_bytes_by_node
+    if by_node and len(by_node) > 1:
+        if not compact:
+            rows.append(Content.assemble(("by node      ", "dim"), node_split(by_node)))
+            return rows
+        for limit in range(COMPACT_NODES, 0, -1):  # as many nodes as the line has room for
+            line = Content.assemble(("by node ", "dim"), node_split(by_node, limit))
+            if not width or line.cell_length <= width:
+                break
+        rows.append(line)
+    return rows
+
+
+def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding] = (),
+                width: Optional[int] = None) -> list[Content]:
     effective = h.effective_mem_limit_bytes or h.mem_total_bytes
     used = h.used_bytes
     used_share = share(used, h.mem_total_bytes)
-    pinned_share = share(h.pinned_bytes_est, effective)
+    pinned, source = pinned_figure(h)
+    pinned_share = share(pinned, effective)
     cells = BAR_CELLS_COMPACT if compact else BAR_CELLS
     ram_tail = ([f"used {fmt_bytes(used)}  ", ("avail ", "dim"), (fmt_bytes(h.mem_available_bytes), "bold")]
                 if compact else
@@ -39,12 +105,17 @@ def memory_rows(h: HostMemory, compact: bool = False) -> list[Content]:
                          f" {fmt_pct(used_share):>4}  ", *ram_tail),
         Content.assemble(("pinned ", "bold"),
                          bar(pinned_share, cells, _level(pinned_share, 0.25, PINNED_MARK), mark=PINNED_MARK),
-                         f" {fmt_pct(pinned_share):>4}  ", (fmt_bytes(h.pinned_bytes_est), "bold"),
-                         " est. of ", fmt_bytes(effective), "" if compact else " effective RAM"),
+                         f" {fmt_pct(pinned_share):>4}  ", (fmt_bytes(pinned), "bold"),
+                         f" {source} of ", fmt_bytes(effective), "" if compact else " effective RAM"),
     ]
+    rows += kernel_rows(h, compact, unattributed_alert(findings), width)
+    kernel = h.kernel_pinned_bytes is not None
     memlock = "unlimited" if h.memlock_unlimited else fmt_bytes(h.memlock_limit_bytes)
-    extra = [("WC", f"{fmt_bytes(h.write_combined_bytes_est)} est."), ("Shmem", fmt_bytes(h.shmem_bytes)),
-             ("Mlocked", fmt_bytes(h.mlocked_bytes)), ("memlock", memlock)]
+    wc = f"{fmt_bytes(h.write_combined_bytes_est)} est."
+    if not compact and h.pinned_bytes_total is not None:
+        wc += " (in pinned; the kernel does not count it)" if kernel else " (in pinned)"
+    extra = [("WC", wc),
+             ("Shmem", fmt_bytes(h.shmem_bytes)), ("Mlocked", fmt_bytes(h.mlocked_bytes)), ("memlock", memlock)]
     if h.cgroup_limit_bytes is not None:
         extra.append(("cgroup limit", fmt_bytes(h.cgroup_limit_bytes)))
     if h.swap_used_bytes:
@@ -55,8 +126,15 @@ def memory_rows(h: HostMemory, compact: bool = False) -> list[Content]:
             rows.append(Content.assemble(*[p for k, v in pair for p in ((f"{k} ".ljust(8), "dim"), f"{v:<18}")]))
     else:
         rows += [Content.assemble((f"{k:<13}", "dim"), v) for k, v in extra]
-        rows.append(Content.styled("pinned: CUDA host allocations seen in /proc/PID/maps (est.); ┃ marks 50% of"
-                                   " effective RAM (MemTotal or the cgroup limit, whichever is lower)", "dim"))
+        if kernel:
+            note = ("pinned: the kernel's count of pinned pages (FOLL_PIN, host-wide: cudaHostAlloc,"
+                    " cudaHostRegister, RDMA, io_uring) + write-combined (est.)")
+        else:
+            note = "pinned: CUDA host allocations seen in /proc/PID/maps (est.)"
+            if h.pinned_bytes_total is not None:
+                note += " + write-combined (est.)"
+        rows.append(Content.styled(note + "; ┃ marks 50% of effective RAM (MemTotal or the cgroup limit,"
+                                   " whichever is lower)", "dim"))
     return rows
 
 
@@ -66,9 +144,16 @@ class MemoryPanel(RowsWidget, View):
     def __init__(self, compact: bool = False, **kw):
         super().__init__(**kw)
         self.compact = compact
+        self._state: Optional[ViewState] = None
+
+    def on_resize(self) -> None:
+        if self.compact and self._state is not None:
+            self.show(self._state)
 
     def show(self, state: ViewState) -> None:
+        self._state = state
         if state.snapshot is None:
             self.set_rows([Content.styled("waiting for the first snapshot…", "dim")])
             return
-        self.set_rows(memory_rows(state.snapshot.host, self.compact))
+        width = self.content_size.width if self.is_mounted else None
+        self.set_rows(memory_rows(state.snapshot.host, self.compact, state.findings, width or None))

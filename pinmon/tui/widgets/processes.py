@@ -1,5 +1,10 @@
 """The per-process table: pinned, write-combined, mappings and churn, GPU memory; sortable, filterable.
 
+On a host with more than one NUMA node a NODE column shows the node holding most of each process's
+pinned pages and its share of them (as ``pinmon check`` prints it), where the table has the room.
+Enter opens the highlighted process in full (``ProcessScreen``): for a traced process its copies by
+host memory kind, their achieved rates against the probe's, its pinned allocations and call sites.
+
 Sort column and filter text are this view's own state (how the user looks), not data. The table
 never scrolls sideways: COMMAND takes the width the other columns leave (a command line longer than
 that ends in "…"), and the line under the table shows the highlighted process's whole command line.
@@ -15,11 +20,13 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import DataTable, Input, Static
 
-from ...model import ProcessPinned
+from ...model import Finding, ProcessPinned, Snapshot
 from ...units import fmt_bytes, fmt_int, printable
-from ..format import SORT_COLUMNS, command_text, filter_processes, sort_processes, user_text
+from ..format import (SORT_COLUMNS, command_text, filter_processes, multi_node, node_cell, sort_processes,
+                      user_text)
 from ..state import ViewState
 from .base import CompositeView, set_content
+from .process_screen import ProcessScreen
 
 # (sort key or None, header, right-aligned, width). Fixed widths fit the widest value a column can
 # print ("1023.9 GiB", pid 4194304) plus one space of gutter, so at 80 columns every number is whole;
@@ -31,6 +38,10 @@ COLUMNS = (("pid", "PID", True, 8), ("user", "USER", False, 9), ("pinned", "PINN
 # so that COMMAND keeps a readable width at 80 columns.
 WIDE_TABLE_CELLS = 100
 NARROW_COLUMNS = tuple(c for c in COLUMNS if c[1] != "MAPS")
+# NODE ("12 (100%)" and a space) goes before SRC on multi-node hosts, in a table at least this wide:
+# at 80 columns COMMAND would shrink below its least width (the pop-up on Enter has the node split).
+NODE_COLUMN = (None, "NODE", False, 10)
+NODE_TABLE_CELLS = 90
 # COMMAND's width before the table is laid out, and its least width on a very narrow terminal.
 DEFAULT_COMMAND_CELLS = 40
 MIN_COMMAND_CELLS = 10
@@ -53,11 +64,19 @@ def _cell(text: str, right: bool) -> Text:
     return Text(text if right else " " + text, justify="right" if right else "left", no_wrap=True)
 
 
-def table_layout(room: int) -> tuple[tuple, int]:
-    """The columns a table ``room`` cells wide shows, and COMMAND's width: what the others leave."""
+def _with_node(columns: tuple) -> tuple:
+    at = next(i for i, c in enumerate(columns) if c[1] == "SRC")
+    return columns[:at] + (NODE_COLUMN,) + columns[at:]
+
+
+def table_layout(room: int, nodes: bool = False) -> tuple[tuple, int]:
+    """The columns a table ``room`` cells wide shows, and COMMAND's width: what the others leave.
+    ``nodes``: the host has several NUMA nodes (NODE where it fits)."""
     if not room:
         return COLUMNS, DEFAULT_COMMAND_CELLS
     columns = COLUMNS if room >= WIDE_TABLE_CELLS else NARROW_COLUMNS
+    if nodes and room >= NODE_TABLE_CELLS:
+        columns = _with_node(columns)
     fixed = sum(width for *_, width in columns if width is not None)
     return columns, max(MIN_COMMAND_CELLS, room - fixed)
 
@@ -70,7 +89,8 @@ def process_cells(p: ProcessPinned, command_cells: int = DEFAULT_COMMAND_CELLS,
     values = {"PID": str(p.pid), "USER": user_text(p)[:8], "PINNED": fmt_bytes(p.pinned_bytes),
               "WC": fmt_bytes(p.write_combined_bytes), "MAPS": fmt_int(p.pinned_mappings),
               "CHURN": churn if not p.mappings_churn else f"±{churn}", "GPU MEM": fmt_bytes(p.gpu_memory_bytes),
-              "SRC": printable(p.source, 6), "COMMAND": command_text(p, max(1, command_cells - 1))}
+              "SRC": printable(p.source, 6), "NODE": node_cell(p),
+              "COMMAND": command_text(p, max(1, command_cells - 1))}
     return tuple(_cell(values[header], right) for _, header, right, _ in columns)
 
 
@@ -92,6 +112,10 @@ class ProcessPanel(Vertical, CompositeView):
         self._shown_rows: Optional[tuple] = None
         self._columns_for: Optional[tuple] = None  # (sort index, columns, COMMAND width) shown
         self._columns: tuple = COLUMNS
+        self.multi_node = False
+        self.snapshot: Optional[Snapshot] = None
+        self.findings: tuple[Finding, ...] = ()
+        self._popup: Optional[ProcessScreen] = None
 
     def compose(self):
         inp = FilterInput(placeholder="filter: pid, name or user (Enter: table, Esc: clear)", id="process-filter")
@@ -111,8 +135,23 @@ class ProcessPanel(Vertical, CompositeView):
         return SORT_COLUMNS[self.sort_index]
 
     def draw(self, state: ViewState) -> None:
+        self.snapshot, self.findings = state.snapshot, state.findings
         self.processes = state.snapshot.processes if state.snapshot is not None else ()
+        self.multi_node = state.snapshot is not None and multi_node(state.snapshot.host)
         self._refresh_table()
+        popup = self._popup
+        if popup is not None:
+            if popup in self.app.screen_stack:
+                popup.update(state.snapshot, state.findings)
+            else:
+                self._popup = None
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        p = next((p for p in self.processes if str(p.pid) == event.row_key.value), None)
+        if p is not None and not isinstance(self.app.screen, ProcessScreen):
+            self._popup = ProcessScreen(p, self.snapshot, self.findings)
+            self.app.push_screen(self._popup)
 
     def open_filter(self) -> None:
         inp = self.query_one(FilterInput)
@@ -146,7 +185,7 @@ class ProcessPanel(Vertical, CompositeView):
         """``table_layout`` of the table's width (its scrollbar gutter is kept whether it scrolls
         or not, so the width does not change when the rows outgrow the height)."""
         table = self.query_one(DataTable)
-        return table_layout(table.scrollable_content_region.width if table.is_mounted else 0)
+        return table_layout(table.scrollable_content_region.width if table.is_mounted else 0, self.multi_node)
 
     def on_resize(self) -> None:
         if self._columns_for is not None and self._columns_for[1:] != self.columns_now():
@@ -221,7 +260,7 @@ class ProcessPanel(Vertical, CompositeView):
             parts += [("  filter ", "dim"), (printable(repr(text), 60), "bold $accent"),
                       (" (/ edit, Esc clear)", "dim")]
         else:
-            parts += [("  / filter", "dim")]
+            parts += [("  / filter", "dim")] + ([("  Enter detail", "dim")] if total else [])
         set_content(self.query_one("#process-status", Static), Content.assemble(*parts))
 
     def focus_table(self) -> None:

@@ -1,0 +1,127 @@
+"""Where a bench result came from: the commit, the package versions, the driver and the GPUs, Python.
+
+Every bench script that writes a result JSON puts ``provenance()`` under the key ``"provenance"``, so a
+figure can be traced to the code and the stack that produced it. Nothing here names one machine: no
+host name, no path.
+
+    python3 bench/provenance.py [TREE]     prints it as JSON (TREE: the checkout measured, default this one)
+
+- ``commit``: ``git rev-parse HEAD`` of the tree measured, else ``$PINMON_COMMIT`` (a copy without
+  ``.git``, as on the GPU box); ``dirty``: whether tracked files differ from that commit (null unknown).
+- ``versions``: pinmon (the measured tree's ``__version__``) and each installed distribution of
+  ``DISTRIBUTIONS`` (importlib.metadata); one that is not installed is left out.
+- ``driver``, ``cuda_driver``, ``gpus``: from NVML (``pynvml``) when it loads, else ``gpu_error`` says why.
+
+``portable_argv`` is how a script records a command line it ran, without the machine's paths.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The stack a pinmon figure depends on. CuPy ships under several distribution names.
+DISTRIBUTIONS = ("textual", "rich", "cupy-cuda13x", "cupy-cuda12x", "cupy", "nvidia-ml-py", "psutil",
+                 "prometheus-client", "numpy", "torch", "jax", "cupti-python", "cuda-bindings", "nvitop")
+
+
+def _git(tree: str, *args: str) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run(["git", "-C", tree, *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def commit(tree: str = ROOT) -> tuple[str | None, bool | None]:
+    """(commit, dirty) of ``tree``; ``$PINMON_COMMIT`` (dirty unknown) where git cannot tell."""
+    head = _git(tree, "rev-parse", "HEAD")
+    if head is not None and head.returncode == 0 and head.stdout.strip():
+        status = _git(tree, "status", "--porcelain", "--untracked-files=no")
+        dirty = None if status is None or status.returncode != 0 else bool(status.stdout.strip())
+        return head.stdout.strip(), dirty
+    return os.environ.get("PINMON_COMMIT") or None, None
+
+
+def pinmon_version(tree: str = ROOT) -> str | None:
+    """The ``__version__`` in ``tree``'s pinmon package (read, not imported: the tree may not be on sys.path)."""
+    try:
+        with open(os.path.join(tree, "pinmon", "__init__.py"), encoding="utf-8") as f:
+            m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read(), re.M)
+        return m.group(1) if m else None
+    except OSError:
+        return None
+
+
+def versions(tree: str = ROOT) -> dict[str, str]:
+    out = {"pinmon": pinmon_version(tree)}
+    for dist in DISTRIBUTIONS:
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def nvml() -> dict:
+    """Driver, CUDA driver version and each GPU's name from NVML; ``gpu_error`` where NVML is not there."""
+    try:
+        import pynvml
+    except ImportError as e:
+        return {"gpu_error": f"pynvml not importable: {e}"}
+    try:
+        pynvml.nvmlInit()
+    except Exception as e:  # no driver, no GPU: the result says so, the bench still runs
+        return {"gpu_error": f"{type(e).__name__}: {e}"}
+    try:
+        out: dict = {"driver": _text(pynvml.nvmlSystemGetDriverVersion())}
+        try:
+            cuda = pynvml.nvmlSystemGetCudaDriverVersion()
+            out["cuda_driver"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
+        except Exception:
+            pass
+        out["gpus"] = [_text(pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)))
+                       for i in range(pynvml.nvmlDeviceGetCount())]
+        return out
+    except Exception as e:
+        return {"gpu_error": f"{type(e).__name__}: {e}"}
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def portable_argv(argv, tree: str = ROOT) -> list[str]:
+    """``argv`` as a result records it: the interpreter and any absolute path outside ``tree``
+    (``nvidia-smi``) cut to their file names, a path under ``tree`` made relative to it."""
+    out = []
+    for arg in argv:
+        arg = str(arg)
+        if os.path.isabs(arg):
+            rel = os.path.relpath(arg, tree)
+            inside = not rel.startswith(os.pardir) and arg != sys.executable
+            arg = rel if inside else os.path.basename(arg)
+        out.append(arg)
+    return out
+
+
+def provenance(tree: str = ROOT) -> dict:
+    """Everything above in one dict, for a result's ``"provenance"`` key."""
+    sha, dirty = commit(tree)
+    return {"commit": sha, "dirty": dirty, "versions": versions(tree), **nvml(),
+            "python": platform.python_version(), "kernel": platform.release(), "machine": platform.machine(),
+            "cpus": os.cpu_count()}
+
+
+if __name__ == "__main__":
+    print(json.dumps(provenance(os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else ROOT), indent=1))

@@ -1,0 +1,49 @@
+"""The bounds on everything pinmon takes from outside: command-line figures, the config file,
+recordings, snapshot files and saved maps files. One table, so the command line, the config file and
+the readers refuse the same things with the same numbers.
+
+Why these figures:
+
+- Times. An interval or window under 10 ms would make a busy loop of the collector; over an hour,
+  a tool that refreshes is no longer watching. A quick probe takes about a second, so probes are at
+  least 1 s and at most a day apart. A recording session is bounded at 366 days; replay speed is a
+  factor from 1/1000 to 1000.
+- Sizes. 1 EiB is far above any host's RAM, and well inside a signed 64-bit integer, so every byte
+  figure fits the exporter's and JSON readers' integers.
+- Files. A config file is a few hundred bytes (1 MiB cap). /proc/PID/maps has at most
+  ``vm.max_map_count`` (65,530 by default) lines of ~100 bytes: 6.5 MB; the 64 MiB cap leaves room
+  for a raised count. A snapshot line holds at most ``MAX_GPUS`` GPUs and ``MAX_PROCESSES``
+  processes; a process row with a long command line is ~1 KiB, so ``MAX_LINE_BYTES`` is 64 MiB. A
+  recording holds at most ``MAX_RECORDING_LINES`` lines (blank ones count): 115 days at one snapshot
+  a second.
+- Snapshots. A real server has at most a few dozen GPUs;
+  256 leaves margin. 65,536 processes with CUDA mappings is well above what a box runs. Snapshot
+  times lie between the Unix epoch and the end of year 9999 (what a calendar can print).
+
+Nesting needs no figure: a snapshot is at most 5 levels deep, and a JSON or TOML document nested past
+the parser's recursion limit is refused as such (the readers catch ``RecursionError``).
+"""
+from __future__ import annotations
+
+MIN_INTERVAL_S = 0.01
+MAX_INTERVAL_S = 3600.0          # --interval, record/export --interval, config `interval`
+MAX_WINDOW_S = 3600.0            # check --window
+MIN_PROBE_EVERY_S = 1.0          # --probe-every: a quick probe itself takes about a second
+MAX_PROBE_EVERY_S = 86400.0
+MAX_DURATION_S = 366 * 86400.0   # record --duration
+MIN_SPEED = 0.001                # replay/demo/export --speed: a factor, not seconds
+MAX_SPEED = 1000.0
+
+MAX_SIZE_BYTES = 1 << 60         # any byte figure: --max-pinned, config sizes, snapshot fields
+MAX_COUNT = (1 << 63) - 1        # any other integer in a snapshot (counters, pids)
+
+MAX_CONFIG_BYTES = 1 << 20
+MAX_MAPS_BYTES = 64 << 20
+MAX_SNAPSHOT_FILE_BYTES = 64 << 20  # a whole-document snapshot (check --json output)
+MAX_LINE_BYTES = 64 << 20        # one line of a recording
+MAX_RECORDING_LINES = 10_000_000
+
+MAX_GPUS = 256
+MAX_PROCESSES = 65_536
+MAX_LIST_ITEMS = 65_536          # any other list in a snapshot (notices, probe measurements)
+MAX_EPOCH_S = 253_402_300_799.0  # 9999-12-31 23:59:59 UTC

@@ -1,0 +1,177 @@
+"""One process in full, as labelled rows of plain text: what the Processes tab's pop-up (Enter) shows.
+
+No Textual here: ``detail_rows`` is a function of the process row, its snapshot (GPUs, the latest
+probe) and the advisor's findings, so what the user reads is unit-tested figure by figure.
+
+For a traced process (``source == "traced"``): the engine that traced it, its pinned allocations
+(bytes held, registered, allocation rate, median size), its copies per direction and host memory kind
+(``ProcessPinned.transfers``: the rate over the tracer's window, and from CUPTI the achieved rate,
+bytes over GPU time, with the median and 10th percentile per copy), its pinned copies of 1 MiB or more
+against the latest probe's pinned rate on the same GPU and direction, and its call sites (quoted,
+printable). For every process: pinned and write-combined bytes, its GPUs, its pinned pages per NUMA
+node, VmLck, and the rule ids of the findings about it. A figure is highlighted ("warning") only
+while the advisor's finding about it is active, so the view follows the configured thresholds.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional, Sequence
+
+from ..advise.copies import copy_gpu
+from ..model import Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
+from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, printable
+from .format import command_text, local_share, node_split, user_text
+
+ENGINE_LABEL = {"cupti": "CUPTI", "hooks": "hooks (CuPy/PyTorch)"}
+DIRECTION_LABEL = {"h2d": "H2D", "d2h": "D2H"}
+KIND_ORDER = ("h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable")
+# The label column's width ("H2D pageable", "1 MiB+ pinned" and a space) and a copy figure's (the
+# widest, "1023.9 GB/s", and a space): a copy row is 57 cells, inside an 80-column pop-up.
+LABEL_CELLS = 14
+FIGURE_CELLS = 11
+SITE_CHARS = 160  # as the collector keeps them (trace_report.MAX_SITE_CHARS)
+
+
+class DetailRow(NamedTuple):
+    label: str          # the left column ("" continues the row above)
+    text: str
+    style: str = ""     # "", "head" (a title or table header), "dim" (a note), "warning" (a finding's figure)
+
+
+def _findings_of(p: ProcessPinned, findings: Sequence[Finding]) -> list[Finding]:
+    return [f for f in findings if f.values.get("pid") == p.pid]
+
+
+def _active(found: Sequence[Finding], rule: str, **values) -> bool:
+    return any(f.rule == rule and all(f.values.get(k) == v for k, v in values.items()) for f in found)
+
+
+def _engine(p: ProcessPinned) -> str:
+    if p.source != "traced":
+        return f"{printable(p.source, 10)} (from /proc/PID/maps)"
+    return "traced, engine " + ENGINE_LABEL.get(p.trace_engine or "", "n/a")
+
+
+def _fig(v: Optional[float]) -> str:
+    return f"{fmt_rate(v):>{FIGURE_CELLS}}"
+
+
+def transfer_rows(p: ProcessPinned) -> list[DetailRow]:
+    """The copy table: per direction and kind, now (window), achieved, p50 and p10 per copy."""
+    t = p.transfers
+    if not t:
+        return [DetailRow("copies", "n/a (no copy figures in the tracer's report)", "dim")]
+    head = "".join(f"{h:>{FIGURE_CELLS}}" for h in ("now", "achieved", "p50/copy", "p10/copy"))
+    rows = [DetailRow("copies", head, "head")]
+    for key in KIND_ORDER:
+        row = t.get(key) or {}
+        d, mem = key.split(".")
+        rows.append(DetailRow(f"{DIRECTION_LABEL[d]} {mem}", "".join(
+            _fig(row.get(name)) for name in ("bytes_per_s", "achieved_bytes_per_s", "rate_p50", "rate_p10"))))
+    if p.trace_engine == "cupti":
+        rows.append(DetailRow("", "now: last ~5 s; achieved: bytes / GPU time, all copies",
+                              "dim"))
+    else:
+        rows.append(DetailRow("", "achieved rates need GPU times: trace with CUPTI", "dim"))
+    return rows
+
+
+def probe_for(snapshot: Optional[Snapshot], gpu: Optional[Gpu]) -> Optional[ProbeResult]:
+    """The snapshot's probe when it ran fine on ``gpu``."""
+    probe = snapshot.probe if snapshot is not None else None
+    if probe is None or probe.status != "ok" or gpu is None:
+        return None
+    return probe if probe.gpu_index in (None, gpu.index) else None
+
+
+def probe_rows(p: ProcessPinned, snapshot: Optional[Snapshot], found: Sequence[Finding]) -> list[DetailRow]:
+    """Achieved pinned rate of its 1 MiB+ copies against the probe's pinned rate, per direction."""
+    if p.trace_engine != "cupti":
+        return []
+    gpu = copy_gpu(snapshot, p) if snapshot is not None else None
+    probe = probe_for(snapshot, gpu)
+    rows = []
+    for d in ("h2d", "d2h"):
+        rate = getattr(p, f"{d}_pinned_bulk_bytes_per_s")
+        busy = getattr(p, f"{d}_pinned_bulk_busy_s")
+        label = "1 MiB+ pinned" if not rows else ""
+        head = DIRECTION_LABEL[d]
+        if rate is None:
+            rows.append(DetailRow(label, f"{head} n/a (none in the tracer's window)", "dim"))
+            continue
+        busy_text = f"{busy:.1f} s" if busy is not None else "n/a"
+        if gpu is None:
+            rows.append(DetailRow(label, f"{head} {fmt_rate(rate)} ({busy_text}); its GPU is not in the snapshot"))
+            continue
+        ref = probe.rate(d, "pinned") if probe is not None else None
+        if not ref:
+            rows.append(DetailRow(label, f"{head} {fmt_rate(rate)} (GPU {gpu.index}, {busy_text});"
+                                         f" no probe of GPU {gpu.index} yet"))
+            continue
+        style = "warning" if _active(found, "slow-pinned-copies", direction=d) else ""
+        rows.append(DetailRow(label, f"{head} {fmt_rate(rate)} = {fmt_pct(rate / ref)} of probe {fmt_rate(ref)}"
+                                     f" (GPU {gpu.index}, {busy_text})", style))
+    share = p.pinned_bulk_default_stream_share
+    if share is not None:
+        rows.append(DetailRow("", f"{fmt_pct(share)} of these bytes on the legacy default stream"))
+    return rows
+
+
+def _pinned_text(p: ProcessPinned) -> str:
+    text = f"{fmt_bytes(p.pinned_bytes)} held"
+    if p.source == "traced" and p.registered_bytes:
+        text += f" ({fmt_bytes(p.registered_bytes)} registered)"
+    elif p.source != "traced" and p.pinned_mappings is not None:
+        text += f" in {fmt_int(p.pinned_mappings)} mapping{'' if p.pinned_mappings == 1 else 's'}"
+    text += f", write-combined {fmt_bytes(p.write_combined_bytes)}"
+    return text + (" (capped at its resident memory)" if p.estimate_capped else "")
+
+
+def _alloc_text(p: ProcessPinned) -> Optional[str]:
+    if p.pinned_allocs_per_s is None and p.median_alloc_bytes is None:
+        return None
+    rate = "n/a" if p.pinned_allocs_per_s is None else f"{p.pinned_allocs_per_s:.1f}/s"
+    return f"{rate}, median {fmt_bytes(p.median_alloc_bytes)}"
+
+
+def _gpus_text(p: ProcessPinned, gpus: Sequence[Gpu]) -> str:
+    if not p.gpu_indices:
+        return f"n/a; GPU memory {fmt_bytes(p.gpu_memory_bytes)}"
+    nodes = {g.index: g.numa_node for g in gpus}
+    names = ", ".join(f"{i}" + (f" (node {nodes[i]})" if nodes.get(i) is not None else "") for i in p.gpu_indices)
+    return f"{names}; GPU memory {fmt_bytes(p.gpu_memory_bytes)}"
+
+
+def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
+                findings: Sequence[Finding] = ()) -> list[DetailRow]:
+    """The pop-up's rows for ``p``; ``snapshot`` gives its GPUs and the probe, ``findings`` what to
+    highlight."""
+    gpus = snapshot.gpus if snapshot is not None else ()
+    found = _findings_of(p, findings)
+    rows = [DetailRow("process", f"{p.pid}  {user_text(p)}  {_engine(p)}", "head"),
+            DetailRow("command", command_text(p, 2000)),
+            DetailRow("pinned", _pinned_text(p))]
+    alloc = _alloc_text(p)
+    if alloc is not None:
+        rows.append(DetailRow("allocs", alloc))
+    if p.source == "traced":
+        rows += transfer_rows(p)
+        rows += probe_rows(p, snapshot, found)
+    else:
+        rows.append(DetailRow("copies", "not traced (`pinmon trace` gives its copies and rates)", "dim"))
+    rows.append(DetailRow("GPUs", _gpus_text(p, gpus)))
+    if p.pinned_bytes_by_node:
+        local = local_share(p, gpus)
+        tail = f"; local to its GPUs {fmt_pct(local)}" if local is not None else ""
+        rows.append(DetailRow("NUMA", node_split(p.pinned_bytes_by_node) + tail,
+                              "warning" if _active(found, "pinned-numa-remote") else ""))
+    if p.vm_locked_bytes:
+        rows.append(DetailRow("VmLck", f"{fmt_bytes(p.vm_locked_bytes)} mlock()ed (locked is not pinned for CUDA)",
+                              "warning" if _active(found, "mlock-not-pinned") else ""))
+    if p.call_sites:
+        for i, (category, site) in enumerate(sorted(p.call_sites.items())):
+            rows.append(DetailRow("sites" if not i else "",
+                                  f"{printable(category, 20)} \"{printable(site, SITE_CHARS)}\""))
+    if found:
+        rules = ", ".join(dict.fromkeys(printable(f.rule, 40) for f in found))
+        rows.append(DetailRow("findings", rules + " (6: Advisor)", "warning"))
+    return rows
