@@ -37,6 +37,17 @@ def fmt_rate(bytes_per_s: Optional[float], digits: int = 1) -> str:
     return f"{bytes_per_s:.0f} B/s"
 
 
+def fmt_seconds(seconds: Optional[float]) -> str:
+    """A duration with its unit: 0.0000091 -> '9.1 us', 0.124 -> '124.0 ms', 1.5 -> '1.50 s'."""
+    if seconds is None:
+        return NA
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
 def fmt_pct(fraction: Optional[float], digits: int = 0) -> str:
     if fraction is None:
         return NA

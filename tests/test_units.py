@@ -1,7 +1,7 @@
 """Formatting at the edge: binary GiB for memory, decimal GB/s for bandwidth, n/a for unknown."""
 import pytest
 
-from pinmon.units import fmt_bytes, fmt_pct, fmt_rate, parse_size
+from pinmon.units import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds, parse_size
 
 
 def test_fmt_bytes():
@@ -18,6 +18,14 @@ def test_fmt_rate_is_decimal():
     assert fmt_rate(6.3e9) == "6.3 GB/s"
     assert fmt_rate(3.2e6) == "3.2 MB/s"
     assert fmt_rate(12) == "12 B/s"
+
+
+def test_fmt_seconds_picks_its_unit():
+    assert fmt_seconds(0.0000091) == "9.1 us"
+    assert fmt_seconds(0.124) == "124.0 ms"
+    assert fmt_seconds(1e-3) == "1.0 ms"
+    assert fmt_seconds(1.5) == "1.50 s"
+    assert fmt_seconds(None) == "n/a"
 
 
 def test_fmt_pct():

@@ -9,19 +9,10 @@ import pytest
 from pinmon.cli import main
 from pinmon.model import ProbeMeasurement, ProbeResult
 from pinmon.outputs.probe_text import format_probe, headline
+from pinmon.probe import analysis as A
 from pinmon.probe import numa as N
 
-from .test_engine_nocuda import assert_all_freed, make_fake_cupy
-
 MIB = 1 << 20
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    cp = make_fake_cupy()
-    monkeypatch.setitem(sys.modules, "cupy", cp)
-    yield cp.cuda.runtime
-    assert_all_freed(cp.cuda.runtime)
 
 
 class FakeNodeBuffer:
@@ -108,7 +99,7 @@ def test_numa_probe_measures_each_node(fake, nodes):
     assert copies[2].note.startswith("remote; ")
     assert nodes.opened == [0, 1]
     assert fake.calls["hostRegister"] == 2 and fake.pinned_peak == 4 * MIB  # one node's buffer at a time
-    ratios = N.numa_ratios(r)
+    ratios = A.numa_ratios(r)
     assert ratios["h2d"] is not None and ratios["d2h"] is not None
     init = r.measurements[0]
     assert init.kind == "init" and "GPU's NUMA node: 0" in init.note and "4.0 MiB instead of 64.0 MiB" in init.note
@@ -118,7 +109,7 @@ def test_numa_probe_with_the_gpu_node_unknown(fake, nodes):
     r = N.run_numa_probe(0, (0, 1), gpu_node=None, max_pinned_bytes=4 * MIB)
     notes = {m.note.split(";")[0] for m in r.measurements if m.kind == "copy"}
     assert notes == {"GPU node unknown"}
-    assert N.numa_ratios(r) == {"h2d": None, "d2h": None}
+    assert A.numa_ratios(r) == {"h2d": None, "d2h": None}
     assert "GPU's NUMA node: unknown" in r.measurements[0].note
 
 

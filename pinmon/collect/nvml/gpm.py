@@ -9,7 +9,7 @@ wrap to chase and no fast thread. One sample costs ~40 us of CPU on the H200; on
 
 The reader keeps two sample buffers and alternates between them. A failed sample or metrics call
 keeps the older sample as the start of the next interval, so the bytes of the failed interval are
-counted in the next good one rather than lost.
+counted in the next good one rather than lost; ``failing_s()`` says for how long takes have failed.
 """
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ class GpmReader:
         self._samples: list[Any] = []
         self._base: Optional[int] = None  # index in _samples of the sample that starts the interval
         self._base_time: Optional[float] = None
+        self._failing_since: Optional[float] = None  # clock() of the first failed take in a row
 
     def start(self) -> bool:
         """Check support, allocate two buffers and take the first sample; False if any step fails."""
@@ -70,16 +71,25 @@ class GpmReader:
         nxt = 1 - self._base
         _, failure = self._nvml("nvmlGpmSampleGet", self._handle, self._samples[nxt])
         if failure is not None:
-            return None
+            return self._failed()
         now = self._clock()
         rates = self._rates(self._samples[self._base], self._samples[nxt])
         if rates is None:
-            return None
+            return self._failed()
         interval_s = now - self._base_time
         self._base, self._base_time = nxt, now
+        self._failing_since = None
         rx_rate, tx_rate = rates
         return (None if rx_rate is None else round(rx_rate * interval_s),
                 None if tx_rate is None else round(tx_rate * interval_s), interval_s)
+
+    def _failed(self) -> None:
+        if self._failing_since is None:
+            self._failing_since = self._clock()
+
+    def failing_s(self) -> float:
+        """Seconds since the first of the takes that have failed in a row; 0 while they succeed."""
+        return 0.0 if self._failing_since is None else self._clock() - self._failing_since
 
     def due(self, now: float) -> bool:
         """Whether a sample may be taken at ``now`` (started, and ``MIN_INTERVAL_S`` since the last)."""

@@ -5,8 +5,7 @@ import time
 
 import pytest
 
-from pinmon.collect.nvml import (NVML_FUNCTIONS, NvmlCollector, call_nvml, format_cpu_list,
-                                 sysfs_numa_node, sysfs_pci_address)
+from pinmon.collect.nvml import NVML_FUNCTIONS, NvmlCollector
 from tests.fakes import fake_pynvml
 from tests.fakes.fake_pynvml import (ERRORS, NVML_ERROR_NOT_SUPPORTED, NVML_FI_DEV_PCIE_COUNT_BAD_TLP,
                                      NVML_FI_DEV_PCIE_COUNT_NAKS_SENT,
@@ -14,91 +13,7 @@ from tests.fakes.fake_pynvml import (ERRORS, NVML_ERROR_NOT_SUPPORTED, NVML_FI_D
                                      NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER,
                                      NVML_FI_DEV_PCIE_REPLAY_COUNTER, FakeGpu, FakeNvml)
 
-TICK_S = 1 / 64  # exact in binary, so intervals compare exactly
-
-
-@pytest.fixture
-def no_sysfs(tmp_path):
-    return str(tmp_path / "sys")
-
-
-def collector(fake, sysfs_root, start=True, **kw):
-    c = NvmlCollector(fake, background=False, clock=fake.clock, sysfs_root=sysfs_root, **kw)
-    if start:
-        c.start()
-    return c
-
-
-def ticks(fake, c, n, dt_s=TICK_S):
-    for _ in range(n):
-        fake.advance(dt_s)
-        c.sampler.poll_once()
-
-
-# --- helpers -----------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("words, text", [
-    ([0x0000FFFF0000FFFF], "0-15,32-47"),
-    ([0b1], "0"),
-    ([0b1011], "0-1,3"),
-    ([0, 0b11], "64-65"),
-    ([1 << 63, 1], "63-64"),
-    ([0xFFFFFFFFFFFFFFFF, 0xFFFFFFFFFFFFFFFF], "0-127"),
-    ([0], None),
-    (None, None),
-])
-def test_format_cpu_list(words, text):
-    assert format_cpu_list(words) == text
-
-
-def test_sysfs_address_and_numa_node(tmp_path):
-    assert sysfs_pci_address("00000000:17:00.0") == "0000:17:00.0"
-    assert sysfs_pci_address("00000000:AB:00.0") == "0000:ab:00.0"
-    assert sysfs_pci_address("00010000:01:00.0") == "10000:01:00.0"  # VMD domains are wider
-    assert sysfs_pci_address("garbage") is None and sysfs_pci_address(None) is None
-    dev = tmp_path / "bus/pci/devices/0000:ab:00.0"
-    dev.mkdir(parents=True)
-    (dev / "numa_node").write_text("1\n")
-    assert sysfs_numa_node("00000000:AB:00.0", str(tmp_path)) == 1
-    (dev / "numa_node").write_text("-1\n")
-    assert sysfs_numa_node("00000000:AB:00.0", str(tmp_path)) is None
-    assert sysfs_numa_node("00000000:CD:00.0", str(tmp_path)) is None
-
-
-def test_call_nvml_never_raises():
-    fake = FakeNvml(1)
-    assert call_nvml(fake, "nvmlInit") == (None, None)
-    value, failure = call_nvml(fake, "nvmlDeviceGetNoSuchThing")
-    assert value is None and failure.not_supported
-    fake.fail("nvmlDeviceGetCount", "gpu_lost")
-    _, failure = call_nvml(fake, "nvmlDeviceGetCount")
-    assert failure.gpu_lost and failure.message == "GPU is lost" and failure.code == 15
-
-
-# --- the fake matches pynvml -------------------------------------------------------------------
-
-def test_the_fake_implements_exactly_the_functions_the_collector_calls():
-    assert set(FakeNvml.CALLED_FUNCTIONS) == set(NVML_FUNCTIONS)
-
-
-def test_names_and_constants_exist_in_the_real_pynvml():
-    pynvml = pytest.importorskip("pynvml")
-    for name in NVML_FUNCTIONS:
-        assert callable(getattr(pynvml, name)), name
-    for name in fake_pynvml.CONSTANT_NAMES:
-        assert getattr(pynvml, name) == getattr(fake_pynvml, name), name
-    for name in fake_pynvml.ERROR_CLASSES:
-        assert hasattr(pynvml, name), name
-
-
-def test_every_recorded_call_is_a_listed_function(no_sysfs):
-    fake = FakeNvml(2, byte_counters_return=NVML_ERROR_NOT_SUPPORTED)
-    c = collector(fake, no_sysfs)
-    ticks(fake, c, 70)
-    c.sampler.refresh_sampled()
-    c.read()
-    c.close()
-    assert {f for f, _, _ in fake.calls} <= set(NVML_FUNCTIONS)
+from .helpers import collector, ticks
 
 
 # --- a healthy GPU -----------------------------------------------------------------------------
@@ -530,7 +445,7 @@ def test_fault_matrix_never_raises(function, error, no_sysfs):
 
 
 def test_counter_rate_follows_the_fastest_link(no_sysfs):
-    from pinmon.collect.pcie_counters import counter_hz_for_link
+    from pinmon.collect.nvml.counters import counter_hz_for_link
 
     # Gen5 x16 wraps the 32-bit byte counter every 68 ms at full rate: two reads per wrap.
     assert counter_hz_for_link(63.015e9) == pytest.approx(29.3, abs=0.1)

@@ -1,6 +1,8 @@
-"""PCIe link arithmetic: per-lane signalling rate, line-encoding efficiency, payload bandwidth.
+"""PCIe link arithmetic: per-lane signalling rate, line-encoding efficiency, payload bandwidth, and
+the link a payload rate belongs to.
 
-A link's payload rate is ``GT/s x lanes x encoding efficiency / 8`` bytes per second. It is the
+Pure functions of numbers, so the collectors, the probe's analysis and the views share them. A link's
+payload rate is ``GT/s x lanes x encoding efficiency / 8`` bytes per second. It is the
 ceiling a transfer is judged against ("55 GB/s is 87% of a Gen5 x16 link"). Protocol overhead
 (TLP headers, flow control) comes on top, so even a perfect copy stays below it.
 Unknown or nonsensical input gives ``None``, never a guess.
@@ -45,5 +47,21 @@ def theoretical_bytes_per_s(gen: Optional[int], width: Optional[int]) -> Optiona
     g, w = _valid_int(gen), _valid_int(width)
     if g is None or w is None or g not in _LANE_RATE_GT_S:
         return None
-    return _LANE_RATE_GT_S[g] * 1e9 * w * float(_ENCODING[g]) / 8
+    return lane_rate_gt_s(g) * 1e9 * w * encoding_efficiency(g) / 8
 
+
+# Widths a link trains to, for naming a link from its rate.
+_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
+
+
+def link_name(bytes_per_s: Optional[float]) -> str:
+    """'Gen5 x16' when ``bytes_per_s`` is exactly one generation and width's payload rate, else 'link'."""
+    if not bytes_per_s:
+        return "link"
+    # Equal rates are ambiguous (Gen4 x32 = Gen5 x16): prefer the common x16 slot, newest gen first.
+    for width in sorted(_WIDTHS, key=lambda w: (w != 16, -w)):
+        for gen in range(7, 0, -1):
+            r = theoretical_bytes_per_s(gen, width)
+            if r and abs(r - bytes_per_s) <= 0.002 * r:
+                return f"Gen{gen} x{width}"
+    return "link"

@@ -1,7 +1,7 @@
-"""PCIe link arithmetic: lane rates, line encodings, payload bandwidth, unknown input."""
+"""PCIe link arithmetic: lane rates, line encodings, payload bandwidth, unknown input, link names."""
 import pytest
 
-from pinmon.collect.link import encoding_efficiency, lane_rate_gt_s, theoretical_bytes_per_s
+from pinmon.link import encoding_efficiency, lane_rate_gt_s, link_name, theoretical_bytes_per_s
 
 
 @pytest.mark.parametrize("gen, gt_s", [(1, 2.5), (2, 5.0), (3, 8.0), (4, 16.0), (5, 32.0), (6, 64.0)])
@@ -45,3 +45,9 @@ def test_unknown_input_is_none(gen, width):
 def test_unknown_generation(gen):
     assert lane_rate_gt_s(gen) is None
     assert encoding_efficiency(gen) is None
+
+
+def test_link_names():
+    assert link_name(63.015e9) == "Gen5 x16"
+    assert link_name(15.75e9) in ("Gen3 x16", "Gen4 x8")  # the same payload rate
+    assert link_name(None) == "link" and link_name(1.234e9) == "link"

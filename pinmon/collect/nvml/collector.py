@@ -1,15 +1,15 @@
 """NVML: per-GPU static facts, link state, memory, compute processes and PCIe traffic, as ``Gpu`` models.
 
 ``NvmlCollector`` owns the NVML session (init, handles, shutdown) and the background PCIe sampler
-(``pcie_counters.PcieSampler``). ``read()`` is cheap: a handful of sub-millisecond calls per GPU (a
-GPM sample among them, ~40 us, where the GPU has GPM) plus what the sampler has gathered; nothing
-slow runs on the caller's thread.
+(``sampler.PcieSampler``). ``read()`` is cheap: a handful of sub-millisecond calls per GPU (a GPM
+sample among them, ~40 us, where the GPU has GPM) plus what the sampler has gathered; nothing slow
+runs on the caller's thread.
 
-It degrades and never crashes. Every NVML call goes through ``call_nvml``, which turns an exception
-into an ``NvmlFailure``: NotSupported leaves the value ``None`` silently, any other error leaves it
-``None`` and adds a notice, GPU_IS_LOST marks that GPU lost while the others carry on, and an NVML
-that cannot start (no library, no driver, no permission) makes the collector unavailable with a
-plain reason instead of an exception.
+It degrades and never crashes. Every NVML call goes through ``call.call_nvml``, which turns an
+exception into an ``NvmlFailure``: NotSupported leaves the value ``None`` silently, any other error
+leaves it ``None`` and adds a notice, GPU_IS_LOST marks that GPU lost while the others carry on, and
+an NVML that cannot start (no library, no driver, no permission) makes the collector unavailable
+with a plain reason instead of an exception.
 """
 from __future__ import annotations
 
@@ -17,198 +17,15 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional
 
-from ..model import EXACT_PCIE_METHODS, Gpu, GpuProcess, Link, Pcie
-from .link import theoretical_bytes_per_s
-from .pcie_counters import MASK_32, PcieSampler, counter_hz_for_link
-
-# Error counters are deltas since start that change rarely; each read is ~4 ms of CPU per GPU.
-ERROR_PERIOD_S = 5.0
-
-# NVML return codes: part of NVML's ABI, identical in every pynvml.
-NVML_ERROR_UNINITIALIZED = 1
-NVML_ERROR_NOT_SUPPORTED = 3
-NVML_ERROR_NO_PERMISSION = 4
-NVML_ERROR_DRIVER_NOT_LOADED = 9
-NVML_ERROR_LIBRARY_NOT_FOUND = 12
-NVML_ERROR_FUNCTION_NOT_FOUND = 13
-NVML_ERROR_GPU_IS_LOST = 15
-NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
-
-# A driver too old for a function answers FUNCTION_NOT_FOUND: for the user that is "not supported".
-_NOT_SUPPORTED_CODES = frozenset({NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND})
-
-# Every NVML function pinmon calls (here and in the sampler), for fakes and fault-injection tests.
-NVML_FUNCTIONS: tuple[str, ...] = (
-    "nvmlInit",
-    "nvmlShutdown",
-    "nvmlDeviceGetCount",
-    "nvmlDeviceGetHandleByIndex",
-    "nvmlDeviceGetName",
-    "nvmlDeviceGetUUID",
-    "nvmlDeviceGetPciInfo",
-    "nvmlDeviceGetCpuAffinity",
-    "nvmlDeviceGetNumaNodeId",
-    "nvmlDeviceGetCurrPcieLinkGeneration",
-    "nvmlDeviceGetMaxPcieLinkGeneration",
-    "nvmlDeviceGetCurrPcieLinkWidth",
-    "nvmlDeviceGetMaxPcieLinkWidth",
-    "nvmlDeviceGetMemoryInfo",
-    "nvmlDeviceGetComputeRunningProcesses",
-    "nvmlDeviceGetFieldValues",
-    "nvmlDeviceGetPcieThroughput",
-    "nvmlGpmQueryDeviceSupport",
-    "nvmlGpmSampleAlloc",
-    "nvmlGpmSampleGet",
-    "nvmlGpmMetricsGet",
-    "nvmlGpmSampleFree",
-)
-
-# What a failing call could not read, in a notice's words.
-_WHAT = {
-    "nvmlDeviceGetHandleByIndex": "the device",
-    "nvmlDeviceGetName": "the name",
-    "nvmlDeviceGetUUID": "the UUID",
-    "nvmlDeviceGetPciInfo": "the PCI bus id",
-    "nvmlDeviceGetCpuAffinity": "the CPU affinity",
-    "nvmlDeviceGetNumaNodeId": "the NUMA node",
-    "nvmlDeviceGetCurrPcieLinkGeneration": "the PCIe link generation",
-    "nvmlDeviceGetMaxPcieLinkGeneration": "the maximum PCIe link generation",
-    "nvmlDeviceGetCurrPcieLinkWidth": "the PCIe link width",
-    "nvmlDeviceGetMaxPcieLinkWidth": "the maximum PCIe link width",
-    "nvmlDeviceGetMemoryInfo": "memory use",
-    "nvmlDeviceGetComputeRunningProcesses": "compute processes",
-    "nvmlDeviceGetFieldValues": "PCIe counters",
-    "nvmlDeviceGetPcieThroughput": "PCIe throughput",
-    "nvmlGpmQueryDeviceSupport": "GPM support",
-    "nvmlGpmSampleAlloc": "a GPM sample buffer",
-    "nvmlGpmSampleGet": "PCIe traffic (GPM sample)",
-    "nvmlGpmMetricsGet": "PCIe traffic (GPM metrics)",
-    "nvmlGpmSampleFree": "a GPM sample buffer",
-}
-
-# Why NVML could not start, for the "no NVIDIA GPU monitoring: ..." notice.
-_START_REASONS = {
-    NVML_ERROR_LIBRARY_NOT_FOUND: "NVML library not found (is the NVIDIA driver installed?)",
-    NVML_ERROR_DRIVER_NOT_LOADED: "the NVIDIA kernel driver is not loaded",
-    NVML_ERROR_NO_PERMISSION: "no permission to use NVML (check access to /dev/nvidia*)",
-    NVML_ERROR_UNINITIALIZED: "NVML did not initialize",
-    NVML_ERROR_LIB_RM_VERSION_MISMATCH:
-        "the NVML library and the loaded NVIDIA driver differ in version (reload the driver or reboot)",
-}
-
-# NVML's "no value" for a process's GPU memory (pynvml maps it to None; older ones did not).
-_NOT_AVAILABLE_ULL = (1 << 64) - 1
-
-# The "counters" sampler's reads are 32-bit; at line rate they wrap in 2**32 / link bytes per s.
-_WRAP_BYTES = MASK_32 + 1
-
-
-@dataclass(frozen=True)
-class NvmlFailure:
-    """One failed NVML call: the function, NVML's return code (None if not an NVMLError), its text."""
-
-    function: str
-    code: Optional[int]
-    message: str
-
-    @property
-    def not_supported(self) -> bool:
-        return self.code in _NOT_SUPPORTED_CODES
-
-    @property
-    def gpu_lost(self) -> bool:
-        return self.code == NVML_ERROR_GPU_IS_LOST
-
-
-def _error_text(e: BaseException) -> str:
-    try:
-        return str(e) or type(e).__name__
-    except Exception:  # pynvml's __str__ asks the library, which may be gone
-        return f"NVML error {getattr(e, 'value', '?')}"
-
-
-def call_nvml(nvml: Any, name: str, *args: Any) -> tuple[Any, Optional[NvmlFailure]]:
-    """Call ``nvml.<name>(*args)``; returns ``(value, None)`` or ``(None, NvmlFailure)``, never raises."""
-    fn = getattr(nvml, name, None)
-    if fn is None:
-        return None, NvmlFailure(name, NVML_ERROR_FUNCTION_NOT_FOUND, "not in this pynvml")
-    try:
-        return fn(*args), None
-    except Exception as e:
-        nvml_error = getattr(nvml, "NVMLError", None)
-        if isinstance(nvml_error, type) and isinstance(e, nvml_error):
-            code = getattr(e, "value", None)
-            return None, NvmlFailure(name, code if isinstance(code, int) else None, _error_text(e))
-        return None, NvmlFailure(name, None, f"{type(e).__name__}: {_error_text(e)}")
-
-
-def format_cpu_list(mask_words: Optional[Sequence[int]]) -> Optional[str]:
-    """NVML's CPU affinity (64-bit words, CPU 64*i+j is bit j of word i) -> "0-15,32-47"; None if empty."""
-    if mask_words is None:
-        return None
-    cpus = []
-    for i, word in enumerate(mask_words):
-        w = int(word)
-        j = 0
-        while w:
-            if w & 1:
-                cpus.append(64 * i + j)
-            w >>= 1
-            j += 1
-    if not cpus:
-        return None
-    parts = []
-    start = prev = cpus[0]
-    for c in cpus[1:] + [None]:
-        if c is not None and c == prev + 1:
-            prev = c
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if c is not None:
-            start = prev = c
-    return ",".join(parts)
-
-
-def sysfs_pci_address(pci_bus_id: Optional[str]) -> Optional[str]:
-    """NVML's "00000000:17:00.0" -> sysfs's "0000:17:00.0" (domain as %04x, lower case)."""
-    if not pci_bus_id:
-        return None
-    parts = pci_bus_id.strip().lower().split(":")
-    if len(parts) != 3:
-        return None
-    try:
-        domain = int(parts[0], 16)
-    except ValueError:
-        return None
-    return f"{domain:04x}:{parts[1]}:{parts[2]}"
-
-
-def sysfs_numa_node(pci_bus_id: Optional[str], sysfs_root: str = "/sys") -> Optional[int]:
-    """The NUMA node the kernel assigns to the GPU's PCI device; None if unknown (-1 or unreadable)."""
-    addr = sysfs_pci_address(pci_bus_id)
-    if addr is None:
-        return None
-    try:
-        with open(os.path.join(sysfs_root, "bus/pci/devices", addr, "numa_node")) as f:
-            node = int(f.read().strip())
-    except (OSError, ValueError):
-        return None
-    return node if node >= 0 else None
-
-
-def _small_int(value: Any, limit: int) -> Optional[int]:
-    # NVML answers 0 or 0xFFFFFFFF for a link it cannot read (e.g. a GPU in a low-power state).
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
-        return None
-    return value
-
-
-def _bytes_value(value: Any) -> Optional[int]:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value == _NOT_AVAILABLE_ULL:
-        return None
-    return value
+from ...link import theoretical_bytes_per_s
+from ...model import EXACT_PCIE_METHODS, Gpu, Link, Pcie
+from .call import START_REASONS, NvmlFailure, call_nvml, failure_notice
+from .counters import WRAP_BYTES, counter_hz_for_link
+from .sampler import ERROR_PERIOD_S, PcieSampler
+from .sysfs import sysfs_numa_node
+from .values import bytes_value, format_cpu_list, processes, small_int, str_or_none
 
 
 @dataclass
@@ -233,7 +50,7 @@ class NvmlCollector:
 
     ``nvml`` is the pynvml module (imported on ``start()`` when None) or a fake with its names.
     ``counter_hz`` is the PCIe byte counter read rate; ``prefer_gpm=False`` reads the byte counters
-    even where GPM could give the bytes (see pcie_counters). ``background=False`` starts no thread, so
+    even where GPM could give the bytes (see ``sampler``). ``background=False`` starts no thread, so
     tests drive ``sampler.poll_once()`` themselves; ``clock`` stamps the counter reads.
     """
 
@@ -243,7 +60,7 @@ class NvmlCollector:
         if counter_hz is not None and not counter_hz > 0:
             raise ValueError(f"counter rate must be positive, got {counter_hz!r} Hz")
         self.nvml = nvml
-        # None: as often as the fastest GPU's link needs (pcie_counters.counter_hz_for_link).
+        # None: as often as the fastest GPU's link needs (counters.counter_hz_for_link).
         self.counter_hz = float(counter_hz) if counter_hz is not None else None
         self.error_period_s = error_period_s
         self.prefer_gpm = prefer_gpm
@@ -276,12 +93,12 @@ class NvmlCollector:
                 self.nvml = pynvml
             _, failure = call_nvml(self.nvml, "nvmlInit")
             if failure is not None:
-                return self._unavailable(_START_REASONS.get(
+                return self._unavailable(START_REASONS.get(
                     failure.code, f"NVML did not start (NVML: {failure.message})"))
             self._initialized = True
             count, failure = call_nvml(self.nvml, "nvmlDeviceGetCount")
             if failure is not None or not isinstance(count, int):
-                reason = _START_REASONS.get(failure.code) if failure else None
+                reason = START_REASONS.get(failure.code) if failure else None
                 self._shutdown()
                 return self._unavailable(reason or "NVML could not count the GPUs (NVML: "
                                          f"{failure.message if failure else count!r})")
@@ -303,7 +120,7 @@ class NvmlCollector:
                 # `pinmon check` would otherwise lose it with its discarded first snapshot.
                 early = self.sampler.take_start_failures(st.index)
                 if early:
-                    st.start_notices.append(_failure_notice(st.index, [f for f, _ in early],
+                    st.start_notices.append(failure_notice(st.index, [f for f, _ in early],
                                                             {f.function: n for f, n in early}))
             self.available = True
             return True
@@ -317,7 +134,7 @@ class NvmlCollector:
                 continue
             gen, _ = call_nvml(self.nvml, "nvmlDeviceGetMaxPcieLinkGeneration", g.handle)
             width, _ = call_nvml(self.nvml, "nvmlDeviceGetMaxPcieLinkWidth", g.handle)
-            rate = theoretical_bytes_per_s(_small_int(gen, 64), _small_int(width, 1024))
+            rate = theoretical_bytes_per_s(small_int(gen, 64), small_int(width, 1024))
             if rate is None:
                 return None
             rates.append(rate)
@@ -345,15 +162,15 @@ class NvmlCollector:
         st.handle = handle
         failures: list[NvmlFailure] = []
         get = self._getter(st, failures)
-        st.name = _str_or_none(get("nvmlDeviceGetName", handle))
-        st.uuid = _str_or_none(get("nvmlDeviceGetUUID", handle))
+        st.name = str_or_none(get("nvmlDeviceGetName", handle))
+        st.uuid = str_or_none(get("nvmlDeviceGetUUID", handle))
         pci = get("nvmlDeviceGetPciInfo", handle)
-        st.pci_bus_id = _str_or_none(getattr(pci, "busId", None)) if pci is not None else None
+        st.pci_bus_id = str_or_none(getattr(pci, "busId", None)) if pci is not None else None
         words = max(1, ((os.cpu_count() or 64) + 63) // 64)
         st.cpu_affinity = format_cpu_list(get("nvmlDeviceGetCpuAffinity", handle, words))
         st.numa_node = self._numa_node(st, get)
         if failures:
-            st.start_notices.append(_failure_notice(index, failures))
+            st.start_notices.append(failure_notice(index, failures))
         return st
 
     def _numa_node(self, st: _GpuState, get: Callable[..., Any]) -> Optional[int]:
@@ -442,12 +259,12 @@ class NvmlCollector:
         failures: list[NvmlFailure] = []
         get = self._getter(st, failures)
         h = st.handle
-        gen = _small_int(get("nvmlDeviceGetCurrPcieLinkGeneration", h), 64)
+        gen = small_int(get("nvmlDeviceGetCurrPcieLinkGeneration", h), 64)
         if st.gen_max is None:
-            st.gen_max = _small_int(get("nvmlDeviceGetMaxPcieLinkGeneration", h), 64)
-        width = _small_int(get("nvmlDeviceGetCurrPcieLinkWidth", h), 1024)
+            st.gen_max = small_int(get("nvmlDeviceGetMaxPcieLinkGeneration", h), 64)
+        width = small_int(get("nvmlDeviceGetCurrPcieLinkWidth", h), 1024)
         if st.width_max is None:
-            st.width_max = _small_int(get("nvmlDeviceGetMaxPcieLinkWidth", h), 1024)
+            st.width_max = small_int(get("nvmlDeviceGetMaxPcieLinkWidth", h), 1024)
         gen_max, width_max = st.gen_max, st.width_max
         mem = get("nvmlDeviceGetMemoryInfo", h)
         procs = get("nvmlDeviceGetComputeRunningProcesses", h)
@@ -470,14 +287,14 @@ class NvmlCollector:
             failures.append(f)
             counts[f.function] = n
         if failures:
-            notices.append(_failure_notice(st.index, failures, counts))
+            notices.append(failure_notice(st.index, failures, counts))
         notices += pcie_notices
         return Gpu(index=st.index, name=st.name, uuid=st.uuid, pci_bus_id=st.pci_bus_id,
                    link=link, pcie=pcie,
-                   memory_total_bytes=_bytes_value(getattr(mem, "total", None)),
-                   memory_used_bytes=_bytes_value(getattr(mem, "used", None)),
+                   memory_total_bytes=bytes_value(getattr(mem, "total", None)),
+                   memory_used_bytes=bytes_value(getattr(mem, "used", None)),
                    cpu_affinity=st.cpu_affinity, numa_node=st.numa_node,
-                   processes=_processes(procs), notices=tuple(notices))
+                   processes=processes(procs), notices=tuple(notices))
 
     def _pcie(self, st: _GpuState, link: Link) -> tuple[Pcie, list[str]]:
         sampler = self.sampler
@@ -499,10 +316,10 @@ class NvmlCollector:
             if method == "counters":
                 gap_s = sampler.wrap_gap_s(st.index)
                 line_rate = link.theoretical_bytes_per_s or link.max_theoretical_bytes_per_s
-                if gap_s is not None and line_rate and gap_s > _WRAP_BYTES / line_rate:
+                if gap_s is not None and line_rate and gap_s > WRAP_BYTES / line_rate:
                     notices.append(
                         f"GPU {st.index}: the PCIe counter reads fell behind (a {gap_s * 1e3:.0f} ms gap;"
-                        f" the 32-bit counters can wrap in {_WRAP_BYTES / line_rate * 1e3:.0f} ms at this"
+                        f" the 32-bit counters can wrap in {WRAP_BYTES / line_rate * 1e3:.0f} ms at this"
                         " link's speed), so link bytes may be undercounted")
             ok = interval_s > 0
             return Pcie(rx_bytes_per_s=rx / interval_s if ok and rx is not None else None,
@@ -523,41 +340,3 @@ class NvmlCollector:
                    cpu_affinity=st.cpu_affinity, numa_node=st.numa_node, lost=True,
                    notices=(notice,))
 
-
-def _str_or_none(value: Any) -> Optional[str]:
-    if isinstance(value, bytes):
-        value = value.decode(errors="replace")
-    return value if isinstance(value, str) and value else None
-
-
-def _processes(procs: Any) -> tuple[GpuProcess, ...]:
-    """Compute processes, one per pid (MIG lists a pid once per instance; their memory is summed)."""
-    if not procs:
-        return ()
-    by_pid: dict[int, Optional[int]] = {}
-    for p in procs:
-        pid = getattr(p, "pid", None)
-        if not isinstance(pid, int) or isinstance(pid, bool):
-            continue
-        used = _bytes_value(getattr(p, "usedGpuMemory", None))
-        if pid in by_pid:
-            prev = by_pid[pid]
-            by_pid[pid] = used if prev is None else prev + (used or 0)
-        else:
-            by_pid[pid] = used
-    return tuple(GpuProcess(pid=pid, gpu_memory_bytes=used) for pid, used in by_pid.items())
-
-
-def _failure_notice(index: int, failures: Sequence[NvmlFailure],
-                    counts: Optional[dict[str, int]] = None) -> str:
-    """One notice for a GPU's failed calls: "GPU 0: NVML could not read memory use (Unknown Error)"."""
-    parts: list[str] = []
-    seen: set[str] = set()
-    for f in failures:
-        what = _WHAT.get(f.function, f.function)
-        n = (counts or {}).get(f.function, 1)
-        text = f"{what} ({f.message}{f', {n} times' if n > 1 else ''})"
-        if text not in seen:
-            seen.add(text)
-            parts.append(text)
-    return f"GPU {index}: NVML could not read " + ", ".join(parts)

@@ -3,26 +3,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from pinmon.collect import pcie_counters
 from pinmon.collect.nvml import NvmlCollector, call_nvml
-from pinmon.collect.pcie_gpm import MIN_INTERVAL_S, GpmReader
+from pinmon.collect.nvml.gpm import MIN_INTERVAL_S, GpmReader
+from pinmon.collect.nvml.sampler import GPM_GIVE_UP_S
 from tests.fakes.fake_pynvml import (NVML_FI_DEV_PCIE_COUNT_RX_BYTES, NVML_SUCCESS, FakeGpu,
                                      FakeNvml)
 
-
-@pytest.fixture
-def no_sysfs(tmp_path):
-    return str(tmp_path / "sys")
+from .helpers import collector
 
 
 def gpm_box(**kw):
     return FakeNvml([FakeGpu(index=0, gpm_supported=True, rx_bytes_per_s=5e9, tx_bytes_per_s=1.25e9, **kw)])
-
-
-def collector(fake, sysfs_root, **kw):
-    c = NvmlCollector(fake, background=False, clock=fake.clock, sysfs_root=sysfs_root, **kw)
-    c.start()
-    return c
 
 
 def byte_field_reads(fake):
@@ -94,7 +85,7 @@ def test_gpm_that_keeps_failing_moves_the_gpu_to_the_byte_counters(no_sysfs):
     c = collector(fake, no_sysfs)
     fake.fail("nvmlGpmMetricsGet", "unknown")
     seen = []
-    for _ in range(int(pcie_counters.GPM_GIVE_UP_S) + 3):
+    for _ in range(int(GPM_GIVE_UP_S) + 3):
         for _ in range(64):
             fake.advance(1 / 64)
             c.sampler.poll_once()

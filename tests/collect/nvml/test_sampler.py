@@ -1,11 +1,11 @@
-"""The PCIe sampler against the fake NVML: exact unwrapping, error counters, fallback, threads, faults."""
+"""The PCIe sampler against the fake NVML: exact bytes over wraps, error counters, fallback, threads, faults."""
 import threading
 import time
 
 import pytest
 
 from pinmon.collect.nvml import call_nvml
-from pinmon.collect.pcie_counters import MASK_32, CounterUnwrapper, PcieSampler, field_int
+from pinmon.collect.nvml.sampler import PcieSampler
 from tests.fakes.fake_pynvml import (NVML_FI_DEV_PCIE_COUNT_BAD_TLP, NVML_FI_DEV_PCIE_COUNT_NAKS_SENT,
                                      NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER,
                                      NVML_FI_DEV_PCIE_REPLAY_COUNTER, FakeHandle, FakeNvml)
@@ -18,8 +18,9 @@ WRAP = 1 << 32
 def make(n_gpus=1, start=True, **gpu):
     fake = FakeNvml(n_gpus, **gpu)
     fake.nvmlInit()
+    # Error counters every second (the collector's period is 5 s) keep these runs short.
     sampler = PcieSampler(fake, [(i, FakeHandle(i)) for i in range(n_gpus)], 64.0, call=call_nvml,
-                          clock=fake.clock)
+                          clock=fake.clock, error_period_s=1.0)
     if start:
         sampler.start(background=False)
     return fake, sampler
@@ -29,50 +30,6 @@ def run_ticks(fake, sampler, n, dt_s=TICK_S):
     for _ in range(n):
         fake.advance(dt_s)
         sampler.poll_once()
-
-
-# --- the unwrap arithmetic ---------------------------------------------------------------------
-
-def test_single_wrap_is_exact():
-    u = CounterUnwrapper(WRAP - 100)
-    assert u.update(50) == 150
-    assert u.total == 150 and not u.wide
-
-
-def test_value_at_the_top_of_32_bits():
-    u = CounterUnwrapper(MASK_32 - 1)
-    assert u.update(MASK_32) == 1
-    assert u.update(0) == 1  # 2**32-1 -> 0 is one byte
-    assert u.update(5) == 5
-    assert u.total == 7
-
-
-def test_no_change_is_zero_not_a_wrap():
-    u = CounterUnwrapper(123)
-    assert u.update(123) == 0
-
-
-def test_a_value_above_32_bits_makes_the_counter_64_bit():
-    u = CounterUnwrapper(WRAP - 10)
-    assert u.update(WRAP + 5) == 15
-    assert u.wide
-    assert u.update(WRAP + 105) == 100
-    assert u.update(7) == 0  # a 64-bit counter going back was reset, it did not wrap
-    assert u.update(17) == 10
-    assert u.total == 125
-
-
-def test_first_reading_above_32_bits_is_64_bit_from_the_start():
-    u = CounterUnwrapper(5 * WRAP)
-    assert u.wide
-    assert u.update(5 * WRAP + 1) == 1
-
-
-def test_field_int_reads_the_member_its_value_type_names():
-    from types import SimpleNamespace as NS
-    v = NS(dVal=2.0, uiVal=1, ulVal=3, ullVal=4, sllVal=-5, siVal=6, usVal=7)
-    assert [field_int(NS(valueType=t, value=v)) for t in range(7)] == [2, 1, 3, 4, -5, 6, 7]
-    assert field_int(NS(valueType=3, value=None)) is None
 
 
 # --- byte counters through the sampler ----------------------------------------------------------
