@@ -218,6 +218,22 @@ def test_bad_option_after_a_command_points_to_its_help(capsys, command):
     assert f"see pinmon {command} --help" in capsys.readouterr().err
 
 
+def test_the_console_script_entry_point_is_the_main_function(capsys):
+    # pyproject's "pinmon = pinmon.cli:main" resolves to the function even once the module of the
+    # same name is loaded.
+    import importlib
+    import re
+
+    import pinmon.cli.main  # noqa: F401
+
+    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "pyproject.toml")) as f:
+        target = re.search(r'^pinmon = "([\w.]+):(\w+)"$', f.read(), re.M)
+    entry = getattr(importlib.import_module(target.group(1)), target.group(2))
+    with pytest.raises(SystemExit) as e:
+        entry(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("pinmon ")
+
+
 def test_negative_values_of_a_traced_command_are_left_alone():
     from pinmon.cli.main import _attach_negative_values, _command_index, build_parser
 
