@@ -26,7 +26,6 @@ from .limits import MAX_COUNT, MAX_EPOCH_S, MAX_GPUS, MAX_LIST_ITEMS, MAX_PROCES
 SNAPSHOT_SCHEMA = "pinmon.snapshot/1"
 CHECK_SCHEMA = "pinmon.check/1"
 
-SEVERITIES = ("info", "warning", "critical")
 SEVERITY_RANK = {"ok": 0, "info": 0, "warning": 1, "critical": 2}
 
 
@@ -126,8 +125,6 @@ def _convert(tp: Any, value: Any, path: str, name: str = "") -> Any:
     if tp is str:
         if not isinstance(value, str):
             raise SchemaError(f"{path}: expected a string, got {type(value).__name__}")
-        return value
-    if tp is Any:
         return value
     raise SchemaError(f"{path}: unsupported type {tp!r}")  # pragma: no cover - model bug
 

@@ -21,6 +21,14 @@ def test_fmt_rate_is_decimal():
     assert fmt_rate(12) == "12 B/s"
 
 
+def test_fmt_seconds_picks_its_unit():
+    assert fmt_seconds(0.0000091) == "9.1 us"
+    assert fmt_seconds(0.124) == "124.0 ms"
+    assert fmt_seconds(1e-3) == "1.0 ms"
+    assert fmt_seconds(1.5) == "1.50 s"
+    assert fmt_seconds(None) == "n/a"
+
+
 def test_fmt_pct():
     assert fmt_pct(0.873) == "87%" and fmt_pct(None) == "n/a"
 

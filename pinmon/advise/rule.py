@@ -24,12 +24,13 @@ import string
 from dataclasses import dataclass, fields
 from typing import Callable, Iterable, Optional, Sequence
 
-from ..model import SEVERITIES, Finding, Snapshot
+from ..model import Finding, Snapshot
 from ..units import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
 from .common import process_subject
 from .thresholds import Thresholds
 
 SCOPES = ("snapshot", "gpus", "processes", "history")
+SEVERITIES = ("info", "warning", "critical")  # what a finding can be; model.SEVERITY_RANK grades them
 
 
 class Found:

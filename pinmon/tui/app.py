@@ -13,7 +13,6 @@ with fakes and the app knows nothing of NVML, psutil or CuPy.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import signal
 import threading
@@ -29,8 +28,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane, Tabs
 
-from ..collect.source import Source
 from ..model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
+from ..probe_join import with_probe
+from ..source import Source
 from ..units import printable
 from .format import SPARK_SAMPLES
 from .probe_link import join_link, link_join_due
@@ -330,9 +330,9 @@ class PinmonApp(App[int]):
         pending = self._probe_link_pending
         if pending is not None and link_join_due(pending, snapshot):
             self._join_probe_link([*self.history, snapshot])
-        if self.live and snapshot.probe is None and self._probe_latest_ok is not None:
+        if self.live:
             # Probe results join the snapshot, so the advisor and a recording see them too.
-            snapshot = dataclasses.replace(snapshot, probe=self._probe_latest_ok)
+            snapshot = with_probe(snapshot, self._probe_latest_ok)
         self.history.append(snapshot)
         self.latest = snapshot
         self._app_notices.pop("source", None)
@@ -729,7 +729,7 @@ def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding
     caller may close the source.
     """
     if recorder_factory is None:
-        from ..outputs.record import Recorder as FileRecorder, default_recording_path
+        from ..recording import Recorder as FileRecorder, default_recording_path
 
         def recorder_factory():
             return FileRecorder(default_recording_path())

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from pinmon.collect.link import theoretical_bytes_per_s
+from pinmon.link import theoretical_bytes_per_s
 from pinmon.model import (Gpu, HostMemory, Link, Pcie, ProbeMeasurement, ProbeResult, ProcessPinned,
                           Snapshot)
 from pinmon.units import GIB, MIB

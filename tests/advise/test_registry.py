@@ -13,8 +13,9 @@ import pytest
 import pinmon.advise
 from pinmon.advise import RULE_DOCS, RULES, Thresholds
 from pinmon.advise.registry import REGISTRY, metrics_table, readme_table
-from pinmon.advise.rule import Found, Rule, rule
+from pinmon.advise.rule import SEVERITIES, Found, Rule, rule
 from pinmon.advise.thresholds import threshold_fields
+from pinmon.model import SEVERITY_RANK
 from pinmon.units import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
 
 from .helpers import make_gpu, make_proc, make_snap
@@ -119,6 +120,10 @@ def test_a_bad_declaration_fails_at_import(kwargs, needle):
     doc = args.pop("doc")
     with pytest.raises(ValueError, match=needle):
         rule("bad", doc, **args)(lambda snap, t: ())
+
+
+def test_rule_severities_are_those_the_model_grades():
+    assert set(SEVERITIES) == set(SEVERITY_RANK) - {"ok"}
 
 
 def test_an_undeclared_severity_fails_these_tests():

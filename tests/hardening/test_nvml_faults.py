@@ -179,6 +179,7 @@ def injected(monkeypatch):
 @pytest.mark.parametrize("function, error, mode", MATRIX)
 def test_check(function, error, mode, injected, monkeypatch, capsys):
     from pinmon import cli
+    from pinmon.cli.commands import check
 
     fake = injected
     gpu, target = inject_of(function), target_of(function)
@@ -198,7 +199,7 @@ def test_check(function, error, mode, injected, monkeypatch, capsys):
 
     if mode == "always":
         fake.fail(function, error, gpu=gpu)
-    monkeypatch.setattr(cli, "_live_snapshot", live_snapshot)
+    monkeypatch.setattr(check, "live_snapshot", live_snapshot)
     as_json = mode == "mid-run"
     code = cli.main(["check", "--window", "0.01"] + (["--json"] if as_json else []))
     out, err = capsys.readouterr()
