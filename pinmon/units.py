@@ -74,6 +74,13 @@ def fmt_share(part: Optional[float], whole: Optional[float], digits: int = 0) ->
     return fmt_pct(share(part, whole), digits)
 
 
+def fmt_ratio(ratio: Optional[float], digits: int = 1) -> str:
+    """How many times one figure is another: 8.66 -> '8.7x' (a speedup, remote vs local)."""
+    if ratio is None:
+        return NA
+    return f"{ratio:.{digits}f}x"
+
+
 def fmt_link(gen: Optional[int], width: Optional[int]) -> str:
     """A PCIe link's generation and width: 'Gen5 x16', 'Gen4 x?' when one is unknown, 'n/a' for both."""
     if gen is None and width is None:

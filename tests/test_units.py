@@ -1,7 +1,7 @@
 """Formatting at the edge: binary GiB for memory, decimal GB/s for bandwidth, n/a for unknown."""
 import pytest
 
-from pinmon.units import (fmt_bytes, fmt_link, fmt_pct, fmt_rate, fmt_seconds, fmt_share, fmt_traffic,
+from pinmon.units import (fmt_bytes, fmt_link, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds, fmt_share, fmt_traffic,
                           parse_size, share)
 
 
@@ -51,6 +51,10 @@ def test_fmt_seconds(seconds, text):
 
 def test_fmt_seconds_digits():
     assert fmt_seconds(1.0, 0) == "1 s" and fmt_seconds(600, 0) == "10 min" and fmt_seconds(2e-3, 2) == "2.00 ms"
+
+
+def test_fmt_ratio():
+    assert fmt_ratio(8.66) == "8.7x" and fmt_ratio(0.7361, 2) == "0.74x" and fmt_ratio(None) == "n/a"
 
 
 def test_fmt_link():

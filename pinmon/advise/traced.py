@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from ..model import ProbeResult, ProcessPinned, Snapshot
-from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, fmt_seconds, printable
+from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds, printable
 from .common import probe_ok, source_label
 from .rule import Found, rule
 from .thresholds import Thresholds
@@ -139,7 +139,7 @@ def pageable_bulk_copies(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Ite
         if pinned and pageable:
             speedup = pinned / pageable
             speedup_text = (f" On this box pinned H2D ran {fmt_rate(pinned)} vs {fmt_rate(pageable)}"
-                            f" pageable ({speedup:.1f}x).")
+                            f" pageable ({fmt_ratio(speedup)}).")
             speedup_values = {"probe_pinned_h2d_bytes_per_s": pinned,
                               "probe_pageable_h2d_bytes_per_s": pageable, "probe_speedup": speedup}
     site = _site(p, "pageable_copy")

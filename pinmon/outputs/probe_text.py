@@ -12,7 +12,7 @@ from typing import Optional
 from ..link import link_name
 from ..model import ProbeResult
 from ..probe import analysis as A
-from ..units import NA, fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
+from ..units import NA, fmt_bytes, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds
 
 
 def unavailable_text(reason: Optional[str]) -> str:
@@ -29,7 +29,7 @@ def headline(result: ProbeResult) -> str:
         return numa_headline(result)
     p, g = A.h2d_pinned_vs_pageable(result)
     if p is not None and g is not None:
-        text = f"pinned H2D {fmt_rate(p)} vs pageable {fmt_rate(g)}: {_times(A.ratio(p, g))}"
+        text = f"pinned H2D {fmt_rate(p)} vs pageable {fmt_rate(g)}: {fmt_ratio(A.ratio(p, g))}"
     elif p is not None:
         text = f"pinned H2D {fmt_rate(p)}"
     else:
@@ -40,10 +40,6 @@ def headline(result: ProbeResult) -> str:
     if result.reason:
         text += f" ({result.reason})"
     return text
-
-
-def _times(ratio: Optional[float]) -> str:
-    return f"{ratio:.1f}x" if ratio is not None else NA
 
 
 def _wrap(text: str, width: int, indent: str) -> list[str]:
@@ -67,7 +63,7 @@ def _copy_table(result: ProbeResult) -> list[str]:
             g = rows[(d, "pageable")].get(size)
             pr = p.bytes_per_s if p else None
             gr = g.bytes_per_s if g else None
-            cells.append(f"{fmt_rate(pr):>10} {fmt_rate(gr):>10} {_times(A.ratio(pr, gr)):>6}")
+            cells.append(f"{fmt_rate(pr):>10} {fmt_rate(gr):>10} {fmt_ratio(A.ratio(pr, gr)):>6}")
         out.append(f"  {fmt_bytes(size):<9} {'  '.join(cells)}")
     return out
 
@@ -143,7 +139,8 @@ def numa_headline(result: ProbeResult) -> str:
             continue
         if ratios.get(d) is not None:
             local, remote = A.numa_local_remote(result, d)
-            parts.append(f"{d.upper()} remote {ratios[d]:.2f}x local ({fmt_rate(remote)} vs {fmt_rate(local)})")
+            parts.append(f"{d.upper()} remote {fmt_ratio(ratios[d], 2)} local"
+                         f" ({fmt_rate(remote)} vs {fmt_rate(local)})")
         else:
             parts.append(f"{d.upper()} " + ", ".join(f"node{m.host_numa_node} {fmt_rate(m.bytes_per_s)}" for m in mine))
     text = "NUMA: " + "; ".join(parts)

@@ -100,10 +100,6 @@ def probe_rows(result: ProbeResult, fallback_link_bytes_per_s: Optional[float] =
     return [ProbeRow(d, result.rate(d, "pinned"), result.rate(d, "pageable"), link) for d in ("h2d", "d2h")]
 
 
-def fmt_speedup(x: Optional[float]) -> str:
-    return "n/a" if x is None else f"{x:.1f}x"
-
-
 def sweep_sizes(result: ProbeResult) -> list[int]:
     return sorted({m.size_bytes for m in result.measurements if m.kind == "copy"})
 
