@@ -97,6 +97,39 @@ def fmt_int(n: Optional[int]) -> str:
     return NA if n is None else f"{n:,}"
 
 
+def node_key(node: str) -> tuple:
+    """Sort key of a NUMA node id: "2" before "10"; a key that is not a number in ASCII digits (a
+    recording's odd key) after them, by name."""
+    return (0, int(node), "") if node.isascii() and node.isdigit() else (1, 0, node)
+
+
+def main_node(by_node: Optional[dict]) -> Optional[tuple[str, float]]:
+    """(the node holding the most of ``by_node``'s bytes, its share of them), the lowest node on a
+    tie; None when unknown or empty."""
+    total = sum(v for v in by_node.values() if v > 0) if by_node else 0
+    if not by_node or total <= 0:
+        return None
+    node, v = max(sorted(by_node.items(), key=lambda kv: node_key(kv[0])), key=lambda kv: kv[1])
+    return node, v / total
+
+
+def fmt_nodes(by_node: Optional[dict], limit: Optional[int] = None) -> str:
+    """Bytes by NUMA node: "node0 300.0 GiB, node1 120.0 GiB" by node id; past ``limit`` nodes
+    "+N more"; "n/a" when unknown."""
+    if not by_node:
+        return NA
+    items = sorted(by_node.items(), key=lambda kv: node_key(kv[0]))
+    shown = items if limit is None else items[:limit]
+    text = ", ".join(f"node{printable(n, 12)} {fmt_bytes(v)}" for n, v in shown)
+    return text + (f", +{len(items) - len(shown)} more" if len(items) > len(shown) else "")
+
+
+def fmt_main_node(by_node: Optional[dict]) -> str:
+    """"1 (75%)": the node holding the most of ``by_node``'s bytes and its share; "n/a" unknown."""
+    main = main_node(by_node)
+    return NA if main is None else f"{printable(main[0], 4)} ({fmt_pct(main[1])})"
+
+
 def parse_size(text: str) -> int:
     """'256M', '256MiB', '1G', '4096' -> bytes (binary multiples), at most 1 EiB. Raises ValueError
     with a one-line reason."""

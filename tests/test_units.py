@@ -1,8 +1,8 @@
 """Formatting at the edge: binary GiB for memory, decimal GB/s for bandwidth, n/a for unknown."""
 import pytest
 
-from pinmon.units import (fmt_bytes, fmt_link, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds, fmt_share, fmt_traffic,
-                          parse_size, share)
+from pinmon.units import (MIB, fmt_bytes, fmt_link, fmt_main_node, fmt_nodes, fmt_pct, fmt_rate, fmt_ratio,
+                          fmt_seconds, fmt_share, fmt_traffic, main_node, node_key, parse_size, share)
 
 
 def test_fmt_bytes():
@@ -87,3 +87,24 @@ def test_printable_makes_untrusted_text_one_safe_line():
     assert printable("\u202eevil") == "\\u202eevil"  # bidi override: shown, not obeyed
     assert printable("x" * 300, 10) == "x" * 9 + "…"
     assert printable(None) == "n/a"
+
+
+def test_nodes_sort_by_number_then_by_name():
+    assert sorted(["10", "2", "x", "0"], key=node_key) == ["0", "2", "10", "x"]
+    # Digits that are not ASCII (a crafted recording's key) are a name, not a number to parse.
+    assert sorted(["\u00b2", "1"], key=node_key) == ["1", "\u00b2"]
+
+
+def test_fmt_nodes():
+    split = {"10": 10 * MIB, "2": 2 * MIB, "0": 0}
+    assert fmt_nodes(split) == "node0 0 B, node2 2.0 MiB, node10 10.0 MiB"
+    assert fmt_nodes(split, 1) == "node0 0 B, +2 more"
+    assert fmt_nodes(None) == fmt_nodes({}) == "n/a"
+    assert fmt_nodes({"\x1b[2J": 1}) == "node\\x1b[2J 1 B"  # a key from a file is shown, not sent
+
+
+def test_main_node_and_its_share():
+    assert main_node({"0": 1, "1": 3}) == ("1", 0.75) and fmt_main_node({"0": 1, "1": 3}) == "1 (75%)"
+    assert main_node({"1": 2, "0": 2}) == ("0", 0.5)  # a tie: the lowest node, whatever the order
+    assert main_node({"0": 0}) is None and fmt_main_node(None) == "n/a"
+    assert fmt_main_node({"\u00b2": 5, "0": 3}) == "\u00b2 (62%)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator, Optional, Sequence
 
 from ..model import HostMemory, ProcessPinned, Snapshot
-from ..units import fmt_bytes, fmt_pct, fmt_rate, printable
+from ..units import fmt_bytes, fmt_nodes, fmt_pct, fmt_rate, node_key, printable
 from .common import probe_ok, process_subject, source_label
 from .rule import Found, rule
 from .thresholds import Thresholds
@@ -276,11 +276,7 @@ def mlock_not_pinned(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Iterato
 
 
 def _node_list(nodes: Iterable[str]) -> str:
-    return ", ".join(f"node{printable(n, 12)}" for n in sorted(nodes, key=_node_key))
-
-
-def _node_key(node: str):
-    return (0, int(node)) if node.isdigit() else (1, node)
+    return ", ".join(f"node{printable(n, 12)}" for n in sorted(nodes, key=node_key))
 
 
 @rule("pinned-numa-remote",
@@ -306,12 +302,11 @@ def pinned_numa_remote(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Itera
     if remote < t.numa_remote_min_bytes or fraction < t.numa_remote_min_fraction:
         return
     gpus = ", ".join(f"gpu{i} (node{gpu_node[i]})" for i in p.gpu_indices if i in gpu_node)
-    split = ", ".join(f"node{printable(k, 12)} {fmt_bytes(v)}"
-                      for k, v in sorted(by_node.items(), key=lambda kv: _node_key(kv[0])))
+    split = fmt_nodes(by_node)
     remote_nodes = _node_list(n for n, v in by_node.items() if n not in local and v > 0)
     message = (f"{fmt_bytes(remote)} ({fmt_pct(fraction)}) of its pinned pages sit on {remote_nodes},"
                f" away from {gpus}: {split}")
-    n = min(local, key=_node_key)
+    n = min(local, key=node_key)
     advice = ("Copies between a GPU and host memory on another socket cross the inter-socket link, which"
               " costs bandwidth and latency, and pinned pages cannot be moved while pinned. Restart the"
               f" process bound to its GPU's node (`numactl --cpunodebind={n} --membind={n} <command>`; with"

@@ -12,7 +12,8 @@ import time
 from typing import Sequence
 
 from ..model import Finding, Gpu, HostMemory, ProcessPinned, Snapshot, worst_severity
-from ..units import fmt_bytes, fmt_int, fmt_link, fmt_rate, fmt_share, fmt_traffic, printable
+from ..units import (fmt_bytes, fmt_int, fmt_link, fmt_main_node, fmt_nodes, fmt_rate, fmt_share, fmt_traffic,
+                     printable)
 
 # Longest a finding's message or advice may print (it wraps); names and notices are shorter.
 _MAX_TEXT = 2000
@@ -51,23 +52,8 @@ def pinned_lines(h: HostMemory) -> list[str]:
              f" unattributed {fmt_bytes(h.unattributed_pinned_bytes)}"]
     by_node = h.kernel_pinned_bytes_by_node
     if by_node and len(by_node) > 1:
-        lines[-1] += "; by node: " + ", ".join(
-            f"node{printable(n, 12)} {fmt_bytes(v)}" for n, v in sorted(by_node.items(), key=lambda kv: _node_key(kv[0])))
+        lines[-1] += "; by node: " + fmt_nodes(by_node)
     return lines
-
-
-def _node_key(node: str):
-    return (0, int(node)) if node.isdigit() else (1, node)
-
-
-def _main_node(p: ProcessPinned) -> str:
-    """"1 (75%)": the node holding most of the process's pinned pages, and its share."""
-    by_node = p.pinned_bytes_by_node
-    total = sum(by_node.values()) if by_node else 0
-    if not by_node or total <= 0:
-        return "n/a"
-    node, v = max(by_node.items(), key=lambda kv: kv[1])
-    return f"{printable(node, 4)} ({fmt_share(v, total)})"
 
 
 def gpu_line(g: Gpu) -> str:
@@ -92,7 +78,7 @@ def process_table(procs: Sequence[ProcessPinned], limit: int = 10, nodes: bool =
     node_head = f" {'NODE':<9}" if nodes else ""
     out = [f"{'PID':>7} {'USER':<10} {'PINNED':>10} {'WC':>10} {'MAPS':>5}{node_head} {'SRC':<6} COMMAND"]
     for p in rows:
-        node = f" {_main_node(p):<9}" if nodes else ""
+        node = f" {fmt_main_node(p.pinned_bytes_by_node):<9}" if nodes else ""
         pid = p.pid if p.pid else "-"  # pid 0: a row read from a saved maps file, no process
         out.append(f"{pid:>7} {printable(p.user, 10):<10} {fmt_bytes(p.pinned_bytes):>10}"
                    f" {fmt_bytes(p.write_combined_bytes):>10} {fmt_int(p.pinned_mappings):>5}{node}"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from ..model import EXACT_PCIE_METHODS, Gpu, ProbeResult, ProcessPinned
-from ..units import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds, printable, share
+from ..units import fmt_bytes, fmt_main_node, fmt_rate, fmt_seconds, printable, share
 
 # Below this much traffic a link running under its maximum is the driver saving power (ASPM /
 # dynamic link speed), not a fault: it retrains to full speed as soon as transfers start.
@@ -176,40 +176,14 @@ def filter_processes(procs: Sequence[ProcessPinned], text: str) -> list[ProcessP
 
 # --- NUMA placement ------------------------------------------------------------------------------
 
-def node_key(node: str) -> tuple:
-    """Node "2" before "10"; a name that is not a number (a recording's odd key) after them."""
-    return (0, int(node), "") if node.isdigit() else (1, 0, node)
-
-
 def multi_node(host) -> bool:
     """Whether the host has more than one NUMA node (``HostMemory.numa_nodes``; None: unknown)."""
     return host.numa_nodes is not None and len(host.numa_nodes) > 1
 
 
-def node_split(by_node: Optional[dict], limit: Optional[int] = None) -> str:
-    """"node0 300.0 GiB, node1 120.0 GiB" by node id; past ``limit`` nodes "+N more"."""
-    if not by_node:
-        return "n/a"
-    items = sorted(by_node.items(), key=lambda kv: node_key(kv[0]))
-    shown = items if limit is None else items[:limit]
-    text = ", ".join(f"node{printable(n, 12)} {fmt_bytes(v)}" for n, v in shown)
-    return text + (f", +{len(items) - len(shown)} more" if len(items) > len(shown) else "")
-
-
-def main_node(p: ProcessPinned) -> Optional[tuple[str, float]]:
-    """(the node holding most of the process's pinned pages, its share of them); None unknown."""
-    by_node = p.pinned_bytes_by_node
-    total = sum(v for v in by_node.values() if v > 0) if by_node else 0
-    if not by_node or total <= 0:
-        return None
-    node, v = max(sorted(by_node.items(), key=lambda kv: node_key(kv[0])), key=lambda kv: kv[1])
-    return node, v / total
-
-
 def node_cell(p: ProcessPinned) -> str:
-    """"1 (75%)": ``main_node`` as ``pinmon check`` prints it; "n/a" unknown."""
-    main = main_node(p)
-    return "n/a" if main is None else f"{printable(main[0], 4)} ({fmt_pct(main[1])})"
+    """"1 (75%)": the node holding most of the process's pinned pages, as ``pinmon check`` prints it."""
+    return fmt_main_node(p.pinned_bytes_by_node)
 
 
 def local_share(p: ProcessPinned, gpus: Sequence[Gpu]) -> Optional[float]:

@@ -18,8 +18,8 @@ from typing import NamedTuple, Optional, Sequence
 
 from ..advise.copies import copy_gpu
 from ..model import Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
-from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, fmt_seconds, fmt_share, printable
-from .format import command_text, local_share, node_split, user_text
+from ..units import fmt_bytes, fmt_int, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, fmt_share, printable
+from .format import command_text, local_share, user_text
 
 ENGINE_LABEL = {"cupti": "CUPTI", "hooks": "hooks (CuPy/PyTorch)"}
 DIRECTION_LABEL = {"h2d": "H2D", "d2h": "D2H"}
@@ -162,7 +162,7 @@ def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
     if p.pinned_bytes_by_node:
         local = local_share(p, gpus)
         tail = f"; local to its GPUs {fmt_pct(local)}" if local is not None else ""
-        rows.append(DetailRow("NUMA", node_split(p.pinned_bytes_by_node) + tail,
+        rows.append(DetailRow("NUMA", fmt_nodes(p.pinned_bytes_by_node) + tail,
                               "warning" if _active(found, "pinned-numa-remote") else ""))
     if p.vm_locked_bytes:
         rows.append(DetailRow("VmLck", f"{fmt_bytes(p.vm_locked_bytes)} mlock()ed (locked is not pinned for CUDA)",

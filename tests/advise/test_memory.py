@@ -318,6 +318,12 @@ def test_numa_remote_fires_with_per_node_numbers():
     assert f.values["remote_pinned_bytes"] == 3 * GIB and f.values["remote_fraction"] == 0.75
 
 
+def test_numa_remote_names_a_node_key_that_is_no_number():
+    """A recording's node key of digits that are not ASCII is a name (sorted last), not a crash."""
+    (f,) = rule(numa_snap({"0": GIB, "\u00b2": 3 * GIB}), "pinned-numa-remote")
+    assert f.message.endswith("sit on node\u00b2, away from gpu0 (node0): node0 1.0 GiB, node\u00b2 3.0 GiB")
+
+
 @pytest.mark.parametrize("by_node", [
     {"0": 4 * GIB},                       # all local
     {"0": 4 * GIB, "1": 255 * MIB},       # under 256 MiB remote

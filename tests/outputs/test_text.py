@@ -26,3 +26,17 @@ def test_unknown_link_figures():
     assert "link Gen? x? " not in gpu_line(gpu(0.0, 0.0, gen=None, width=None))
     assert "link n/a (max Gen5 x16," in gpu_line(gpu(0.0, 0.0, gen=None, width=None))
     assert "link Gen4 x? (max Gen5 x16," in gpu_line(gpu(0.0, 0.0, gen=4, width=None))
+
+
+def test_odd_node_keys_from_a_snapshot_file_print():
+    """A recording's node key made of digits that are not ASCII is a name: the report prints it."""
+    from pinmon.model import HostMemory, ProcessPinned, Snapshot
+    from pinmon.outputs.text import format_check
+
+    by_node = {"\u00b2": 5 << 30, "0": 3 << 30}
+    snap = Snapshot.from_dict(Snapshot(
+        time=1000.0, host=HostMemory(hostname="h", kernel_pinned_bytes=8 << 30, unattributed_pinned_bytes=0,
+                                     kernel_pinned_bytes_by_node=by_node, numa_nodes=(0, 1)),
+        processes=(ProcessPinned(pid=1, name="python", pinned_bytes=8 << 30, pinned_bytes_by_node=by_node),)).to_dict())
+    text = format_check(snap, [])
+    assert "by node: node0 3.0 GiB, node\u00b2 5.0 GiB" in text and "\u00b2 (62%)" in text

@@ -17,8 +17,7 @@ from textual.content import Content
 
 from ...advise.thresholds import Thresholds
 from ...model import Finding, HostMemory
-from ...units import fmt_bytes, fmt_pct, share
-from ..format import node_split
+from ...units import fmt_bytes, fmt_nodes, fmt_pct, share
 from ..state import ViewState
 from .bar import bar
 from .base import View
@@ -85,10 +84,10 @@ def kernel_rows(h: HostMemory, compact: bool, alert: bool, width: Optional[int] 
     by_node = h.kernel_pinned_bytes_by_node
     if by_node and len(by_node) > 1:
         if not compact:
-            rows.append(Content.assemble(("by node      ", "dim"), node_split(by_node)))
+            rows.append(Content.assemble(("by node      ", "dim"), fmt_nodes(by_node)))
             return rows
         for limit in range(COMPACT_NODES, 0, -1):  # as many nodes as the line has room for
-            line = Content.assemble(("by node ", "dim"), node_split(by_node, limit))
+            line = Content.assemble(("by node ", "dim"), fmt_nodes(by_node, limit))
             if not width or line.cell_length <= width:
                 break
         rows.append(line)
