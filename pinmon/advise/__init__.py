@@ -20,9 +20,13 @@ __all__ = ["advise", "Thresholds", "RULES", "RULE_DOCS"]
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
 
+_DIGITS = re.compile(r"([0-9]+)")
+
+
 def _natural(text: str) -> tuple:
-    """'gpu10' after 'gpu2', 'pid 99' before 'pid 100'."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+    """'gpu10' after 'gpu2', 'pid 99' before 'pid 100'. Only ASCII digits count as a number: a
+    process name is anyone's text, and "²" passes str.isdigit() but not int()."""
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(text)))
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:

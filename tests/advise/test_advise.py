@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from pinmon.advise import RULE_DOCS, RULES, Thresholds, advise
+from pinmon.advise import RULE_DOCS, RULES, Thresholds, advise, sort_findings
 from pinmon.model import Finding, Snapshot
 
 from .helpers import GIB, MIB, make_gpu, make_probe, make_proc, make_snap, null_snap, pinned_series
@@ -107,3 +107,10 @@ def test_findings_are_json_with_numeric_values():
 def test_advise_reads_a_replayed_history():
     history = [Snapshot.from_dict(s.to_dict()) for s in pinned_series([GIB + i * (GIB // 10) for i in range(11)])]
     assert [f.rule for f in advise(history)] == ["pinned-growth"]
+
+
+def test_sorting_takes_any_process_name():
+    """Subjects carry process names, which anyone sets: digits that are not ASCII are text."""
+    odd = [Finding(rule="mlock-not-pinned", severity="warning", subject=s, message="m", advice="a")
+           for s in ("pid 5 (1\u00b22)", "pid 5 (1\u0663)", "pid 10", "pid 9")]
+    assert [f.subject for f in sort_findings(odd)] == ["pid 5 (1\u00b22)", "pid 5 (1\u0663)", "pid 9", "pid 10"]
