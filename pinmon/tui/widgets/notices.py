@@ -12,11 +12,11 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widget import Widget
 
 from ...units import printable
 from ..state import ViewState
-from .base import View, set_content
+from .base import View
 from .wrap import HangingText
 
 MARK = ("! ", "bold $warning")
@@ -33,7 +33,10 @@ def notice_line(notices: Sequence[str], width: Optional[int]) -> Content:
     return Content.assemble(MARK, first, more)
 
 
-class NoticeBar(Static, View):
+class NoticeBar(Widget, View):
+    """Drawn at paint time, from the width it has then: a bar that was hidden has no width when
+    the notices arrive, and the resize that follows may come after the first paint."""
+
     hides_itself = True  # hidden while there is nothing to say, so the app must still feed it
 
     def __init__(self, **kw):
@@ -41,14 +44,15 @@ class NoticeBar(Static, View):
         self.notices: tuple[str, ...] = ()
 
     def show(self, state: ViewState) -> None:
-        self.notices = state.notices
+        if state.notices != self.notices:
+            self.notices = state.notices
+            self.refresh()
         self.display = bool(self.notices)
-        if self.notices:
-            set_content(self, notice_line(self.notices, self.content_size.width if self.is_mounted else None))
 
-    def on_resize(self) -> None:
-        if self.notices:
-            set_content(self, notice_line(self.notices, self.content_size.width))
+    def render(self) -> Content:
+        if not self.notices:
+            return Content("")
+        return notice_line(self.notices, self.content_size.width or None)
 
 
 class NoticesScreen(ModalScreen[None]):
