@@ -101,7 +101,7 @@ def synth_snapshot(i: int) -> Snapshot:
 
 
 def write_recording(path: str, n: int) -> dict:
-    from pinmon.outputs.record import Recorder
+    from pinmon.recording import Recorder
 
     t0 = time.perf_counter()
     with Recorder(path) as rec:

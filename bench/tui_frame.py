@@ -53,7 +53,7 @@ def idle_snapshots(n: int, seed: int = 1) -> list[dict]:
 async def measure(size: tuple[int, int], count: int) -> dict:
     from textual.screen import Screen
 
-    from pinmon import cli
+    from pinmon.cli.common import advise
     from pinmon.config import Config
     from pinmon.model import Snapshot
     from pinmon.tui.app import PinmonApp
@@ -83,7 +83,7 @@ async def measure(size: tuple[int, int], count: int) -> dict:
 
     Screen._compositor_refresh = timed_refresh
     config = Config()
-    app = PinmonApp(Source(), lambda h: cli._advise(h, config), start_polling=False, probe_every_s=None)
+    app = PinmonApp(Source(), lambda h: advise(h, config), start_polling=False, probe_every_s=None)
     applies, comps = [], []
     async with app.run_test(size=size) as pilot:
         for s in snaps[:WARM]:

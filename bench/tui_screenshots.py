@@ -46,7 +46,7 @@ def main():
                               probe_runner=lambda kind="quick", **kw: run_probe(kind, **kw),
                               probe_unavailable_reason=None, probe_every_s=60.0))
     if a.demo:
-        from pinmon.cli import demo_path
+        from pinmon.cli.commands.demo import demo_path
         from pinmon.collect.replay import ReplaySource
 
         for size in ((80, 24), (160, 48)):

@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .advise.rules import RULES
+from .advise.registry import RULES
 from .advise.thresholds import Thresholds, threshold_fields
 from .infile import InputError, read_capped
 from .limits import MAX_CONFIG_BYTES, MAX_DURATION_S, MAX_INTERVAL_S, MAX_SIZE_BYTES, MIN_INTERVAL_S

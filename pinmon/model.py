@@ -26,7 +26,6 @@ from .limits import MAX_COUNT, MAX_EPOCH_S, MAX_GPUS, MAX_LIST_ITEMS, MAX_PROCES
 SNAPSHOT_SCHEMA = "pinmon.snapshot/1"
 CHECK_SCHEMA = "pinmon.check/1"
 
-SEVERITIES = ("info", "warning", "critical")
 SEVERITY_RANK = {"ok": 0, "info": 0, "warning": 1, "critical": 2}
 
 
@@ -127,8 +126,6 @@ def _convert(tp: Any, value: Any, path: str, name: str = "") -> Any:
         if not isinstance(value, str):
             raise SchemaError(f"{path}: expected a string, got {type(value).__name__}")
         return value
-    if tp is Any:
-        return value
     raise SchemaError(f"{path}: unsupported type {tp!r}")  # pragma: no cover - model bug
 
 
@@ -210,6 +207,19 @@ class Link(_Serial):
     # The same at the link's maximum generation and width: what the slot is rated for.
     max_theoretical_bytes_per_s: Optional[float] = None
 
+    @property
+    def gen_below_max(self) -> bool:
+        return self.gen is not None and self.gen_max is not None and self.gen < self.gen_max
+
+    @property
+    def width_below_max(self) -> bool:
+        return self.width is not None and self.width_max is not None and self.width < self.width_max
+
+    @property
+    def below_max(self) -> bool:
+        """Running below its rated generation or width (both figures known)."""
+        return self.gen_below_max or self.width_below_max
+
 
 # PCIe methods that count every link byte over the interval (see Pcie.method).
 EXACT_PCIE_METHODS = frozenset({"gpm", "counters"})
@@ -235,6 +245,12 @@ class Pcie(_Serial):
     def exact(self) -> bool:
         """Whether the bytes were counted (GPM or the link counters), not extrapolated."""
         return self.method in EXACT_PCIE_METHODS
+
+    @property
+    def traffic_bytes_per_s(self) -> Optional[float]:
+        """RX + TX, of the directions that have a reading; None when neither has one."""
+        known = [v for v in (self.rx_bytes_per_s, self.tx_bytes_per_s) if v is not None]
+        return sum(known) if known else None
 
 
 @dataclass(frozen=True)

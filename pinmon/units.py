@@ -1,6 +1,8 @@
 """Formatting at the edge: bytes as binary GiB/MiB, bandwidth as decimal GB/s (as NVIDIA's tools do).
 
 Inside pinmon every figure is bytes or bytes/second; only views call these. ``None`` prints "n/a".
+Each kind of figure has one formatter here (bytes, rate, share, seconds, link, traffic), so the
+terminal app, ``pinmon check``, the probe report and the advisor's messages print it alike.
 """
 from __future__ import annotations
 
@@ -37,14 +39,95 @@ def fmt_rate(bytes_per_s: Optional[float], digits: int = 1) -> str:
     return f"{bytes_per_s:.0f} B/s"
 
 
+def fmt_seconds(seconds: Optional[float], digits: Optional[int] = None) -> str:
+    """A duration with its unit: 9.1e-6 -> '9.1 us', 0.124 -> '124.0 ms', 1.5 -> '1.50 s',
+    600 -> '10 min', 9000 -> '2.5 h'. ``digits`` replaces the unit's usual decimals (1 for us, ms
+    and h, 2 for s, 0 for min)."""
+    if seconds is None:
+        return NA
+    if seconds == 0:
+        return "0 s"
+    v = abs(seconds)
+    # (from, unit, size, usual decimals): whole minutes from 2 min, hours from 2 h.
+    for start, unit, size, usual in ((7200.0, "h", 3600.0, 1), (120.0, "min", 60.0, 0), (1.0, "s", 1.0, 2),
+                                     (1e-3, "ms", 1e-3, 1), (0.0, "us", 1e-6, 1)):
+        if v >= start:
+            return f"{seconds / size:.{usual if digits is None else digits}f} {unit}"
+    return NA  # NaN
+
+
 def fmt_pct(fraction: Optional[float], digits: int = 0) -> str:
     if fraction is None:
         return NA
     return f"{fraction * 100:.{digits}f}%"
 
 
+def share(part: Optional[float], whole: Optional[float]) -> Optional[float]:
+    """``part`` as a fraction of ``whole``; None when either is unknown or the whole is 0."""
+    if part is None or not whole:
+        return None
+    return part / whole
+
+
+def fmt_share(part: Optional[float], whole: Optional[float], digits: int = 0) -> str:
+    """``part`` as a percentage of ``whole``: fmt_share(30, 120) -> '25%'; 'n/a' when unknown."""
+    return fmt_pct(share(part, whole), digits)
+
+
+def fmt_ratio(ratio: Optional[float], digits: int = 1) -> str:
+    """How many times one figure is another: 8.66 -> '8.7x' (a speedup, remote vs local)."""
+    if ratio is None:
+        return NA
+    return f"{ratio:.{digits}f}x"
+
+
+def fmt_link(gen: Optional[int], width: Optional[int]) -> str:
+    """A PCIe link's generation and width: 'Gen5 x16', 'Gen4 x?' when one is unknown, 'n/a' for both."""
+    if gen is None and width is None:
+        return NA
+    return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
+
+
+def fmt_traffic(rx_bytes_per_s: Optional[float], tx_bytes_per_s: Optional[float]) -> str:
+    """A link's two directions: 'RX 12.3 GB/s  TX 1.0 GB/s' (RX host to device, TX device to host)."""
+    return f"RX {fmt_rate(rx_bytes_per_s)}  TX {fmt_rate(tx_bytes_per_s)}"
+
+
 def fmt_int(n: Optional[int]) -> str:
     return NA if n is None else f"{n:,}"
+
+
+def node_key(node: str) -> tuple:
+    """Sort key of a NUMA node id: "2" before "10"; a key that is not a number in ASCII digits (a
+    recording's odd key) after them, by name."""
+    return (0, int(node), "") if node.isascii() and node.isdigit() else (1, 0, node)
+
+
+def main_node(by_node: Optional[dict]) -> Optional[tuple[str, float]]:
+    """(the node holding the most of ``by_node``'s bytes, its share of them), the lowest node on a
+    tie; None when unknown or empty."""
+    total = sum(v for v in by_node.values() if v > 0) if by_node else 0
+    if not by_node or total <= 0:
+        return None
+    node, v = max(sorted(by_node.items(), key=lambda kv: node_key(kv[0])), key=lambda kv: kv[1])
+    return node, v / total
+
+
+def fmt_nodes(by_node: Optional[dict], limit: Optional[int] = None) -> str:
+    """Bytes by NUMA node: "node0 300.0 GiB, node1 120.0 GiB" by node id; past ``limit`` nodes
+    "+N more"; "n/a" when unknown."""
+    if not by_node:
+        return NA
+    items = sorted(by_node.items(), key=lambda kv: node_key(kv[0]))
+    shown = items if limit is None else items[:limit]
+    text = ", ".join(f"node{printable(n, 12)} {fmt_bytes(v)}" for n, v in shown)
+    return text + (f", +{len(items) - len(shown)} more" if len(items) > len(shown) else "")
+
+
+def fmt_main_node(by_node: Optional[dict]) -> str:
+    """"1 (75%)": the node holding the most of ``by_node``'s bytes and its share; "n/a" unknown."""
+    main = main_node(by_node)
+    return NA if main is None else f"{printable(main[0], 4)} ({fmt_pct(main[1])})"
 
 
 def parse_size(text: str) -> int:

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from pinmon.cli import main
-from pinmon.model import Gpu, HostMemory, Link, Pcie, ProcessPinned, Snapshot
+from pinmon.model import Gpu, HostMemory, Link, Pcie, ProbeResult, ProcessPinned, Snapshot
 
 GIB = 1 << 30
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "maps")
@@ -126,6 +126,21 @@ def test_pinned_maps_file(tmp_path, capsys):
     assert any("not a CUDA process" in n for n in d["notices"])
 
 
+def test_pinned_total_is_capped_at_ram_as_in_the_live_collector(capsys, monkeypatch):
+    # Two copies of one process's maps count its 256 MiB twice: together more than a 300 MiB machine.
+    monkeypatch.setattr("pinmon.collect.host.read_host_memory",
+                        lambda root="/": ({"mem_total_bytes": 300 << 20}, []))
+    path = os.path.join(FIXTURES, "default_256m.maps")
+    assert main(["pinned", "--maps-file", path, "--maps-file", path, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    rows = [p["pinned_bytes"] for p in d["processes"]]
+    assert all(200 << 20 < r <= 300 << 20 for r in rows)  # each row fits: only the sum is over
+    assert d["total_pinned_bytes"] == 300 << 20 and d["total_write_combined_bytes"] == 0
+    assert any("total is capped at RAM" in n for n in d["notices"])
+    assert main(["pinned", "--maps-file", path, "--maps-file", path]) == 0
+    assert "note: the per-process pinned figures add up to more than RAM" in capsys.readouterr().out
+
+
 def test_pinned_maps_file_wrong_format(tmp_path, capsys):
     bad = tmp_path / "notmaps.txt"
     bad.write_text("hello world\nthis is not maps\n")
@@ -203,8 +218,24 @@ def test_bad_option_after_a_command_points_to_its_help(capsys, command):
     assert f"see pinmon {command} --help" in capsys.readouterr().err
 
 
+def test_the_console_script_entry_point_is_the_main_function(capsys):
+    # pyproject's "pinmon = pinmon.cli:main" resolves to the function even once the module of the
+    # same name is loaded.
+    import importlib
+    import re
+
+    import pinmon.cli.main  # noqa: F401
+
+    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "pyproject.toml")) as f:
+        target = re.search(r'^pinmon = "([\w.]+):(\w+)"$', f.read(), re.M)
+    entry = getattr(importlib.import_module(target.group(1)), target.group(2))
+    with pytest.raises(SystemExit) as e:
+        entry(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("pinmon ")
+
+
 def test_negative_values_of_a_traced_command_are_left_alone():
-    from pinmon.cli import _attach_negative_values, _command_index, build_parser
+    from pinmon.cli.main import _attach_negative_values, _command_index, build_parser
 
     parser = build_parser()
     argv = ["--max-pinned", "-5M", "trace", "--dir", "d", "python", "x.py", "--interval", "-5"]
@@ -213,7 +244,7 @@ def test_negative_values_of_a_traced_command_are_left_alone():
 
 
 def _all_parsers():
-    from pinmon.cli import build_parser
+    from pinmon.cli.main import build_parser
 
     parser = build_parser()
     return [parser, *parser.subcommands.values()]
@@ -229,7 +260,7 @@ def test_help_texts_show_a_single_percent_sign():
     for p in _all_parsers():
         text = p.format_help()
         assert "%%" not in text, p.prog
-    from pinmon.cli import build_parser
+    from pinmon.cli.main import build_parser
 
     assert "5% of available RAM" in build_parser().subcommands["probe"].format_help()
 
@@ -364,7 +395,7 @@ class _FakeLiveCollector:
 
 
 class _FakeClock:
-    """Stands in for the time module in pinmon.cli: sleeping advances the clock at once."""
+    """Stands in for the time module of pinmon record: sleeping advances the clock at once."""
 
     def __init__(self):
         self.now = 1000.0
@@ -382,10 +413,10 @@ class _FakeClock:
     ("1", "3", 3),
 ])
 def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval, duration, count):
-    from pinmon import cli
+    from pinmon.cli.commands import record
 
     clock = _FakeClock()
-    monkeypatch.setattr(cli, "time", clock)
+    monkeypatch.setattr(record, "time", clock)
     monkeypatch.setattr("pinmon.collect.collector.LiveCollector", _FakeLiveCollector)
     out = tmp_path / "r.jsonl"
     assert main(["record", "-o", str(out), "--interval", interval, "--duration", duration]) == 0
@@ -395,11 +426,30 @@ def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval,
     assert f"recorded {count} {noun} to" in capsys.readouterr().err
 
 
+# --- check --probe -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("status", ["ok", "unavailable"])
+def test_check_probe_result_joins_the_snapshot(monkeypatch, capsys, status):
+    # The probe's result is in the assessed snapshot whatever it says: nothing measured before it.
+    import pinmon.probe
+    from tests.tui.fakes import make_probe_result
+
+    result = make_probe_result() if status == "ok" else ProbeResult(time=1.0, status=status, reason="no CuPy")
+    calls = []
+    monkeypatch.setattr("pinmon.collect.collector.LiveCollector", _FakeLiveCollector)
+    monkeypatch.setattr(pinmon.probe, "run_probe", lambda kind, **kw: calls.append((kind, kw)) or result)
+    main(["check", "--probe", "--json", "--window", "0.01", "--max-pinned", "8M"])
+    out = json.loads(capsys.readouterr().out)
+    assert ProbeResult.from_dict(out["snapshot"]["probe"]) == result
+    kind, kw = calls[0]
+    assert kind == "quick" and kw["max_pinned_bytes"] == 8 << 20 and kw["link_theoretical_bytes_per_s"] == 63.0e9
+
+
 # --- replay and demo without a terminal ---------------------------------------------------------------
 
 @pytest.mark.parametrize("argv", [["demo"], ["replay", "{rec}"]])
 def test_replay_without_a_terminal_prints_the_last_snapshots_report(tmp_path, capsys, argv):
-    from pinmon.outputs.record import Recorder
+    from pinmon.recording import Recorder
     from tests.tui.fakes import make_snapshot
 
     rec = tmp_path / "rec.jsonl"

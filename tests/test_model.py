@@ -146,3 +146,18 @@ def test_to_dict_is_always_valid_json():
     s = Snapshot(time=1.0, host=HostMemory(hostname="h"), interval_s=float("nan"))
     assert json.loads(json.dumps(f.to_dict(), allow_nan=False))["values"] == {"ratio": None, "rate": None, "ok": 1.5}
     assert json.loads(json.dumps(s.to_dict(), allow_nan=False))["interval_s"] is None
+
+
+def test_link_below_max_needs_both_figures():
+    assert Link(gen=4, gen_max=5, width=16, width_max=16).below_max
+    assert Link(gen=5, gen_max=5, width=8, width_max=16).width_below_max
+    assert not Link(gen=5, gen_max=5, width=16, width_max=16).below_max
+    assert not Link(gen=4, gen_max=None, width=None, width_max=16).below_max  # unknown is not low
+    assert Link(gen=4, gen_max=5).gen_below_max and not Link(gen=4, gen_max=5).width_below_max
+
+
+def test_traffic_sums_the_directions_that_have_a_reading():
+    assert Pcie(rx_bytes_per_s=12e9, tx_bytes_per_s=1e9).traffic_bytes_per_s == 13e9
+    assert Pcie(rx_bytes_per_s=None, tx_bytes_per_s=2e9).traffic_bytes_per_s == 2e9
+    assert Pcie().traffic_bytes_per_s is None
+    assert "traffic_bytes_per_s" not in Pcie(rx_bytes_per_s=1.0).to_dict()  # derived, not in the schema

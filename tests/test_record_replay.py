@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from pinmon.collect.replay import ReplaySource, read_snapshot_file
-from pinmon.collect.source import Source
+from pinmon.collect.replay import ReplaySource
 from pinmon.model import HostMemory, Snapshot
-from pinmon.outputs.record import Recorder, RecordingError, default_recording_path
+from pinmon.recording import Recorder, RecordingError, RecordingReader, default_recording_path, read_snapshot_file
+from pinmon.source import Source
 
 
 def snap(t):
@@ -30,6 +30,28 @@ def test_round_trip(tmp_path, name):
     assert src.snapshot() is None
     src.close()
     src.close()
+
+
+def test_the_reader_reads_what_the_recorder_wrote_as_it_is(tmp_path):
+    # The format's own reader: the snapshots in order, unmarked (marking a replay is the Source's job),
+    # and a bad line named by its number.
+    path = tmp_path / "r.jsonl"
+    with Recorder(str(path)) as rec:
+        for t in range(3):
+            rec.write(snap(t))
+    reader = RecordingReader(str(path))
+    got = [reader.next_snapshot() for _ in range(3)]
+    assert got == [snap(0), snap(1), snap(2)] and reader.next_snapshot() is None
+    reader.close()
+    assert reader.next_snapshot() is None
+    with open(path, "a") as f:
+        f.write("{oops\n")
+    reader = RecordingReader(str(path))
+    for _ in range(3):
+        reader.next_snapshot()
+    with pytest.raises(RecordingError, match=r"r\.jsonl:4: not JSON"):
+        reader.next_snapshot()
+    reader.close()
 
 
 def test_gzip_is_readable_before_close(tmp_path):

@@ -12,13 +12,13 @@ Silent too while the probe's own copies may be in the process's window (the prob
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Iterator, Optional
 
-from ..model import Finding, Gpu, ProcessPinned, Snapshot
-from ..units import fmt_pct, fmt_rate
+from ..model import Gpu, ProcessPinned, Snapshot
+from ..units import fmt_pct, fmt_rate, fmt_seconds, fmt_share
+from .rule import Found, rule
 from .thresholds import Thresholds
 
-RULE = "slow-pinned-copies"
 PROBE_QUIET_S = 10.0  # the tracer's window (5 s of GPU time) plus its report and poll delays
 
 
@@ -46,39 +46,34 @@ def copy_gpu(snap: Snapshot, p: ProcessPinned) -> Optional[Gpu]:
     return candidates[0] if len(candidates) == 1 else None
 
 
-def _subject(p: ProcessPinned) -> str:
-    return f"pid {p.pid} ({p.name})" if p.name else f"pid {p.pid}"
-
-
-def slow_pinned_copies(history: Sequence[Snapshot], t: Thresholds) -> list[Finding]:
-    snap = history[-1] if len(history) else None
-    probe = snap.probe if snap is not None else None
+@rule("slow-pinned-copies",
+      "traced with CUPTI: pinned copies of 1 MiB+ under {slow_copy_fraction} of the probe's rate over"
+      " {slow_copy_min_busy_s}+ of copying",
+      over="processes", thresholds=("slow_copy_fraction", "slow_copy_min_busy_s"))
+def slow_pinned_copies(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Iterator[Found]:
+    probe = snap.probe
     if probe is None or probe.status != "ok":
-        return []
+        return
     if snap.time - (probe.time + (probe.duration_s or 0.0)) < PROBE_QUIET_S:
-        return []
-    out = []
-    for p in snap.processes:
-        for d in ("h2d", "d2h"):
-            rate = getattr(p, f"{d}_pinned_bulk_bytes_per_s")
-            busy = getattr(p, f"{d}_pinned_bulk_busy_s")
-            if rate is None or busy is None or busy < t.slow_copy_min_busy_s:
-                continue
-            gpu = copy_gpu(snap, p)
-            if gpu is None or (probe.gpu_index is not None and probe.gpu_index != gpu.index):
-                continue
-            ref = probe.rate(d, "pinned")
-            if not ref or rate >= t.slow_copy_fraction * ref:
-                continue
-            out.append(_finding(p, d, rate, busy, ref, gpu, t))
-    return out
+        return
+    for d in ("h2d", "d2h"):
+        rate = getattr(p, f"{d}_pinned_bulk_bytes_per_s")
+        busy = getattr(p, f"{d}_pinned_bulk_busy_s")
+        if rate is None or busy is None or busy < t.slow_copy_min_busy_s:
+            continue
+        gpu = copy_gpu(snap, p)
+        if gpu is None or (probe.gpu_index is not None and probe.gpu_index != gpu.index):
+            continue
+        ref = probe.rate(d, "pinned")
+        if not ref or rate >= t.slow_copy_fraction * ref:
+            continue
+        yield _found(p, d, rate, busy, ref, gpu)
 
 
-def _finding(p: ProcessPinned, d: str, rate: float, busy: float, ref: float, gpu: Gpu,
-             t: Thresholds) -> Finding:
+def _found(p: ProcessPinned, d: str, rate: float, busy: float, ref: float, gpu: Gpu) -> Found:
     label = "H2D" if d == "h2d" else "D2H"
-    message = (f"{label} copies of 1 MiB+ from pinned memory ran at {fmt_rate(rate)} (CUPTI, {busy:.1f} s of"
-               f" copying), {fmt_pct(rate / ref)} of the {fmt_rate(ref)} the probe measured on GPU {gpu.index}")
+    message = (f"{label} copies of 1 MiB+ from pinned memory ran at {fmt_rate(rate)} (CUPTI, {fmt_seconds(busy)} of"
+               f" copying), {fmt_share(rate, ref)} of the {fmt_rate(ref)} the probe measured on GPU {gpu.index}")
     causes, values = [], {}
     link = gpu.pcie.rx_bytes_per_s if d == "h2d" else gpu.pcie.tx_bytes_per_s
     own = p.h2d_copy_bytes_per_s if d == "h2d" else p.d2h_copy_bytes_per_s
@@ -107,5 +102,4 @@ def _finding(p: ProcessPinned, d: str, rate: float, busy: float, ref: float, gpu
     advice = "Likely causes, with this snapshot's figures: " + "; ".join(causes) + "."
     values.update(pid=p.pid, direction=d, achieved_bytes_per_s=rate, busy_s=busy,
                   probe_pinned_bytes_per_s=ref, gpu_index=gpu.index, fraction=rate / ref)
-    return Finding(rule=RULE, severity="warning", subject=_subject(p), message=message, advice=advice,
-                   values={k: v for k, v in values.items() if v is not None})
+    return Found("warning", message, advice, **values)

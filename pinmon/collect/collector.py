@@ -2,7 +2,8 @@
 
 Implements the ``Source`` protocol. NVML's slow calls run in the NVML collector's own background
 threads, so ``snapshot()`` costs a /proc scan and a few sub-millisecond NVML calls. The latest probe
-result (if any) is attached to every snapshot until a newer one replaces it. NVIDIA GPUs on the PCI
+result kept by ``pinmon.probe_join`` (a measurement until a newer one, never replaced by a probe that
+could not measure) joins every snapshot. NVIDIA GPUs on the PCI
 bus are counted once (pci.py), so a snapshot without NVML says whether there are GPUs it cannot see.
 """
 from __future__ import annotations
@@ -14,11 +15,12 @@ import time
 from typing import Optional
 
 from ..model import GpuProcess, HostMemory, ProbeResult, ProcessPinned, Snapshot
+from ..probe_join import kept_probe, with_probe
 from .host import HostMemoryReader
 from .pci import count_nvidia_gpus
 from .pinned_total import PinnedTotals
 from .processes import ProcessScanner, scan_notice
-from .resident import cap_estimate, capped_totals
+from .resident import CAPPED_TOTAL_NOTICE, cap_estimate, capped_totals
 from .traced import merge_traced, read_all
 
 
@@ -30,7 +32,6 @@ class LiveCollector:
                  counter_hz: Optional[float] = None, prefer_gpm: bool = True,
                  sysfs_root: Optional[str] = None, kernel_read_every_s: Optional[float] = None):
         self.interval_s = interval_s
-        self.host_root = host_root
         sysfs_root = sysfs_root or os.path.join(host_root, "sys")
         self.host = HostMemoryReader(host_root)
         self.scanner = ProcessScanner(proc_root=proc_root, pids=pids)
@@ -50,8 +51,9 @@ class LiveCollector:
             self._nvml.start()
 
     def set_probe(self, result: Optional[ProbeResult]) -> None:
+        """Offer a probe result to the snapshots from now on (``kept_probe`` decides whether it replaces the held one)."""
         with self._lock:
-            self._probe = result
+            self._probe = kept_probe(self._probe, result)
 
     def snapshot(self) -> Snapshot:
         now = time.time()
@@ -80,17 +82,17 @@ class LiveCollector:
         pinned, wc, capped = capped_totals((p.pinned_bytes for p in processes),
                                            (p.write_combined_bytes for p in processes), mem_total)
         if capped:
-            notices.append("host: the per-process pinned figures add up to more than RAM (processes"
-                           " share buffers), so the total is capped at RAM")
+            notices.append(f"host: {CAPPED_TOTAL_NOTICE}")
         # The kernel's exact count of pinned pages, and how much of it the rows explain.
         totals, total_notices = self.pinned.host_fields(processes, pinned, wc, host_fields)
         notices += total_notices
         host = HostMemory(**host_fields, pinned_bytes_est=pinned, write_combined_bytes_est=wc, **totals)
         with self._lock:
             probe = self._probe
-        return Snapshot(time=now, host=host, gpus=tuple(gpus), processes=tuple(processes),
-                        probe=probe, notices=tuple(notices), interval_s=self.interval_s,
+        snap = Snapshot(time=now, host=host, gpus=tuple(gpus), processes=tuple(processes),
+                        notices=tuple(notices), interval_s=self.interval_s,
                         source="live", nvidia_pci_gpus=self.nvidia_pci_gpus, nvml_error=nvml_error)
+        return with_probe(snap, probe)
 
     def close(self) -> None:
         self.pinned.close()

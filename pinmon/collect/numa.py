@@ -1,6 +1,6 @@
 """NUMA placement: the host's nodes and the node of each process's pinned pages.
 
-A GPU's own node comes from sysfs in ``collect/nvml.py`` (``sysfs_numa_node``). Here:
+A GPU's own node comes from sysfs in ``collect/nvml/sysfs.py`` (``sysfs_numa_node``). Here:
 
 - ``list_nodes``: the online node ids, from ``/sys/devices/system/node/online`` ("0-1"), or those
   with memory (``has_memory``).

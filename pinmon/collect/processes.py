@@ -124,7 +124,6 @@ class ProcessScanner:
         # pid of a kernel thread (or zombie): no address space -> when to look at it again
         self._no_mm: dict[int, float] = {}
         self._clock = clock
-        self.self_pid = os.getpid()
         self._mem_total: Optional[int] = None
 
     def _pids(self) -> list[int]:

@@ -93,6 +93,11 @@ def cap_estimate(pinned_bytes: int, write_combined_bytes: int, resident: Optiona
     return Capped(pinned, wc, capped)
 
 
+# Said wherever a total is capped by ``capped_totals``.
+CAPPED_TOTAL_NOTICE = ("the per-process pinned figures add up to more than RAM (processes share buffers),"
+                       " so the total is capped at RAM")
+
+
 def capped_totals(pinned: Iterable[Optional[int]], write_combined: Iterable[Optional[int]],
                   mem_total_bytes: Optional[int]) -> tuple[int, int, bool]:
     """(pinned total, write-combined total, capped?): the sums of the rows, together at most RAM.

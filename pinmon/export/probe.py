@@ -30,7 +30,8 @@ def families(view: StateView) -> list:
     if snap is None or snap.probe is None:
         return []
     r = snap.probe
-    ok = Gauge("probe_ok", "1 when the latest probe measured, 0 when it could not (no CuPy, no GPU...)", ("gpu",))
+    ok = Gauge("probe_ok", "1 when the probe served measured, 0 when none has yet (no CuPy, no GPU...); a later "
+               "failure leaves the last measurement served", ("gpu",))
     ts = Gauge("probe_timestamp_seconds", "when the latest probe started (unix time)", ("gpu",))
     age = Gauge("probe_age_seconds", "age of the latest probe at the snapshot's time", ("gpu",))
     dur = Gauge("probe_duration_seconds", "how long the latest probe ran", ("gpu",))

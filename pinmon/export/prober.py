@@ -2,8 +2,9 @@
 
 The probe engine owns every CUDA call and its own caps (pinned bytes, time budget); this thread only
 schedules it and hands the result to the live collector (``set_probe``), so the probe reaches the
-advisor and the metrics through the snapshot like everything else. A probe that raises is counted
-as a ``probe`` collection error.
+advisor and the metrics through the snapshot like everything else (which result the snapshots carry
+is ``pinmon.probe_join``'s rule: a probe that could not measure leaves the last measurement in place).
+A probe that raises or could not measure is counted as a ``probe`` collection error.
 """
 from __future__ import annotations
 

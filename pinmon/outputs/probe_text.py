@@ -1,43 +1,18 @@
 """A probe result as text for a terminal: the headline, copy bandwidth by size, allocation cost and
-break-even, the cudaHostAlloc modes. Bandwidth in decimal GB/s, sizes in binary units.
+break-even, the cudaHostAlloc modes, the NUMA nodes. Bandwidth in decimal GB/s, sizes in binary units.
 
-Only what was measured is printed; a missing figure reads "n/a".
+Only what was measured is printed; a missing figure reads "n/a". The figures derived from the rows
+(speedups, share of the link, break-even, NUMA ratios) come from ``probe.analysis``.
 """
 from __future__ import annotations
 
 import textwrap
 from typing import Optional
 
-from ..model import ProbeMeasurement, ProbeResult
-from ..units import NA, fmt_bytes, fmt_pct, fmt_rate
-
-_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
-
-
-def fmt_seconds(seconds: Optional[float]) -> str:
-    """0.0000091 -> '9.1 us', 0.124 -> '124.0 ms', 1.5 -> '1.50 s'."""
-    if seconds is None:
-        return NA
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds * 1e6:.1f} us"
-
-
-def link_name(theoretical_bytes_per_s: Optional[float]) -> str:
-    """'Gen5 x16' when the figure is exactly one generation and width's payload rate, else 'link'."""
-    if not theoretical_bytes_per_s:
-        return "link"
-    from ..collect.link import theoretical_bytes_per_s as rate
-
-    # Equal rates are ambiguous (Gen4 x32 = Gen5 x16): prefer the common x16 slot, newest gen first.
-    for width in sorted(_WIDTHS, key=lambda w: (w != 16, -w)):
-        for gen in range(7, 0, -1):
-            r = rate(gen, width)
-            if r and abs(r - theoretical_bytes_per_s) <= 0.002 * r:
-                return f"Gen{gen} x{width}"
-    return "link"
+from ..link import link_name
+from ..model import ProbeResult
+from ..probe import analysis as A
+from ..units import NA, fmt_bytes, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds
 
 
 def unavailable_text(reason: Optional[str]) -> str:
@@ -46,40 +21,22 @@ def unavailable_text(reason: Optional[str]) -> str:
     return reason if reason.startswith("probe ") else f"probe unavailable: {reason}"
 
 
-def _copies(result: ProbeResult, memory: str, direction: str) -> dict[int, ProbeMeasurement]:
-    return {m.size_bytes: m for m in result.measurements
-            if m.kind == "copy" and m.memory == memory and m.direction == direction
-            and m.bytes_per_s is not None}
-
-
-def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
-    if a is None or not b:
-        return None
-    return a / b
-
-
 def headline(result: ProbeResult) -> str:
     """One line: 'pinned H2D 55.0 GB/s vs pageable 6.3 GB/s: 8.7x; 87% of Gen5 x16 (63.0 GB/s)'."""
     if result.status != "ok":
         return unavailable_text(result.reason)
     if result.kind == "numa":
         return numa_headline(result)
-    pinned = _copies(result, "pinned", "h2d")
-    pageable = _copies(result, "pageable", "h2d")
-    both = sorted(set(pinned) & set(pageable))
-    if both:
-        size = both[-1]
-        p, g = pinned[size].bytes_per_s, pageable[size].bytes_per_s
-        text = f"pinned H2D {fmt_rate(p)} vs pageable {fmt_rate(g)}: {p / g:.1f}x"
-    elif pinned:
-        p = pinned[max(pinned)].bytes_per_s
+    p, g = A.h2d_pinned_vs_pageable(result)
+    if p is not None and g is not None:
+        text = f"pinned H2D {fmt_rate(p)} vs pageable {fmt_rate(g)}: {fmt_ratio(A.ratio(p, g))}"
+    elif p is not None:
         text = f"pinned H2D {fmt_rate(p)}"
     else:
         text = f"{result.kind} probe: no H2D copy measured"
-        p = None
     link = result.link_theoretical_bytes_per_s
     if p is not None and link:
-        text += f"; {fmt_pct(p / link)} of {link_name(link)} ({fmt_rate(link)})"
+        text += f"; {fmt_pct(A.ratio(p, link))} of {link_name(link)} ({fmt_rate(link)})"
     if result.reason:
         text += f" ({result.reason})"
     return text
@@ -91,12 +48,12 @@ def _wrap(text: str, width: int, indent: str) -> list[str]:
 
 
 def _copy_table(result: ProbeResult) -> list[str]:
-    rows = {(d, mem): _copies(result, mem, d) for d in ("h2d", "d2h") for mem in ("pinned", "pageable")}
+    rows = {(d, mem): A.copies(result, mem, d) for d in A.DIRECTIONS for mem in ("pinned", "pageable")}
     sizes = sorted({s for table in rows.values() for s in table})
     if not sizes:
         return []
     # An alloc probe copies H2D only: no empty D2H columns for it.
-    directions = [d for d in ("h2d", "d2h") if rows[(d, "pinned")] or rows[(d, "pageable")]]
+    directions = [d for d in A.DIRECTIONS if rows[(d, "pinned")] or rows[(d, "pageable")]]
     header = "  ".join(f"{d.upper() + ' pinned':>10} {'pageable':>10} {'gain':>6}" for d in directions)
     out = ["Copies (CUDA events, median)", f"  {'SIZE':<9} {header}"]
     for size in sizes:
@@ -106,48 +63,35 @@ def _copy_table(result: ProbeResult) -> list[str]:
             g = rows[(d, "pageable")].get(size)
             pr = p.bytes_per_s if p else None
             gr = g.bytes_per_s if g else None
-            ratio = _ratio(pr, gr)
-            cells.append(f"{fmt_rate(pr):>10} {fmt_rate(gr):>10} "
-                         f"{(f'{ratio:.1f}x' if ratio is not None else NA):>6}")
+            cells.append(f"{fmt_rate(pr):>10} {fmt_rate(gr):>10} {fmt_ratio(A.ratio(pr, gr)):>6}")
         out.append(f"  {fmt_bytes(size):<9} {'  '.join(cells)}")
     return out
 
 
-def _cost(result: ProbeResult, kind: str, memory: str, size: int, note: str) -> Optional[float]:
-    for m in result.measurements:
-        if m.kind == kind and m.memory == memory and m.size_bytes == size and m.note == note:
-            return m.seconds
-    return None
-
-
 def _alloc_table(result: ProbeResult, width: int) -> list[str]:
-    from ..probe.engine import break_even_transfers
-
     sizes = sorted({m.size_bytes for m in result.measurements if m.kind == "alloc"})
     if not sizes:
         return []
 
     def pair(kind: str, memory: str, size: int) -> str:
-        first = _cost(result, kind, memory, size, "first")
-        steady = _cost(result, kind, memory, size, "steady")
+        first = A.cost_s(result, kind, memory, size, "first")
+        steady = A.cost_s(result, kind, memory, size, "steady")
         return f"{fmt_seconds(first)} / {fmt_seconds(steady)}"
 
     out = ["Allocation cost (first call / steady median)",
            f"  {'SIZE':<9} {'pinned alloc':>19} {'free':>9}  {'pageable+touch':>19} {'free':>9}"]
     for size in sizes:
         out.append(f"  {fmt_bytes(size):<9} {pair('alloc', 'pinned', size):>19}"
-                   f" {fmt_seconds(_cost(result, 'free', 'pinned', size, 'steady')):>9}"
+                   f" {fmt_seconds(A.cost_s(result, 'free', 'pinned', size, 'steady')):>9}"
                    f"  {pair('alloc', 'pageable', size):>19}"
-                   f" {fmt_seconds(_cost(result, 'free', 'pageable', size, 'steady')):>9}")
+                   f" {fmt_seconds(A.cost_s(result, 'free', 'pageable', size, 'steady')):>9}")
     lines = []
     for size in sizes:
-        n = break_even_transfers(result, size)
+        n = A.break_even_transfers(result, size)
         if n is None:
             continue
-        pinned = (_cost(result, "alloc", "pinned", size, "steady") or 0) + \
-            (_cost(result, "free", "pinned", size, "steady") or 0)
-        pageable = (_cost(result, "alloc", "pageable", size, "steady") or 0) + \
-            (_cost(result, "free", "pageable", size, "steady") or 0)
+        pinned = A.alloc_free_s(result, "pinned", size)
+        pageable = A.alloc_free_s(result, "pageable", size)
         if n == float("inf"):
             verdict = "pinning never pays: a pinned H2D copy was not faster"
         elif n == 0:
@@ -181,28 +125,22 @@ def _modes_table(result: ProbeResult, width: int) -> list[str]:
     return out
 
 
-def _numa_rows(result: ProbeResult) -> list[ProbeMeasurement]:
-    return [m for m in result.measurements if m.kind == "copy" and m.host_numa_node is not None]
-
-
 def numa_headline(result: ProbeResult) -> str:
     """'NUMA: H2D remote 0.74x local (40.7 vs 55.0 GB/s), ...', or the rate per node where the GPU's
     node is unknown."""
-    from ..probe.numa import numa_ratios
-
-    rows = _numa_rows(result)
+    rows = A.numa_rows(result)
     if not rows:
         return "NUMA probe: no copy measured" + (f" ({result.reason})" if result.reason else "")
-    ratios = numa_ratios(result)
+    ratios = A.numa_ratios(result)
     parts = []
-    for d in ("h2d", "d2h"):
+    for d in A.DIRECTIONS:
         mine = [m for m in rows if m.direction == d]
         if not mine:
             continue
         if ratios.get(d) is not None:
-            local = next(m.bytes_per_s for m in mine if (m.note or "").startswith("local"))
-            remote = min(m.bytes_per_s for m in mine if (m.note or "").startswith("remote"))
-            parts.append(f"{d.upper()} remote {ratios[d]:.2f}x local ({fmt_rate(remote)} vs {fmt_rate(local)})")
+            local, remote = A.numa_local_remote(result, d)
+            parts.append(f"{d.upper()} remote {fmt_ratio(ratios[d], 2)} local"
+                         f" ({fmt_rate(remote)} vs {fmt_rate(local)})")
         else:
             parts.append(f"{d.upper()} " + ", ".join(f"node{m.host_numa_node} {fmt_rate(m.bytes_per_s)}" for m in mine))
     text = "NUMA: " + "; ".join(parts)
@@ -214,7 +152,7 @@ def numa_headline(result: ProbeResult) -> str:
 
 
 def _numa_table(result: ProbeResult, width: int) -> list[str]:
-    rows = _numa_rows(result)
+    rows = A.numa_rows(result)
     if not rows:
         return []
     nodes = sorted({m.host_numa_node for m in rows})

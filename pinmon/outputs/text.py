@@ -12,22 +12,11 @@ import time
 from typing import Sequence
 
 from ..model import Finding, Gpu, HostMemory, ProcessPinned, Snapshot, worst_severity
-from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, printable
+from ..units import (fmt_bytes, fmt_int, fmt_link, fmt_main_node, fmt_nodes, fmt_rate, fmt_share, fmt_traffic,
+                     printable)
 
 # Longest a finding's message or advice may print (it wraps); names and notices are shorter.
 _MAX_TEXT = 2000
-
-
-def link_label(gen, width) -> str:
-    if gen is None and width is None:
-        return "n/a"
-    return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
-
-
-def _share(part, whole):
-    if part is None or not whole:
-        return None
-    return part / whole
 
 
 def host_lines(s: Snapshot) -> list[str]:
@@ -51,35 +40,20 @@ def pinned_lines(h: HostMemory) -> list[str]:
     eff = h.effective_mem_limit_bytes
     wc = f"write-combined {fmt_bytes(h.write_combined_bytes_est)} (est.)"
     if h.kernel_pinned_bytes is None:
-        return [f"pinned   {fmt_bytes(h.pinned_bytes_est)} (est.) = {fmt_pct(_share(h.pinned_bytes_est, eff))}"
+        return [f"pinned   {fmt_bytes(h.pinned_bytes_est)} (est.) = {fmt_share(h.pinned_bytes_est, eff)}"
                 f" of effective RAM; {wc}",
                 "         kernel's count n/a (no FOLL_PIN counters in /proc/vmstat)"]
     explained = None
     if h.unattributed_pinned_bytes is not None:
         explained = max(0, h.kernel_pinned_bytes - h.unattributed_pinned_bytes)
     lines = [f"pinned   {fmt_bytes(h.kernel_pinned_bytes)} (kernel's count) + {wc}"
-             f" = {fmt_pct(_share(h.pinned_bytes_total, eff))} of effective RAM",
+             f" = {fmt_share(h.pinned_bytes_total, eff)} of effective RAM",
              f"         CUDA processes explain {fmt_bytes(explained)},"
              f" unattributed {fmt_bytes(h.unattributed_pinned_bytes)}"]
     by_node = h.kernel_pinned_bytes_by_node
     if by_node and len(by_node) > 1:
-        lines[-1] += "; by node: " + ", ".join(
-            f"node{printable(n, 12)} {fmt_bytes(v)}" for n, v in sorted(by_node.items(), key=lambda kv: _node_key(kv[0])))
+        lines[-1] += "; by node: " + fmt_nodes(by_node)
     return lines
-
-
-def _node_key(node: str):
-    return (0, int(node)) if node.isdigit() else (1, node)
-
-
-def _main_node(p: ProcessPinned) -> str:
-    """"1 (75%)": the node holding most of the process's pinned pages, and its share."""
-    by_node = p.pinned_bytes_by_node
-    total = sum(by_node.values()) if by_node else 0
-    if not by_node or total <= 0:
-        return "n/a"
-    node, v = max(by_node.items(), key=lambda kv: kv[1])
-    return f"{printable(node, 4)} ({fmt_pct(v / total)})"
 
 
 def gpu_line(g: Gpu) -> str:
@@ -89,14 +63,12 @@ def gpu_line(g: Gpu) -> str:
     link, p = g.link, g.pcie
     method = {"gpm": "link bytes, GPM", "counters": "link bytes", "sampled": "est., 20 ms sample"}.get(
         p.method or "", "n/a")
-    pct = _share((p.rx_bytes_per_s or 0) + (p.tx_bytes_per_s or 0), link.theoretical_bytes_per_s) \
-        if p.rx_bytes_per_s is not None else None
     errs = [f"{printable(k, 40)} +{v}" for k, v in sorted(p.counter_deltas.items()) if v]
     node = f"  NUMA node {g.numa_node}" if g.numa_node is not None else ""
     return (f"GPU {g.index}  {name}  {bus}{node}\n"
-            f"    link {link_label(link.gen, link.width)} (max {link_label(link.gen_max, link.width_max)},"
-            f" {fmt_rate(link.theoretical_bytes_per_s)} now)  RX {fmt_rate(p.rx_bytes_per_s)}"
-            f"  TX {fmt_rate(p.tx_bytes_per_s)} ({method}; {fmt_pct(pct)} of link)\n"
+            f"    link {fmt_link(link.gen, link.width)} (max {fmt_link(link.gen_max, link.width_max)},"
+            f" {fmt_rate(link.theoretical_bytes_per_s)} now)  {fmt_traffic(p.rx_bytes_per_s, p.tx_bytes_per_s)}"
+            f" ({method}; {fmt_share(p.traffic_bytes_per_s, link.theoretical_bytes_per_s)} of link)\n"
             f"    PCIe errors since start: {', '.join(errs) if errs else 'none'}")
 
 
@@ -106,7 +78,7 @@ def process_table(procs: Sequence[ProcessPinned], limit: int = 10, nodes: bool =
     node_head = f" {'NODE':<9}" if nodes else ""
     out = [f"{'PID':>7} {'USER':<10} {'PINNED':>10} {'WC':>10} {'MAPS':>5}{node_head} {'SRC':<6} COMMAND"]
     for p in rows:
-        node = f" {_main_node(p):<9}" if nodes else ""
+        node = f" {fmt_main_node(p.pinned_bytes_by_node):<9}" if nodes else ""
         pid = p.pid if p.pid else "-"  # pid 0: a row read from a saved maps file, no process
         out.append(f"{pid:>7} {printable(p.user, 10):<10} {fmt_bytes(p.pinned_bytes):>10}"
                    f" {fmt_bytes(p.write_combined_bytes):>10} {fmt_int(p.pinned_mappings):>5}{node}"

@@ -17,13 +17,15 @@ import os
 import platform
 import time
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from ..model import ProbeMeasurement, ProbeResult
 from ..units import MIB, fmt_bytes, fmt_pct
-from . import engine as E
+from . import cuda
 from . import plan as P
-from .safety import PinnedLedger, TimeBudget, pinned_cap
+from .buffers import DeviceBuffer, HostBuffer, Registered, sync_quietly
+from .safety import PROBE_LOCK, PinnedLedger, TimeBudget, pinned_cap
+from .timing import EventTimer, copy_samples, rate_row
 
 NUMA_SIZE_BYTES = 64 * MIB
 NUMA_TIME_BUDGET_S = 60.0
@@ -63,7 +65,7 @@ def node_mask(node: int):
     return mask, _MASK_BITS + 1
 
 
-class NodeBuffer:
+class NodeBuffer(HostBuffer):
     """``nbytes`` of anonymous memory whose pages are all on NUMA node ``node``; unmapped on close."""
 
     def __init__(self, nbytes: int, node: int, page_size: int = P.PAGE_BYTES):
@@ -72,17 +74,6 @@ class NodeBuffer:
         self.page_size = page_size
         self.ptr = 0
         self._libc = None
-
-    def __enter__(self) -> "NodeBuffer":
-        try:
-            self.open()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def open(self) -> "NodeBuffer":
         numbers = syscall_numbers()
@@ -153,7 +144,7 @@ def placement_note(node: int, placement: dict[int, int]) -> str:
 def run_numa_probe(gpu_index: int = 0, nodes: Sequence[int] = (), gpu_node: Optional[int] = None,
                    max_pinned_bytes: Optional[int] = None,
                    link_theoretical_bytes_per_s: Optional[float] = None,
-                   progress: Optional[E.Progress] = None, time_budget_s: Optional[float] = None,
+                   progress: Optional[Callable[[int, int, str], None]] = None, time_budget_s: Optional[float] = None,
                    size_bytes: int = NUMA_SIZE_BYTES) -> ProbeResult:
     """H2D and D2H copies of a registered buffer placed on each of ``nodes`` in turn (kind "numa").
 
@@ -178,22 +169,22 @@ def run_numa_probe(gpu_index: int = 0, nodes: Sequence[int] = (), gpu_node: Opti
     if cap.refused:
         return result("unavailable", cap.reason, cap=cap.cap_bytes)
     size = P.capped_size(size_bytes, cap.cap_bytes)
-    cp, reason = E._import_cupy()
+    cp, reason = cuda.import_cupy()
     if cp is None:
         return result("unavailable", reason, cap=cap.cap_bytes)
-    if not E._PROBE_LOCK.acquire(blocking=False):
+    if not PROBE_LOCK.acquire(blocking=False):
         return result("unavailable", "another probe is already running in this process", cap=cap.cap_bytes)
     rows: list[ProbeMeasurement] = []
     budget = TimeBudget(NUMA_TIME_BUDGET_S if time_budget_s is None else time_budget_s)
     stop: Optional[str] = None
     try:
-        reason = E._device_problem(cp, gpu_index)
+        reason = cuda.device_problem(cp, gpu_index)
         if reason:
             return result("unavailable", reason, cap=cap.cap_bytes)
         ledger = PinnedLedger(cap.cap_bytes)
         total = 2 * len(nodes)
         with cp.cuda.Device(gpu_index):
-            init_s, init_note = E._init_context(cp, gpu_index)
+            init_s, init_note = cuda.init_context(cp, gpu_index)
             notes = [init_note, *cap.notes,
                      f"GPU's NUMA node: {gpu_node if gpu_node is not None else 'unknown (sysfs reads -1)'}"]
             if size < size_bytes:
@@ -202,45 +193,33 @@ def run_numa_probe(gpu_index: int = 0, nodes: Sequence[int] = (), gpu_node: Opti
             rows.append(ProbeMeasurement(kind="init", memory="device", size_bytes=0, seconds=init_s, repeats=1,
                                          note="; ".join(notes)))
             stream = cp.cuda.Stream(non_blocking=True)
-            timer = E._EventTimer(cp, stream)
+            timer = EventTimer(cp, stream)
             done = 0
             if progress is not None:
                 progress(done, total, "CUDA ready")
             try:
-                with E.DeviceBuffer(size, stream=stream) as device:
+                with DeviceBuffer(size, stream=stream) as device:
                     for node in nodes:
                         if budget.expired():
                             stop = f"time budget of {budget.seconds:g} s spent after {done} of {total} measurements"
                             break
                         with NodeBuffer(size, node) as buf:
                             note = f"{node_role(node, gpu_node)}; {placement_note(node, buf.placement())}"
-                            with E.Registered(buf.ptr, size, ledger=ledger, stream=stream) as reg:
+                            with Registered(buf.ptr, size, ledger=ledger, stream=stream) as reg:
                                 for direction in ("h2d", "d2h"):
-                                    samples = E._copy_samples(cp, timer, reg.ptr, device.ptr, size, direction,
-                                                              P.copy_repeats(size))
-                                    row = E._rate_row("copy", "registered", size, samples, direction, note)
+                                    samples = copy_samples(timer, reg.ptr, device.ptr, size, direction,
+                                                           P.copy_repeats(size))
+                                    row = rate_row("copy", "registered", size, samples, direction, note)
                                     rows.append(replace(row, host_numa_node=node))
                                     done += 1
                                     if progress is not None:
                                         progress(done, total, f"node {node} {direction}")
             finally:
-                E._sync_quietly(stream)
+                sync_quietly(stream)
         return result("ok", stop, rows, cap.cap_bytes)
     except Exception as e:
-        text = E.describe_error(e)
+        text = cuda.describe_error(e)
         return result("unavailable", f"error during the NUMA probe: {text}", rows, cap.cap_bytes)
     finally:
-        E._PROBE_LOCK.release()
+        PROBE_LOCK.release()
 
-
-def numa_ratios(result: ProbeResult) -> dict[str, Optional[float]]:
-    """{"h2d": remote/local, "d2h": ...}: the slowest remote node's rate over the local node's, None
-    where the GPU's node is unknown or a side was not measured."""
-    out: dict[str, Optional[float]] = {}
-    for direction in ("h2d", "d2h"):
-        rows = [m for m in result.measurements if m.kind == "copy" and m.direction == direction
-                and m.host_numa_node is not None and m.bytes_per_s]
-        local = [m.bytes_per_s for m in rows if (m.note or "").startswith("local")]
-        remote = [m.bytes_per_s for m in rows if (m.note or "").startswith("remote")]
-        out[direction] = min(remote) / local[0] if local and remote else None
-    return out

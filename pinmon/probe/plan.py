@@ -107,13 +107,6 @@ class Plan:
     def total(self) -> int:
         return len(self.steps)
 
-    @property
-    def max_pinned_bytes_at_once(self) -> int:
-        """The most pinned bytes any group holds: one pinned buffer per group (0 for G_NONE groups,
-        whose steps hold one allocation of their own size at a time)."""
-        held = [s.size_bytes if s.group[0] == G_NONE else s.group[1] for s in self.steps]
-        return max(held, default=0)
-
 
 def _page_floor(n: int) -> int:
     return n - n % PAGE_BYTES

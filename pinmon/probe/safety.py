@@ -1,4 +1,5 @@
-"""Bounds on a probe: how many pinned bytes it may hold, refusal when memory is short, a time budget.
+"""Bounds on a probe: how many pinned bytes it may hold, refusal when memory is short, a time budget,
+one probe at a time per process.
 
 Pinned pages cannot be swapped or reclaimed, so a probe on a box that is already short of memory
 could push it into the OOM killer. The cap is therefore the smaller of the caller's
@@ -22,6 +23,10 @@ DEFAULT_MAX_PINNED_BYTES = 256 * MIB
 MAX_AVAILABLE_FRACTION = 0.05
 MIN_PROBE_BYTES = 1 * MIB
 _PAGE_BYTES = 4096
+
+# Held by a running probe (any kind): a second one in the same process is refused, not queued, so
+# two probes never share the pinned cap or the link.
+PROBE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,6 @@ class PinnedLedger:
     def __init__(self, cap_bytes: int):
         self.cap_bytes = int(cap_bytes)
         self.held_bytes = 0
-        self.peak_bytes = 0
         self._lock = threading.Lock()
 
     def reserve(self, nbytes: int) -> None:
@@ -114,7 +118,6 @@ class PinnedLedger:
                                   f" {fmt_bytes(self.held_bytes + nbytes)}, over the cap of"
                                   f" {fmt_bytes(self.cap_bytes)}")
             self.held_bytes += nbytes
-            self.peak_bytes = max(self.peak_bytes, self.held_bytes)
 
     def release(self, nbytes: int) -> None:
         with self._lock:
@@ -132,10 +135,6 @@ class TimeBudget:
     @property
     def elapsed_s(self) -> float:
         return self._clock() - self._start
-
-    @property
-    def remaining_s(self) -> Optional[float]:
-        return None if self.seconds is None else self.seconds - self.elapsed_s
 
     def expired(self) -> bool:
         return self.seconds is not None and self.elapsed_s >= self.seconds

@@ -23,8 +23,8 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.screen import Screen
 from textual.widgets import TabbedContent, Tabs
 
-from ..collect.source import Source
 from ..model import Finding, ProbeResult, Snapshot
+from ..source import Source
 from ..units import printable
 from .keys import BINDINGS, palette_commands
 from .layout import MainScreen, compose_main, pane_of
@@ -363,7 +363,7 @@ def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding
     caller may close the source.
     """
     if options.get("recorder_factory") is None:
-        from ..outputs.record import Recorder as FileRecorder, default_recording_path
+        from ..recording import Recorder as FileRecorder, default_recording_path
 
         options["recorder_factory"] = lambda: FileRecorder(default_recording_path())
     app = PinmonApp(source, advisor, install_signal_handlers=True, **options)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from ..advise.thresholds import Thresholds
-from ..model import EXACT_PCIE_METHODS, Gpu, Link, ProbeResult, ProcessPinned
-from ..units import fmt_bytes, fmt_pct, fmt_rate, printable
+from ..model import EXACT_PCIE_METHODS, Gpu, ProbeResult, ProcessPinned
+from ..units import fmt_bytes, fmt_main_node, fmt_rate, fmt_seconds, printable, share
 
 SPARK_SAMPLES = 60
 
@@ -21,31 +21,6 @@ NO_GPU_HINT = "no GPU here: `pinmon demo` plays a session recorded on an H200"
 
 SEVERITY_STYLE = {"critical": "$error", "warning": "$warning", "info": "$primary"}
 SEVERITY_LABEL = {"critical": "CRIT", "warning": "WARN", "info": "INFO"}
-
-
-def link_label(gen: Optional[int], width: Optional[int]) -> str:
-    if gen is None and width is None:
-        return "n/a"
-    return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
-
-
-def share(part: Optional[float], whole: Optional[float]) -> Optional[float]:
-    if part is None or not whole:
-        return None
-    return part / whole
-
-
-def traffic_bytes_per_s(gpu: Gpu) -> Optional[float]:
-    rx, tx = gpu.pcie.rx_bytes_per_s, gpu.pcie.tx_bytes_per_s
-    if rx is None and tx is None:
-        return None
-    return (rx or 0.0) + (tx or 0.0)
-
-
-def below_max(link: Link) -> bool:
-    gen_low = link.gen is not None and link.gen_max is not None and link.gen < link.gen_max
-    width_low = link.width is not None and link.width_max is not None and link.width < link.width_max
-    return gen_low or width_low
 
 
 def link_state(gpu: Gpu, thresholds: Thresholds) -> str:
@@ -59,9 +34,9 @@ def link_state(gpu: Gpu, thresholds: Thresholds) -> str:
     link = gpu.link
     if link.gen is None and link.width is None:
         return "unknown"
-    if not below_max(link):
+    if not link.below_max:
         return "full"
-    traffic = traffic_bytes_per_s(gpu)
+    traffic = gpu.pcie.traffic_bytes_per_s
     if traffic is not None and traffic >= thresholds.link_degraded_traffic_bytes_per_s:
         return "degraded"
     return "downshift"
@@ -102,18 +77,6 @@ def fmt_time(t: Optional[float], with_date: bool = True) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S", time.localtime(t))
 
 
-def fmt_seconds(s: Optional[float]) -> str:
-    if s is None:
-        return "n/a"
-    if s < 1:
-        return f"{s * 1000:.0f} ms"
-    if s < 120:
-        return f"{s:.1f} s"
-    if s < 7200:
-        return f"{s / 60:.0f} min"
-    return f"{s / 3600:.1f} h"
-
-
 # --- probe ---------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -137,10 +100,6 @@ class ProbeRow:
 def probe_rows(result: ProbeResult, fallback_link_bytes_per_s: Optional[float] = None) -> list[ProbeRow]:
     link = result.link_theoretical_bytes_per_s or fallback_link_bytes_per_s
     return [ProbeRow(d, result.rate(d, "pinned"), result.rate(d, "pageable"), link) for d in ("h2d", "d2h")]
-
-
-def fmt_speedup(x: Optional[float]) -> str:
-    return "n/a" if x is None else f"{x:.1f}x"
 
 
 def sweep_sizes(result: ProbeResult) -> list[int]:
@@ -217,46 +176,16 @@ def filter_processes(procs: Sequence[ProcessPinned], text: str) -> list[ProcessP
             or needle in (p.user or "").lower() or needle in (p.cmdline or "").lower()]
 
 
-def pct_text(fraction: Optional[float]) -> str:
-    return fmt_pct(fraction)
-
-
 # --- NUMA placement ------------------------------------------------------------------------------
-
-def node_key(node: str) -> tuple:
-    """Node "2" before "10"; a name that is not a number (a recording's odd key) after them."""
-    return (0, int(node), "") if node.isdigit() else (1, 0, node)
-
 
 def multi_node(host) -> bool:
     """Whether the host has more than one NUMA node (``HostMemory.numa_nodes``; None: unknown)."""
     return host.numa_nodes is not None and len(host.numa_nodes) > 1
 
 
-def node_split(by_node: Optional[dict], limit: Optional[int] = None) -> str:
-    """"node0 300.0 GiB, node1 120.0 GiB" by node id; past ``limit`` nodes "+N more"."""
-    if not by_node:
-        return "n/a"
-    items = sorted(by_node.items(), key=lambda kv: node_key(kv[0]))
-    shown = items if limit is None else items[:limit]
-    text = ", ".join(f"node{printable(n, 12)} {fmt_bytes(v)}" for n, v in shown)
-    return text + (f", +{len(items) - len(shown)} more" if len(items) > len(shown) else "")
-
-
-def main_node(p: ProcessPinned) -> Optional[tuple[str, float]]:
-    """(the node holding most of the process's pinned pages, its share of them); None unknown."""
-    by_node = p.pinned_bytes_by_node
-    total = sum(v for v in by_node.values() if v > 0) if by_node else 0
-    if not by_node or total <= 0:
-        return None
-    node, v = max(sorted(by_node.items(), key=lambda kv: node_key(kv[0])), key=lambda kv: kv[1])
-    return node, v / total
-
-
 def node_cell(p: ProcessPinned) -> str:
-    """"1 (75%)": ``main_node`` as ``pinmon check`` prints it; "n/a" unknown."""
-    main = main_node(p)
-    return "n/a" if main is None else f"{printable(main[0], 4)} ({fmt_pct(main[1])})"
+    """"1 (75%)": the node holding most of the process's pinned pages, as ``pinmon check`` prints it."""
+    return fmt_main_node(p.pinned_bytes_by_node)
 
 
 def local_share(p: ProcessPinned, gpus: Sequence[Gpu]) -> Optional[float]:

@@ -18,8 +18,8 @@ from typing import NamedTuple, Optional, Sequence
 
 from ..advise.copies import copy_gpu
 from ..model import Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
-from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, printable
-from .format import command_text, local_share, node_split, user_text
+from ..units import fmt_bytes, fmt_int, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, fmt_share, printable
+from .format import command_text, local_share, user_text
 
 ENGINE_LABEL = {"cupti": "CUPTI", "hooks": "hooks (CuPy/PyTorch)"}
 DIRECTION_LABEL = {"h2d": "H2D", "d2h": "D2H"}
@@ -98,7 +98,7 @@ def probe_rows(p: ProcessPinned, snapshot: Optional[Snapshot], found: Sequence[F
         if rate is None:
             rows.append(DetailRow(label, f"{head} n/a (none in the tracer's window)", "dim"))
             continue
-        busy_text = f"{busy:.1f} s" if busy is not None else "n/a"
+        busy_text = fmt_seconds(busy)
         if gpu is None:
             rows.append(DetailRow(label, f"{head} {fmt_rate(rate)} ({busy_text}); its GPU is not in the snapshot"))
             continue
@@ -108,7 +108,7 @@ def probe_rows(p: ProcessPinned, snapshot: Optional[Snapshot], found: Sequence[F
                                          f" no probe of GPU {gpu.index} yet"))
             continue
         style = "warning" if _active(found, "slow-pinned-copies", direction=d) else ""
-        rows.append(DetailRow(label, f"{head} {fmt_rate(rate)} = {fmt_pct(rate / ref)} of probe {fmt_rate(ref)}"
+        rows.append(DetailRow(label, f"{head} {fmt_rate(rate)} = {fmt_share(rate, ref)} of probe {fmt_rate(ref)}"
                                      f" (GPU {gpu.index}, {busy_text})", style))
     share = p.pinned_bulk_default_stream_share
     if share is not None:
@@ -162,7 +162,7 @@ def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
     if p.pinned_bytes_by_node:
         local = local_share(p, gpus)
         tail = f"; local to its GPUs {fmt_pct(local)}" if local is not None else ""
-        rows.append(DetailRow("NUMA", node_split(p.pinned_bytes_by_node) + tail,
+        rows.append(DetailRow("NUMA", fmt_nodes(p.pinned_bytes_by_node) + tail,
                               "warning" if _active(found, "pinned-numa-remote") else ""))
     if p.vm_locked_bytes:
         rows.append(DetailRow("VmLck", f"{fmt_bytes(p.vm_locked_bytes)} mlock()ed (locked is not pinned for CUDA)",

@@ -13,13 +13,13 @@ thread only reads ``period_s()`` and ``paused``.
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections import deque
 from typing import Callable, Iterable, NamedTuple, Optional, Protocol, Sequence
 
 from ..advise.thresholds import Thresholds
 from ..model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
+from ..probe_join import with_probe
 from .format import SPARK_SAMPLES
 from .probe_link import join_link, link_join_due
 from .state import ProbeView, ViewState
@@ -109,9 +109,9 @@ class Session:
         pending = self._probe_link_pending
         if pending is not None and link_join_due(pending, snapshot):
             self._join_probe_link([*self.history, snapshot])
-        if self.live and snapshot.probe is None and self._probe_latest_ok is not None:
+        if self.live:
             # Probe results join the snapshot, so the advisor and a recording see them too.
-            snapshot = dataclasses.replace(snapshot, probe=self._probe_latest_ok)
+            snapshot = with_probe(snapshot, self._probe_latest_ok)
         self.history.append(snapshot)
         self.latest = snapshot
         self._notices.pop("source", None)

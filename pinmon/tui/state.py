@@ -52,7 +52,8 @@ class ViewState:
     tx_series: dict[int, tuple[Optional[float], ...]] = field(default_factory=dict)
     notices: tuple[str, ...] = ()
     probe: ProbeView = field(default_factory=ProbeView)
-    # The advisor's thresholds, for figures whose look follows a rule (a link DEGRADED under load).
+    # The advisor's thresholds (the configured ones, else the defaults), for views that mark them
+    # and figures whose look follows a rule (a link DEGRADED under load).
     thresholds: Thresholds = field(default_factory=Thresholds)
 
     @property

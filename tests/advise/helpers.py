@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from pinmon.collect.link import theoretical_bytes_per_s
+from pinmon.link import theoretical_bytes_per_s
 from pinmon.model import (Gpu, HostMemory, Link, Pcie, ProbeMeasurement, ProbeResult, ProcessPinned,
                           Snapshot)
 from pinmon.units import GIB, MIB
 
-__all__ = ["GIB", "MIB", "make_host", "make_proc", "make_gpu", "make_probe", "make_snap", "null_snap"]
+__all__ = ["GIB", "MIB", "make_host", "make_proc", "make_gpu", "make_probe", "make_snap", "null_snap",
+           "pinned_series"]
 
 
 def make_host(**overrides) -> HostMemory:
@@ -77,3 +78,9 @@ def null_snap(time: float = 1000.0) -> Snapshot:
     return Snapshot(time=time, host=HostMemory(hostname="unknown"), gpus=(Gpu(index=0),),
                     processes=(ProcessPinned(pid=1),),
                     probe=ProbeResult(time=time, gpu_index=0, status="ok"))
+
+
+def pinned_series(values, start=0.0, step=60.0, pid=1234, name="python", **proc) -> list[Snapshot]:
+    """Snapshots of one process's pinned bytes, one per ``step`` seconds."""
+    return [make_snap(time=start + i * step, processes=[make_proc(pid=pid, name=name, pinned_bytes=v, **proc)])
+            for i, v in enumerate(values)]

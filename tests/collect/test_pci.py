@@ -109,11 +109,12 @@ def test_the_exporter_serves_the_finding_and_the_count(tmp_path):
 @pytest.mark.parametrize("pci_gpus", [3, 0])
 def test_check_exit_code(pci_gpus, monkeypatch, capsys):
     from pinmon import cli
+    from pinmon.cli.commands import check
     from pinmon.collect import collector
 
     monkeypatch.setitem(sys.modules, "pynvml", _failing_nvml("library_not_found"))
     monkeypatch.setattr(collector, "count_nvidia_gpus", lambda root="/sys": pci_gpus)
-    monkeypatch.setattr(cli, "_live_snapshot", lambda col, window: col.snapshot())
+    monkeypatch.setattr(check, "live_snapshot", lambda col, window: col.snapshot())
     code = cli.main(["check", "--json", "--window", "0.01"])
     doc = json.loads(capsys.readouterr().out)
     rules = [f["rule"] for f in doc["findings"]]

@@ -86,7 +86,7 @@ def names(text):
 
 def write_recording(path, snaps):
     """A recording as ``pinmon record`` writes it (JSON lines; gzip for .gz)."""
-    from pinmon.outputs.record import Recorder
+    from pinmon.recording import Recorder
 
     with Recorder(str(path)) as rec:
         for s in snaps:

@@ -249,3 +249,18 @@ def test_an_integer_past_any_float_is_left_out_not_the_section():
     assert value(text, "pinmon_host_memory_total_bytes") is None
     assert value(text, "pinmon_host_memory_available_bytes") == 100 * GIB  # the rest of the section
     assert value(text, "pinmon_scrape_errors_total") == 0
+
+
+def test_findings_per_rule_cover_every_registered_rule_and_severity():
+    from pinmon.advise.registry import REGISTRY
+
+    findings = [finding(), finding("pcie-link-degraded", "warning", "gpu0"),
+                finding("pcie-link-degraded", "warning", "gpu1"),
+                finding("pcie-link-degraded", "warning", "gpu1")]  # a repeat is one series, counted once
+    text = render([snapshot()], findings)
+    per_rule = {(dict(labels)["rule"], dict(labels)["severity"]): v
+                for (name, labels), v in samples(text).items() if name == "pinmon_rule_findings"}
+    assert set(per_rule) == {(r.id, s) for r in REGISTRY for s in r.severities}
+    assert per_rule[("pinned-ram-share", "critical")] == 1 and per_rule[("pcie-link-degraded", "warning")] == 2
+    assert per_rule[("pcie-link-degraded", "info")] == 0 and per_rule[("gpu-lost", "critical")] == 0
+    assert "pinmon_rule_findings" not in names(render())  # nothing before the first snapshot

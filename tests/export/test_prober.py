@@ -2,7 +2,7 @@
 import argparse
 import threading
 
-from pinmon.commands import export as export_cmd
+from pinmon.cli.commands import export as export_cmd
 from pinmon.export import ExportState
 from pinmon.export.prober import ProbeLoop
 from pinmon.model import ProbeResult

@@ -12,7 +12,7 @@ import pytest
 
 from pinmon.collect.procmaps import estimate_pinned
 from pinmon.outputs.probe_text import format_probe, headline
-from pinmon.probe import break_even_transfers, engine, plan, probe_available, run_probe
+from pinmon.probe import break_even_transfers, held_pinned_bytes, plan, probe_available, run_probe
 
 pytestmark = pytest.mark.gpu
 MIB = 1 << 20
@@ -49,7 +49,7 @@ def test_quick():
     assert len(init) == 1 and init[0].seconds >= 0
     assert headline(r).startswith("pinned H2D ")
     print(format_probe(r))
-    assert engine.held_pinned_bytes() == 0
+    assert held_pinned_bytes() == 0
 
 
 def test_quick_in_a_worker_thread():
@@ -147,7 +147,7 @@ def test_interrupted_probes_give_pinned_memory_back():
             with pytest.raises(KeyboardInterrupt):
                 run_probe(kind, max_pinned_bytes=cap, progress=progress)
             outcomes["interrupted"] += 1
-        assert engine.held_pinned_bytes() == 0, (i, kind)
+        assert held_pinned_bytes() == 0, (i, kind)
         now = pinned_now()
         assert now - base <= TOLERANCE_BYTES, (i, kind, now - base)
     assert outcomes["interrupted"] == 50 and outcomes["cancelled"] > 0

@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from pinmon import cli
-from pinmon.commands import MODULES
+from pinmon.cli.commands import MODULES
 from tests.tui.fakes import make_snapshot
 
 GOOD = make_snapshot(0).to_dict()

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from pinmon.collect.host import cgroup_memory_limit, parse_cgroup_limit, parse_meminfo, read_host_memory
 from pinmon.collect.procmaps import estimate_pinned, parse_maps
-from pinmon.collect.replay import ReplaySource, read_snapshot_file
+from pinmon.collect.replay import ReplaySource
 from pinmon.config import ConfigError, parse_config
 from pinmon.model import SchemaError, Snapshot
-from pinmon.outputs.record import RecordingError
+from pinmon.recording import RecordingError, read_snapshot_file
 from pinmon.units import parse_size
 from tests.tui.fakes import make_probe_result, make_snapshot  # a realistic two-GPU snapshot
 

@@ -140,7 +140,7 @@ def test_collector(function, error, mode, tmp_path):
         return
     assert not g1.lost and not any(f.rule == "gpu-lost" for f in findings)
     if metrics is not None:
-        assert "gpu-lost" not in metrics
+        assert 'pinmon_finding{rule="gpu-lost"' not in metrics
         assert re.search(rf'^pinmon_gpu_up\{{gpu="{target}",.*\}} 1\.0$', metrics, re.M)
     if function in VALUE_OF and (mode == "always" or function in EVERY_READ):
         assert VALUE_OF[function](g1) is None
@@ -179,6 +179,7 @@ def injected(monkeypatch):
 @pytest.mark.parametrize("function, error, mode", MATRIX)
 def test_check(function, error, mode, injected, monkeypatch, capsys):
     from pinmon import cli
+    from pinmon.cli.commands import check
 
     fake = injected
     gpu, target = inject_of(function), target_of(function)
@@ -198,7 +199,7 @@ def test_check(function, error, mode, injected, monkeypatch, capsys):
 
     if mode == "always":
         fake.fail(function, error, gpu=gpu)
-    monkeypatch.setattr(cli, "_live_snapshot", live_snapshot)
+    monkeypatch.setattr(check, "live_snapshot", live_snapshot)
     as_json = mode == "mid-run"
     code = cli.main(["check", "--window", "0.01"] + (["--json"] if as_json else []))
     out, err = capsys.readouterr()
@@ -310,9 +311,10 @@ def test_export_once(function, error, mode, injected, capsys):
     target = target_of(function)
     if error == "gpu_lost":
         assert re.search(rf'^pinmon_gpu_up\{{gpu="{target}",.*\}} 0\.0$', out, re.M)
-        assert 'rule="gpu-lost"' in out
+        assert 'pinmon_finding{rule="gpu-lost"' in out
     elif function in GLOBAL_FUNCTIONS:
         assert "pinmon_gpu_up{" not in out
         assert 'pinmon_finding{rule="gpu-driver-unavailable",severity="critical",subject="host"} 1.0' in out
     else:
-        assert re.search(r'^pinmon_gpu_up\{gpu="1",.*\} 1\.0$', out, re.M) and "gpu-lost" not in out
+        assert re.search(r'^pinmon_gpu_up\{gpu="1",.*\} 1\.0$', out, re.M)
+        assert 'pinmon_finding{rule="gpu-lost"' not in out

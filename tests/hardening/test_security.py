@@ -39,7 +39,7 @@ export = pytest.importorskip("pinmon.export.server", reason="no exporter in this
 
 
 def test_exporter_listens_on_loopback_by_default():
-    from pinmon.cli import build_parser
+    from pinmon.cli.main import build_parser
 
     assert export.DEFAULT_LISTEN.startswith("127.0.0.1:")
     args = build_parser().parse_args(["export"])

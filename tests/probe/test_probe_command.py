@@ -7,10 +7,9 @@ import pytest
 
 from pinmon.cli import main
 from pinmon.collect.nvml import sysfs_pci_address
-from pinmon.commands import probe as cmd
+from pinmon.cli.commands import probe as cmd
 from pinmon.probe import engine as E
-
-from .test_engine_nocuda import assert_all_freed, make_fake_cupy
+from tests.fakes.fake_cupy import assert_all_freed, make_fake_cupy
 
 GEN5_X16 = 63.015e9
 

@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from pinmon.cli import demo_path, main
+from pinmon.cli import main
+from pinmon.cli.commands.demo import demo_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import dataclasses
 
 from pinmon.advise.thresholds import Thresholds
-from pinmon.model import Gpu, Link, Pcie, ProbeResult, ProcessPinned
-from pinmon.tui.format import (SORT_COLUMNS, error_text, filter_processes, fmt_seconds, link_label, link_state,
-                               probe_rows, sort_processes)
+from pinmon.model import Gpu, Link, Pcie, ProbeMeasurement, ProbeResult, ProcessPinned
+from pinmon.tui.format import (SORT_COLUMNS, error_text, filter_processes, link_state, other_measurements, probe_rows,
+                               sort_processes)
 from pinmon.tui.screens.finding import _value
 from pinmon.tui.state import ProbeView, ViewState
 from pinmon.tui.widgets.header import header_content
@@ -48,12 +48,6 @@ def test_the_degraded_floor_is_the_advisors_configured_threshold():
 
 def test_width_alone_below_max_counts():
     assert link_state(gpu(Link(gen=5, gen_max=5, width=8, width_max=16), rx=20e9), DEFAULTS) == "degraded"
-
-
-def test_link_label():
-    assert link_label(5, 16) == "Gen5 x16"
-    assert link_label(None, None) == "n/a"
-    assert link_label(4, None) == "Gen4 x?"
 
 
 def test_error_text_sums_replays_recoveries_and_errors():
@@ -100,12 +94,6 @@ def test_duty_cycle():
     assert ProbeView().duty_cycle is None
 
 
-def test_fmt_seconds():
-    assert fmt_seconds(0.012) == "12 ms"
-    assert fmt_seconds(1.5) == "1.5 s"
-    assert fmt_seconds(600) == "10 min"
-
-
 def test_finding_values_get_units_from_their_names():
     assert _value("pinned_bytes", 3 * 2**30).startswith("3.0 GiB")
     assert _value("rx_bytes_per_s", 5.2e10).startswith("52.0 GB/s")
@@ -119,3 +107,10 @@ def test_header_drops_words_before_numbers_when_narrow():
     assert "every 1 s" in wide and "2026-05-28 20:26:40" in wide
     narrow = str(header_content(state, 70))
     assert "REPLAY 4x" in narrow and "PAUSED" in narrow and "20:26:40" in narrow and "2026" not in narrow
+
+
+def test_a_microsecond_allocation_is_shown_in_microseconds():
+    result = dataclasses.replace(make_probe_result(), measurements=(
+        ProbeMeasurement("alloc", "pinned", 4096, seconds=9.1e-6, repeats=3),))
+    [line] = other_measurements(result)
+    assert line.endswith("  9.1 us")  # as `pinmon probe` prints it; never "0 ms"

@@ -12,12 +12,12 @@ from textual.widgets import DataTable
 from pinmon.advise import advise
 from pinmon.advise.thresholds import Thresholds
 from pinmon.tui.app import PinmonApp
-from pinmon.tui.format import node_cell, node_split
+from pinmon.tui.format import node_cell
 from pinmon.tui.screens.process import ProcessScreen
 from pinmon.tui.widgets.gpu_detail import GpuDetail
 from pinmon.tui.widgets.memory import memory_rows, memory_title, pinned_level
 from pinmon.tui.widgets.processes import NODE_TABLE_CELLS, table_layout
-from pinmon.units import fmt_bytes, fmt_pct, fmt_rate
+from pinmon.units import fmt_bytes, fmt_nodes, fmt_pct, fmt_rate
 
 from .fakes import (GIB, T0, FakeProbeRunner, FakeSource, fake_advisor, make_kernel_snapshot, make_probe_result,
                     make_snapshot)
@@ -61,7 +61,7 @@ async def test_memory_tab_shows_the_kernel_count_what_explains_it_and_its_nodes(
         assert (f"{fmt_bytes(h.kernel_pinned_bytes)} (kernel's count): CUDA processes explain"
                 f" {fmt_bytes(h.kernel_pinned_bytes - h.unattributed_pinned_bytes)}") in text
         assert f"unattributed {fmt_bytes(h.unattributed_pinned_bytes)} explained by no process" in text
-        assert f"by node      {node_split(h.kernel_pinned_bytes_by_node)}" in text
+        assert f"by node      {fmt_nodes(h.kernel_pinned_bytes_by_node)}" in text
         assert f"WC           {fmt_bytes(h.write_combined_bytes_est)} est. (in pinned;" in text
         assert "est." not in text.split("kernel of")[0].splitlines()[-1]
         # 300 GiB of 724 GiB is unattributed: the advisor's rule fires, and the figure is highlighted.
@@ -94,7 +94,7 @@ async def test_overview_at_80x24_has_the_compact_kernel_line_and_still_fits():
         assert (f"kernel  {fmt_bytes(h.kernel_pinned_bytes)}  explained"
                 f" {fmt_bytes(h.kernel_pinned_bytes - h.unattributed_pinned_bytes)}"
                 f"  unattributed {fmt_bytes(h.unattributed_pinned_bytes)}") in rows
-        assert f"by node {node_split(h.kernel_pinned_bytes_by_node)}" in rows
+        assert f"by node {fmt_nodes(h.kernel_pinned_bytes_by_node)}" in rows
         grid = app.query_one("#overview-grid")
         assert grid.max_scroll_y == 0 and not grid.show_vertical_scrollbar
         top = next(i for i, r in enumerate(rows) if "Pinned memory by process" in r)
@@ -124,13 +124,13 @@ def test_compact_node_line_names_four_nodes_then_how_many_more():
     host = dataclasses.replace(s.host, kernel_pinned_bytes_by_node={str(n): n * GIB for n in range(8)},
                                numa_nodes=tuple(range(8)))
     compact = [r.plain for r in memory_rows(host, compact=True)]
-    assert f"by node {node_split(host.kernel_pinned_bytes_by_node, 4)}" in compact
+    assert f"by node {fmt_nodes(host.kernel_pinned_bytes_by_node, 4)}" in compact
     assert compact[-3].endswith("+4 more")
     full = [r.plain for r in memory_rows(host)]
-    assert f"by node      {node_split(host.kernel_pinned_bytes_by_node)}" in full
+    assert f"by node      {fmt_nodes(host.kernel_pinned_bytes_by_node)}" in full
     # A narrow column (the wide overview's): as many nodes as fit, and the short labels.
     narrow = [r.plain for r in memory_rows(host, compact=True, width=40)]
-    assert f"by node {node_split(host.kernel_pinned_bytes_by_node, 1)}" in narrow
+    assert f"by node {fmt_nodes(host.kernel_pinned_bytes_by_node, 1)}" in narrow
     kernel = next(r for r in narrow if r.startswith("kernel"))
     assert " expl. " in kernel and " unattr. " in kernel
     assert " explained " in next(r for r in compact if r.startswith("kernel"))
@@ -242,7 +242,7 @@ async def test_enter_on_a_traced_process_shows_its_copies_against_the_probe(size
         probe = s.probe or app.session.displayed.probe
         h2d = probe.rate("h2d", "pinned")
         assert (f"H2D {fmt_rate(p.h2d_pinned_bulk_bytes_per_s)} = {fmt_pct(p.h2d_pinned_bulk_bytes_per_s / h2d)}"
-                f" of probe {fmt_rate(h2d)} (GPU 0, 2.5 s)") in text
+                f" of probe {fmt_rate(h2d)} (GPU 0, 2.50 s)") in text
         assert f"{fmt_bytes(p.pinned_bytes)} held ({fmt_bytes(p.registered_bytes)} registered)" in text
         assert f"{p.pinned_allocs_per_s:.1f}/s, median {fmt_bytes(p.median_alloc_bytes)}" in text
         assert 'pageable_copy "loader.py:118\\x1b[31m"' in text and "\x1b[31m" not in text

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from pinmon.model import Finding, ProbeMeasurement
-from pinmon.tui.format import local_share, main_node, node_cell, node_split
+from pinmon.tui.format import local_share, node_cell
 from pinmon.tui.process_detail import detail_rows, probe_for
-from pinmon.units import fmt_bytes, fmt_pct, fmt_rate
+from pinmon.units import fmt_bytes, fmt_nodes, fmt_pct, fmt_rate, main_node
 
 from .fakes import GIB, MIB, T0, make_kernel_snapshot, make_probe_result, traced_cupti_process
 
@@ -48,9 +48,9 @@ def test_achieved_pinned_rate_against_the_probe_of_its_gpu_and_direction():
     vs = rows_by_label(detail_rows(p, s))["1 MiB+ pinned"]
     h2d, d2h = probe.rate("h2d", "pinned"), probe.rate("d2h", "pinned")
     assert vs[0].text == (f"H2D {fmt_rate(p.h2d_pinned_bulk_bytes_per_s)} ="
-                          f" {fmt_pct(p.h2d_pinned_bulk_bytes_per_s / h2d)} of probe {fmt_rate(h2d)} (GPU 0, 2.5 s)")
+                          f" {fmt_pct(p.h2d_pinned_bulk_bytes_per_s / h2d)} of probe {fmt_rate(h2d)} (GPU 0, 2.50 s)")
     assert vs[1].text == (f"D2H {fmt_rate(p.d2h_pinned_bulk_bytes_per_s)} ="
-                          f" {fmt_pct(p.d2h_pinned_bulk_bytes_per_s / d2h)} of probe {fmt_rate(d2h)} (GPU 0, 1.2 s)")
+                          f" {fmt_pct(p.d2h_pinned_bulk_bytes_per_s / d2h)} of probe {fmt_rate(d2h)} (GPU 0, 1.20 s)")
     assert vs[2].text.startswith(fmt_pct(p.pinned_bulk_default_stream_share))
     assert all(r.style == "" for r in vs)  # no finding: nothing highlighted
 
@@ -113,13 +113,13 @@ def test_call_sites_are_quoted_printable_text_and_vmlck_shows_when_held():
 def test_node_helpers():
     s = snap(nodes=2)
     p = next(p for p in s.processes if p.pid == 8080)
-    assert main_node(p) == ("1", 0.75) and node_cell(p) == "1 (75%)"
+    assert main_node(p.pinned_bytes_by_node) == ("1", 0.75) and node_cell(p) == "1 (75%)"
     assert local_share(p, s.gpus) == 0.25  # GPU 0 is on node 0
     assert node_cell(dataclasses.replace(p, pinned_bytes_by_node=None)) == "n/a"
     assert local_share(dataclasses.replace(p, gpu_indices=()), s.gpus) is None
     split = {str(n): n * MIB for n in (10, 2, 1, 3, 4)}
-    assert node_split(split) == ", ".join(f"node{n} {fmt_bytes(n * MIB)}" for n in (1, 2, 3, 4, 10))
-    assert node_split(split, 2).endswith(f"node2 {fmt_bytes(2 * MIB)}, +3 more")
+    assert fmt_nodes(split) == ", ".join(f"node{n} {fmt_bytes(n * MIB)}" for n in (1, 2, 3, 4, 10))
+    assert fmt_nodes(split, 2).endswith(f"node2 {fmt_bytes(2 * MIB)}, +3 more")
 
 
 def test_a_probe_measurement_of_the_largest_size_is_the_reference():

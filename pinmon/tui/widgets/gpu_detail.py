@@ -10,8 +10,8 @@ from typing import Optional
 from textual.content import Content
 from textual.widgets import Static
 
-from ...units import fmt_bytes, fmt_rate, printable
-from ..format import command_text, error_text, error_total, link_label, link_state, method_label
+from ...units import fmt_bytes, fmt_link, fmt_rate, fmt_traffic, printable
+from ..format import command_text, error_text, error_total, link_state, method_label
 from ..state import ViewState
 from .base import NoLinks, View, lines, set_content
 
@@ -49,11 +49,11 @@ class GpuDetail(NoLinks, Static, View):
                              ("   CPU affinity ", "dim"), printable(gpu.cpu_affinity or None, 80)),
             Content.assemble(("memory    ", "dim"), f"{fmt_bytes(gpu.memory_used_bytes)} used of "
                                                     f"{fmt_bytes(gpu.memory_total_bytes)}"),
-            Content.assemble(("link      ", "dim"), f"{link_label(link.gen, link.width)} now = "
-                             f"{fmt_rate(link.theoretical_bytes_per_s)}; max {link_label(link.gen_max, link.width_max)}"
+            Content.assemble(("link      ", "dim"), f"{fmt_link(link.gen, link.width)} now = "
+                             f"{fmt_rate(link.theoretical_bytes_per_s)}; max {fmt_link(link.gen_max, link.width_max)}"
                              f" = {fmt_rate(link.max_theoretical_bytes_per_s)}", _state_note(link_state(gpu, state.thresholds))),
-            Content.assemble(("traffic   ", "dim"), f"RX {fmt_rate(gpu.pcie.rx_bytes_per_s)}  TX "
-                             f"{fmt_rate(gpu.pcie.tx_bytes_per_s)}  ({_method_note(gpu.pcie.method)})"),
+            Content.assemble(("traffic   ", "dim"), f"{fmt_traffic(gpu.pcie.rx_bytes_per_s, gpu.pcie.tx_bytes_per_s)}"
+                             f"  ({_method_note(gpu.pcie.method)})"),
             Content.assemble(("PCIe      ", "dim"), (error_text(gpu), "bold $error" if error_total(gpu) else ""),
                              (" since pinmon started", "dim")),
         ]

@@ -10,8 +10,8 @@ from textual.strip import Strip
 
 from ...advise.thresholds import Thresholds
 from ...model import Gpu
-from ...units import fmt_rate, printable
-from ..format import error_text, error_total, link_label, link_state, method_label, share
+from ...units import fmt_link, fmt_pct, fmt_rate, printable, share
+from ..format import error_text, error_total, link_state, method_label
 from .rows import RowsWidget
 from .sparkline import runs_content, spark_runs, spark_segments
 
@@ -29,8 +29,8 @@ def head_content(gpu: Gpu, selected: bool, thresholds: Thresholds) -> Content:
                                 (" LOST ", "bold reverse $error"), " fell off the bus")
     state = link_state(gpu, thresholds)
     link = gpu.link
-    now = link_label(link.gen, link.width)
-    top = link_label(link.gen_max, link.width_max)
+    now = fmt_link(link.gen, link.width)
+    top = fmt_link(link.gen_max, link.width_max)
     return Content.assemble(
         marker, (f"GPU {gpu.index}", "bold"), f" {name}  ",
         (now + _LINK_NOTE.get(state, ""), _LINK_STYLE[state]), f" (max {top})  ",
@@ -41,7 +41,7 @@ def direction_content(label: str, rate: Optional[float], link_rate: Optional[flo
                       method: Optional[str]) -> Content:
     est = method_label(method)
     pct = share(rate, link_rate)
-    pct_text = "" if pct is None else f"{pct * 100:3.0f}%"
+    pct_text = "" if pct is None else fmt_pct(pct)
     return Content.assemble((label, "bold"), f" {fmt_rate(rate):>10} ", (f"{pct_text:>4}", ""),
                             (f" {est:<5}", "dim"))
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from ...units import fmt_rate, printable
-from ..format import NO_GPU_HINT, error_total, link_label, link_state
+from ...units import fmt_link, fmt_traffic, printable
+from ..format import NO_GPU_HINT, error_total, link_state
 from ..state import ViewState
 from .base import NoLinks, View, lines, set_content
 from .gpu_row import _LINK_NOTE, _LINK_STYLE
@@ -47,8 +47,8 @@ class GpuSummary(NoLinks, Static, View):
             est = " est." if g.pcie.method == "sampled" else ""
             rows.append(Content.assemble(
                 marker, (f"{g.index}", "bold"), " ",
-                (link_label(g.link.gen, g.link.width) + _LINK_NOTE.get(st, ""), _LINK_STYLE[st]),
-                f"  RX {fmt_rate(g.pcie.rx_bytes_per_s)}  TX {fmt_rate(g.pcie.tx_bytes_per_s)}{est}",
+                (fmt_link(g.link.gen, g.link.width) + _LINK_NOTE.get(st, ""), _LINK_STYLE[st]),
+                f"  {fmt_traffic(g.pcie.rx_bytes_per_s, g.pcie.tx_bytes_per_s)}{est}",
                 (f"  errors +{error_total(g)}", "bold $error") if error_total(g) else "",
                 ("  " + printable(g.name or "", 60), "dim")))
         if len(positions) < len(state.gpus):

@@ -1,10 +1,12 @@
-"""Host memory: RAM used/available, pinned against effective RAM with the advisor's mark, the rest.
+"""Host memory: RAM used/available, pinned against effective RAM with a mark at the critical share of
+``pinned-ram-share`` (50% by default), the rest.
 
 Pinned is the snapshot's best figure (``pinned_bytes_total``), labelled by its source: "kernel"
 (the kernel's exact count of pinned pages plus write-combined memory, which it does not count) or
 "est." (the ``/proc/PID/maps`` estimates). With the kernel's count a line says how much of it the
 process rows explain and how much no process does; that figure is highlighted while the advisor's
-``pinned-unattributed`` finding is active, so the view follows the thresholds the user configured.
+``pinned-unattributed`` finding is active, and the pinned bar is coloured by the thresholds of
+``pinned-ram-share``, so the view follows the thresholds the user configured.
 Multi-node hosts get the count's split by NUMA node. Wording as in ``pinmon check``.
 """
 from __future__ import annotations
@@ -15,8 +17,7 @@ from textual.content import Content
 
 from ...advise.thresholds import Thresholds
 from ...model import Finding, HostMemory
-from ...units import fmt_bytes, fmt_pct
-from ..format import node_split, share
+from ...units import fmt_bytes, fmt_nodes, fmt_pct, share
 from ..state import ViewState
 from .bar import bar
 from .base import View
@@ -90,10 +91,10 @@ def kernel_rows(h: HostMemory, compact: bool, alert: bool, width: Optional[int] 
     by_node = h.kernel_pinned_bytes_by_node
     if by_node and len(by_node) > 1:
         if not compact:
-            rows.append(Content.assemble(("by node      ", "dim"), node_split(by_node)))
+            rows.append(Content.assemble(("by node      ", "dim"), fmt_nodes(by_node)))
             return rows
         for limit in range(COMPACT_NODES, 0, -1):  # as many nodes as the line has room for
-            line = Content.assemble(("by node ", "dim"), node_split(by_node, limit))
+            line = Content.assemble(("by node ", "dim"), fmt_nodes(by_node, limit))
             if not width or line.cell_length <= width:
                 break
         rows.append(line)
@@ -101,9 +102,10 @@ def kernel_rows(h: HostMemory, compact: bool, alert: bool, width: Optional[int] 
 
 
 def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding] = (),
-                width: Optional[int] = None, thresholds: Optional[Thresholds] = None) -> list[Content]:
-    t = thresholds if thresholds is not None else Thresholds()
-    mark = t.pinned_ram_critical_fraction
+                width: Optional[int] = None, thresholds: Thresholds = Thresholds()) -> list[Content]:
+    # Pinned memory cannot be swapped or reclaimed; past the rule's critical share the kernel and
+    # every other process fight over what is left.
+    mark = thresholds.pinned_ram_critical_fraction
     effective = h.effective_mem_limit_bytes or h.mem_total_bytes
     used = h.used_bytes
     used_share = share(used, h.mem_total_bytes)
@@ -118,7 +120,7 @@ def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding
         Content.assemble(("RAM    ", "bold"), bar(used_share, cells, _level(used_share, 0.8, 0.95)),
                          f" {fmt_pct(used_share):>4}  ", *ram_tail),
         Content.assemble(("pinned ", "bold"),
-                         bar(pinned_share, cells, pinned_level(pinned_share, t), mark=mark),
+                         bar(pinned_share, cells, pinned_level(pinned_share, thresholds), mark=mark),
                          f" {fmt_pct(pinned_share):>4}  ", (fmt_bytes(pinned), "bold"),
                          f" {source} of ", fmt_bytes(effective), "" if compact else " effective RAM"),
     ]
@@ -147,8 +149,8 @@ def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding
             note = "pinned: CUDA host allocations seen in /proc/PID/maps (est.)"
             if h.pinned_bytes_total is not None:
                 note += " + write-combined (est.)"
-        rows.append(Content.styled(note + f"; ┃ marks {fmt_pct(mark)} of effective RAM (MemTotal or the cgroup limit,"
-                                   " whichever is lower)", "dim"))
+        rows.append(Content.styled(note + f"; ┃ marks {fmt_pct(mark)} of effective RAM (MemTotal or the cgroup"
+                                   " limit, whichever is lower)", "dim"))
     return rows
 
 

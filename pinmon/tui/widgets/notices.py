@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from textual.content import Content
-from textual.widgets import Static
+from textual.widget import Widget
 
 from ...units import printable
 from ..state import ViewState
-from .base import NoLinks, View, set_content
+from .base import NoLinks, View
 
 MARK = ("! ", "bold $warning")
 
@@ -29,7 +29,10 @@ def notice_line(notices: Sequence[str], width: Optional[int]) -> Content:
     return Content.assemble(MARK, first, more)
 
 
-class NoticeBar(NoLinks, Static, View):
+class NoticeBar(NoLinks, Widget, View):
+    """Drawn at paint time, from the width it has then: a bar that was hidden has no width when
+    the notices arrive, and the resize that follows may come after the first paint."""
+
     hides_itself = True  # hidden while there is nothing to say, so the app must still feed it
 
     def __init__(self, **kw):
@@ -37,12 +40,13 @@ class NoticeBar(NoLinks, Static, View):
         self.notices: tuple[str, ...] = ()
 
     def show(self, state: ViewState) -> None:
-        self.notices = state.notices
+        if state.notices != self.notices:
+            self.notices = state.notices
+            self.refresh()
         self.display = bool(self.notices)
-        if self.notices:
-            set_content(self, notice_line(self.notices, self.content_size.width if self.is_mounted else None))
 
-    def on_resize(self) -> None:
-        if self.notices:
-            set_content(self, notice_line(self.notices, self.content_size.width))
+    def render(self) -> Content:
+        if not self.notices:
+            return Content("")
+        return notice_line(self.notices, self.content_size.width or None)
 

@@ -13,8 +13,8 @@ from textual.content import Content
 from textual.widgets import ProgressBar, Static
 
 from ...model import EXACT_PCIE_METHODS, ProbeResult
-from ...units import fmt_bytes, fmt_pct, fmt_rate, printable
-from ..format import fmt_seconds, fmt_speedup, fmt_time, other_measurements, probe_rows, sweep_sizes
+from ...units import fmt_bytes, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds, printable
+from ..format import fmt_time, other_measurements, probe_rows, sweep_sizes
 from ..probe_link import shared_directions
 from ..state import ProbeView, ViewState
 from .base import CompositeView, NoLinks, View, lines, set_content
@@ -62,7 +62,7 @@ def result_rows(result: ProbeResult, link_bytes_per_s: Optional[float], recorded
         rows.append(Content.assemble(
             (f"{r.direction.upper():<4}", "bold"), f" {fmt_rate(r.pinned_bytes_per_s):>11}",
             f" {fmt_rate(r.pageable_bytes_per_s):>11}",
-            (f" {fmt_speedup(r.speedup):>8}", "bold $warning" if slow else ""),
+            (f" {fmt_ratio(r.speedup):>8}", "bold $warning" if slow else ""),
             f" {fmt_pct(r.pinned_share_of_link):>17}"))
     link = result.link_theoretical_bytes_per_s or link_bytes_per_s
     cap = f", pinned buffers capped at {fmt_bytes(result.max_pinned_bytes)}" if result.max_pinned_bytes else ""

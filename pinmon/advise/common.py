@@ -1,0 +1,35 @@
+"""Small helpers the advisor's rules share: how a process is named, where its figures come from,
+the probe result a rule may quote, the lspci command for a GPU."""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..model import ProbeResult, ProcessPinned, Snapshot
+
+
+def process_subject(p: ProcessPinned) -> str:
+    return f"pid {p.pid} ({p.name})" if p.name else f"pid {p.pid}"
+
+
+def source_label(p: ProcessPinned) -> str:
+    """"(traced)" or "(traced, CUPTI)" for figures an in-process tracer reported, "(est.)" for
+    /proc/PID/maps estimates."""
+    if p.source == "traced":
+        return "(traced, CUPTI)" if p.trace_engine == "cupti" else "(traced)"
+    return "(est.)"
+
+
+def probe_ok(snap: Snapshot) -> Optional[ProbeResult]:
+    """The snapshot's probe result when it measured (a refused or failed probe has no figures)."""
+    p = snap.probe
+    return p if p is not None and p.status == "ok" else None
+
+
+def lspci_target(bus_id: Optional[str]) -> str:
+    """NVML's bus id carries an 8-digit domain ("00000000:41:00.0"); lspci prints 4 digits."""
+    if not bus_id:
+        return "sudo lspci -vv"
+    domain, sep, rest = bus_id.partition(":")
+    if sep and len(domain) > 4 and domain[:-4].strip("0") == "":
+        bus_id = f"{domain[-4:]}:{rest}"
+    return f"sudo lspci -vv -s {bus_id.lower()}"

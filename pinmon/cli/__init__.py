@@ -1,0 +1,11 @@
+"""Command line: ``pinmon [COMMAND]``.
+
+``main.py`` builds the parser from the command modules, dispatches and maps errors to exit codes;
+``common.py`` holds what more than one command uses (config, advice, argument types, ``UsageError``);
+``commands/`` has one module per command. ``main`` here is the console script's entry point
+(``pinmon = "pinmon.cli:main"``) and ``python -m pinmon``'s. It is the function, so the attribute
+``pinmon.cli.main`` names the function too: reach the module with ``from pinmon.cli.main import ...``.
+"""
+from .main import main
+
+__all__ = ["main"]

@@ -1,0 +1,99 @@
+"""``pinmon check``: one snapshot (live, or read from a file), the advisor's findings, a report.
+
+Exit 0 ok, 1 warning, 2 critical, 3 unknown (could not assess, bad arguments included): the Nagios
+convention, so a monitoring system can run it as it is. ``--json`` prints ``pinmon.check/1``.
+Without a command and without a terminal, ``pinmon`` prints this report too (``report``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from typing import Optional
+
+from ...limits import MAX_WINDOW_S
+from ...model import CHECK_SCHEMA
+from ..common import (EXIT_CHECK_UNKNOWN, UsageError, advise, dumps, load_config, size_arg,
+                      window_arg)
+
+JSON_SCHEMA = CHECK_SCHEMA
+
+
+def add_parser(sub) -> None:
+    c = sub.add_parser("check", help="one snapshot, the advisor's findings; exit 0 ok, 1 warning, 2 critical, 3 unknown",
+                       description="Take one snapshot (or read a saved one), run the advisor, print a report. "
+                                   "Exit 0 ok, 1 warning, 2 critical, 3 unknown (could not assess).")
+    c.bad_input_code = EXIT_CHECK_UNKNOWN
+    c.add_argument("--json", action="store_true", help='print {"schema": "pinmon.check/1", "status", "snapshot", "findings"}')
+    c.add_argument("--snapshot", metavar="FILE", help="assess a saved snapshot (--json output or a recording's last line)")
+    c.add_argument("--config", metavar="FILE", dest="sub_config", help="TOML config")
+    c.add_argument("--window", type=window_arg, default=1.0, metavar="S",
+                   help=f"seconds of PCIe counting before the snapshot, up to {MAX_WINDOW_S:g} (default 1)")
+    c.add_argument("--probe", action="store_true", help="include a quick pinned-vs-pageable probe (needs CuPy and a GPU)")
+    c.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
+                   help="cap on pinned bytes the probe may allocate")
+
+
+def run(args) -> int:
+    config = load_config(args.sub_config or args.config)
+    if args.snapshot:
+        snap = _saved_snapshot(args.snapshot)
+    else:
+        snap = measure(args.window, args.probe, args.sub_max_pinned or args.max_pinned)
+    return report(snap, config, as_json=args.json)
+
+
+def _saved_snapshot(path: str):
+    """The snapshot in a saved file, marked as read from one; UsageError when it cannot be read."""
+    from ...recording import RecordingError, read_snapshot_file
+
+    try:
+        snap = read_snapshot_file(path)
+    except RecordingError as e:
+        raise UsageError(str(e)) from None
+    return dataclasses.replace(snap, source="snapshot")
+
+
+def measure(window_s: float, probe: bool = False, max_pinned: Optional[int] = None):
+    """A live snapshot after ``window_s`` of counting, with a quick probe's result when ``probe``."""
+    from ...collect.collector import LiveCollector
+
+    # The kernel's pinned count is read fresh: a one-shot check has no earlier reading to reuse.
+    with LiveCollector(interval_s=window_s, kernel_read_every_s=0.0) as col:
+        snap = live_snapshot(col, window_s)
+        if probe:
+            from ...probe_join import with_probe
+
+            snap = with_probe(snap, _quick_probe(max_pinned, snap))
+    return snap
+
+
+def live_snapshot(collector, window_s: float):
+    """A snapshot after ``window_s`` of counting, so PCIe rates cover a real interval."""
+    collector.snapshot()  # starts the counting interval and the churn baseline
+    time.sleep(window_s)
+    return collector.snapshot()
+
+
+def _quick_probe(max_pinned: Optional[int], snapshot=None):
+    """A quick probe on CUDA device 0, its share of the link taken from the snapshot's GPU 0."""
+    from ...probe import run_probe
+
+    link = None
+    if snapshot is not None and snapshot.gpus:
+        link = snapshot.gpus[0].link.theoretical_bytes_per_s
+    return run_probe("quick", gpu_index=0, max_pinned_bytes=max_pinned, link_theoretical_bytes_per_s=link)
+
+
+def report(snap, config, as_json: bool = False) -> int:
+    """Advise on ``snap``, print the report (text or ``pinmon.check/1``), return the exit code."""
+    from ...model import SEVERITY_RANK, worst_severity
+    from ...outputs.text import format_check
+
+    findings = advise([snap], config)
+    if as_json:
+        print(dumps({"schema": CHECK_SCHEMA, "status": worst_severity(findings),
+                     "snapshot": snap.to_dict(), "findings": [f.to_dict() for f in findings]}, indent=1))
+    else:
+        sys.stdout.write(format_check(snap, findings))
+    return SEVERITY_RANK[worst_severity(findings)]

@@ -1,0 +1,209 @@
+"""``pinmon export``: a Prometheus exporter for the live machine or a recording.
+
+A background thread takes a snapshot every ``--interval`` and runs the advisor; each scrape of
+``/metrics`` serves the latest cached state (metric list in ``pinmon.export``). ``--once`` prints the
+metrics text and exits (for tests and cron). Binds loopback unless told otherwise. Exit 0 on
+SIGTERM / SIGINT, 2 for bad arguments, an unreadable recording or a port that cannot be bound.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+
+from ...export.processes import DEFAULT_TOP
+from ...export.server import DEFAULT_LISTEN, parse_listen
+from ..common import (UsageError, advise, interval_arg, load_config, open_replay, print_notices, probe_every_arg,
+                      size_arg, speed_arg)
+
+MAX_TOP_PROCESSES = 1000
+
+
+def _listen(text: str):
+    try:
+        host, port = parse_listen(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    # What the resolver would refuse later (a label over 63 characters, a name over 253, control
+    # characters) is refused here, in one line, before anything is bound.
+    try:
+        ok = host.isprintable() and len(host.encode("idna")) <= 253
+    except UnicodeError:
+        ok = False
+    if not ok:
+        shown = host if len(host) <= 40 else host[:39] + "…"
+        raise argparse.ArgumentTypeError(f"not a host name or address: {shown!r}")
+    return host, port
+
+
+def _top(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= v <= MAX_TOP_PROCESSES:
+        raise argparse.ArgumentTypeError(f"must be 0-{MAX_TOP_PROCESSES}, got {text!r}")
+    return v
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "export", help="Prometheus exporter: serve /metrics (loopback by default)",
+        description="Serve the latest snapshot, the advisor's findings and probe results as Prometheus "
+                    "metrics at http://HOST:PORT/metrics. A background thread collects every --interval "
+                    "seconds; a scrape never waits for collection. Exit 0 on SIGTERM/SIGINT, 2 for bad "
+                    "arguments, an unreadable recording or a port in use.")
+    p.add_argument("--listen", type=_listen, default=parse_listen(DEFAULT_LISTEN), metavar="HOST:PORT",
+                   help=f"address to serve on (default {DEFAULT_LISTEN}: loopback only, so nothing off this "
+                        "machine can scrape it). A wider bind must be asked for explicitly, e.g. "
+                        "--listen 0.0.0.0:9477; IPv6 in brackets, e.g. [::1]:9477; port 0 picks a free port")
+    p.add_argument("--interval", type=interval_arg, default=None, metavar="S", dest="sub_interval",
+                   help="seconds between snapshots, 0.01 to 3600 (default 1, or the config file's)")
+    p.add_argument("--replay", metavar="FILE",
+                   help="serve a recording instead of this machine, at its own pace; at its end the last "
+                        "snapshot stays served (pinmon_replay_finished 1)")
+    p.add_argument("--speed", type=speed_arg, default=None, metavar="X",
+                   help="replay speed factor: 2 plays twice as fast (with --replay; default 1)")
+    p.add_argument("--probe-every", type=probe_every_arg, default=None, metavar="S", dest="sub_probe_every",
+                   help="run a quick pinned-vs-pageable probe on CUDA device 0 every S seconds (default: off)")
+    p.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
+                   help="cap on pinned bytes a probe may allocate (default 256M, never over 5%% of available RAM)")
+    p.add_argument("--top-processes", type=_top, default=DEFAULT_TOP, metavar="N",
+                   help=f"per-process series for the N processes with most pinned memory, the rest summed "
+                        f"as pid=\"other\" (default {DEFAULT_TOP})")
+    p.add_argument("--once", action="store_true",
+                   help="print the metrics text to stdout and exit (live: after --interval seconds of "
+                        "counting; --replay: the state at the recording's end)")
+
+
+def _report(stage: str, exc: BaseException) -> None:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    print(f"pinmon export: {stage} failed ({text}); serving the last good data, counting failures in "
+          f"pinmon_collection_errors_total", file=sys.stderr, flush=True)
+
+
+def _probe_runner(max_pinned):
+    from ...probe import run_probe
+
+    def runner(snapshot, cancel):
+        link = eff = None
+        if snapshot is not None:
+            eff = snapshot.host.effective_mem_limit_bytes
+            if snapshot.gpus:
+                link = snapshot.gpus[0].link.theoretical_bytes_per_s
+        return run_probe("quick", gpu_index=0, max_pinned_bytes=max_pinned, cancel=cancel,
+                         link_theoretical_bytes_per_s=link, effective_mem_limit_bytes=eff)
+    return runner
+
+
+def _check_args(args) -> None:
+    if args.speed is not None and not args.replay:
+        raise UsageError("--speed needs --replay")
+    if args.sub_probe_every is not None and args.replay:
+        raise UsageError("--probe-every probes this machine's GPU; it does not combine with --replay")
+    if args.sub_probe_every is not None and args.once:
+        raise UsageError("--probe-every does not combine with --once (use pinmon check --probe)")
+
+
+def _once(source, refresher, interval: float) -> None:
+    if source.live:
+        refresher.read()  # starts the PCIe counting interval
+        time.sleep(interval)
+        snap = refresher.read()
+        if snap is not None:
+            refresher.publish(snap)
+    else:
+        refresher.drain()
+
+
+def run(args) -> int:
+    from ...export import ExportState, MetricsServer, Refresher, build_registry, metrics_text
+
+    _check_args(args)
+    config = load_config(args.config)
+    interval = args.sub_interval or args.interval or config.interval_s
+    source = open_replay(args.replay) if args.replay else None
+    state = ExportState(live=source is None)
+    registry = build_registry(state, args.top_processes)
+    server = None
+    try:
+        if not args.once:
+            host, port = args.listen
+            try:
+                server = MetricsServer(registry, host, port)  # bind first: a busy port fails before collecting
+            except (OSError, UnicodeError, ValueError) as e:  # the resolver may raise any of these
+                reason = getattr(e, "strerror", None) or " ".join(str(e).split())
+                raise UsageError(f"cannot listen on {_show_listen(host, port)}: {reason}") from None
+        if source is None:
+            from ...collect.collector import LiveCollector
+
+            source = LiveCollector(interval_s=interval)
+        refresher = Refresher(source, state, lambda h: advise(h, config), interval_s=interval,
+                              speed=args.speed or 1.0, on_error=_report)
+        if args.once:
+            _once(source, refresher, interval)
+            sys.stdout.write(metrics_text(registry))
+            sys.stdout.flush()
+            print_notices(source, "pinmon export")  # a recording that ends early says so
+            return 0
+        return _serve(args, source, refresher, server)
+    finally:
+        if server is not None:
+            server.stop()
+        if source is not None:
+            source.close()
+
+
+def _show_listen(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _serve(args, source, refresher, server) -> int:
+    stop = threading.Event()
+    previous = {}
+
+    def handler(signum, frame):
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except (ValueError, OSError):  # not the main thread (a test): Ctrl-C still raises
+            pass
+    prober = None
+    try:
+        server.start()
+        refresher.start()
+        what = f"replay of {args.replay}" if args.replay else "live"
+        print(f"pinmon export: serving {server.url} ({what})", file=sys.stderr, flush=True)
+        if args.sub_probe_every is not None:
+            prober = _start_prober(args, source, refresher.state)
+        notified = False
+        while not stop.wait(0.2):
+            if refresher.finished.is_set() and not notified:
+                notified = True
+                for n in getattr(source, "notices", []):
+                    print(f"pinmon export: {n}", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if prober is not None:
+            prober.stop()
+        refresher.stop()
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+    return 0
+
+
+def _start_prober(args, source, state):
+    from ...export.prober import ProbeLoop
+    from ...probe import probe_available
+
+    ok, reason = probe_available()
+    if not ok:
+        print(f"pinmon export: {reason}; serving without probes", file=sys.stderr, flush=True)
+        return None
+    max_pinned = args.sub_max_pinned if args.sub_max_pinned is not None else args.max_pinned
+    return ProbeLoop(_probe_runner(max_pinned), source, state, args.sub_probe_every, on_error=_report).start()

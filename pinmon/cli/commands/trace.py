@@ -1,0 +1,84 @@
+"""``pinmon trace [--] CMD [ARGS...]``: run a program with pinmon's in-process tracer injected.
+
+The command replaces pinmon (``exec``), so its exit code, output and signals are the program's own.
+The tracer gets in through the environment: ``PYTHONPATH`` starts with ``pinmon/trace/bootstrap``,
+whose ``sitecustomize`` installs the tracer in every Python interpreter the command starts (also
+through a shell script, ``torchrun`` or a child process) and then runs the ``sitecustomize`` it
+shadows. Interpreters started with ``-I``, ``-E`` or ``-S`` skip that hook: use
+``python -m pinmon.trace prog.py`` there.
+
+Before the program starts, the report directory is checked (and created 0700 when missing): when
+reports cannot be written there (no parent directory, a symlink, another user's directory, a mode
+open to others) one warning line on stderr says why. The program runs all the same.
+
+``--engine`` (default: ``$PINMON_TRACE_ENGINE``, else ``auto``) picks CUPTI or the hooks; the first
+traced process prints one line saying which engine runs (``auto``) or why CUPTI could not.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..common import UsageError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "trace", help="run a CuPy/PyTorch program with the in-process tracer (exact per-process figures)",
+        description="Run CMD with pinmon's in-process tracer: every Python process it starts reports its "
+                    "pinned allocations and host<->device copies every 0.5 s to the per-user report "
+                    "directory, where pinmon, pinmon check and the exporter show it as 'traced'. "
+                    "Exit code, output and signals are CMD's own.")
+    p.add_argument("--dir", metavar="DIR", dest="trace_dir", default=None,
+                   help="report directory (default $XDG_RUNTIME_DIR/pinmon, else /tmp/pinmon-UID)")
+    p.add_argument("--engine", choices=("auto", "cupti", "hooks"), default=None,
+                   help="cupti: every library's copies and pinned allocations through NVIDIA CUPTI "
+                        "(needs cupti-python: pip install 'pinmon[cupti13]'); hooks: CuPy/PyTorch calls "
+                        "only; auto (default): CUPTI where it initialises, else the hooks")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
+                   help="the command, e.g. -- python train.py --epochs 3")
+
+
+def bootstrap_dir() -> str:
+    from ... import trace
+
+    return os.path.join(os.path.dirname(os.path.abspath(trace.__file__)), "bootstrap")
+
+
+def traced_env(environ=None, trace_dir=None, engine=None) -> dict:
+    """The environment that injects the tracer into Python processes."""
+    env = dict(os.environ if environ is None else environ)
+    boot = bootstrap_dir()
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != boot]
+    env["PYTHONPATH"] = os.pathsep.join([boot, *parts])
+    import pinmon
+
+    env["PINMON_TRACE_PKG_DIR"] = os.path.dirname(os.path.dirname(os.path.abspath(pinmon.__file__)))
+    env.pop("PINMON_TRACE", None)
+    if trace_dir:
+        env["PINMON_TRACE_DIR"] = os.path.abspath(trace_dir)
+    if engine:
+        env["PINMON_TRACE_ENGINE"] = engine
+    env["PINMON_TRACE_ANNOUNCE"] = "1"
+    return env
+
+
+def run(args) -> int:
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise UsageError("trace: no command given (pinmon trace -- python train.py ...)")
+    env = traced_env(trace_dir=args.trace_dir, engine=getattr(args, "engine", None))
+    from ...trace.report import warn_if_unusable
+
+    warn_if_unusable(env.get("PINMON_TRACE_DIR"), "pinmon: trace")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvpe(cmd[0], cmd, env)
+    except OSError as e:
+        print(f"pinmon: trace: cannot run {cmd[0]!r}: {e.strerror or e}", file=sys.stderr)
+        return 127 if isinstance(e, FileNotFoundError) else 126
+    return 0  # pragma: no cover - exec does not return

@@ -1,0 +1,160 @@
+"""What more than one command uses: exit codes, ``UsageError``, argument types, the config, advice
+with the config's disabled rules, strict JSON, replays and their notices, the terminal app.
+
+Argument types raise ``argparse.ArgumentTypeError``, which the parser turns into one line naming the
+option; the bounds come from ``pinmon.limits``. Everything else raises ``UsageError`` for bad input,
+which ``main`` prints as one line and maps to the command's exit code.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable, Optional
+
+from ..limits import (MAX_DURATION_S, MAX_INTERVAL_S, MAX_PROBE_EVERY_S, MAX_SPEED, MAX_WINDOW_S, MIN_INTERVAL_S,
+                      MIN_PROBE_EVERY_S, MIN_SPEED)
+
+EXIT_BAD_INPUT = 2
+# pinmon check follows the Nagios convention: 0 ok, 1 warning, 2 critical, 3 unknown (could not assess).
+EXIT_CHECK_UNKNOWN = 3
+MAX_PID = 1 << 22  # the kernel's largest pid_max
+# The advisor sees the last 600 snapshots (10 minutes at 1 s), as in the terminal app.
+ADVISOR_WINDOW = 600
+
+
+class UsageError(Exception):
+    """Bad input; the message is one line for the user."""
+
+
+# --- argument types -------------------------------------------------------------------------------
+
+def seconds_arg(low: float, high: float, what: str) -> Callable[[str], float]:
+    """An argparse type: seconds from ``low`` to ``high`` (the caps in pinmon.limits)."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not low <= v <= high:  # NaN fails too
+            raise argparse.ArgumentTypeError(f"{what} must be a positive number of seconds from {low:g}"
+                                             f" to {high:g}, got {text!r}")
+        return v
+    return parse
+
+
+interval_arg = seconds_arg(MIN_INTERVAL_S, MAX_INTERVAL_S, "an interval")
+window_arg = seconds_arg(MIN_INTERVAL_S, MAX_WINDOW_S, "the window")
+duration_arg = seconds_arg(MIN_INTERVAL_S, MAX_DURATION_S, "the duration")
+probe_every_arg = seconds_arg(MIN_PROBE_EVERY_S, MAX_PROBE_EVERY_S, "the probe period")
+
+
+def speed_arg(text: str) -> float:
+    """An argparse type: a replay speed factor within pinmon.limits."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not MIN_SPEED <= v <= MAX_SPEED:
+        raise argparse.ArgumentTypeError(f"speed is a factor (2 plays twice as fast, 0.5 at half speed),"
+                                         f" from {MIN_SPEED:g} to {MAX_SPEED:g}, got {text!r}")
+    return v
+
+
+def pid_arg(text: str) -> int:
+    """An argparse type: a process id the kernel could hand out."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a process id: {text!r}") from None
+    if not 0 < v <= MAX_PID:
+        raise argparse.ArgumentTypeError(f"not a process id: {text!r}")
+    return v
+
+
+def size_arg(text: str) -> int:
+    """An argparse type: bytes from a size like ``256M`` (``units.parse_size``)."""
+    from ..units import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+# --- config, advice, output -----------------------------------------------------------------------
+
+def load_config(path: Optional[str]):
+    """The config file at ``path`` (default: the user's); UsageError naming what is wrong with it."""
+    from ..config import ConfigError, load_config as load
+
+    try:
+        return load(path)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+
+
+def advise(history, config) -> list:
+    """The advisor's findings over ``history`` with the config's thresholds, less its disabled rules."""
+    from ..advise import advise as run_rules
+
+    findings = run_rules(history, config.thresholds)
+    if config.disabled_rules:
+        findings = [f for f in findings if f.rule not in config.disabled_rules]
+    return findings
+
+
+def dumps(obj, **kw) -> str:
+    """JSON text that is always valid JSON: a NaN or infinity (none should reach here) is refused
+    by ``allow_nan=False`` rather than printed bare."""
+    return json.dumps(obj, allow_nan=False, **kw)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# --- sources and the terminal app -----------------------------------------------------------------
+
+def open_replay(path: str):
+    """A ``ReplaySource`` of the recording at ``path``; UsageError when it cannot be read."""
+    from ..collect.replay import ReplaySource
+    from ..recording import RecordingError
+
+    try:
+        return ReplaySource(path)
+    except RecordingError as e:
+        raise UsageError(str(e)) from None
+
+
+def print_notices(source, prefix: str = "pinmon") -> None:
+    """The source's own notices (a recording that ends early), one line each on stderr."""
+    from ..units import printable
+
+    for n in getattr(source, "notices", []):
+        print(f"{prefix}: {printable(n, 2000)}", file=sys.stderr)
+
+
+def run_app(source, config, args, speed: float = 1.0) -> int:
+    """The terminal app on ``source``; live, with automatic probes unless ``--no-probe``."""
+    try:
+        from ..tui.app import run_app as run
+    except ImportError as e:  # the app is part of the package; this only guards broken installs
+        raise UsageError(f"terminal app unavailable: {e}") from None
+    kwargs = {}
+    if source.live and not args.no_probe:
+        from ..probe import probe_available, run_probe
+
+        ok, reason = probe_available()
+        if ok:
+            def runner(kind="quick", **kw):
+                return run_probe(kind, max_pinned_bytes=args.max_pinned, **kw)
+            kwargs["probe_runner"] = runner
+        kwargs["probe_unavailable_reason"] = reason
+        kwargs["probe_every_s"] = args.probe_every
+    elif source.live:
+        kwargs["probe_unavailable_reason"] = "probe disabled (--no-probe)"
+        kwargs["probe_every_s"] = None
+    interval = (args.interval or config.interval_s) if source.live else getattr(source, "interval_s", 1.0)
+    return run(source=source, advisor=lambda h: advise(h, config), interval_s=interval, speed=speed,
+               **kwargs) or 0

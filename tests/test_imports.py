@@ -1,0 +1,179 @@
+"""The package's import graph, read from the source: no cycles, no private names across packages,
+and data flowing one way (collect and probe know nothing of the views; the TUI calls no NVML, psutil
+or CuPy).
+
+Imports are read with ``ast`` from every module under pinmon/, the ones inside functions too: a late
+import that dodges a cycle at load time is still a cycle in the design.
+"""
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pinmon")
+
+
+def _module_name(path: str) -> str:
+    rel = os.path.relpath(path, os.path.dirname(ROOT))[:-3].replace(os.sep, ".")
+    return rel[: -len(".__init__")] if rel.endswith(".__init__") else rel
+
+
+def _modules() -> dict[str, str]:
+    out = {}
+    for d, _, files in os.walk(ROOT):
+        for f in files:
+            if f.endswith(".py"):
+                p = os.path.join(d, f)
+                out[_module_name(p)] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _resolve(module: str, is_package: bool, level: int, name: str | None) -> str:
+    if level == 0:
+        return name or ""
+    base = module.split(".")
+    if not is_package:
+        base = base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+
+def imports_of(module: str) -> list[tuple[str, str | None]]:
+    """(imported pinmon module, imported name or None) for every import in ``module``."""
+    path = MODULES[module]
+    is_package = path.endswith("__init__.py")
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, None) for a in node.names if a.name.startswith("pinmon")]
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(module, is_package, node.level, node.module)
+            if not target.startswith("pinmon"):
+                continue
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                if sub in MODULES:
+                    out.append((sub, None))  # "from .pkg import module"
+                else:
+                    out.append((target, a.name))
+    return out
+
+
+def _owner(module: str) -> str:
+    """The module itself when it exists, else the nearest package that does."""
+    while module and module not in MODULES:
+        module = module.rpartition(".")[0]
+    return module
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else parts[0]
+
+
+def _parent(module: str) -> str:
+    """The Python package a module belongs to: itself for a package's ``__init__``."""
+    return module if MODULES[module].endswith("__init__.py") else module.rpartition(".")[0]
+
+
+GRAPH = {m: sorted({_owner(t) for t, _ in imports_of(m)} - {m, ""}) for m in MODULES}
+
+
+def test_no_import_cycles():
+    # A package's __init__ re-exporting its own modules is not a cycle of design: only edges between
+    # different modules where neither is an __init__ of the other's package count.
+    def edges(m):
+        return [t for t in GRAPH[m] if not (t == _package(m) and MODULES[t].endswith("__init__.py"))
+                and not (m == _package(t) and MODULES[m].endswith("__init__.py"))]
+
+    state, cycles, stack = {}, [], []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for t in edges(m):
+            if state.get(t) == 1:
+                cycles.append(stack[stack.index(t):] + [t])
+            elif t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(GRAPH):
+        if m not in state:
+            visit(m)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_private_names_imported_across_packages():
+    # A package is Python's: pinmon.cli.commands is not pinmon.cli, so a command takes nothing
+    # private from the CLI's common module either.
+    bad = []
+    for m in MODULES:
+        for target, name in imports_of(m):
+            n = name or ""
+            private = (n.startswith("_") and not (n.startswith("__") and n.endswith("__"))) or any(
+                p.startswith("_") and p != "__init__" for p in target.split(".")[1:])
+            if private and _parent(_owner(target)) != _parent(m):
+                bad.append(f"{m} imports {target}{'.' + name if name else ''}")
+    assert not bad, "\n".join(bad)
+
+
+# Packages that must not import each other, in the one direction data flows.
+VIEWS = ("pinmon.tui", "pinmon.outputs", "pinmon.export", "pinmon.cli")
+FORBIDDEN = [
+    ("pinmon.collect", VIEWS + ("pinmon.advise", "pinmon.probe")),
+    ("pinmon.advise", VIEWS + ("pinmon.collect", "pinmon.probe", "pinmon.trace")),
+    ("pinmon.probe", VIEWS + ("pinmon.collect", "pinmon.advise")),
+    ("pinmon.model", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe")),
+    # The modules beside the model that every side shares: the recording format, the Source
+    # protocol, the probe join (no CUDA: pure functions of model objects), the link arithmetic.
+    ("pinmon.recording", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe", "pinmon.trace")),
+    ("pinmon.link", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe", "pinmon.trace")),
+    ("pinmon.source", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe", "pinmon.trace")),
+    ("pinmon.probe_join", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe", "pinmon.trace")),
+    ("pinmon.tui", ("pinmon.collect", "pinmon.probe", "pinmon.trace", "pinmon.cli", "pinmon.export")),
+    ("pinmon.outputs", ("pinmon.tui", "pinmon.cli", "pinmon.export", "pinmon.probe", "pinmon.collect")),
+    ("pinmon.export", ("pinmon.tui", "pinmon.cli")),
+]
+
+
+# What a view may take from a package it must not otherwise import: the probe's analysis is pure
+# functions of a ProbeResult (what its rows say), apart from every CUDA call.
+VIEWS_MAY_USE = ("pinmon.probe.analysis",)
+
+
+@pytest.mark.parametrize("source,targets", FORBIDDEN, ids=[f[0] for f in FORBIDDEN])
+def test_data_flows_one_way(source, targets):
+    allowed = VIEWS_MAY_USE if source in VIEWS else ()
+    bad = [f"{m} imports {t}" for m in MODULES if m == source or m.startswith(source + ".")
+           for t in GRAPH[m] if any(t == x or t.startswith(x + ".") for x in targets) and t not in allowed]
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_entry_point_imports_the_cli():
+    # The command line sits on top: it wires sources to views, and nothing below it knows it.
+    bad = [f"{m} imports {t}" for m in MODULES if not (m == "pinmon.cli" or m.startswith("pinmon.cli."))
+           and m != "pinmon.__main__" for t in GRAPH[m] if t == "pinmon.cli" or t.startswith("pinmon.cli.")]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_tui_calls_no_nvml_psutil_or_cupy():
+    bad = []
+    for m, path in MODULES.items():
+        if not m.startswith("pinmon.tui"):
+            continue
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{m} imports {n}" for n in names if n.split(".")[0] in ("pynvml", "psutil", "cupy")]
+    assert not bad, "\n".join(bad)
