@@ -3,6 +3,9 @@
 # not stop the others. Usage: bash bench/h200_batch.sh OUTDIR PART...   (parts: env gputests probe
 # check pollcost tui screenshots overhead trace cupti cuptitests)
 # overhead: the app against nvitop (60 s each), the app's threads, one update headless (~4 min);
+# overhead2: the app against nvitop in both orders (60 s each, ~4.5 min); frame: one update headless;
+# kpins: the kernel's pinned count against known allocations (~1 min);
+# cuptitrace: both engines' slowdown of a copy loop, 10 rounds each, and their coverage (~2 min);
 # trace: the tracer's slowdown of a copy loop, 20 rounds, and of each kind of copy (~2 min).
 set -u
 out=${1:?outdir}; shift; mkdir -p "$out"
@@ -47,6 +50,21 @@ overhead)
   python3 bench/overhead.py --out "$out" --seconds 60 --parts tui,nvitop 2>&1 | tail -6
   python3 bench/cpu_breakdown.py "$out/cpu_breakdown_h200.json" --seconds 30 --parts threads,parts 2>&1 | tail -4
   python3 bench/tui_frame.py "$out/tui_frame_h200.json" 2>&1 | tail -2;;
+overhead2)
+  part overhead2
+  python3 bench/overhead.py --out "$out/overhead_tui_first" --seconds 60 --parts tui,nvitop 2>&1 | tail -4
+  python3 bench/overhead.py --out "$out/overhead_nvitop_first" --seconds 60 --parts nvitop,tui 2>&1 | tail -4;;
+frame)
+  part frame
+  python3 bench/tui_frame.py "$out/tui_frame_h200.json" 2>&1 | tail -2;;
+kpins)
+  part kpins
+  timeout 200 python3 bench/kernel_pins_h200.py "$out/kernel_pins_h200.json" 2>&1 | tail -12;;
+cuptitrace)
+  part cuptitrace
+  python3 bench/trace_overhead.py "$out/trace_overhead_cupti_h200.json" --engine cupti --rounds 10 2>&1 | tail -2
+  python3 bench/trace_overhead.py "$out/trace_overhead_hooks_h200.json" --engine hooks --rounds 10 2>&1 | tail -2
+  python3 bench/trace_coverage.py "$out/trace_coverage_h200.json" --seconds 8 2>&1 | tail -6;;
 trace)
   part trace
   python3 bench/trace_overhead.py "$out/trace_overhead_h200.json" --rounds 20 2>&1 | tail -8
