@@ -6,8 +6,10 @@ host name, no path.
 
     python3 bench/provenance.py [TREE]     prints it as JSON (TREE: the checkout measured, default this one)
 
-- ``commit``: ``git rev-parse HEAD`` of the tree measured, else ``$PINMON_COMMIT`` (a copy without
-  ``.git``, as on the GPU box); ``dirty``: whether tracked files differ from that commit (null unknown).
+- ``commit``: ``$PINMON_COMMIT`` where set (a copy of the tree, as on the GPU box, may carry a git
+  history of its own whose HEAD is no commit of the project; dirty is then unknown), else ``git
+  rev-parse HEAD`` of the tree measured; ``dirty``: whether tracked files differ from that commit
+  (null unknown).
 - ``versions``: pinmon (the measured tree's ``__version__``) and each installed distribution of
   ``DISTRIBUTIONS`` (importlib.metadata); one that is not installed is left out.
 - ``driver``, ``cuda_driver``, ``gpus``: from NVML (``pynvml``) when it loads, else ``gpu_error`` says why.
@@ -39,13 +41,16 @@ def _git(tree: str, *args: str) -> subprocess.CompletedProcess | None:
 
 
 def commit(tree: str = ROOT) -> tuple[str | None, bool | None]:
-    """(commit, dirty) of ``tree``; ``$PINMON_COMMIT`` (dirty unknown) where git cannot tell."""
+    """(commit, dirty) of ``tree``: ``$PINMON_COMMIT`` (dirty unknown) where set, else git's."""
+    named = os.environ.get("PINMON_COMMIT")
+    if named:
+        return named, None
     head = _git(tree, "rev-parse", "HEAD")
     if head is not None and head.returncode == 0 and head.stdout.strip():
         status = _git(tree, "status", "--porcelain", "--untracked-files=no")
         dirty = None if status is None or status.returncode != 0 else bool(status.stdout.strip())
         return head.stdout.strip(), dirty
-    return os.environ.get("PINMON_COMMIT") or None, None
+    return None, None
 
 
 def pinmon_version(tree: str = ROOT) -> str | None:
