@@ -70,7 +70,7 @@ def test_commit_from_environment_where_the_tree_has_no_git(prov, tmp_path, monke
     assert prov.commit(str(tmp_path)) == (None, None)
 
 
-def test_a_named_commit_wins_over_the_copys_own_git(monkeypatch):
+def test_a_named_commit_wins_over_the_copys_own_git(prov, monkeypatch):
     """The GPU box gets a copy of the tree whose .git HEAD is no commit of the project."""
     monkeypatch.setenv("PINMON_COMMIT", "abc123")
     assert prov.commit(ROOT) == ("abc123", None)
