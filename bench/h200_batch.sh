@@ -3,7 +3,7 @@
 # not stop the others. Usage: bash bench/h200_batch.sh OUTDIR PART...   (parts: env gputests probe
 # check pollcost tui screenshots overhead trace cupti cuptitests)
 # overhead: the app against nvitop (60 s each), the app's threads, one update headless (~4 min);
-# overhead2: the app against nvitop in both orders (60 s each, ~4.5 min); frame: one update headless;
+# overhead2: the app (stock, and quiet input once) against nvitop in both orders (60 s each, ~5.5 min); frame: one update headless;
 # kpins: the kernel's pinned count against known allocations (~1 min);
 # cuptitrace: both engines' slowdown of a copy loop, 10 rounds each, and their coverage (~2 min);
 # trace: the tracer's slowdown of a copy loop, 20 rounds, and of each kind of copy (~2 min).
@@ -52,7 +52,7 @@ overhead)
   python3 bench/tui_frame.py "$out/tui_frame_h200.json" 2>&1 | tail -2;;
 overhead2)
   part overhead2
-  python3 bench/overhead.py --out "$out/overhead_tui_first" --seconds 60 --parts tui,nvitop 2>&1 | tail -4
+  python3 bench/overhead.py --out "$out/overhead_tui_first" --seconds 60 --parts tui,nvitop,tui_quiet 2>&1 | tail -4
   python3 bench/overhead.py --out "$out/overhead_nvitop_first" --seconds 60 --parts nvitop,tui 2>&1 | tail -4;;
 frame)
   part frame
