@@ -192,8 +192,10 @@ def _result_basenames() -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("doc", ["bench/README.md"] + [f"docs/{f}" for f in sorted(os.listdir(DOCS))
-                                                       if f.endswith(".md")])
+DOC_FILES = ["README.md"] + [f"docs/{f}" for f in sorted(os.listdir(DOCS)) if f.endswith(".md")]
+
+
+@pytest.mark.parametrize("doc", ["bench/README.md"] + DOC_FILES)
 def test_every_result_file_a_doc_names_exists(doc):
     basenames = _result_basenames()
     missing = []
@@ -220,12 +222,96 @@ def test_the_result_name_reader_finds_names():
 
 # --- no history ----------------------------------------------------------------------------------
 
-_HISTORY = re.compile(r"\b(previously|formerly|earlier runs?|no longer|used to|now fixed|this work|"
+_HISTORY = re.compile(r"\b(previously|formerly|earlier|no longer|used to|now fixed|this work|this tree|"
                       r"the start of|the tree of)\b", re.I)
 
 
-@pytest.mark.parametrize("doc", ["bench/README.md"] + [f"docs/{f}" for f in sorted(os.listdir(DOCS))
-                                                       if f.endswith(".md")])
+@pytest.mark.parametrize("doc", ["bench/README.md"] + DOC_FILES)
 def test_docs_do_not_narrate_history(doc):
     hits = [line.strip() for line in _read(doc).splitlines() if _HISTORY.search(line)]
     assert not hits, f"{doc}: {hits[:3]}"
+
+
+def test_the_history_pattern_catches_narration():
+    for line in ("Earlier runs: 2.37%", "the tree of the start of this work",
+                 "the engine in this tree"):
+        assert _HISTORY.search(line), line
+    assert not _HISTORY.search("link generation now and rated")
+
+
+# --- paths and links -----------------------------------------------------------------------------
+
+# A path of this repository, as the docs name it: in a code span, a link, or a command line.
+_TOP = ("pinmon", "bench", "tests", "contrib", "examples", "docs", "screenshots", ".ci")
+_REPO_PATH = re.compile(r"(?<![\w./$-])((?:%s)/[A-Za-z0-9_./*-]*)" % "|".join(re.escape(t) for t in _TOP))
+_PLACEHOLDER_PATH = re.compile(r"OUT|DIR|[<>]")
+
+
+def _named_paths(text: str) -> set[str]:
+    """Every repository path a Markdown text names in a code span or a link target."""
+    spans = _code_names(text) | set(re.findall(r"\]\(([^()\s]+)\)", text))
+    names = set()
+    for span in spans:
+        for m in _REPO_PATH.finditer(span):
+            path = m.group(1).rstrip(".")
+            if not _PLACEHOLDER_PATH.search(path):
+                names.add(path)
+    return names
+
+
+def _exists(rel: str) -> bool:
+    import glob
+
+    full = os.path.join(ROOT, rel)
+    return bool(glob.glob(full)) if "*" in rel else os.path.exists(full)
+
+
+def test_the_path_reader_finds_paths():
+    text = ("`pinmon/advise/registry.py` `python3 bench/tui_frame.py OUT.json` `tests/fixtures/maps/*.json` "
+            "`$XDG_RUNTIME_DIR/pinmon` `bench/results/trace_gpu_h200/` [a](docs/metrics.md#x) "
+            "`python3 bench/overhead.py --out OUTDIR` -> `OUTDIR/overhead.json`")
+    assert _named_paths(text) == {"pinmon/advise/registry.py", "bench/tui_frame.py", "tests/fixtures/maps/*.json",
+                                  "bench/results/trace_gpu_h200/", "docs/metrics.md",
+                                  "bench/overhead.py"}
+
+
+@pytest.mark.parametrize("doc", DOC_FILES)
+def test_every_repository_path_a_doc_names_exists(doc):
+    """README.md and docs/*.md name pinmon/..., bench/..., tests/... paths: each must exist (a link's
+    target relative to the document is checked by the link test below)."""
+    missing = sorted(p for p in _named_paths(_read(doc)) if not _exists(p))
+    assert not missing, f"{doc} names paths that do not exist: {missing}"
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())  # punctuation and backticks go, _ stays
+    return text.replace(" ", "-")
+
+
+def _anchors(rel: str) -> set[str]:
+    return {_anchor(h) for h in re.findall(r"^#{1,6} (.+)$", _read(rel), re.M)}
+
+
+def test_anchors_follow_github():
+    assert _anchor("Fleet: Prometheus and Grafana") == "fleet-prometheus-and-grafana"
+    assert _anchor("`pinmon.snapshot/1`") == "pinmonsnapshot1"
+    assert _anchor("The advisor's figures") == "the-advisors-figures"
+
+
+@pytest.mark.parametrize("doc", DOC_FILES)
+def test_every_relative_link_resolves(doc):
+    """Each Markdown link to a file of the repository points at one that exists, and its #anchor at a
+    heading of that file."""
+    base = os.path.dirname(doc)
+    bad = []
+    for target in re.findall(r"\]\(([^()\s]+)\)", _read(doc)):
+        if re.match(r"[a-z]+:", target):
+            continue  # http:, https:, mailto:
+        path, _, anchor = target.partition("#")
+        rel = os.path.normpath(os.path.join(base, path)) if path else doc
+        if not os.path.exists(os.path.join(ROOT, rel)):
+            bad.append(target)
+        elif anchor and rel.endswith(".md") and anchor not in _anchors(rel):
+            bad.append(target)
+    assert not bad, f"{doc} has links that lead nowhere: {bad}"

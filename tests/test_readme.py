@@ -24,3 +24,20 @@ def test_every_command_is_in_the_readme():
     readme = read("README.md")
     for name in COMMANDS:
         assert f"`pinmon {name}" in readme, name
+
+
+def test_every_option_is_in_the_readme():
+    """Each option of `pinmon` and of every command appears in the README (its Commands section and
+    the global options under it), so a new option cannot go undocumented."""
+    from pinmon.cli.main import build_parser
+
+    parser = build_parser()
+    section = read("README.md").split("## Commands", 1)[1].split("\n## ", 1)[0]
+    parsers = [("pinmon", parser)] + [(f"pinmon {n}", p) for n, p in parser.subcommands.items()]
+    missing = []
+    for name, p in parsers:
+        for action in p.arguments:
+            opts = [o for o in action.option_strings if o not in ("-h", "--help")]
+            if opts and not any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", section) for o in opts):
+                missing.append(f"{name} {opts[0]}")
+    assert not missing, f"README.md's Commands section lacks {missing}"

@@ -37,3 +37,25 @@ def test_every_bound_key_is_on_the_help_screen():
             continue  # Esc is documented with /; the others answer keys the help lists already
         first = binding.key.split(",")[0]
         assert names.get(first, first).lower() in helped, binding.key
+
+
+def _readme_key(key: str) -> str:
+    """A Textual key name as the README writes it: ``q`` -> `q`, ``ctrl+q`` -> Ctrl-Q."""
+    if key.startswith("ctrl+"):
+        return "Ctrl-" + key[len("ctrl+"):].upper()
+    return f"`{key}`"
+
+
+def test_every_quit_key_is_in_the_readme():
+    """The keys that quit, Textual's own (ctrl+q) included, are in the Keys table, and so is what
+    Ctrl-C does (Textual binds it to a hint, not to quit)."""
+    from textual.binding import Binding
+
+    bindings = [b for cls in PinmonApp.__mro__ for b in vars(cls).get("BINDINGS", []) if isinstance(b, Binding)]
+    quit_keys = {k for b in bindings if b.action == "quit" for k in b.key.split(",")}
+    assert {"q", "ctrl+q"} <= quit_keys
+    row = next(line for line in readme_keys_table().splitlines() if "quit" in line.split("|")[2])
+    for key in sorted(quit_keys):
+        assert _readme_key(key) in row.split("|")[1], key
+    assert "help_quit" in {b.action for b in bindings if b.key == "ctrl+c"}
+    assert "Ctrl-C" in row
