@@ -11,7 +11,9 @@ import pytest
 
 from pinmon.cli import main
 
-from .helpers import GIB, recording_snapshots, value, write_recording
+from tests.factories import GIB
+
+from .helpers import recording_snapshots, value, write_recording
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -15,7 +15,9 @@ import urllib.request
 
 import pytest
 
-from .helpers import GIB, UUID0, recording_snapshots, write_recording
+from tests.factories import GIB, UUID0
+
+from .helpers import recording_snapshots, write_recording
 from .test_cli_export import start_exporter
 from .test_contrib import ALERTS, dashboard_exprs
 
