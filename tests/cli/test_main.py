@@ -13,7 +13,8 @@ from pinmon.model import Gpu, HostMemory, Link, Pcie, ProbeResult, ProcessPinned
 from tests import factories as make
 
 GIB = 1 << 30
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "maps")
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(TESTS, "fixtures", "maps")
 
 
 def snapshot_file(tmp_path, pinned_fraction=0.0, name="snap.json"):
@@ -228,7 +229,7 @@ def test_the_console_script_entry_point_is_the_main_function(capsys):
 
     import pinmon.cli.main  # noqa: F401
 
-    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "pyproject.toml")) as f:
+    with open(os.path.join(os.path.dirname(TESTS), "pyproject.toml")) as f:
         target = re.search(r'^pinmon = "([\w.]+):(\w+)"$', f.read(), re.M)
     entry = getattr(importlib.import_module(target.group(1)), target.group(2))
     with pytest.raises(SystemExit) as e:
