@@ -15,10 +15,10 @@ import urllib.request
 
 import pytest
 
+from tests.cli.commands.test_export import start_exporter
 from tests.factories import GIB, UUID0
 
 from .helpers import recording_snapshots, write_recording
-from .test_cli_export import start_exporter
 from .test_contrib import ALERTS, dashboard_exprs
 
 PROMETHEUS = shutil.which("prometheus")

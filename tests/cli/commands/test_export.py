@@ -11,11 +11,10 @@ import pytest
 
 from pinmon.cli import main
 
+from tests.export.helpers import recording_snapshots, value, write_recording
 from tests.factories import GIB
 
-from .helpers import recording_snapshots, value, write_recording
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def run_main(argv, capsys):
