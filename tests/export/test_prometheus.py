@@ -4,7 +4,6 @@ are the recording's, the contrib alert rules load and evaluate, and every dashbo
 Loopback only. Skipped only where the ``prometheus`` binary is absent (.ci/run installs it).
 """
 import json
-import os
 import shutil
 import signal
 import socket
