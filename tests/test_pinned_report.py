@@ -1,19 +1,17 @@
 """`pinmon check` text and the exporter show the kernel's pinned count, what processes explain, the
 rest, the per-node split, and fall back to the estimate where the kernel has no count."""
 from pinmon.collect.locked import parse_vm_locked
-from pinmon.model import Gpu, HostMemory, ProcessPinned, Snapshot
+from pinmon.model import Gpu, ProcessPinned, Snapshot
 from pinmon.outputs.text import format_check, process_table
-from tests.export.helpers import render, snapshot as export_snapshot
-
-GIB = 1 << 30
-MIB = 1 << 20
+from pinmon.units import GIB, MIB
+from tests import factories as make
+from tests.export.helpers import render
 
 
 def host(**kw):
-    fields = dict(hostname="box", mem_total_bytes=128 * GIB, mem_available_bytes=64 * GIB,
-                  effective_mem_limit_bytes=128 * GIB, pinned_bytes_est=4 * GIB, write_combined_bytes_est=256 * MIB)
-    fields.update(kw)
-    return HostMemory(**fields)
+    """4 GiB pinned and 256 MiB write-combined (estimates) on a 128 GiB host; its memlock limit unknown."""
+    return make.host(**{**dict(hostname="box", mem_available_bytes=64 * GIB, pinned_bytes_est=4 * GIB,
+                               write_combined_bytes_est=256 * MIB, memlock_unlimited=None), **kw})
 
 
 def kernel_host(**kw):
@@ -55,7 +53,7 @@ def value(text, name, **labels):
 
 
 def test_exporter_serves_the_kernel_count_per_node_and_unattributed():
-    text = render([export_snapshot()])
+    text = render([make.full_snapshot()])
     assert value(text, "pinmon_host_kernel_pinned_bytes") == 12 * GIB
     assert value(text, "pinmon_host_kernel_pinned_node_bytes", node="0") == 5 * GIB
     assert value(text, "pinmon_host_kernel_pinned_node_bytes", node="1") == 7 * GIB
@@ -64,8 +62,9 @@ def test_exporter_serves_the_kernel_count_per_node_and_unattributed():
 
 
 def test_exporter_leaves_unknown_kernel_figures_out():
-    snap = export_snapshot(kernel_pinned_bytes=None, kernel_pinned_bytes_by_node=None, unattributed_pinned_bytes=None,
-                           pinned_bytes_total=10 * GIB + MIB, pinned_bytes_source="est.")
+    snap = make.full_snapshot(kernel_pinned_bytes=None, kernel_pinned_bytes_by_node=None,
+                              unattributed_pinned_bytes=None, pinned_bytes_total=10 * GIB + MIB,
+                              pinned_bytes_source="est.")
     text = render([snap])
     for name in ("pinmon_host_kernel_pinned_bytes", "pinmon_host_kernel_pinned_node_bytes",
                  "pinmon_host_unattributed_pinned_bytes"):

@@ -7,10 +7,10 @@ import pytest
 
 from pinmon.model import ProbeResult
 from pinmon.probe_join import kept_probe, with_probe
-from tests.tui.fakes import make_probe_result, make_snapshot
+from tests import factories as make
 
-OK_OLD = make_probe_result(t=10.0)
-OK_NEW = make_probe_result(t=20.0)
+OK_OLD = make.box_probe(t=10.0)
+OK_NEW = make.box_probe(t=20.0)
 FAILED_OLD = ProbeResult(time=5.0, status="unavailable", reason="no CuPy")
 FAILED_NEW = ProbeResult(time=30.0, status="unavailable", reason="not enough memory")
 
@@ -36,7 +36,7 @@ def test_a_tie_keeps_the_offered_result():
 
 
 def test_with_probe_replaces_only_what_changes():
-    snap = make_snapshot(0)
+    snap = make.box_snapshot(0)
     assert with_probe(snap, None) is snap
     joined = with_probe(snap, OK_OLD)
     assert joined.probe is OK_OLD and joined.gpus == snap.gpus and joined.time == snap.time

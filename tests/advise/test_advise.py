@@ -7,8 +7,9 @@ import pytest
 
 from pinmon.advise import RULE_DOCS, RULES, Thresholds, advise, sort_findings
 from pinmon.model import Finding, Snapshot
+from pinmon.units import GIB, MIB
 
-from .helpers import GIB, MIB, make_gpu, make_probe, make_proc, make_snap, null_snap, pinned_series
+from tests import factories as make
 
 T = Thresholds()
 
@@ -17,7 +18,7 @@ T = Thresholds()
 
 @pytest.mark.parametrize("rule_id", sorted(RULES))
 def test_rule_is_silent_when_inputs_are_unknown(rule_id):
-    assert RULES[rule_id]([null_snap()], T) == []
+    assert RULES[rule_id]([make.null_snapshot()], T) == []
 
 
 @pytest.mark.parametrize("rule_id", sorted(RULES))
@@ -27,11 +28,11 @@ def test_rule_is_silent_on_empty_history(rule_id):
 
 @pytest.mark.parametrize("rule_id", sorted(RULES))
 def test_rule_is_silent_on_a_healthy_box(rule_id):
-    snap = make_snap(pinned_bytes_est=4 * GIB, gpus=[make_gpu(rx=50e9)],
-                     processes=[make_proc(pinned_bytes=4 * GIB, pinned_allocs_per_s=1.0,
+    snap = make.snapshot(pinned_bytes_est=4 * GIB, gpus=[make.gpu(rx=50e9)],
+                     processes=[make.process(pinned_bytes=4 * GIB, pinned_allocs_per_s=1.0,
                                           median_alloc_bytes=64 * MIB, wc_readbacks=0,
                                           write_combined_bytes=0, pageable_copy_bytes_per_s=0.0)],
-                     probe=make_probe())
+                     probe=make.probe())
     assert RULES[rule_id]([snap], T) == []
 
 
@@ -43,12 +44,12 @@ def test_rule_docs_cover_every_rule_and_only_them():
 # --- advise() ------------------------------------------------------------------------------------
 
 def _busy_snapshot(time=1000.0):
-    return make_snap(
+    return make.snapshot(
         time=time, pinned_bytes_est=60 * GIB, effective_mem_limit_bytes=100 * GIB, mem_available_bytes=5 * GIB,
-        gpus=[make_gpu(index=10, gen=3, rx=20e9), make_gpu(index=2, gen=3, rx=20e9),
-              make_gpu(index=1, lost=True)],
-        processes=[make_proc(pid=100, write_combined_bytes=MIB), make_proc(pid=99, wc_readbacks=1),
-                   make_proc(pid=7, pageable_copy_bytes_per_s=1e9)])
+        gpus=[make.gpu(index=10, gen=3, rx=20e9), make.gpu(index=2, gen=3, rx=20e9),
+              make.gpu(index=1, lost=True)],
+        processes=[make.process(pid=100, write_combined_bytes=MIB), make.process(pid=99, wc_readbacks=1),
+                   make.process(pid=7, pageable_copy_bytes_per_s=1e9)])
 
 
 def test_advise_sorts_worst_first_then_rule_then_subject():
@@ -85,14 +86,14 @@ def test_advise_empty_history_and_other_sequences():
 
 
 def test_advise_uses_the_given_thresholds():
-    snap = make_snap(pinned_bytes_est=200 * MIB, effective_mem_limit_bytes=1000 * MIB)
+    snap = make.snapshot(pinned_bytes_est=200 * MIB, effective_mem_limit_bytes=1000 * MIB)
     assert advise([snap]) == []
     strict = Thresholds(pinned_ram_warning_fraction=0.1, pinned_ram_critical_fraction=0.15)
     assert [f.severity for f in advise([snap], strict)] == ["critical"]
 
 
 def test_advise_null_snapshot_is_silent():
-    assert advise([null_snap()]) == []
+    assert advise([make.null_snapshot()]) == []
 
 
 def test_findings_are_json_with_numeric_values():
@@ -105,7 +106,7 @@ def test_findings_are_json_with_numeric_values():
 
 
 def test_advise_reads_a_replayed_history():
-    history = [Snapshot.from_dict(s.to_dict()) for s in pinned_series([GIB + i * (GIB // 10) for i in range(11)])]
+    history = [Snapshot.from_dict(s.to_dict()) for s in make.pinned_series([GIB + i * (GIB // 10) for i in range(11)])]
     assert [f.rule for f in advise(history)] == ["pinned-growth"]
 
 

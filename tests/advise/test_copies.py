@@ -9,7 +9,7 @@ from pinmon.advise import RULE_DOCS, RULES, Thresholds, advise
 from pinmon.advise.copies import copy_gpu, slow_pinned_copies
 from pinmon.model import Pcie
 
-from .helpers import make_gpu, make_probe, make_proc, make_snap
+from tests import factories as make
 
 T = Thresholds()
 
@@ -20,12 +20,12 @@ def cupti_proc(**over):
                   h2d_copy_bytes_per_s=10e9, pinned_bulk_default_stream_share=0.8,
                   copy_gpu_pci_bus_id="0000:41:00.0")
     fields.update(over)
-    return make_proc(**fields)
+    return make.process(**fields)
 
 
 def snap_with(proc, gpus=None, probe=None):
-    gpus = gpus if gpus is not None else [make_gpu(0, rx=40e9, numa_node=1)]
-    return make_snap(gpus=gpus, processes=[proc], probe=probe if probe is not None else make_probe())
+    gpus = gpus if gpus is not None else [make.gpu(0, rx=40e9, numa_node=1)]
+    return make.snapshot(gpus=gpus, processes=[proc], probe=probe if probe is not None else make.probe())
 
 
 def test_slow_copies_warn_and_name_the_causes_with_numbers():
@@ -60,7 +60,7 @@ def test_thresholds_are_configurable():
 
 def test_each_direction_against_its_own_probe_rate():
     p = cupti_proc(h2d_pinned_bulk_bytes_per_s=None, d2h_pinned_bulk_bytes_per_s=5e9, d2h_pinned_bulk_busy_s=3.0)
-    (f,) = slow_pinned_copies([snap_with(p, probe=make_probe(d2h_pinned=50e9))], T)
+    (f,) = slow_pinned_copies([snap_with(p, probe=make.probe(d2h_pinned=50e9))], T)
     assert f.message.startswith("D2H copies") and f.values["probe_pinned_bytes_per_s"] == 50e9
 
 
@@ -74,34 +74,34 @@ def test_silent_without_its_inputs(change):
 
 
 def test_silent_without_a_probe_or_with_one_of_another_gpu():
-    gpus = [make_gpu(0), make_gpu(1)]
+    gpus = [make.gpu(0), make.gpu(1)]
     p = cupti_proc()
-    assert slow_pinned_copies([make_snap(gpus=gpus, processes=[p])], T) == []
-    assert slow_pinned_copies([snap_with(p, gpus, make_probe(gpu_index=1))], T) == []
-    assert slow_pinned_copies([snap_with(p, gpus, make_probe(status="unavailable"))], T) == []
-    assert slow_pinned_copies([snap_with(p, gpus, make_probe(h2d_pinned=None))], T) == []
-    assert len(slow_pinned_copies([snap_with(p, gpus, make_probe(gpu_index=0))], T)) == 1
+    assert slow_pinned_copies([make.snapshot(gpus=gpus, processes=[p])], T) == []
+    assert slow_pinned_copies([snap_with(p, gpus, make.probe(gpu_index=1))], T) == []
+    assert slow_pinned_copies([snap_with(p, gpus, make.probe(status="unavailable"))], T) == []
+    assert slow_pinned_copies([snap_with(p, gpus, make.probe(h2d_pinned=None))], T) == []
+    assert len(slow_pinned_copies([snap_with(p, gpus, make.probe(gpu_index=0))], T)) == 1
 
 
 def test_the_gpu_is_found_by_bus_id_in_either_spelling_else_the_only_one():
-    gpus = [make_gpu(0), make_gpu(1)]
-    snap = make_snap(gpus=gpus)
+    gpus = [make.gpu(0), make.gpu(1)]
+    snap = make.snapshot(gpus=gpus)
     assert copy_gpu(snap, cupti_proc(copy_gpu_pci_bus_id="0000:42:00.0")).index == 1
     assert copy_gpu(snap, cupti_proc(copy_gpu_pci_bus_id="00000000:42:00.0")).index == 1
     assert copy_gpu(snap, cupti_proc(copy_gpu_pci_bus_id=None)) is None  # two GPUs: unknown
     assert copy_gpu(snap, cupti_proc(copy_gpu_pci_bus_id=None, gpu_indices=(1,))).index == 1
-    assert copy_gpu(make_snap(gpus=gpus[:1]), cupti_proc(copy_gpu_pci_bus_id=None)).index == 0
+    assert copy_gpu(make.snapshot(gpus=gpus[:1]), cupti_proc(copy_gpu_pci_bus_id=None)).index == 0
 
 
 @pytest.mark.parametrize("probe_time, duration, fires", [(985.0, 4.0, True), (988.0, 3.0, False), (995.0, None, False)])
 def test_silent_while_the_probe_itself_may_have_slowed_the_copies(probe_time, duration, fires):
-    probe = dataclasses.replace(make_probe(time=probe_time), duration_s=duration)
+    probe = dataclasses.replace(make.probe(time=probe_time), duration_s=duration)
     snap = snap_with(cupti_proc(), probe=probe)  # the snapshot is at t=1000
     assert len(slow_pinned_copies([snap], T)) == int(fires)
 
 
 def test_causes_without_link_numa_or_stream_figures_are_named_plainly():
-    gpu = make_gpu(0, pcie=Pcie())
+    gpu = make.gpu(0, pcie=Pcie())
     p = cupti_proc(pinned_bulk_default_stream_share=None)
     (f,) = slow_pinned_copies([snap_with(p, [gpu])], T)
     assert "link bytes" not in f.advice and "nvidia-smi topo -m" in f.advice
@@ -120,9 +120,9 @@ def test_registered_and_documented():
     ("pageable-bulk-copies", dict(pageable_copy_bytes_per_s=2e9)),
 ])
 def test_figures_from_cupti_are_labelled(rule, fields):
-    p = make_proc(source="traced", trace_engine="cupti", **fields)
-    (f,) = [f for f in advise([make_snap(processes=[p])], T) if f.rule == rule]
+    p = make.process(source="traced", trace_engine="cupti", **fields)
+    (f,) = [f for f in advise([make.snapshot(processes=[p])], T) if f.rule == rule]
     assert "(traced, CUPTI)" in f.message
-    p = make_proc(source="traced", trace_engine="hooks", **fields)
-    (f,) = [f for f in advise([make_snap(processes=[p])], T) if f.rule == rule]
+    p = make.process(source="traced", trace_engine="hooks", **fields)
+    (f,) = [f for f in advise([make.snapshot(processes=[p])], T) if f.rule == rule]
     assert "(traced)" in f.message and "CUPTI" not in f.message

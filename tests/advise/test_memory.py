@@ -8,8 +8,9 @@ import pytest
 from pinmon.advise import RULE_DOCS, Thresholds, advise
 from pinmon.advise import memory
 from pinmon.config import parse_config
+from pinmon.units import GIB, MIB
 
-from .helpers import GIB, MIB, make_gpu, make_host, make_probe, make_proc, make_snap, pinned_series
+from tests import factories as make
 
 T = Thresholds()
 
@@ -24,15 +25,15 @@ LIMIT = 1000 * MIB  # fractions of it are exact in binary floating point
     (500, "warning"), (501, "critical"), (1000, "critical"),
 ])
 def test_pinned_ram_share_levels(pinned_mib, severity):
-    snap = make_snap(pinned_bytes_est=pinned_mib * MIB, effective_mem_limit_bytes=LIMIT)
+    snap = make.snapshot(pinned_bytes_est=pinned_mib * MIB, effective_mem_limit_bytes=LIMIT)
     out = memory.pinned_ram_share([snap], T)
     assert [f.severity for f in out] == ([severity] if severity else [])
 
 
 def test_pinned_ram_share_message_advice_and_values():
-    procs = [make_proc(pid=10, name="small", pinned_bytes=1 * GIB),
-             make_proc(pid=4242, name="trainer", pinned_bytes=40 * GIB, source="traced")]
-    snap = make_snap(pinned_bytes_est=int(61.2 * GIB), effective_mem_limit_bytes=96 * GIB, processes=procs)
+    procs = [make.process(pid=10, name="small", pinned_bytes=1 * GIB),
+             make.process(pid=4242, name="trainer", pinned_bytes=40 * GIB, source="traced")]
+    snap = make.snapshot(pinned_bytes_est=int(61.2 * GIB), effective_mem_limit_bytes=96 * GIB, processes=procs)
     [f] = memory.pinned_ram_share([snap], T)
     assert f.severity == "critical" and f.subject == "host"
     assert f.message == "pinned 61.2 GiB (est.) = 64% of 96.0 GiB effective RAM"
@@ -43,22 +44,22 @@ def test_pinned_ram_share_message_advice_and_values():
 
 
 def test_pinned_ram_share_names_a_cgroup_limit():
-    snap = make_snap(pinned_bytes_est=40 * GIB, effective_mem_limit_bytes=64 * GIB, cgroup_limit_bytes=64 * GIB)
+    snap = make.snapshot(pinned_bytes_est=40 * GIB, effective_mem_limit_bytes=64 * GIB, cgroup_limit_bytes=64 * GIB)
     [f] = memory.pinned_ram_share([snap], T)
     assert "64.0 GiB effective RAM (the cgroup limit)" in f.message
 
 
 def test_pinned_ram_share_thresholds_are_configurable():
-    snap = make_snap(pinned_bytes_est=200 * MIB, effective_mem_limit_bytes=LIMIT)
+    snap = make.snapshot(pinned_bytes_est=200 * MIB, effective_mem_limit_bytes=LIMIT)
     assert memory.pinned_ram_share([snap], T) == []
     t = dataclasses.replace(T, pinned_ram_warning_fraction=0.2)
     assert [f.severity for f in memory.pinned_ram_share([snap], t)] == ["warning"]
 
 
-@pytest.mark.parametrize("host", [make_host(pinned_bytes_est=None), make_host(effective_mem_limit_bytes=None),
-                                  make_host(effective_mem_limit_bytes=0)])
+@pytest.mark.parametrize("host", [make.host(pinned_bytes_est=None), make.host(effective_mem_limit_bytes=None),
+                                  make.host(effective_mem_limit_bytes=0)])
 def test_pinned_ram_share_silent_without_inputs(host):
-    assert memory.pinned_ram_share([make_snap(host=host)], T) == []
+    assert memory.pinned_ram_share([make.snapshot(host=host)], T) == []
 
 
 # --- low-available-memory ------------------------------------------------------------------------
@@ -67,14 +68,14 @@ def test_pinned_ram_share_silent_without_inputs(host):
     (101, 1, False), (100, 1, False), (99, 1, True), (0, 1, True), (50, 0, False), (50, None, False),
 ])
 def test_low_available_memory_levels(avail_mib, pinned, fires):
-    snap = make_snap(mem_available_bytes=avail_mib * MIB, effective_mem_limit_bytes=LIMIT, pinned_bytes_est=pinned)
+    snap = make.snapshot(mem_available_bytes=avail_mib * MIB, effective_mem_limit_bytes=LIMIT, pinned_bytes_est=pinned)
     out = memory.low_available_memory([snap], T)
     assert [f.severity for f in out] == (["warning"] if fires else [])
 
 
 def test_low_available_memory_message():
-    snap = make_snap(mem_available_bytes=int(4.6 * GIB), effective_mem_limit_bytes=96 * GIB,
-                     pinned_bytes_est=40 * GIB, processes=[make_proc(pinned_bytes=40 * GIB)])
+    snap = make.snapshot(mem_available_bytes=int(4.6 * GIB), effective_mem_limit_bytes=96 * GIB,
+                     pinned_bytes_est=40 * GIB, processes=[make.process(pinned_bytes=40 * GIB)])
     [f] = memory.low_available_memory([snap], T)
     assert f.message == "available 4.6 GiB = 4.8% of 96.0 GiB effective RAM, with 40.0 GiB pinned (est.)"
     assert "cannot be swapped out or reclaimed" in f.advice and "OOM killer" in f.advice
@@ -88,7 +89,7 @@ def _growth(history, t=T):
 
 
 def test_pinned_growth_steady_leak_warns():
-    history = pinned_series([GIB + i * (GIB // 10) for i in range(11)])  # 1.0 -> 2.0 GiB over 600 s
+    history = make.pinned_series([GIB + i * (GIB // 10) for i in range(11)])  # 1.0 -> 2.0 GiB over 600 s
     [f] = memory.pinned_growth(history, T)
     assert f.severity == "warning" and f.subject == "pid 1234 (python)"
     assert f.message == ("pinned grew from 1.0 GiB to 2.0 GiB (+100%) over 10.0 min (est.),"
@@ -99,13 +100,13 @@ def test_pinned_growth_steady_leak_warns():
 
 @pytest.mark.parametrize("last, fires", [(GIB, False), (GIB + 1, True)])
 def test_pinned_growth_minimum_size(last, fires):
-    assert _growth(pinned_series([GIB // 4, GIB // 2, last], step=300.0)) == (["warning"] if fires else [])
+    assert _growth(make.pinned_series([GIB // 4, GIB // 2, last], step=300.0)) == (["warning"] if fires else [])
 
 
 @pytest.mark.parametrize("last, fires", [(3 * GIB, False), (3 * GIB + 1, True)])
 def test_pinned_growth_minimum_fraction(last, fires):
     # 2 GiB -> 3 GiB is exactly +50%: growth must exceed it
-    assert _growth(pinned_series([2 * GIB, int(2.5 * GIB), last], step=300.0)) == (["warning"] if fires else [])
+    assert _growth(make.pinned_series([2 * GIB, int(2.5 * GIB), last], step=300.0)) == (["warning"] if fires else [])
 
 
 @pytest.mark.parametrize("dip, fires", [
@@ -113,44 +114,44 @@ def test_pinned_growth_minimum_fraction(last, fires):
     (int(2 * GIB * 0.94), False),          # a 6% dip: memory went back, not a leak
 ])
 def test_pinned_growth_must_be_monotone(dip, fires):
-    history = pinned_series([GIB, 2 * GIB, dip, 3 * GIB], step=200.0)
+    history = make.pinned_series([GIB, 2 * GIB, dip, 3 * GIB], step=200.0)
     assert _growth(history) == (["warning"] if fires else [])
 
 
 @pytest.mark.parametrize("span_s, fires", [(299.0, False), (300.0, True), (600.0, True)])
 def test_pinned_growth_needs_half_a_window_of_samples(span_s, fires):
-    history = pinned_series([GIB, 3 * GIB], start=1000.0, step=span_s)
+    history = make.pinned_series([GIB, 3 * GIB], start=1000.0, step=span_s)
     assert _growth(history) == (["warning"] if fires else [])
 
 
 def test_pinned_growth_only_looks_inside_the_window():
     # An old small sample outside the window does not count: inside it the process is flat at 3 GiB.
-    history = pinned_series([GIB // 2] + [3 * GIB] * 11, start=0.0, step=60.0)  # times 0 .. 660
+    history = make.pinned_series([GIB // 2] + [3 * GIB] * 11, start=0.0, step=60.0)  # times 0 .. 660
     assert _growth(history) == []
     assert _growth(history, dataclasses.replace(T, growth_window_s=660.0)) == ["warning"]
 
 
 def test_pinned_growth_single_sample_and_missing_process():
-    assert _growth(pinned_series([5 * GIB])) == []
-    history = pinned_series([GIB, 2 * GIB, 3 * GIB], step=300.0) + [make_snap(time=900.0)]
+    assert _growth(make.pinned_series([5 * GIB])) == []
+    history = make.pinned_series([GIB, 2 * GIB, 3 * GIB], step=300.0) + [make.snapshot(time=900.0)]
     assert _growth(history) == []  # gone from the latest snapshot
 
 
 def test_pinned_growth_pid_reuse_resets_history():
-    history = (pinned_series([GIB // 4], name="old", step=300.0)
-               + pinned_series([2 * GIB, 2 * GIB], start=300.0, step=300.0, name="new"))
+    history = (make.pinned_series([GIB // 4], name="old", step=300.0)
+               + make.pinned_series([2 * GIB, 2 * GIB], start=300.0, step=300.0, name="new"))
     assert _growth(history) == []  # "new" is flat from 300 s to 600 s
 
 
 def test_pinned_growth_traced_label_and_zero_start():
-    history = pinned_series([0, GIB, 2 * GIB], step=300.0, source="traced")
+    history = make.pinned_series([0, GIB, 2 * GIB], step=300.0, source="traced")
     [f] = memory.pinned_growth(history, T)
     assert "from 0 B to 2.0 GiB over 10.0 min (traced)" in f.message
     assert "growth_fraction" not in f.values  # unknown figures are left out, not null
 
 
 def test_pinned_growth_skips_unknown_samples():
-    history = pinned_series([GIB, None, 3 * GIB], step=300.0)
+    history = make.pinned_series([GIB, None, 3 * GIB], step=300.0)
     [f] = memory.pinned_growth(history, T)
     assert f.values["samples"] == 2
 
@@ -163,13 +164,13 @@ def test_pinned_growth_skips_unknown_samples():
     (None, None, GIB, False), (8 * MIB, True, GIB, False), (8 * MIB, None, GIB, True),
 ])
 def test_memlock_limit_low_levels(limit, unlimited, pinned, fires):
-    snap = make_snap(memlock_limit_bytes=limit, memlock_unlimited=unlimited, pinned_bytes_est=pinned)
+    snap = make.snapshot(memlock_limit_bytes=limit, memlock_unlimited=unlimited, pinned_bytes_est=pinned)
     out = memory.memlock_limit_low([snap], T)
     assert [f.severity for f in out] == (["info"] if fires else [])
 
 
 def test_memlock_limit_low_is_accurate_about_cuda():
-    snap = make_snap(memlock_limit_bytes=8 * MIB, memlock_unlimited=False, pinned_bytes_est=GIB)
+    snap = make.snapshot(memlock_limit_bytes=8 * MIB, memlock_unlimited=False, pinned_bytes_est=GIB)
     [f] = memory.memlock_limit_low([snap], T)
     assert f.message.startswith("RLIMIT_MEMLOCK is 8.0 MiB")
     assert "not mlock()ed" in f.advice and "not capped" in f.advice and "RDMA" in f.advice
@@ -198,7 +199,7 @@ def test_new_rules_are_registered_and_documented():
 
 def test_ram_share_on_registered_memory_the_estimate_cannot_see():
     # 70 GiB registered: no maps show it, the kernel counts it.
-    snap = make_snap(**kernel_host(70 * GIB, 70 * GIB), effective_mem_limit_bytes=128 * GIB)
+    snap = make.snapshot(**kernel_host(70 * GIB, 70 * GIB), effective_mem_limit_bytes=128 * GIB)
     (f,) = rule(snap, "pinned-ram-share")
     assert f.severity == "critical"
     assert f.message == "pinned 70.0 GiB (kernel's count) = 55% of 128.0 GiB effective RAM"
@@ -206,14 +207,14 @@ def test_ram_share_on_registered_memory_the_estimate_cannot_see():
 
 
 def test_ram_share_counts_write_combined_with_the_kernel_count():
-    snap = make_snap(**kernel_host(30 * GIB, 0, wc=10 * GIB), effective_mem_limit_bytes=100 * GIB)
+    snap = make.snapshot(**kernel_host(30 * GIB, 0, wc=10 * GIB), effective_mem_limit_bytes=100 * GIB)
     (f,) = rule(snap, "pinned-ram-share")
     assert f.severity == "warning" and f.values["pinned_bytes"] == 40 * GIB
     assert "(kernel's count + write-combined est.)" in f.message
 
 
 def test_ram_share_says_estimate_without_the_kernel_count():
-    snap = make_snap(pinned_bytes_est=60 * GIB, pinned_bytes_total=61 * GIB, pinned_bytes_source="est.",
+    snap = make.snapshot(pinned_bytes_est=60 * GIB, pinned_bytes_total=61 * GIB, pinned_bytes_source="est.",
                      effective_mem_limit_bytes=100 * GIB)
     (f,) = rule(snap, "pinned-ram-share")
     assert f.message.startswith("pinned 61.0 GiB (est.) = 61%") and f.values["kernel_count"] == 0
@@ -221,13 +222,13 @@ def test_ram_share_says_estimate_without_the_kernel_count():
 
 def test_ram_share_in_a_limited_cgroup_reports_the_larger_share():
     # Host-wide 40 GiB of 512 GiB is 8%; this cgroup's own 12 GiB of its 16 GiB limit is 75%.
-    snap = make_snap(**kernel_host(40 * GIB, 28 * GIB, pinned_bytes_est=12 * GIB), mem_total_bytes=512 * GIB,
+    snap = make.snapshot(**kernel_host(40 * GIB, 28 * GIB, pinned_bytes_est=12 * GIB), mem_total_bytes=512 * GIB,
                      effective_mem_limit_bytes=16 * GIB, cgroup_limit_bytes=16 * GIB)
     (f,) = rule(snap, "pinned-ram-share")
     assert f.severity == "critical" and f.values["kernel_count"] == 0
     assert "in this cgroup's processes (est.)" in f.message and "cgroup limit" in f.message
     # The other way round: the host is full of pins, the cgroup holds none.
-    snap = make_snap(**kernel_host(300 * GIB, 300 * GIB), mem_total_bytes=512 * GIB,
+    snap = make.snapshot(**kernel_host(300 * GIB, 300 * GIB), mem_total_bytes=512 * GIB,
                      effective_mem_limit_bytes=16 * GIB, cgroup_limit_bytes=16 * GIB)
     (f,) = rule(snap, "pinned-ram-share")
     assert f.severity == "critical" and f.values["kernel_count"] == 1
@@ -235,7 +236,7 @@ def test_ram_share_in_a_limited_cgroup_reports_the_larger_share():
 
 
 def test_low_available_memory_uses_the_best_figure():
-    snap = make_snap(**kernel_host(8 * GIB, 8 * GIB), mem_available_bytes=4 * GIB,
+    snap = make.snapshot(**kernel_host(8 * GIB, 8 * GIB), mem_available_bytes=4 * GIB,
                      effective_mem_limit_bytes=128 * GIB)
     (f,) = rule(snap, "low-available-memory")
     assert "8.0 GiB pinned (kernel's count)" in f.message
@@ -251,12 +252,12 @@ def test_low_available_memory_uses_the_best_figure():
     (0, 0, False),
 ])
 def test_unattributed_thresholds(kernel, unattributed, fires):
-    snap = make_snap(**kernel_host(kernel, unattributed))
+    snap = make.snapshot(**kernel_host(kernel, unattributed))
     assert bool(rule(snap, "pinned-unattributed")) == fires
 
 
 def test_unattributed_message_and_advice():
-    snap = make_snap(**kernel_host(10 * GIB, 6 * GIB))
+    snap = make.snapshot(**kernel_host(10 * GIB, 6 * GIB))
     (f,) = rule(snap, "pinned-unattributed")
     assert f.severity == "warning" and f.subject == "host"
     assert f.message.startswith("6.0 GiB (60%) of the 10.0 GiB the kernel counts as pinned")
@@ -268,19 +269,19 @@ def test_unattributed_message_and_advice():
 
 
 def test_unattributed_says_host_wide_in_a_limited_cgroup():
-    snap = make_snap(**kernel_host(10 * GIB, 6 * GIB), mem_total_bytes=512 * GIB,
+    snap = make.snapshot(**kernel_host(10 * GIB, 6 * GIB), mem_total_bytes=512 * GIB,
                      effective_mem_limit_bytes=64 * GIB, cgroup_limit_bytes=64 * GIB)
     (f,) = rule(snap, "pinned-unattributed")
     assert "host-wide" in f.message
 
 
 def test_unattributed_silent_without_the_kernel_count():
-    assert not rule(make_snap(pinned_bytes_est=50 * GIB), "pinned-unattributed")
+    assert not rule(make.snapshot(pinned_bytes_est=50 * GIB), "pinned-unattributed")
 
 
 def test_unattributed_thresholds_from_a_config_file():
     cfg = parse_config('[thresholds]\nunattributed_min_bytes = "64M"\nunattributed_min_fraction = 0.05\n')
-    snap = make_snap(**kernel_host(10 * GIB, 700 * MIB))
+    snap = make.snapshot(**kernel_host(10 * GIB, 700 * MIB))
     assert not rule(snap, "pinned-unattributed")
     assert rule(snap, "pinned-unattributed", cfg.thresholds)
 
@@ -288,9 +289,9 @@ def test_unattributed_thresholds_from_a_config_file():
 # --- mlock-not-pinned ------------------------------------------------------------------------------
 
 def test_mlock_not_pinned():
-    procs = [make_proc(pid=1, vm_locked_bytes=GIB), make_proc(pid=2, vm_locked_bytes=GIB - 1),
-             make_proc(pid=3, vm_locked_bytes=None)]
-    (f,) = rule(make_snap(processes=procs), "mlock-not-pinned")
+    procs = [make.process(pid=1, vm_locked_bytes=GIB), make.process(pid=2, vm_locked_bytes=GIB - 1),
+             make.process(pid=3, vm_locked_bytes=None)]
+    (f,) = rule(make.snapshot(processes=procs), "mlock-not-pinned")
     assert f.subject == "pid 1 (python)" and f.severity == "warning"
     assert "mlock()" in f.message and "pageable speed" in f.message
     assert "cudaHostRegister" in f.advice and "pin_memory()" in f.advice
@@ -298,7 +299,7 @@ def test_mlock_not_pinned():
 
 
 def test_mlock_not_pinned_quotes_the_probe():
-    snap = make_snap(processes=[make_proc(vm_locked_bytes=4 * GIB)], probe=make_probe())
+    snap = make.snapshot(processes=[make.process(vm_locked_bytes=4 * GIB)], probe=make.probe())
     (f,) = rule(snap, "mlock-not-pinned")
     assert "pinned H2D ran 55.0 GB/s vs 6.3 GB/s pageable" in f.advice
 
@@ -306,8 +307,8 @@ def test_mlock_not_pinned_quotes_the_probe():
 # --- pinned-numa-remote ----------------------------------------------------------------------------
 
 def numa_snap(by_node, gpu_node=0, nodes=(0, 1), gpus=(0,)):
-    return make_snap(numa_nodes=nodes, gpus=[make_gpu(i, numa_node=gpu_node) for i in gpus],
-                     processes=[make_proc(pinned_bytes=sum(by_node.values()), pinned_bytes_by_node=by_node,
+    return make.snapshot(numa_nodes=nodes, gpus=[make.gpu(i, numa_node=gpu_node) for i in gpus],
+                     processes=[make.process(pinned_bytes=sum(by_node.values()), pinned_bytes_by_node=by_node,
                                           gpu_indices=tuple(gpus))])
 
 
@@ -339,8 +340,8 @@ def test_numa_remote_silent_on_a_single_node_host_and_unknown_gpu_node():
 
 
 def test_numa_remote_gpus_on_both_nodes_are_both_local():
-    snap = make_snap(numa_nodes=(0, 1), gpus=[make_gpu(0, numa_node=0), make_gpu(1, numa_node=1)],
-                     processes=[make_proc(pinned_bytes=4 * GIB, pinned_bytes_by_node={"0": 2 * GIB, "1": 2 * GIB},
+    snap = make.snapshot(numa_nodes=(0, 1), gpus=[make.gpu(0, numa_node=0), make.gpu(1, numa_node=1)],
+                     processes=[make.process(pinned_bytes=4 * GIB, pinned_bytes_by_node={"0": 2 * GIB, "1": 2 * GIB},
                                           gpu_indices=(0, 1))])
     assert not rule(snap, "pinned-numa-remote")
 

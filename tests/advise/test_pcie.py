@@ -5,7 +5,7 @@ from pinmon.advise import Thresholds
 from pinmon.advise import pcie
 from pinmon.model import Pcie
 
-from .helpers import make_gpu, make_snap
+from tests import factories as make
 
 T = Thresholds()
 
@@ -24,13 +24,13 @@ T = Thresholds()
     (5, 16, 60e9, 0.0, None),            # full link, busy
 ])
 def test_pcie_link_degraded_levels(gen, width, rx, tx, severity):
-    snap = make_snap(gpus=[make_gpu(gen=gen, width=width, rx=rx, tx=tx)])
+    snap = make.snapshot(gpus=[make.gpu(gen=gen, width=width, rx=rx, tx=tx)])
     out = pcie.pcie_link_degraded([snap], T)
     assert [f.severity for f in out] == ([severity] if severity else [])
 
 
 def test_pcie_link_degraded_message():
-    snap = make_snap(gpus=[make_gpu(index=2, gen=3, width=8, rx=12.3e9, tx=0.0, pci_bus_id="00000000:41:00.0")])
+    snap = make.snapshot(gpus=[make.gpu(index=2, gen=3, width=8, rx=12.3e9, tx=0.0, pci_bus_id="00000000:41:00.0")])
     [f] = pcie.pcie_link_degraded([snap], T)
     assert f.subject == "gpu2"
     assert f.message == "link Gen3 x8 under 12.3 GB/s of traffic, rated Gen5 x16 (63.0 GB/s vs 7.9 GB/s)"
@@ -40,8 +40,8 @@ def test_pcie_link_degraded_message():
 
 
 def test_pcie_link_degraded_silent_for_unknown_max_or_lost_gpu():
-    snap = make_snap(gpus=[make_gpu(index=0, gen=3, width=8, gen_max=None, width_max=None, rx=20e9),
-                           make_gpu(index=1, gen=3, width=8, rx=20e9, lost=True)])
+    snap = make.snapshot(gpus=[make.gpu(index=0, gen=3, width=8, gen_max=None, width_max=None, rx=20e9),
+                           make.gpu(index=1, gen=3, width=8, rx=20e9, lost=True)])
     assert pcie.pcie_link_degraded([snap], T) == []
 
 
@@ -57,14 +57,14 @@ def _pcie(replay=0, recovery=0, error=0, deltas=None):
     (None, None, None, None), (None, None, 3, "warning"),
 ])
 def test_pcie_errors_levels(replay, recovery, error, severity):
-    snap = make_snap(gpus=[make_gpu(pcie=_pcie(replay, recovery, error))])
+    snap = make.snapshot(gpus=[make.gpu(pcie=_pcie(replay, recovery, error))])
     out = pcie.pcie_errors([snap], T)
     assert [f.severity for f in out] == ([severity] if severity else [])
 
 
 def test_pcie_errors_lists_nonzero_counters():
     deltas = {"replay": 3, "l0_to_recovery": 12, "bad_tlp": 2, "naks_sent": 0, "receiver_error": None}
-    snap = make_snap(gpus=[make_gpu(index=1, pcie=_pcie(3, 12, 2, deltas), pci_bus_id="00000000:42:00.0")])
+    snap = make.snapshot(gpus=[make.gpu(index=1, pcie=_pcie(3, 12, 2, deltas), pci_bus_id="00000000:42:00.0")])
     [f] = pcie.pcie_errors([snap], T)
     assert f.subject == "gpu1" and f.severity == "warning"
     assert f.message == "PCIe counters rose since pinmon started: bad_tlp +2, l0_to_recovery +12, replay +3"
@@ -73,13 +73,13 @@ def test_pcie_errors_lists_nonzero_counters():
 
 
 def test_pcie_errors_without_counter_details():
-    snap = make_snap(gpus=[make_gpu(pcie=_pcie(1, 0, 4))])
+    snap = make.snapshot(gpus=[make.gpu(pcie=_pcie(1, 0, 4))])
     [f] = pcie.pcie_errors([snap], T)
     assert f.message == "PCIe counters rose since pinmon started: replay +1, errors +4"
 
 
 def test_pcie_errors_recoveries_alone_are_info_and_say_why():
-    snap = make_snap(gpus=[make_gpu(pcie=_pcie(0, 7, 0, {"l0_to_recovery": 7}))])
+    snap = make.snapshot(gpus=[make.gpu(pcie=_pcie(0, 7, 0, {"l0_to_recovery": 7}))])
     [f] = pcie.pcie_errors([snap], T)
     assert f.severity == "info" and "l0_to_recovery +7" in f.message and "power-saving" in f.message
 
@@ -87,7 +87,7 @@ def test_pcie_errors_recoveries_alone_are_info_and_say_why():
 # --- gpu-lost ------------------------------------------------------------------------------------
 
 def test_gpu_lost():
-    snap = make_snap(gpus=[make_gpu(index=0), make_gpu(index=3, lost=True, pci_bus_id="0000:41:00.0")])
+    snap = make.snapshot(gpus=[make.gpu(index=0), make.gpu(index=3, lost=True, pci_bus_id="0000:41:00.0")])
     [f] = pcie.gpu_lost([snap], T)
     assert f.severity == "critical" and f.subject == "gpu3"
     assert f.message == "GPU 3 (bus 0000:41:00.0) fell off the bus"
@@ -95,5 +95,5 @@ def test_gpu_lost():
 
 
 def test_gpu_lost_without_bus_id():
-    [f] = pcie.gpu_lost([make_snap(gpus=[make_gpu(index=1, lost=True, pci_bus_id=None)])], T)
+    [f] = pcie.gpu_lost([make.snapshot(gpus=[make.gpu(index=1, lost=True, pci_bus_id=None)])], T)
     assert f.message == "GPU 1 fell off the bus"

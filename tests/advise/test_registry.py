@@ -18,7 +18,7 @@ from pinmon.advise.thresholds import threshold_fields
 from pinmon.model import SEVERITY_RANK
 from pinmon.units import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
 
-from .helpers import make_gpu, make_proc, make_snap
+from tests import factories as make
 
 
 def _declared_rules() -> list[Rule]:
@@ -86,8 +86,8 @@ def test_a_rule_stamps_its_id_and_the_subject():
     def toy(g, snap, t):
         yield Found("warning", f"gpu {g.index}", "advice", figure=1, unknown=None)
 
-    lost = make_gpu(index=1, lost=True)
-    [f] = toy([make_snap(gpus=[make_gpu(index=0), lost])], Thresholds())
+    lost = make.gpu(index=1, lost=True)
+    [f] = toy([make.snapshot(gpus=[make.gpu(index=0), lost])], Thresholds())
     assert (f.rule, f.subject, f.message, f.values) == ("toy", "gpu0", "gpu 0", {"figure": 1})  # lost GPU skipped
     assert toy([], Thresholds()) == []
 
@@ -102,7 +102,7 @@ def test_process_and_snapshot_scopes_name_their_subjects():
         yield Found("info", "m", "a")
         yield Found("info", "m", "a", subject="gpu3")
 
-    snap = make_snap(processes=[make_proc(pid=7, name="python"), make_proc(pid=8, name=None)])
+    snap = make.snapshot(processes=[make.process(pid=7, name="python"), make.process(pid=8, name=None)])
     assert [f.subject for f in per_process([snap], Thresholds())] == ["pid 7 (python)", "pid 8"]
     assert [f.subject for f in per_snapshot([snap], Thresholds())] == ["host", "gpu3"]
 
@@ -132,7 +132,7 @@ def test_an_undeclared_severity_fails_these_tests():
         yield Found("warning", "m", "a")
 
     with pytest.raises(AssertionError, match="declares"):
-        toy([make_snap()], Thresholds())
+        toy([make.snapshot()], Thresholds())
 
 
 

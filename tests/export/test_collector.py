@@ -6,7 +6,10 @@ import pytest
 from pinmon.export import ExportState, Refresher, build_registry, metrics_text
 from pinmon.model import HostMemory, Snapshot
 
-from .helpers import GIB, MIB, UUID0, UUID1, finding, gpu, names, procs, render, samples, snapshot, value
+from tests import factories as make
+from tests.factories import GIB, MIB, UUID0, UUID1
+
+from .helpers import names, render, samples, value
 
 G0 = {"gpu": "0", "uuid": UUID0, "pci_bus_id": "00000000:00:00.0"}
 
@@ -18,7 +21,7 @@ def test_empty_state_serves_only_the_exporter_health():
 
 
 def test_gpu_values_and_labels():
-    text = render([snapshot()])
+    text = render([make.full_snapshot()])
     assert value(text, "pinmon_gpu_info", name="NVIDIA H200", pcie_method="counters", **G0) == 1
     assert value(text, "pinmon_gpu_up", **G0) == 1
     assert value(text, "pinmon_gpu_pcie_rx_bytes_per_second", **G0) == 1000
@@ -37,7 +40,7 @@ def test_gpu_values_and_labels():
 def test_byte_counters_accumulate_link_bytes_once_per_snapshot():
     state = ExportState()
     for rx in (1000, 2000, 4000):
-        state.add_snapshot(snapshot(gpus=[gpu(rx=rx, tx=rx // 2, interval=0.5)]))
+        state.add_snapshot(make.full_snapshot(gpus=[make.full_gpu(rx=rx, tx=rx // 2, interval=0.5)]))
     registry = build_registry(state)
     first, second = metrics_text(registry), metrics_text(registry)
     for text in (first, second):  # scraping twice must not count twice
@@ -47,20 +50,20 @@ def test_byte_counters_accumulate_link_bytes_once_per_snapshot():
 
 
 def test_sampled_rates_make_no_byte_counter():
-    text = render([snapshot(gpus=[gpu(method="sampled")])])
+    text = render([make.full_snapshot(gpus=[make.full_gpu(method="sampled")])])
     assert value(text, "pinmon_gpu_pcie_rx_bytes_per_second", **G0) == 1000
     assert "pinmon_gpu_pcie_rx_bytes_total" not in names(text)
     assert value(text, "pinmon_gpu_info", pcie_method="sampled", **G0) == 1
 
 
 def test_gpus_are_told_apart_by_uuid():
-    text = render([snapshot(gpus=[gpu(), gpu(index=1, uuid=UUID1, rx=9)])])
+    text = render([make.full_snapshot(gpus=[make.full_gpu(), make.full_gpu(index=1, uuid=UUID1, rx=9)])])
     assert value(text, "pinmon_gpu_pcie_rx_bytes_total", uuid=UUID0) == 1000
     assert value(text, "pinmon_gpu_pcie_rx_bytes_total", uuid=UUID1, gpu=1) == 9
 
 
 def test_lost_gpu_is_down_and_exports_no_readings():
-    text = render([snapshot(gpus=[gpu(lost=True), gpu(index=1, uuid=UUID1)])])
+    text = render([make.full_snapshot(gpus=[make.full_gpu(lost=True), make.full_gpu(index=1, uuid=UUID1)])])
     assert value(text, "pinmon_gpu_up", uuid=UUID0) == 0
     assert value(text, "pinmon_gpu_up", uuid=UUID1) == 1
     assert value(text, "pinmon_gpu_pcie_rx_bytes_per_second", uuid=UUID0) is None
@@ -68,8 +71,8 @@ def test_lost_gpu_is_down_and_exports_no_readings():
 
 
 def test_unknown_link_and_rates_are_left_out_not_zero():
-    g = gpu(rx=None, tx=None, method=None, gen=None, width=None, theoretical_bytes_per_s=None)
-    text = render([snapshot(gpus=[g])])
+    g = make.full_gpu(rx=None, tx=None, method=None, gen=None, width=None, theoretical_bytes_per_s=None)
+    text = render([make.full_snapshot(gpus=[g])])
     for name in ("pinmon_gpu_pcie_rx_bytes_per_second", "pinmon_gpu_pcie_link_gen", "pinmon_gpu_pcie_link_width",
                  "pinmon_gpu_pcie_link_theoretical_bytes_per_second", "pinmon_gpu_pcie_rx_bytes_total"):
         assert name not in names(text), name
@@ -78,7 +81,7 @@ def test_unknown_link_and_rates_are_left_out_not_zero():
 
 
 def test_host_values():
-    text = render([snapshot()])
+    text = render([make.full_snapshot()])
     assert value(text, "pinmon_host_info", hostname="box") == 1
     assert value(text, "pinmon_host_memory_total_bytes") == 128 * GIB
     assert value(text, "pinmon_host_memory_available_bytes") == 100 * GIB
@@ -98,7 +101,7 @@ def test_host_nulls_are_not_exported():
 
 
 def test_processes_top_n_plus_other():
-    text = render([snapshot(processes=procs(15))], top=10)
+    text = render([make.full_snapshot(processes=make.full_processes(15))], top=10)
     series = [dict(labs) for (n, labs) in samples(text) if n == "pinmon_process_pinned_bytes"]
     assert len(series) == 11
     pids = {s["pid"] for s in series}
@@ -111,15 +114,15 @@ def test_processes_top_n_plus_other():
 
 
 def test_process_source_label_and_zero_top():
-    text = render([snapshot(processes=procs(3))], top=3)
+    text = render([make.full_snapshot(processes=make.full_processes(3))], top=3)
     assert value(text, "pinmon_process_pinned_bytes", pid=100, source="traced") == MIB
     assert value(text, "pinmon_process_pinned_bytes", pid="other") == 0
-    text = render([snapshot(processes=procs(3))], top=0)
+    text = render([make.full_snapshot(processes=make.full_processes(3))], top=0)
     assert value(text, "pinmon_process_pinned_bytes", pid="other") == 6 * MIB
 
 
 def test_probe_metrics():
-    text = render([snapshot(time=1000.0)])
+    text = render([make.full_snapshot(time=1000.0)])
     common = {"gpu": "0", "size_bytes": str(64 * MIB)}
     assert value(text, "pinmon_probe_copy_bytes_per_second", memory="pinned", direction="h2d", **common) == 55e9
     assert value(text, "pinmon_probe_copy_bytes_per_second", memory="pageable", direction="d2h", **common) == 15.5e9
@@ -132,21 +135,21 @@ def test_probe_metrics():
 
 
 def test_no_probe_no_probe_metrics():
-    text = render([snapshot(with_probe=False)])
+    text = render([make.full_snapshot(with_probe=False)])
     assert not {n for n in names(text) if n.startswith("pinmon_probe_")}
 
 
 def test_findings_and_status():
-    findings = [finding(), finding("pcie-link-degraded", "warning", "gpu0"),
-                finding("pcie-link-degraded", "warning", "gpu0")]  # a duplicate must not break the scrape
-    text = render([snapshot()], findings)
+    findings = [make.finding(), make.finding("pcie-link-degraded", "warning", "gpu0"),
+                make.finding("pcie-link-degraded", "warning", "gpu0")]  # a duplicate must not break the scrape
+    text = render([make.full_snapshot()], findings)
     assert value(text, "pinmon_finding", rule="pinned-ram-share", severity="critical", subject="host") == 1
     assert value(text, "pinmon_finding", rule="pcie-link-degraded", severity="warning", subject="gpu0") == 1
     assert value(text, "pinmon_status") == 2
     assert value(text, "pinmon_last_snapshot_timestamp_seconds") == 1000.0
-    assert value(render([snapshot()], [finding(severity="warning")]), "pinmon_status") == 1
-    assert value(render([snapshot()], [finding(severity="info")]), "pinmon_status") == 0
-    assert value(render([snapshot()]), "pinmon_status") == 0
+    assert value(render([make.full_snapshot()], [make.finding(severity="warning")]), "pinmon_status") == 1
+    assert value(render([make.full_snapshot()], [make.finding(severity="info")]), "pinmon_status") == 0
+    assert value(render([make.full_snapshot()]), "pinmon_status") == 0
 
 
 def test_a_failing_section_is_counted_and_the_rest_served(monkeypatch):
@@ -157,7 +160,7 @@ def test_a_failing_section_is_counted_and_the_rest_served(monkeypatch):
 
     monkeypatch.setattr(gpu_section, "families", boom)
     state = ExportState()
-    state.add_snapshot(snapshot())
+    state.add_snapshot(make.full_snapshot())
     registry = build_registry(state)
     text = metrics_text(registry)
     assert "pinmon_gpu_up" not in names(text)
@@ -185,8 +188,8 @@ class FlakySource:
 def test_a_source_that_raises_is_counted_and_the_last_good_data_served():
     errors = []
     state = ExportState()
-    r = Refresher(FlakySource([snapshot(time=1.0), OSError("nvml gone"), OSError("again")]), state,
-                  advisor=lambda h: [finding()], on_error=lambda stage, e: errors.append((stage, str(e))))
+    r = Refresher(FlakySource([make.full_snapshot(time=1.0), OSError("nvml gone"), OSError("again")]), state,
+                  advisor=lambda h: [make.finding()], on_error=lambda stage, e: errors.append((stage, str(e))))
     for _ in range(3):
         snap = r.read()
         if snap is not None:
@@ -205,10 +208,10 @@ def test_an_advisor_that_raises_keeps_the_previous_findings():
         calls.append(len(history))
         if len(calls) > 1:
             raise ValueError("rule bug")
-        return [finding()]
+        return [make.finding()]
 
     state = ExportState()
-    r = Refresher(FlakySource([snapshot(time=1.0), snapshot(time=2.0)]), state, advisor)
+    r = Refresher(FlakySource([make.full_snapshot(time=1.0), make.full_snapshot(time=2.0)]), state, advisor)
     r.publish(r.read())
     r.publish(r.read())
     text = metrics_text(build_registry(state))
@@ -226,7 +229,7 @@ def test_refresher_thread_plays_a_replay_and_holds_the_last_snapshot():
             return self.snaps.pop(0) if self.snaps else None
 
     state = ExportState(live=False)
-    r = Refresher(Finite([snapshot(time=t) for t in (10.0, 10.5, 11.0)]), state, lambda h: [], speed=50)
+    r = Refresher(Finite([make.full_snapshot(time=t) for t in (10.0, 10.5, 11.0)]), state, lambda h: [], speed=50)
     r.start()
     assert r.finished.wait(5)
     r.stop()
@@ -238,14 +241,14 @@ def test_refresher_thread_plays_a_replay_and_holds_the_last_snapshot():
 
 
 def test_label_values_are_escaped():
-    p = dataclasses.replace(procs(1)[0], name='we"ird\nname\\')
-    text = render([snapshot(processes=[p])])
+    p = dataclasses.replace(make.full_processes(1)[0], name='we"ird\nname\\')
+    text = render([make.full_snapshot(processes=[p])])
     assert value(text, "pinmon_process_pinned_bytes", name='we"ird\nname\\') == MIB
 
 
 def test_an_integer_past_any_float_is_left_out_not_the_section():
     # JSON integers have no bound: a recording may hold one no float can carry.
-    text = render([snapshot(mem_total_bytes=10 ** 400)])
+    text = render([make.full_snapshot(mem_total_bytes=10 ** 400)])
     assert value(text, "pinmon_host_memory_total_bytes") is None
     assert value(text, "pinmon_host_memory_available_bytes") == 100 * GIB  # the rest of the section
     assert value(text, "pinmon_scrape_errors_total") == 0
@@ -254,10 +257,10 @@ def test_an_integer_past_any_float_is_left_out_not_the_section():
 def test_findings_per_rule_cover_every_registered_rule_and_severity():
     from pinmon.advise.registry import REGISTRY
 
-    findings = [finding(), finding("pcie-link-degraded", "warning", "gpu0"),
-                finding("pcie-link-degraded", "warning", "gpu1"),
-                finding("pcie-link-degraded", "warning", "gpu1")]  # a repeat is one series, counted once
-    text = render([snapshot()], findings)
+    findings = [make.finding(), make.finding("pcie-link-degraded", "warning", "gpu0"),
+                make.finding("pcie-link-degraded", "warning", "gpu1"),
+                make.finding("pcie-link-degraded", "warning", "gpu1")]  # a repeat is one series, counted once
+    text = render([make.full_snapshot()], findings)
     per_rule = {(dict(labels)["rule"], dict(labels)["severity"]): v
                 for (name, labels), v in samples(text).items() if name == "pinmon_rule_findings"}
     assert set(per_rule) == {(r.id, s) for r in REGISTRY for s in r.severities}

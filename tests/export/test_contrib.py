@@ -9,7 +9,9 @@ import pytest
 
 from pinmon.export import ExportState
 
-from .helpers import finding, names, render, snapshot
+from tests import factories as make
+
+from .helpers import names, render
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONTRIB = os.path.join(ROOT, "contrib")
@@ -21,7 +23,7 @@ def served_names():
     """Every sample name the exporter serves for a full snapshot (probe, processes, findings, replay)."""
     state = ExportState(live=False)
     state.finish_replay()
-    return names(render([snapshot()], [finding()], state=state))
+    return names(render([make.full_snapshot()], [make.finding()], state=state))
 
 
 def dashboard_exprs():

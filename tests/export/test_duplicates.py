@@ -2,15 +2,19 @@
 stays valid and byte counters are not doubled."""
 from pinmon.model import ProcessPinned
 
-from .helpers import MIB, UUID0, UUID1, gpu, render, samples, snapshot, value
+from tests import factories as make
+from tests.factories import MIB, UUID0, UUID1
+
+from .helpers import render, samples, value
 
 
 def test_repeated_gpus_and_pids_give_one_series_each():
-    gpus = [gpu(0, rx=1000), gpu(0, rx=5000), gpu(1, uuid=UUID1, rx=7), gpu(2, uuid=UUID0, rx=9)]
+    gpus = [make.full_gpu(0, rx=1000), make.full_gpu(0, rx=5000), make.full_gpu(1, uuid=UUID1, rx=7),
+            make.full_gpu(2, uuid=UUID0, rx=9)]
     rows = [ProcessPinned(pid=5, name="first", pinned_bytes=2 * MIB),
             ProcessPinned(pid=5, name="second", pinned_bytes=9 * MIB),
             ProcessPinned(pid=6, name="other", pinned_bytes=MIB)]
-    text = render([snapshot(gpus=gpus, processes=rows)])
+    text = render([make.full_snapshot(gpus=gpus, processes=rows)])
     samples(text)  # raises on a duplicate series
     # The first entry of each index / UUID wins; GPU 2 repeats GPU 0's UUID and is dropped.
     assert value(text, "pinmon_gpu_pcie_rx_bytes_total", gpu=0) == 1000

@@ -7,7 +7,7 @@ from pinmon.export import ExportState
 from pinmon.export.prober import ProbeLoop
 from pinmon.model import ProbeResult
 
-from .helpers import snapshot
+from tests import factories as make
 
 
 class FakeCollector:
@@ -23,7 +23,7 @@ class FakeCollector:
 def test_probe_results_reach_the_collector_with_the_latest_snapshot():
     seen = []
     state = ExportState()
-    state.add_snapshot(snapshot(time=5.0))
+    state.add_snapshot(make.full_snapshot(time=5.0))
 
     def runner(snap, cancel):
         seen.append((snap.time, cancel.is_set()))
@@ -92,7 +92,7 @@ def test_probe_runner_passes_the_caps_and_the_link(monkeypatch):
     monkeypatch.setattr(pinmon.probe, "run_probe", lambda kind, **kw: calls.append((kind, kw)) or "result")
     runner = export_cmd._probe_runner(123 << 20)
     cancel = threading.Event()
-    assert runner(snapshot(), cancel) == "result"
+    assert runner(make.full_snapshot(), cancel) == "result"
     kind, kw = calls[0]
     assert kind == "quick" and kw["max_pinned_bytes"] == 123 << 20 and kw["cancel"] is cancel
     assert kw["link_theoretical_bytes_per_s"] == 63.0e9 and kw["effective_mem_limit_bytes"] == 96 << 30

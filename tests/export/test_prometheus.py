@@ -4,7 +4,6 @@ are the recording's, the contrib alert rules load and evaluate, and every dashbo
 Loopback only. Skipped only where the ``prometheus`` binary is absent (.ci/run installs it).
 """
 import json
-import os
 import shutil
 import signal
 import socket
@@ -15,8 +14,10 @@ import urllib.request
 
 import pytest
 
-from .helpers import GIB, UUID0, recording_snapshots, write_recording
-from .test_cli_export import start_exporter
+from tests.cli.commands.test_export import start_exporter
+from tests.factories import GIB, UUID0
+
+from .helpers import recording_snapshots, write_recording
 from .test_contrib import ALERTS, dashboard_exprs
 
 PROMETHEUS = shutil.which("prometheus")

@@ -16,7 +16,9 @@ import pytest
 from pinmon.export import ExportState, MetricsServer, build_registry
 from pinmon.export import server as server_mod
 
-from .helpers import recording_snapshots, snapshot, write_recording
+from tests import factories as make
+
+from .helpers import recording_snapshots, write_recording
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -24,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.fixture
 def served():
     state = ExportState()
-    state.add_snapshot(snapshot())
+    state.add_snapshot(make.full_snapshot())
     srv = MetricsServer(build_registry(state), "127.0.0.1", 0, timeout_s=2.0).start()
     yield srv
     srv.stop()

@@ -17,9 +17,9 @@ import pytest
 
 from pinmon import cli
 from pinmon.cli.commands import MODULES
-from tests.tui.fakes import make_snapshot
+from tests import factories as make
 
-GOOD = make_snapshot(0).to_dict()
+GOOD = make.box_snapshot(0).to_dict()
 GOOD_LINE = json.dumps(GOOD)
 
 

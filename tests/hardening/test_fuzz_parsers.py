@@ -25,7 +25,7 @@ from pinmon.config import ConfigError, parse_config
 from pinmon.model import SchemaError, Snapshot
 from pinmon.recording import RecordingError, read_snapshot_file
 from pinmon.units import parse_size
-from tests.tui.fakes import make_probe_result, make_snapshot  # a realistic two-GPU snapshot
+from tests import factories as make  # box_*: a realistic two-GPU snapshot
 
 N = 10_000
 FUZZ = settings(max_examples=N, deadline=None, database=None, derandomize=False,
@@ -201,7 +201,7 @@ def test_config_loader():
 
 # --- snapshots and recordings ---------------------------------------------------------------------
 
-BASE = make_snapshot(3, probe=make_probe_result("quick")).to_dict()
+BASE = make.box_snapshot(3, probe=make.box_probe("quick")).to_dict()
 ODD_VALUES = [None, True, False, -1, 0, 1.5, 2 ** 70, float("nan"), float("inf"), "", "x", [], {}, [1],
               {"a": None}, [[{}]], "pinmon.snapshot/1", -(2 ** 63)]
 
@@ -261,7 +261,7 @@ def test_snapshot_from_dict():
 
 
 # Recordings use a smaller snapshot (one GPU, no probe): the readers' work per line is the same.
-REC_BASE = make_snapshot(1).to_dict()
+REC_BASE = make.box_snapshot(1).to_dict()
 REC_BASE["gpus"] = REC_BASE["gpus"][:1]
 REC_BASE["processes"] = REC_BASE["processes"][:1]
 REC_PATHS = list(_paths(REC_BASE))

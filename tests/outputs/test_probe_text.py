@@ -2,7 +2,7 @@
 from pinmon.model import ProbeMeasurement, ProbeResult
 from pinmon.outputs.probe_text import format_probe, headline
 from pinmon.units import MIB
-from tests.fakes.probe_rows import alloc_rows, quick_result
+from tests.factories import alloc_rows, quick_result
 
 
 def test_headline_text():

@@ -5,7 +5,7 @@ from pinmon.model import ProbeMeasurement, ProbeResult
 from pinmon.probe import analysis as A
 from pinmon.probe import break_even_transfers
 from pinmon.units import KIB, MIB
-from tests.fakes.probe_rows import alloc_rows
+from tests.factories import alloc_rows
 
 
 def test_break_even_formula():

@@ -11,9 +11,10 @@ import pytest
 
 from pinmon.cli import main
 
-from .helpers import GIB, recording_snapshots, value, write_recording
+from tests.export.helpers import recording_snapshots, value, write_recording
+from tests.factories import GIB
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def run_main(argv, capsys):

@@ -10,8 +10,11 @@ import pytest
 from pinmon.cli import main
 from pinmon.model import Gpu, HostMemory, Link, Pcie, ProbeResult, ProcessPinned, Snapshot
 
+from tests import factories as make
+
 GIB = 1 << 30
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "maps")
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(TESTS, "fixtures", "maps")
 
 
 def snapshot_file(tmp_path, pinned_fraction=0.0, name="snap.json"):
@@ -226,7 +229,7 @@ def test_the_console_script_entry_point_is_the_main_function(capsys):
 
     import pinmon.cli.main  # noqa: F401
 
-    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "pyproject.toml")) as f:
+    with open(os.path.join(os.path.dirname(TESTS), "pyproject.toml")) as f:
         target = re.search(r'^pinmon = "([\w.]+):(\w+)"$', f.read(), re.M)
     entry = getattr(importlib.import_module(target.group(1)), target.group(2))
     with pytest.raises(SystemExit) as e:
@@ -379,10 +382,8 @@ class _FakeLiveCollector:
         self.n = 0
 
     def snapshot(self):
-        from tests.tui.fakes import make_snapshot
-
         self.n += 1
-        return make_snapshot(self.n)
+        return make.box_snapshot(self.n)
 
     def close(self):
         pass
@@ -432,9 +433,7 @@ def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval,
 def test_check_probe_result_joins_the_snapshot(monkeypatch, capsys, status):
     # The probe's result is in the assessed snapshot whatever it says: nothing measured before it.
     import pinmon.probe
-    from tests.tui.fakes import make_probe_result
-
-    result = make_probe_result() if status == "ok" else ProbeResult(time=1.0, status=status, reason="no CuPy")
+    result = make.box_probe() if status == "ok" else ProbeResult(time=1.0, status=status, reason="no CuPy")
     calls = []
     monkeypatch.setattr("pinmon.collect.collector.LiveCollector", _FakeLiveCollector)
     monkeypatch.setattr(pinmon.probe, "run_probe", lambda kind, **kw: calls.append((kind, kw)) or result)
@@ -450,12 +449,10 @@ def test_check_probe_result_joins_the_snapshot(monkeypatch, capsys, status):
 @pytest.mark.parametrize("argv", [["demo"], ["replay", "{rec}"]])
 def test_replay_without_a_terminal_prints_the_last_snapshots_report(tmp_path, capsys, argv):
     from pinmon.recording import Recorder
-    from tests.tui.fakes import make_snapshot
-
     rec = tmp_path / "rec.jsonl"
     with Recorder(str(rec)) as r:
         for i in range(3):
-            r.write(make_snapshot(i))
+            r.write(make.box_snapshot(i))
     assert main([a.format(rec=rec) for a in argv]) == 0  # capsys: stdout is not a terminal
     captured = capsys.readouterr()
     assert captured.out.startswith("pinmon check: ") and "Findings (" in captured.out
@@ -478,9 +475,7 @@ def test_demo_into_a_file_has_no_terminal_escapes(tmp_path):
 def _truncated_gzip(tmp_path):
     import gzip
 
-    from tests.tui.fakes import make_snapshot
-
-    data = gzip.compress("".join(json.dumps(make_snapshot(i).to_dict()) + "\n" for i in range(5)).encode())
+    data = gzip.compress("".join(json.dumps(make.box_snapshot(i).to_dict()) + "\n" for i in range(5)).encode())
     p = tmp_path / "cut.jsonl.gz"
     p.write_bytes(data[: len(data) - 40])
     return str(p)

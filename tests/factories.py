@@ -1,0 +1,353 @@
+"""Model objects for the tests, from one module.
+
+One builder per model type, each with healthy defaults that a test overrides by keyword:
+``host``, ``link``, ``pcie``, ``gpu``, ``process``, ``copy_row``, ``probe``, ``finding`` and
+``snapshot`` (plus ``null_snapshot`` and ``pinned_series``). The builders compose:
+``snapshot(gpus=[gpu(1, link=link(gen=4))], processes=[process(pinned_bytes=GIB)])``.
+
+Built from them, the ready-made scenes that several test packages read:
+
+- ``full_*``: one host with every figure filled (the kernel's pinned count on two NUMA nodes, a
+  Gen5 x16 GPU with byte counters and PCIe errors, three processes, a quick probe), so the exporter
+  and the check report have every series and line to show.
+- ``box_*``: a two-GPU H200 box. GPU 0 runs at Gen5 x16; GPU 1 has trained down to Gen4 x8 while
+  moving ~12 GB/s (degraded); 1 TiB of RAM with 420 GiB pinned.
+- ``quick_result`` and ``alloc_rows``: probe results and rows as the probe analysis and its text
+  read them.
+
+Figures are bytes and bytes/s, as in the model; times are fixed numbers, never the wall clock.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Optional
+
+from pinmon.link import theoretical_bytes_per_s
+from pinmon.model import (Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeMeasurement, ProbeResult,
+                          ProcessPinned, Snapshot)
+from pinmon.units import GIB, MIB
+
+__all__ = ["GIB", "MIB", "T0", "GEN5_X16", "GEN4_X8", "UUID0", "UUID1", "NODE_SPLIT",
+           "host", "link", "pcie", "gpu", "process", "copy_row", "probe", "finding", "snapshot",
+           "null_snapshot", "pinned_series",
+           "full_host", "full_gpu", "full_probe", "full_processes", "full_snapshot",
+           "box_snapshot", "box_kernel_snapshot", "box_probe", "traced_cupti_process",
+           "quick_result", "alloc_rows"]
+
+T0 = 1_780_000_000.0  # a fixed epoch: a header's time comes from here, never the wall clock
+# The rounded link rates the hand-made scenes state; link() computes the exact ones (Gen5 x16 is
+# 63.015 GB/s after 128b/130b encoding).
+GEN5_X16 = 63.0e9
+GEN4_X8 = 15.75e9
+UUID0 = "GPU-00000000-0000-0000-0000-000000000000"
+UUID1 = "GPU-11111111-1111-1111-1111-111111111111"
+
+
+# --- one builder per model type ------------------------------------------------------------------
+
+def host(**overrides) -> HostMemory:
+    """A 128 GiB host with plenty available, nothing pinned, an unlimited memlock limit."""
+    fields = dict(hostname="testbox", mem_total_bytes=128 * GIB, mem_available_bytes=96 * GIB,
+                  effective_mem_limit_bytes=128 * GIB, pinned_bytes_est=0, write_combined_bytes_est=0,
+                  memlock_limit_bytes=None, memlock_unlimited=True)
+    fields.update(overrides)
+    return HostMemory(**fields)
+
+
+def link(gen: Optional[int] = 5, width: Optional[int] = 16, gen_max: Optional[int] = 5,
+         width_max: Optional[int] = 16, **overrides) -> Link:
+    """A link's state; both theoretical rates follow from the generation and width unless given."""
+    fields = dict(gen=gen, gen_max=gen_max, width=width, width_max=width_max,
+                  theoretical_bytes_per_s=theoretical_bytes_per_s(gen, width),
+                  max_theoretical_bytes_per_s=theoretical_bytes_per_s(gen_max, width_max))
+    fields.update(overrides)
+    return Link(**fields)
+
+
+def pcie(rx: Optional[float] = 0.0, tx: Optional[float] = 0.0, **overrides) -> Pcie:
+    """Link traffic from the byte counters (bytes/s), no replays, recoveries or errors."""
+    fields = dict(rx_bytes_per_s=rx, tx_bytes_per_s=tx, method="counters", replay_delta=0, recovery_delta=0,
+                  error_delta=0)
+    fields.update(overrides)
+    return Pcie(**fields)
+
+
+_link, _pcie = link, pcie  # gpu() and others name parameters after these builders
+
+
+def gpu(index: int = 0, *, gen: Optional[int] = 5, width: Optional[int] = 16, gen_max: Optional[int] = 5,
+        width_max: Optional[int] = 16, rx: Optional[float] = 0.0, tx: Optional[float] = 0.0,
+        link: Optional[Link] = None, pcie: Optional[Pcie] = None, **overrides) -> Gpu:
+    """An H200 on a Gen5 x16 link (63.0 GB/s): ``gen``, ``width`` (and their maxima), ``rx`` and
+    ``tx`` shape the link and its traffic, unless ``link`` or ``pcie`` is given whole."""
+    fields = dict(index=index, name="NVIDIA H200", pci_bus_id=f"00000000:{0x41 + index:02x}:00.0",
+                  link=_link(gen, width, gen_max, width_max) if link is None else link,
+                  pcie=_pcie(rx, tx) if pcie is None else pcie)
+    fields.update(overrides)
+    return Gpu(**fields)
+
+
+def process(pid: int = 1234, name: Optional[str] = "python", **overrides) -> ProcessPinned:
+    """A process row; every reading not given is unknown."""
+    return ProcessPinned(pid=pid, name=name, **overrides)
+
+
+def copy_row(memory: str, direction: str, rate: float, size: int = 256 * MIB, repeats: Optional[int] = 10,
+             **overrides) -> ProbeMeasurement:
+    """A probe's copy at ``rate`` bytes/s; the time of one copy follows from the size unless given."""
+    fields = dict(kind="copy", memory=memory, size_bytes=size, direction=direction, bytes_per_s=rate,
+                  seconds=size / rate, repeats=repeats)
+    fields.update(overrides)
+    return ProbeMeasurement(**fields)
+
+
+def probe(h2d_pinned: Optional[float] = 55.0e9, d2h_pinned: Optional[float] = 55.1e9,
+          h2d_pageable: Optional[float] = 6.3e9, link: Optional[float] = 63.0e9,
+          allocs: Iterable[tuple[int, float]] = (), cpu_reads: Optional[dict] = None, status: str = "ok",
+          gpu_index: Optional[int] = 0, time: float = 990.0,
+          measurements: Optional[Iterable[ProbeMeasurement]] = None, **overrides) -> ProbeResult:
+    """A probe result; rates in bytes/s (None leaves that copy out), ``allocs`` as (size_bytes,
+    seconds), ``cpu_reads`` as {memory: bytes/s}; ``measurements`` replaces all those rows."""
+    if measurements is None:
+        rows = [copy_row(memory, direction, rate)
+                for direction, memory, rate in (("h2d", "pinned", h2d_pinned), ("d2h", "pinned", d2h_pinned),
+                                                ("h2d", "pageable", h2d_pageable))
+                if rate is not None]
+        rows += [ProbeMeasurement(kind="alloc", memory="pinned", size_bytes=size, seconds=seconds)
+                 for size, seconds in allocs]
+        rows += [ProbeMeasurement(kind="cpu_read", memory=memory, size_bytes=64 * MIB, bytes_per_s=rate)
+                 for memory, rate in (cpu_reads or {}).items()]
+        measurements = rows
+    return ProbeResult(time=time, gpu_index=gpu_index, status=status, link_theoretical_bytes_per_s=link,
+                       measurements=tuple(measurements), **overrides)
+
+
+def finding(rule: str = "pinned-ram-share", severity: str = "critical", subject: str = "host",
+            message: str = "m", advice: str = "a", **overrides) -> Finding:
+    """A finding of ``rule`` on ``subject``; its text is a placeholder, for views that only place it."""
+    return Finding(rule=rule, severity=severity, subject=subject, message=message, advice=advice, **overrides)
+
+
+_host, _probe = host, probe
+_SNAPSHOT_FIELDS = frozenset(f.name for f in dataclasses.fields(Snapshot))
+
+
+def snapshot(time: float = 1000.0, host: Optional[HostMemory] = None, gpus: Iterable[Gpu] = (),
+             processes: Iterable[ProcessPinned] = (), probe: Optional[ProbeResult] = None,
+             interval_s: Optional[float] = 1.0, **overrides) -> Snapshot:
+    """A snapshot of ``host`` (``host()`` unless given). A keyword naming another Snapshot field
+    (``notices``, ``source`` ...) sets it; any other keyword overrides a field of ``host()``."""
+    fields = {k: v for k, v in overrides.items() if k in _SNAPSHOT_FIELDS}
+    host_fields = {k: v for k, v in overrides.items() if k not in _SNAPSHOT_FIELDS}
+    if host is None:
+        host = _host(**host_fields)
+    elif host_fields:
+        raise TypeError("pass host= or host field overrides, not both")
+    return Snapshot(time=time, host=host, gpus=tuple(gpus), processes=tuple(processes), probe=probe,
+                    interval_s=interval_s, **fields)
+
+
+def null_snapshot(time: float = 1000.0) -> Snapshot:
+    """Every reading unknown: a host, a GPU and a process whose optional fields are all None."""
+    return Snapshot(time=time, host=HostMemory(hostname="unknown"), gpus=(Gpu(index=0),),
+                    processes=(ProcessPinned(pid=1),), probe=ProbeResult(time=time, gpu_index=0, status="ok"))
+
+
+def pinned_series(values, start: float = 0.0, step: float = 60.0, pid: int = 1234, name: str = "python",
+                  **proc) -> list[Snapshot]:
+    """Snapshots of one process's pinned bytes, one per ``step`` seconds."""
+    return [snapshot(time=start + i * step, processes=[process(pid=pid, name=name, pinned_bytes=v, **proc)])
+            for i, v in enumerate(values)]
+
+
+# --- full_*: every figure filled -----------------------------------------------------------------
+
+_FULL_HOST = dict(hostname="box", mem_total_bytes=128 * GIB, mem_available_bytes=100 * GIB,
+                  effective_mem_limit_bytes=96 * GIB, cgroup_limit_bytes=96 * GIB, swap_used_bytes=0,
+                  shmem_bytes=5 * MIB, mlocked_bytes=0, pinned_bytes_est=10 * GIB, write_combined_bytes_est=MIB,
+                  memlock_limit_bytes=8 * MIB, memlock_unlimited=False, kernel_pinned_bytes=12 * GIB,
+                  kernel_pinned_bytes_by_node={"0": 5 * GIB, "1": 7 * GIB}, pinned_bytes_total=12 * GIB + MIB,
+                  pinned_bytes_source="kernel", unattributed_pinned_bytes=2 * GIB, numa_nodes=(0, 1))
+
+
+def full_host(**overrides) -> HostMemory:
+    """A 128 GiB host in a 96 GiB cgroup; the kernel counts 12 GiB pinned (5 + 7 GiB on two nodes),
+    2 GiB of it unattributed; an 8 MiB memlock limit."""
+    return host(**{**_FULL_HOST, **overrides})
+
+
+def full_gpu(index: int = 0, uuid: str = UUID0, rx: Optional[int] = 1000, tx: Optional[int] = 500,
+             interval: float = 1.0, method: Optional[str] = "counters", lost: bool = False, **link_fields) -> Gpu:
+    """An H200 at Gen5 x16 that moved ``rx`` and ``tx`` link bytes in ``interval`` seconds (counted
+    exactly by the ``counters`` method), with 3 replays, 7 recoveries and 2 bad TLPs;
+    ``link_fields`` override the link's."""
+    counted = method == "counters"
+    return gpu(index, uuid=uuid, pci_bus_id=f"00000000:{index:02X}:00.0",
+               link=link(**{"theoretical_bytes_per_s": GEN5_X16, "max_theoretical_bytes_per_s": GEN5_X16,
+                            **link_fields}),
+               pcie=pcie(rx=None if rx is None else rx / interval, tx=None if tx is None else tx / interval,
+                         method=method, rx_bytes=rx if counted else None, tx_bytes=tx if counted else None,
+                         interval_s=interval, replay_delta=3, recovery_delta=7, error_delta=2,
+                         counter_deltas={"replay": 3, "l0_to_recovery": 7, "bad_tlp": 2, "lane_error": None}),
+               memory_total_bytes=141 * GIB, memory_used_bytes=GIB, lost=lost)
+
+
+def full_probe(time: float = 990.0) -> ProbeResult:
+    """A quick probe of both memories both ways at 64 MiB, and a small pinned copy."""
+    rows = [copy_row(memory, direction, rate, size=64 * MIB, seconds=0.01, repeats=8)
+            for memory, direction, rate in [("pinned", "h2d", 55e9), ("pageable", "h2d", 8.8e9),
+                                            ("pinned", "d2h", 55.1e9), ("pageable", "d2h", 15.5e9)]]
+    rows.append(copy_row("pinned", "h2d", 1e9, size=4096, seconds=None, repeats=None))
+    return probe(time=time, link=GEN5_X16, measurements=rows, kind="quick", duration_s=0.8,
+                 max_pinned_bytes=256 * MIB)
+
+
+def full_processes(n: int) -> tuple[ProcessPinned, ...]:
+    """``n`` jobs of alice's pinning 1, 2, 3 ... MiB; the first one traced."""
+    return tuple(process(pid=100 + i, name=f"job{i}", user="alice", pinned_bytes=(i + 1) * MIB,
+                         write_combined_bytes=i, source="traced" if i == 0 else "est.") for i in range(n))
+
+
+def full_snapshot(time: float = 1000.0, gpus: Optional[Iterable[Gpu]] = None,
+                  processes: Optional[Iterable[ProcessPinned]] = None, with_probe: bool = True,
+                  **host_fields) -> Snapshot:
+    """``full_host`` (``host_fields`` override it) with one ``full_gpu``, three ``full_processes``
+    and a ``full_probe`` unless given."""
+    return snapshot(time=time, host=full_host(**host_fields), gpus=(full_gpu(),) if gpus is None else gpus,
+                    processes=full_processes(3) if processes is None else processes,
+                    probe=full_probe() if with_probe else None)
+
+
+# --- box_*: the two-GPU H200 box -----------------------------------------------------------------
+
+def box_snapshot(i: int = 0, *, source: str = "live", interval_s: float = 1.0,
+                 probe: Optional[ProbeResult] = None) -> Snapshot:
+    """The box's ``i``-th snapshot, ``interval_s`` apart from ``T0``: the traffic and one process's
+    churn follow ``i`` in integer patterns, so every run and every machine sees the same numbers."""
+    wave = (i * 7) % 10
+    gpus = (
+        gpu(0, uuid="GPU-0000aaaa", pci_bus_id="00000000:17:00.0",
+            link=link(theoretical_bytes_per_s=GEN5_X16, max_theoretical_bytes_per_s=GEN5_X16),
+            pcie=pcie(40e9 + wave * 1e9, 2e9 + wave * 0.1e9,
+                      counter_deltas={"replay": 0, "l0_to_recovery": 0, "bad_tlp": 0}),
+            memory_total_bytes=141 * GIB, memory_used_bytes=96 * GIB, cpu_affinity="0-47", numa_node=0,
+            processes=(GpuProcess(pid=4242, gpu_memory_bytes=80 * GIB),
+                       GpuProcess(pid=5151, gpu_memory_bytes=16 * GIB))),
+        gpu(1, uuid="GPU-1111bbbb", pci_bus_id="00000000:9A:00.0",
+            link=link(gen=4, width=8, theoretical_bytes_per_s=GEN4_X8, max_theoretical_bytes_per_s=GEN5_X16),
+            pcie=pcie(12e9 + wave * 0.2e9, 0.5e9, method="sampled", replay_delta=2, recovery_delta=1,
+                      counter_deltas={"replay": 2, "l0_to_recovery": 1, "bad_tlp": 0}),
+            memory_total_bytes=141 * GIB, memory_used_bytes=40 * GIB, cpu_affinity="48-95", numa_node=1,
+            processes=(GpuProcess(pid=6060, gpu_memory_bytes=40 * GIB),)),
+    )
+    box = host(hostname="gpu-node-17", mem_total_bytes=1024 * GIB, mem_available_bytes=300 * GIB,
+               effective_mem_limit_bytes=1024 * GIB, cgroup_limit_bytes=None, swap_used_bytes=0,
+               shmem_bytes=12 * GIB, mlocked_bytes=0, pinned_bytes_est=420 * GIB,
+               write_combined_bytes_est=2 * GIB)
+    procs = (
+        process(4242, "python", user="alice", cmdline="python train.py --bs 512",
+                pinned_bytes=300 * GIB, write_combined_bytes=1 * GIB, pinned_mappings=1200,
+                mappings_churn=40 + wave, gpu_memory_bytes=80 * GIB, gpu_indices=(0,)),
+        process(5151, "dataloader", user="alice", cmdline="python -m loader --workers 16",
+                pinned_bytes=100 * GIB, write_combined_bytes=0, pinned_mappings=64, mappings_churn=0,
+                gpu_memory_bytes=16 * GIB, gpu_indices=(0,)),
+        process(6060, "infer", user="bob", cmdline="./infer --model llama", source="traced",
+                pinned_bytes=20 * GIB, write_combined_bytes=1 * GIB, pinned_mappings=8, mappings_churn=0,
+                gpu_memory_bytes=40 * GIB, gpu_indices=(1,)),
+        process(7070, "jupyter", user="carol", cmdline="jupyter-lab",
+                pinned_bytes=256 * MIB, write_combined_bytes=None, pinned_mappings=1, mappings_churn=None,
+                gpu_memory_bytes=None),
+    )
+    return snapshot(time=T0 + i * interval_s, host=box, gpus=gpus, processes=procs, probe=probe,
+                    interval_s=interval_s, source=source)
+
+
+def traced_cupti_process() -> ProcessPinned:
+    """A process traced with CUPTI on GPU 0: its H2D pinned copies of 1 MiB+ reach 40% of the box
+    probe's 52 GB/s, its D2H ones 94% of 54 GB/s; two call sites, one of them hostile text."""
+    return process(
+        8080, "trainer", user="dave", cmdline="python train_cupti.py --offload", source="traced",
+        pinned_bytes=8 * GIB, write_combined_bytes=0, registered_bytes=2 * GIB, pinned_allocs_per_s=3.5,
+        median_alloc_bytes=4 * MIB, gpu_memory_bytes=20 * GIB, gpu_indices=(0,), trace_engine="cupti",
+        h2d_copy_bytes_per_s=10.9e9, d2h_copy_bytes_per_s=3.0e9,
+        h2d_pinned_bulk_bytes_per_s=20.8e9, h2d_pinned_bulk_busy_s=2.5,
+        d2h_pinned_bulk_bytes_per_s=50.76e9, d2h_pinned_bulk_busy_s=1.2, pinned_bulk_default_stream_share=0.75,
+        copy_gpu_pci_bus_id="0000:17:00.0",
+        call_sites={"alloc": "train_cupti.py:42", "pageable_copy": "loader.py:118\x1b[31m"},
+        transfers={"h2d.pinned": {"bytes_per_s": 10.5e9, "achieved_bytes_per_s": 20.9e9, "rate_p50": 21.5e9,
+                                  "rate_p10": 9.0e9},
+                   "h2d.pageable": {"bytes_per_s": 0.4e9, "achieved_bytes_per_s": 6.1e9, "rate_p50": 6.0e9,
+                                    "rate_p10": 4.2e9},
+                   "d2h.pinned": {"bytes_per_s": 3.0e9, "achieved_bytes_per_s": 50.1e9, "rate_p50": 51.0e9,
+                                  "rate_p10": 44.0e9},
+                   "d2h.pageable": {"bytes_per_s": 0.0, "achieved_bytes_per_s": None, "rate_p50": None,
+                                    "rate_p10": None}})
+
+
+# Pinned pages per node of each process on the two-node box (GPU 0 is on node 0, GPU 1 on node 1).
+NODE_SPLIT = {4242: {"0": 240 * GIB, "1": 60 * GIB}, 5151: {"0": 100 * GIB},
+              6060: {"0": 15 * GIB, "1": 5 * GIB}, 8080: {"0": 2 * GIB, "1": 6 * GIB}}
+
+
+def box_kernel_snapshot(i: int = 0, *, nodes: int = 1, unattributed: int = 24 * GIB, traced: bool = True,
+                        probe: Optional[ProbeResult] = None) -> Snapshot:
+    """``box_snapshot`` on a kernel that counts pinned pages: the count is what the process rows
+    hold plus ``unattributed``; ``nodes`` 2 gives a two-node host with the rows' ``NODE_SPLIT``;
+    ``traced`` adds ``traced_cupti_process``."""
+    s = box_snapshot(i, probe=probe)
+    procs = s.processes + ((traced_cupti_process(),) if traced else ())
+    if nodes > 1:
+        procs = tuple(dataclasses.replace(p, pinned_bytes_by_node=NODE_SPLIT.get(p.pid)) for p in procs)
+    kernel = sum(p.pinned_bytes or 0 for p in procs) + unattributed
+    by_node = {"0": kernel} if nodes == 1 else {"0": kernel - 80 * GIB, "1": 80 * GIB}
+    box = dataclasses.replace(s.host, kernel_pinned_bytes=kernel, kernel_pinned_bytes_by_node=by_node,
+                              pinned_bytes_total=kernel + s.host.write_combined_bytes_est,
+                              pinned_bytes_source="kernel", unattributed_pinned_bytes=unattributed,
+                              numa_nodes=tuple(range(nodes)))
+    return dataclasses.replace(s, host=box, processes=procs)
+
+
+def box_probe(kind: str = "quick", t: float = T0) -> ProbeResult:
+    """A probe of the box's GPU 0: 52 GB/s pinned and 18 GB/s pageable H2D at 64 MiB (a ``sweep``
+    also at 1 and 16 MiB, slower), and a 12 ms pinned allocation."""
+    sizes = (64 * MIB,) if kind == "quick" else (1 * MIB, 16 * MIB, 64 * MIB)
+    rows = []
+    for size in sizes:
+        scale = min(1.0, size / (64 * MIB) + 0.5)
+        rows += [copy_row(memory, direction, rate * scale, size=size, seconds=None, repeats=5)
+                 for memory, direction, rate in (("pinned", "h2d", 52.0e9), ("pageable", "h2d", 18.0e9),
+                                                 ("pinned", "d2h", 54.0e9), ("pageable", "d2h", 15.0e9))]
+    rows.append(ProbeMeasurement("alloc", "pinned", 64 * MIB, seconds=0.012, repeats=3))
+    return probe(time=t, link=GEN5_X16, measurements=rows, kind=kind, duration_s=1.5,
+                 max_pinned_bytes=256 * MIB)
+
+
+# --- probe rows as the analysis and the probe text read them -------------------------------------
+
+def alloc_rows(size, pinned_alloc, pinned_free, pageable_alloc, pageable_free, pinned_copy, pageable_copy):
+    """The steady alloc and free rows of both memories and their H2D copies at one size, in seconds."""
+    m = ProbeMeasurement
+    return [m("alloc", "pinned", size, seconds=pinned_alloc, note="steady"),
+            m("alloc", "pinned", size, seconds=pinned_alloc * 10, note="first"),
+            m("free", "pinned", size, seconds=pinned_free, note="steady"),
+            m("alloc", "pageable", size, seconds=pageable_alloc, note="steady"),
+            m("free", "pageable", size, seconds=pageable_free, note="steady"),
+            m("copy", "pinned", size, direction="h2d", seconds=pinned_copy, bytes_per_s=size / pinned_copy),
+            m("copy", "pageable", size, direction="h2d", seconds=pageable_copy, bytes_per_s=size / pageable_copy)]
+
+
+def quick_result(**overrides) -> ProbeResult:
+    """A quick probe on a Gen5 x16 link: 55.0 GB/s pinned vs 6.3 GB/s pageable H2D; ``overrides``
+    set any field of the result."""
+    size = 64 * MIB
+    rows = (ProbeMeasurement("init", "device", 0, seconds=0.21, repeats=1,
+                             note="CUDA context ready; CUDA device 0 is 0000:00:06.0"),
+            copy_row("pinned", "h2d", 55.0e9, size=size, repeats=8),
+            copy_row("pageable", "h2d", 6.3e9, size=size, repeats=8),
+            copy_row("pinned", "d2h", 55.1e9, size=size, repeats=8),
+            copy_row("pageable", "d2h", 11.3e9, size=size, repeats=8))
+    # Gen5 x16: 32 GT/s x 16 lanes, 128b/130b encoding, in bytes/s.
+    fields = dict(time=1.0, gpu_index=0, kind="quick", link_theoretical_bytes_per_s=32e9 * 16 * 128 / 130 / 8,
+                  duration_s=0.31, max_pinned_bytes=256 * MIB, measurements=rows)
+    fields.update(overrides)
+    return ProbeResult(**fields)
