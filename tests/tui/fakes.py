@@ -5,123 +5,14 @@ Gen4 x8 while moving ~12 GB/s (degraded), host RAM 1 TiB with 420 GiB pinned.
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
 from typing import Optional, Sequence
 
-from pinmon.model import (Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeMeasurement, ProbeResult,
-                          ProcessPinned, Snapshot)
+from pinmon.model import Finding, HostMemory, ProbeResult, Snapshot
 
-GIB = 1 << 30
-MIB = 1 << 20
-T0 = 1_780_000_000.0  # fixed epoch seconds: the header time comes from here, never the wall clock
-GEN5_X16 = 63.0e9
-GEN4_X8 = 15.75e9
-
-
-def make_snapshot(i: int = 0, *, source: str = "live", interval_s: float = 1.0,
-                  probe: Optional[ProbeResult] = None) -> Snapshot:
-    # Simple integer patterns, so every run and every machine sees the same numbers.
-    wave = (i * 7) % 10
-    gpus = (
-        Gpu(index=0, name="NVIDIA H200", uuid="GPU-0000aaaa", pci_bus_id="00000000:17:00.0",
-            link=Link(gen=5, gen_max=5, width=16, width_max=16, theoretical_bytes_per_s=GEN5_X16,
-                      max_theoretical_bytes_per_s=GEN5_X16),
-            pcie=Pcie(rx_bytes_per_s=40e9 + wave * 1e9, tx_bytes_per_s=2e9 + wave * 0.1e9, method="counters",
-                      replay_delta=0, recovery_delta=0, error_delta=0,
-                      counter_deltas={"replay": 0, "l0_to_recovery": 0, "bad_tlp": 0}),
-            memory_total_bytes=141 * GIB, memory_used_bytes=96 * GIB, cpu_affinity="0-47", numa_node=0,
-            processes=(GpuProcess(pid=4242, gpu_memory_bytes=80 * GIB), GpuProcess(pid=5151, gpu_memory_bytes=16 * GIB))),
-        Gpu(index=1, name="NVIDIA H200", uuid="GPU-1111bbbb", pci_bus_id="00000000:9A:00.0",
-            link=Link(gen=4, gen_max=5, width=8, width_max=16, theoretical_bytes_per_s=GEN4_X8,
-                      max_theoretical_bytes_per_s=GEN5_X16),
-            pcie=Pcie(rx_bytes_per_s=12e9 + wave * 0.2e9, tx_bytes_per_s=0.5e9, method="sampled",
-                      replay_delta=2, recovery_delta=1, error_delta=0,
-                      counter_deltas={"replay": 2, "l0_to_recovery": 1, "bad_tlp": 0}),
-            memory_total_bytes=141 * GIB, memory_used_bytes=40 * GIB, cpu_affinity="48-95", numa_node=1,
-            processes=(GpuProcess(pid=6060, gpu_memory_bytes=40 * GIB),)),
-    )
-    host = HostMemory(hostname="gpu-node-17", mem_total_bytes=1024 * GIB, mem_available_bytes=300 * GIB,
-                      effective_mem_limit_bytes=1024 * GIB, cgroup_limit_bytes=None, swap_used_bytes=0,
-                      shmem_bytes=12 * GIB, mlocked_bytes=0, pinned_bytes_est=420 * GIB,
-                      write_combined_bytes_est=2 * GIB, memlock_limit_bytes=None, memlock_unlimited=True)
-    procs = (
-        ProcessPinned(pid=4242, name="python", user="alice", cmdline="python train.py --bs 512",
-                      pinned_bytes=300 * GIB, write_combined_bytes=1 * GIB, pinned_mappings=1200,
-                      mappings_churn=40 + wave, gpu_memory_bytes=80 * GIB, gpu_indices=(0,)),
-        ProcessPinned(pid=5151, name="dataloader", user="alice", cmdline="python -m loader --workers 16",
-                      pinned_bytes=100 * GIB, write_combined_bytes=0, pinned_mappings=64, mappings_churn=0,
-                      gpu_memory_bytes=16 * GIB, gpu_indices=(0,)),
-        ProcessPinned(pid=6060, name="infer", user="bob", cmdline="./infer --model llama", source="traced",
-                      pinned_bytes=20 * GIB, write_combined_bytes=1 * GIB, pinned_mappings=8, mappings_churn=0,
-                      gpu_memory_bytes=40 * GIB, gpu_indices=(1,)),
-        ProcessPinned(pid=7070, name="jupyter", user="carol", cmdline="jupyter-lab",
-                      pinned_bytes=256 * MIB, write_combined_bytes=None, pinned_mappings=1, mappings_churn=None,
-                      gpu_memory_bytes=None),
-    )
-    return Snapshot(time=T0 + i * interval_s, host=host, gpus=gpus, processes=procs, probe=probe,
-                    interval_s=interval_s, source=source)
-
-
-# --- the kernel's pinned count, NUMA nodes, a process traced with CUPTI ------------------------
-
-def traced_cupti_process() -> ProcessPinned:
-    """A process traced with CUPTI on GPU 0: its H2D pinned copies of 1 MiB+ reach 40% of the fake
-    probe's 52 GB/s, its D2H ones 94% of 54 GB/s; two call sites, one of them hostile text."""
-    return ProcessPinned(
-        pid=8080, name="trainer", user="dave", cmdline="python train_cupti.py --offload", source="traced",
-        pinned_bytes=8 * GIB, write_combined_bytes=0, registered_bytes=2 * GIB, pinned_allocs_per_s=3.5,
-        median_alloc_bytes=4 * MIB, gpu_memory_bytes=20 * GIB, gpu_indices=(0,), trace_engine="cupti",
-        h2d_copy_bytes_per_s=10.9e9, d2h_copy_bytes_per_s=3.0e9,
-        h2d_pinned_bulk_bytes_per_s=20.8e9, h2d_pinned_bulk_busy_s=2.5,
-        d2h_pinned_bulk_bytes_per_s=50.76e9, d2h_pinned_bulk_busy_s=1.2, pinned_bulk_default_stream_share=0.75,
-        copy_gpu_pci_bus_id="0000:17:00.0",
-        call_sites={"alloc": "train_cupti.py:42", "pageable_copy": "loader.py:118\x1b[31m"},
-        transfers={"h2d.pinned": {"bytes_per_s": 10.5e9, "achieved_bytes_per_s": 20.9e9, "rate_p50": 21.5e9,
-                                  "rate_p10": 9.0e9},
-                   "h2d.pageable": {"bytes_per_s": 0.4e9, "achieved_bytes_per_s": 6.1e9, "rate_p50": 6.0e9,
-                                    "rate_p10": 4.2e9},
-                   "d2h.pinned": {"bytes_per_s": 3.0e9, "achieved_bytes_per_s": 50.1e9, "rate_p50": 51.0e9,
-                                  "rate_p10": 44.0e9},
-                   "d2h.pageable": {"bytes_per_s": 0.0, "achieved_bytes_per_s": None, "rate_p50": None,
-                                    "rate_p10": None}})
-
-
-# Pinned pages per node of each process on the two-node host (GPU 0 is on node 0, GPU 1 on node 1).
-NODE_SPLIT = {4242: {"0": 240 * GIB, "1": 60 * GIB}, 5151: {"0": 100 * GIB},
-              6060: {"0": 15 * GIB, "1": 5 * GIB}, 8080: {"0": 2 * GIB, "1": 6 * GIB}}
-
-
-def make_kernel_snapshot(i: int = 0, *, nodes: int = 1, unattributed: int = 24 * GIB, traced: bool = True,
-                         probe: Optional[ProbeResult] = None) -> Snapshot:
-    """``make_snapshot`` on a kernel that counts pinned pages: the count is what the process rows
-    hold plus ``unattributed``; ``nodes`` 2 gives a two-node host with the rows' ``NODE_SPLIT``;
-    ``traced`` adds ``traced_cupti_process``."""
-    s = make_snapshot(i, probe=probe)
-    procs = s.processes + ((traced_cupti_process(),) if traced else ())
-    if nodes > 1:
-        procs = tuple(dataclasses.replace(p, pinned_bytes_by_node=NODE_SPLIT.get(p.pid)) for p in procs)
-    kernel = sum(p.pinned_bytes or 0 for p in procs) + unattributed
-    by_node = {"0": kernel} if nodes == 1 else {"0": kernel - 80 * GIB, "1": 80 * GIB}
-    host = dataclasses.replace(s.host, kernel_pinned_bytes=kernel, kernel_pinned_bytes_by_node=by_node,
-                               pinned_bytes_total=kernel + s.host.write_combined_bytes_est,
-                               pinned_bytes_source="kernel", unattributed_pinned_bytes=unattributed,
-                               numa_nodes=tuple(range(nodes)))
-    return dataclasses.replace(s, host=host, processes=procs)
-
-
-def make_probe_result(kind: str = "quick", t: float = T0) -> ProbeResult:
-    sizes = (64 * MIB,) if kind == "quick" else (1 * MIB, 16 * MIB, 64 * MIB)
-    ms = []
-    for size in sizes:
-        scale = min(1.0, size / (64 * MIB) + 0.5)
-        ms += [ProbeMeasurement("copy", "pinned", size, "h2d", 52.0e9 * scale, repeats=5),
-               ProbeMeasurement("copy", "pageable", size, "h2d", 18.0e9 * scale, repeats=5),
-               ProbeMeasurement("copy", "pinned", size, "d2h", 54.0e9 * scale, repeats=5),
-               ProbeMeasurement("copy", "pageable", size, "d2h", 15.0e9 * scale, repeats=5)]
-    ms.append(ProbeMeasurement("alloc", "pinned", 64 * MIB, seconds=0.012, repeats=3))
-    return ProbeResult(time=t, gpu_index=0, kind=kind, link_theoretical_bytes_per_s=GEN5_X16,
-                       duration_s=1.5, max_pinned_bytes=256 * MIB, measurements=tuple(ms))
+from tests.factories import (GEN4_X8, GEN5_X16, GIB, MIB, NODE_SPLIT, T0, traced_cupti_process,  # noqa: F401
+                             box_kernel_snapshot as make_kernel_snapshot, box_probe as make_probe_result,
+                             box_snapshot as make_snapshot)
 
 
 class FakeSource:
