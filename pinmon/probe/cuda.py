@@ -230,8 +230,11 @@ def mapped_device_pointer(cp, host_ptr: int) -> int:
 
 
 def read_kernel(cp, gpu_index: int):
-    """The read kernel, compiled once per device; raises when it cannot be (no NVRTC, say)."""
-    key = (id(cp), gpu_index)
+    """The read kernel, compiled once per device; raises when it cannot be (no NVRTC, say).
+
+    Keyed by the CuPy module itself, not its id(): the cache keeps the module alive, so an id can
+    never be reused by another module (a stand-in) and hand it this one's kernel."""
+    key = (cp, gpu_index)
     kernel = _read_kernels.get(key)
     if kernel is None:
         kernel = cp.RawKernel(_READ_KERNEL_SRC, "pinmon_read")

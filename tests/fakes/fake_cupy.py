@@ -107,14 +107,6 @@ class FakeRuntime:
         return types.SimpleNamespace(device=0, devicePointer=ptr, hostPointer=ptr, type=1)
 
 
-# Every stand-in made in this run. The probe compiles its read kernel once per CuPy module and
-# finds it again by the module's id(): one real CuPy lives as long as the process, but the tests
-# make a stand-in per test, and a freed one's id can come back as a new one's, which would then
-# be handed the kernel of another stand-in (one whose compile did not fail). Held here, no two
-# stand-ins ever share an id.
-_MADE = []
-
-
 def make_fake_cupy(compile_error=None):
     rt = FakeRuntime()
 
@@ -168,7 +160,6 @@ def make_fake_cupy(compile_error=None):
     cp.cuda = types.SimpleNamespace(runtime=rt, Event=Event, Stream=Stream, Device=Device,
                                     get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3)
     cp.RawKernel = RawKernel
-    _MADE.append(cp)
     return cp
 
 

@@ -106,3 +106,35 @@ def test_a_cupy_that_cannot_tell_versions_gets_a_plain_hint(monkeypatch, tmp_pat
     reason = probe_available()[1]
     assert reason.endswith("(the NVIDIA driver is missing or older than this CuPy's CUDA: see `nvidia-smi`)")
     assert "cupy-cuda" not in reason
+
+
+def test_each_cupy_module_gets_its_own_read_kernel_even_where_ids_repeat(monkeypatch):
+    """A freed module's id() comes back as a new one's: the kernel cache must not key on it. Every
+    id() in the module is made the same here, as if each new module took the last one's address."""
+    import types
+
+    class Compiles:
+        def __init__(self, code, name):
+            pass
+
+        def compile(self):
+            pass
+
+    class Fails(Compiles):
+        def compile(self):
+            raise RuntimeError("no NVRTC")
+
+    def module(kernel_type):
+        cp = types.ModuleType("cupy")
+        cp.RawKernel = kernel_type
+        return cp
+
+    monkeypatch.setattr(C, "id", lambda obj: 0x5EED, raising=False)
+    monkeypatch.setattr(C, "_read_kernels", {})
+    C.read_kernel(module(Compiles), 0)
+    try:
+        kernel = C.read_kernel(module(Fails), 0)
+    except RuntimeError as e:
+        assert "no NVRTC" in str(e)  # compiled by this module, which fails
+    else:
+        raise AssertionError(f"a new module got another's kernel: {kernel!r}")
