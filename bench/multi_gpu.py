@@ -156,7 +156,8 @@ def facts() -> dict:
 
 
 def pick(which: str, box: dict) -> list[str]:
-    """Lines for the shell: ``nodes``: "GPU NODE", the first GPU of each node; ``remote``: one
+    """Lines for the shell: ``nodes``: "GPU NODE", the first GPU of each node ("GPU unknown" for the
+    first and last GPU where no GPU's node is known on a multi-node host); ``remote``: one
     "GPU GPU_NODE FAR_NODE" (the first GPU with a memory node other than its own), or nothing."""
     gpu_node = {}
     for g in box.get("gpus", ()):
@@ -169,6 +170,11 @@ def pick(which: str, box: dict) -> list[str]:
         first: dict[int, int] = {}
         for index in sorted(gpu_node):
             first.setdefault(gpu_node[index], index)
+        if not first and len(nodes) > 1:
+            # No GPU's node known (a VM's sysfs says -1, NVML NotSupported): the first and the last
+            # GPU, most likely on different sockets; probe --numa still measures every node for each.
+            indices = sorted(g["index"] for g in box.get("gpus", ()) if isinstance(g.get("index"), int))
+            return [f"{k} unknown" for k in sorted({indices[0], indices[-1]})] if indices else []
         return [f"{gpu} {node}" for node, gpu in sorted(first.items(), key=lambda kv: kv[0])]
     for index in sorted(gpu_node):
         far = [n for n in nodes if n != gpu_node[index]]

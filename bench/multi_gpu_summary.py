@@ -306,9 +306,18 @@ def numa_probe(docs: Sequence[dict]) -> list[dict]:
     return out
 
 
-def numa_remote(holder: Optional[dict], check: Optional[dict]) -> dict:
+def numa_remote(holder: Optional[dict], check: Optional[dict], box: Optional[dict] = None) -> dict:
     if not holder:
-        return {"pass": None, "reason": "no far-node process ran (one NUMA node, or it did not start)"}
+        host = (box or {}).get("host", {})
+        nodes = host.get("memory_nodes") or host.get("nodes") or []
+        known = [g for g in (box or {}).get("gpus", ()) if isinstance(g.get("pinmon_numa_node"), int)]
+        if box and len(nodes) < 2:
+            why = f"one NUMA node with memory ({nodes})"
+        elif box and not known:
+            why = "no GPU's NUMA node is known (sysfs numa_node -1, NVML NotSupported): no far node to pick"
+        else:
+            why = "the far-node process did not run"
+        return {"pass": None, "reason": why}
     if "error" in holder:
         return {"pass": False, "reason": f"far-node process: {holder['error']}", "holder": holder}
     if not check:
@@ -362,8 +371,9 @@ def summarise(outdir: str) -> dict:
     goals["probe"] = probe(j("probe_all.json"), _wall(os.path.join(outdir, "probe_all_time.txt")), box)
     numa_docs = [d for p in sorted(glob.glob(os.path.join(outdir, "numa_probe_gpu*.json"))) if (d := _load(p))]
     goals["numa"] = {"probe": numa_probe(numa_docs),
-                     "remote": numa_remote(j("numa_holder.json"), j("numa_check.json"))}
+                     "remote": numa_remote(j("numa_holder.json"), j("numa_check.json"), box)}
     goals["numa"]["pass"] = goals["numa"]["remote"]["pass"]
+    goals["numa"]["reason"] = goals["numa"]["remote"].get("reason", "")
     res["goals"] = goals
     return res
 

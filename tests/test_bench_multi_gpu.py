@@ -120,6 +120,10 @@ def test_pick_first_gpu_of_each_node_and_a_far_node(gpu_mod):
     assert gpu_mod.pick("nodes", one) == ["0 0"]
     assert gpu_mod.pick("remote", one) == []
     assert gpu_mod.pick("remote", {"gpus": [{"index": 0, "pinmon_numa_node": None}], "host": {}}) == []
+    unknown = _box(())
+    unknown["host"] = {"nodes": [0, 1], "memory_nodes": [0, 1]}
+    assert gpu_mod.pick("nodes", unknown) == ["0 unknown", "7 unknown"]
+    assert gpu_mod.pick("remote", unknown) == []
 
 
 def test_pick_cli_on_a_missing_file_says_one_line(gpu_mod, tmp_path, capsys):
@@ -335,6 +339,9 @@ def test_overhead_scale_probe_numa_verdicts(summ):
     assert summ.numa_remote(holder, {"findings": [{"rule": "pinned-numa-remote", "values": {"pid": 1}}]})["pass"] is False
     assert summ.numa_remote(dict(holder, error="OSError: x"), check)["pass"] is False
     assert summ.numa_remote(None, check)["pass"] is None
+    two_nodes = {"host": {"nodes": [0, 1]}, "gpus": [{"index": 0, "pinmon_numa_node": None}]}
+    assert "no GPU's NUMA node is known" in summ.numa_remote(None, None, two_nodes)["reason"]
+    assert "one NUMA node" in summ.numa_remote(None, None, {"host": {"nodes": [0]}, "gpus": []})["reason"]
 
 
 def test_numa_probe_figures_per_node(summ):
