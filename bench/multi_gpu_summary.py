@@ -3,7 +3,7 @@ reads files, no GPU, no NVML; tests/test_bench_multi_gpu.py feeds it synthetic r
 
     python3 bench/multi_gpu_summary.py OUTDIR      writes OUTDIR/summary.json, one line per goal
 
-Goals (issue "pinmon on a real 8-GPU box"):
+Goals:
 - ``accuracy``: per GPU, pinmon's RX link bytes over the intervals that lie inside the window where
   every load ran (``watch.json``) against the payload the load counted over the same intervals
   (``load.json``), divided by the link's protocol overhead (``LINK_OVERHEAD``, 1.078 measured on an
