@@ -33,6 +33,7 @@ import sys
 from typing import Any, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 LINK_OVERHEAD = 1.078
 ACCURACY_TOLERANCE = 0.02
@@ -384,7 +385,9 @@ def main(argv=None) -> int:
         print("usage: python3 bench/multi_gpu_summary.py OUTDIR (a directory bench/multi_gpu_batch.sh wrote)",
               file=sys.stderr)
         return 2
-    res = summarise(argv[0])
+    from provenance import provenance  # the summariser's own tree; the run's is in each raw file
+
+    res = {"provenance": provenance(), **summarise(argv[0])}
     with open(os.path.join(argv[0], "summary.json"), "w") as f:
         json.dump(res, f, indent=1)
     for name, goal in res["goals"].items():

@@ -23,6 +23,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
 
 MIB = 1 << 20
 MPOL_BIND = 2
@@ -67,7 +69,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.gpu < 0 or a.node < 0 or a.size_mib < 1 or not a.hold_s > 0:
         ap.error("--gpu and --node must not be negative, --size-mib and --hold-s positive")
-    out = {"pid": os.getpid(), "gpu": a.gpu, "node": a.node, "size_bytes": a.size_mib * MIB}
+    out = {"provenance": provenance(), "pid": os.getpid(), "gpu": a.gpu, "node": a.node,
+           "size_bytes": a.size_mib * MIB}
     try:
         os.sched_setaffinity(0, node_cpus(a.node))
         out["memory_binding"] = bind_memory(a.node)
