@@ -1,8 +1,12 @@
 """Screenshots of the real app: live (on a GPU box, during a transfer) and the bundled demo.
 
-Usage: python bench/tui_screenshots.py OUTDIR [--live SECONDS] [--demo]
+Usage: python bench/tui_screenshots.py OUTDIR [--live SECONDS] [--demo] [--prefix NAME] [--no-probe]
+       [--shot NAME=KEY,KEY ...]
 Writes SVGs named live-80x24.svg, live-160x48.svg, demo-80x24.svg, demo-160x48.svg, and prints the
-time to first frame.
+time to first frame. ``--prefix`` replaces "live" in the live shots' names; ``--no-probe`` keeps the
+live app from probing (its copies would add to the traffic being shown). Each ``--shot`` takes one
+more screenshot of each size after the first, named PREFIX-WxH-NAME.svg, after pressing its keys
+(Textual's key names; the shots follow one another, so their keys add up).
 """
 import argparse
 import asyncio
@@ -16,7 +20,7 @@ from pinmon.advise import advise  # noqa: E402
 from pinmon.tui.app import PinmonApp  # noqa: E402
 
 
-async def shoot(make_source, out, name, size, wait_s, **kw):
+async def shoot(make_source, out, name, size, wait_s, shots=(), **kw):
     src = make_source()
     app = PinmonApp(src, lambda h: advise(h), **kw)
     t0 = time.perf_counter()
@@ -27,7 +31,19 @@ async def shoot(make_source, out, name, size, wait_s, **kw):
         print(f"{name} {size}: first snapshot after {time.perf_counter() - t0:.2f} s")
         await pilot.pause(wait_s)
         app.save_screenshot(os.path.join(out, f"{name}-{size[0]}x{size[1]}.svg"))
+        for shot, keys in shots:
+            await pilot.press(*keys)
+            await pilot.pause(0.5)
+            app.save_screenshot(os.path.join(out, f"{name}-{size[0]}x{size[1]}-{shot}.svg"))
     src.close()
+
+
+def parse_shot(text):
+    """"gpus=2" -> ("gpus", ["2"]); "last=g,g,g" -> ("last", ["g", "g", "g"])."""
+    name, sep, keys = text.partition("=")
+    if not sep or not name or not keys or not all(c.isalnum() or c in "-_" for c in name):
+        raise argparse.ArgumentTypeError(f"not NAME=KEY,KEY...: {text!r}")
+    return name, [k.strip() for k in keys.split(",") if k.strip()]
 
 
 def main():
@@ -35,6 +51,9 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--live", type=float, default=0)
     ap.add_argument("--demo", action="store_true")
+    ap.add_argument("--prefix", default="live")
+    ap.add_argument("--no-probe", action="store_true")
+    ap.add_argument("--shot", type=parse_shot, action="append", default=[])
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.live:
@@ -42,9 +61,9 @@ def main():
         from pinmon.probe import run_probe
 
         for size in ((80, 24), (160, 48)):
-            asyncio.run(shoot(lambda: LiveCollector(interval_s=1.0), a.out, "live", size, a.live,
+            asyncio.run(shoot(lambda: LiveCollector(interval_s=1.0), a.out, a.prefix, size, a.live, a.shot,
                               probe_runner=lambda kind="quick", **kw: run_probe(kind, **kw),
-                              probe_unavailable_reason=None, probe_every_s=60.0))
+                              probe_unavailable_reason=None, probe_every_s=None if a.no_probe else 60.0))
     if a.demo:
         from pinmon.cli.commands.demo import demo_path
         from pinmon.collect.replay import ReplaySource

@@ -252,6 +252,10 @@ class PinmonApp(App[int]):
         self.refresh_views()
         if self._tabs().active != "gpus":
             self.action_tab("gpus")
+        # Enter promises the detail: on a small terminal it sits below the whole list (eight GPUs
+        # at 80x24 fill more than the screen), so bring it into view; g goes back to the rows.
+        detail = self.main_widget("#gpu-detail")
+        self.call_after_refresh(detail.scroll_visible, animate=False)
 
     def action_filter(self) -> None:
         tabs = self._tabs()

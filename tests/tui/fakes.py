@@ -5,14 +5,60 @@ Gen4 x8 while moving ~12 GB/s (degraded), host RAM 1 TiB with 420 GiB pinned.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Optional, Sequence
 
-from pinmon.model import Finding, HostMemory, ProbeResult, Snapshot
+from pinmon.link import theoretical_bytes_per_s
+from pinmon.model import Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeResult, ProcessPinned, Snapshot
 
 from tests.factories import (GEN4_X8, GEN5_X16, GIB, MIB, NODE_SPLIT, T0, traced_cupti_process,  # noqa: F401
                              box_kernel_snapshot as make_kernel_snapshot, box_probe as make_probe_result,
                              box_snapshot as make_snapshot)
+
+
+# --- an eight-GPU box: each GPU its own load, so a figure shown under the wrong GPU is caught ----
+
+# Links trained below Gen5 x16 under load: GPU 2 at Gen4 x16, GPU 5 at Gen5 x8 (31.5 GB/s each).
+DEGRADED_LINKS = {2: (4, 16), 5: (5, 8)}
+
+
+def multi_rx(k: int) -> float:
+    """GPU ``k``'s RX: 5.0, 10.1, 15.2 ... 40.7 GB/s for 8 GPUs; no figure is another's as text."""
+    return (k + 1) * 5e9 + k * 0.1e9
+
+
+def multi_tx(k: int) -> float:
+    """GPU ``k``'s TX: 300 MB/s, 600 MB/s, 900 MB/s, 1.2 GB/s ..."""
+    return (k + 1) * 0.3e9
+
+
+def make_multi_snapshot(i: int = 0, n: int = 8, *, source: str = "live") -> Snapshot:
+    """``make_snapshot`` on a box of ``n`` GPUs, GPU ``k`` at ``multi_rx(k)`` / ``multi_tx(k)``
+    (steady, so the figure on screen is that one whatever ``i``), the links of ``DEGRADED_LINKS``
+    below their Gen5 x16, the first half of the GPUs on NUMA node 0 and the rest on node 1; one
+    process per GPU."""
+    s = make_snapshot(i, source=source)
+    gpus = []
+    for k in range(n):
+        gen, width = DEGRADED_LINKS.get(k, (5, 16))
+        link = Link(gen=gen, gen_max=5, width=width, width_max=16,
+                    theoretical_bytes_per_s=theoretical_bytes_per_s(gen, width),
+                    max_theoretical_bytes_per_s=GEN5_X16)
+        node = 0 if k < (n + 1) // 2 else 1
+        gpus.append(Gpu(index=k, name="NVIDIA H200", uuid=f"GPU-{k:04d}cccc", pci_bus_id=f"00000000:{0x17 + 0x10 * k:02X}:00.0",
+                        link=link,
+                        pcie=Pcie(rx_bytes_per_s=multi_rx(k), tx_bytes_per_s=multi_tx(k), method="gpm",
+                                  replay_delta=0, recovery_delta=0, error_delta=0,
+                                  counter_deltas={"replay": 0, "l0_to_recovery": 0, "bad_tlp": 0}),
+                        memory_total_bytes=141 * GIB, memory_used_bytes=(k + 1) * 10 * GIB,
+                        cpu_affinity="0-47" if node == 0 else "48-95", numa_node=node,
+                        processes=(GpuProcess(pid=3000 + k, gpu_memory_bytes=(k + 1) * 10 * GIB),)))
+    procs = tuple(ProcessPinned(pid=3000 + k, name=f"load{k}", user="alice", cmdline=f"python load.py --gpu {k}",
+                                pinned_bytes=(k + 1) * GIB, write_combined_bytes=0, pinned_mappings=1,
+                                mappings_churn=0, gpu_memory_bytes=(k + 1) * 10 * GIB, gpu_indices=(k,))
+                  for k in range(n))
+    return dataclasses.replace(s, gpus=tuple(gpus), processes=procs)
 
 
 class FakeSource:
@@ -152,3 +198,17 @@ class KernelSource(FakeSource):
     def snapshot(self) -> Optional[Snapshot]:
         self.calls += 1
         return make_kernel_snapshot(self.calls - 1, **self.snapshot_kw)
+
+
+class MultiGpuSource(FakeSource):
+    """``make_multi_snapshot`` each call, ``n`` GPUs."""
+
+    def __init__(self, gpus: int = 8, **kw):
+        super().__init__(**kw)
+        self.gpus = gpus
+
+    def snapshot(self) -> Optional[Snapshot]:
+        i = self.calls
+        self.calls += 1
+        return make_multi_snapshot(i, self.gpus, source="live" if self.live else "replay")
+
