@@ -212,32 +212,39 @@ class PinmonApp(App[int]):
         if tabs.active == tab_id:
             self._focus_tab(tab_id)
         else:
-            tabs.active = tab_id  # TabActivated then moves the focus into the tab
+            # The focus leaves the shown pane first: a focus given there a moment ago (g) must not
+            # pull the tabs back to it (Pane.on_tab_pane_focused). TabActivated then moves it in.
+            self.set_focus(tabs.query_one(Tabs))
+            tabs.active = tab_id
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.refresh_views()
         self._focus_tab(event.pane.id or "")
 
     def _focus_tab(self, tab_id: str) -> None:
-        # Focusing a widget in another pane would switch TabbedContent back to that pane.
+        # Focusing a widget in another pane would switch TabbedContent back to that pane. So the
+        # focus moves at once (App.set_focus), not later as Widget.focus() does: a tab key pressed
+        # in between (g then 1) would otherwise see the focus land here and pull its tab back.
         if self._tabs().active != tab_id:
             return
+        self.set_focus(self._focus_target(tab_id))
+
+    def _focus_target(self, tab_id: str):
         if tab_id == "processes":
+            panel = self.main_widget(ProcessPanel)
             if self._filter_on_activate:
                 self._filter_on_activate = False
-                self.main_widget(ProcessPanel).open_filter()
-            else:
-                self.main_widget(ProcessPanel).focus_table()
-        elif tab_id == "advisor":
-            self.main_widget(FindingsPanel).focus()
-        elif tab_id == "gpus" and self.main_widget("#gpu-list", GpuList).query(GpuRow):
+                return panel.shown_filter()
+            return panel.table()
+        if tab_id == "advisor":
+            return self.main_widget(FindingsPanel)
+        if tab_id == "gpus" and self.main_widget("#gpu-list", GpuList).query(GpuRow):
             rows = list(self.main_widget("#gpu-list", GpuList).query(GpuRow))
-            rows[min(self.session.selected_gpu, len(rows) - 1)].focus()
-        elif tab_id in ("memory", "probe"):
-            self.main_widget(f"#{tab_id}-scroll").focus()  # arrows scroll a tall panel on a small terminal
-        else:
-            # Focus left in a hidden pane would pull TabbedContent back there; the tab bar is safe.
-            self._tabs().query_one(Tabs).focus()
+            return rows[min(self.session.selected_gpu, len(rows) - 1)]
+        if tab_id in ("memory", "probe"):
+            return self.main_widget(f"#{tab_id}-scroll")  # arrows scroll a tall panel on a small terminal
+        # Focus left in a hidden pane would pull TabbedContent back there; the tab bar is safe.
+        return self._tabs().query_one(Tabs)
 
     def action_next_gpu(self) -> None:
         refusal = self.session.next_gpu()

@@ -47,6 +47,14 @@ class MainTabs(TabbedContent):
 class Pane(TabPane):
     BLANK = True
 
+    def on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        """A widget in this pane got the focus: TabbedContent then shows this pane. Where the focus
+        has moved on by the time the message comes (a tab key pressed just after a key that focused
+        a widget here), showing this pane again would undo that key: the message stops here."""
+        focused = self.app.focused
+        if focused is None or self not in focused.ancestors_with_self:
+            event.stop()
+
 
 class Grid(Container):
     BLANK = True

@@ -83,6 +83,24 @@ async def test_number_keys_switch_tabs():
             assert active_tab(app) == tab
 
 
+async def test_a_tab_takes_the_focus_at_once_so_the_next_tab_key_wins():
+    """g then 1 pressed together must end on the overview: the GPUs tab focuses its row at once,
+    not later, when a focus landing in the GPUs pane would pull the tab back there."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed(app)
+        for key, tab_id, kind in (("2", "gpus", GpuRow), ("4", "processes", DataTable)):
+            await pilot.press(key)
+            app.set_focus(None)
+            app._focus_tab(tab_id)
+            assert isinstance(app.focused, kind), (tab_id, app.focused)  # now, not after a pause
+        await pilot.press("2")
+        app.action_next_gpu()
+        app.action_tab("overview")
+        await pilot.pause()
+        assert active_tab(app) == "overview"
+
+
 async def test_g_cycles_gpus_and_shows_detail():
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -153,10 +153,14 @@ class ProcessPanel(Vertical, CompositeView):
             self._popup = ProcessScreen(p, self.snapshot, self.findings)
             self.app.push_screen(self._popup)
 
-    def open_filter(self) -> None:
+    def shown_filter(self) -> FilterInput:
+        """The filter box, shown (the caller focuses it)."""
         inp = self.query_one(FilterInput)
         inp.display = True
-        inp.focus()
+        return inp
+
+    def open_filter(self) -> None:
+        self.app.set_focus(self.shown_filter())
 
     def clear_filter(self) -> None:
         self.query_one(FilterInput).action_clear_filter()
@@ -263,5 +267,5 @@ class ProcessPanel(Vertical, CompositeView):
             parts += [("  / filter", "dim")] + ([("  Enter detail", "dim")] if total else [])
         set_content(self.query_one("#process-status", Static), Content.assemble(*parts))
 
-    def focus_table(self) -> None:
-        self.query_one(DataTable).focus()
+    def table(self) -> DataTable:
+        return self.query_one(DataTable)
