@@ -69,16 +69,9 @@ def nvidia_smi_gpus() -> tuple[list[dict], Optional[str]]:
 
 def sysfs_node_text(pci_bus_id: Optional[str], sysfs_root: str = "/sys") -> Optional[str]:
     """The raw ``numa_node`` of the GPU's PCI device ("-1" on a one-node VM); None if unreadable."""
-    from pinmon.collect.nvml import sysfs_pci_address
+    from pinmon.collect.nvml.sysfs import sysfs_numa_node_text
 
-    address = sysfs_pci_address(pci_bus_id)
-    if address is None:
-        return None
-    try:
-        with open(os.path.join(sysfs_root, "bus/pci/devices", address, "numa_node")) as f:
-            return f.read().strip()
-    except OSError:
-        return None
+    return sysfs_numa_node_text(pci_bus_id, sysfs_root)
 
 
 def nvml_numa_nodes(count: int) -> list[Any]:

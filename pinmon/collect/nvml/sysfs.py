@@ -23,14 +23,24 @@ def sysfs_pci_address(pci_bus_id: Optional[str]) -> Optional[str]:
     return f"{domain:04x}:{parts[1]}:{parts[2]}"
 
 
-def sysfs_numa_node(pci_bus_id: Optional[str], sysfs_root: str = "/sys") -> Optional[int]:
-    """The NUMA node the kernel assigns to the GPU's PCI device; None if unknown (-1 or unreadable)."""
+def sysfs_numa_node_text(pci_bus_id: Optional[str], sysfs_root: str = "/sys") -> Optional[str]:
+    """The device's ``numa_node`` file as the kernel writes it ("-1" where it does not know, as on a
+    one-node VM); None if unreadable."""
     addr = sysfs_pci_address(pci_bus_id)
     if addr is None:
         return None
     try:
         with open(os.path.join(sysfs_root, "bus/pci/devices", addr, "numa_node")) as f:
-            node = int(f.read().strip())
-    except (OSError, ValueError):
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def sysfs_numa_node(pci_bus_id: Optional[str], sysfs_root: str = "/sys") -> Optional[int]:
+    """The NUMA node the kernel assigns to the GPU's PCI device; None if unknown (-1 or unreadable)."""
+    text = sysfs_numa_node_text(pci_bus_id, sysfs_root)
+    try:
+        node = int(text) if text is not None else -1
+    except ValueError:
         return None
     return node if node >= 0 else None
