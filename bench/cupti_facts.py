@@ -907,6 +907,14 @@ def w_coexist_ours_first(ctx):
         t.note(f"torch.profiler: {type(e).__name__}: {e}")
     flush(c, forced=True)
     phases["B_profiler_active"] = _count_sizes(rec)
+    _after_profiler_and_rearmed(ctx, torch, host, dev, phases)
+    t.note("phase sizes: A 1 MiB (ours), B 2 MiB (profiler on), C 3 MiB (after), D 4 MiB (ours re-armed)")
+
+
+def _after_profiler_and_rearmed(ctx, torch, host, dev, phases: dict) -> None:
+    """The two phases both profiler scenarios end with: C (3 MiB copies once the profiler is done),
+    D (4 MiB copies after arming ours again); the truth of all four phases' copies."""
+    c, rec = ctx.cupti, ctx.rec
     _phase_copies(torch, host, dev, 3 * MIB)
     flush(c, forced=True)
     phases["C_after_profiler"] = _count_sizes(rec)
@@ -915,8 +923,7 @@ def w_coexist_ours_first(ctx):
     flush(c, forced=True)
     phases["D_rearmed"] = _count_sizes(rec)
     ctx.extra["phases"] = phases
-    t.copy("h2d", "pinned", 10 * (1 + 2 + 3 + 4) * MIB)
-    t.note("phase sizes: A 1 MiB (ours), B 2 MiB (profiler on), C 3 MiB (after), D 4 MiB (ours re-armed)")
+    ctx.truth.copy("h2d", "pinned", 10 * (1 + 2 + 3 + 4) * MIB)
 
 
 def w_coexist_profiler_first(ctx):
@@ -938,15 +945,7 @@ def w_coexist_profiler_first(ctx):
         t.note(f"torch.profiler: {type(e).__name__}: {e}")
     flush(c, forced=True)
     phases["AB_profiler_active"] = _count_sizes(rec)
-    _phase_copies(torch, host, dev, 3 * MIB)
-    flush(c, forced=True)
-    phases["C_after_profiler"] = _count_sizes(rec)
-    ctx.extra["rearm"] = arm(c, rec, ("MEMCPY", "MEMORY2"))
-    _phase_copies(torch, host, dev, 4 * MIB)
-    flush(c, forced=True)
-    phases["D_rearmed"] = _count_sizes(rec)
-    ctx.extra["phases"] = phases
-    t.copy("h2d", "pinned", 10 * (1 + 2 + 3 + 4) * MIB)
+    _after_profiler_and_rearmed(ctx, torch, host, dev, phases)
     t.note("phase sizes: A 1 MiB (profiler only), B 2 MiB (ours armed inside), C 3 MiB (after), D 4 MiB (re-armed)")
 
 
