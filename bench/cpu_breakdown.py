@@ -8,8 +8,10 @@
   (host memory, NVML read, /proc scan, tracer reports), CPU time per call (``time.thread_time``).
 - ``profile``: the TUI's main thread under cProfile for ``--seconds``; the top functions by own
   time and by cumulative time are written next to the JSON.
+- ``snapprofile``: ``--snapshots`` live snapshots under cProfile (the collection, which runs in a
+  worker thread of the app), written next to the JSON likewise.
 
-Usage: python bench/cpu_breakdown.py OUT.json [--seconds 30] [--snapshots 50] [--parts threads,parts,profile]
+Usage: python bench/cpu_breakdown.py OUT.json [--seconds 30] [--snapshots 50] [--parts threads,parts,profile,snapprofile]
 [--tree DIR] measures the pinmon package found under DIR instead of this checkout (an A/B of two trees).
 """
 from __future__ import annotations
@@ -46,6 +48,24 @@ def _thread_times(proc: psutil.Process) -> dict[int, float]:
     return {t.id: t.user_time + t.system_time for t in proc.threads()}
 
 
+def _wakeups(pid: int) -> dict[int, int]:
+    """Voluntary context switches of each thread (a thread that polls on a timer shows its rate)."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"voluntary_ctxt_switches:"):
+                        out[int(tid)] = int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+    return out
+
+
 def thread_cpu(argv: list[str], seconds: float, env: dict, pty_size=None, cwd: str = ROOT) -> dict:
     """CPU share of one core per thread of ``argv`` over ``seconds`` after the warm-up."""
     # -m/-c put the working directory first on sys.path: cwd picks the tree measured.
@@ -55,16 +75,18 @@ def thread_cpu(argv: list[str], seconds: float, env: dict, pty_size=None, cwd: s
         if p.poll() is not None:
             return {"argv": portable_argv(argv), "error": f"exited during warm-up with code {p.returncode}"}
         proc = psutil.Process(p.pid)
-        t0, w0 = _thread_times(proc), time.monotonic()
+        t0, s0, w0 = _thread_times(proc), _wakeups(p.pid), time.monotonic()
         time.sleep(seconds)
-        t1, wall = _thread_times(proc), time.monotonic() - w0
+        t1, s1, wall = _thread_times(proc), _wakeups(p.pid), time.monotonic() - w0
     finally:
         stop_spawned(p, master, stop)
     threads = []
     for tid, cpu in t1.items():
         delta = cpu - t0.get(tid, 0.0)
+        wakes = s1.get(tid, 0) - s0.get(tid, 0) if tid in s1 else None
         threads.append({"thread": "main" if tid == p.pid else f"tid {tid}",
-                        "cpu_share": delta / wall, "cpu_s": delta})
+                        "cpu_share": delta / wall, "cpu_s": delta,
+                        "wakeups_per_s": None if wakes is None else wakes / wall})
     threads.sort(key=lambda t: -t["cpu_s"])
     total = sum(t["cpu_s"] for t in threads)
     return {"argv": portable_argv(argv), "window_s": wall, "cpu_share": total / wall, "threads": threads}
@@ -112,6 +134,38 @@ print(json.dumps(out))
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def part_snapprofile(snapshots: int, tree: str, out_path: str) -> dict:
+    """``LiveCollector.snapshot()`` under cProfile in a child (the collection runs in a worker thread
+    of the app, which the ``profile`` part does not see): the top functions by own and cumulative
+    time, written next to the JSON."""
+    report = out_path + ".snapshot_profile.txt"
+    code = r"""
+import cProfile, pstats, sys, time
+from pinmon.collect.collector import LiveCollector
+n, report = int(sys.argv[1]), sys.argv[2]
+col = LiveCollector(interval_s=1.0)
+time.sleep(2.0)
+col.snapshot()
+prof = cProfile.Profile()
+for _ in range(n):
+    time.sleep(0.02)
+    prof.enable()
+    col.snapshot()
+    prof.disable()
+col.close()
+with open(report, "w") as f:
+    st = pstats.Stats(prof, stream=f)
+    f.write(f"{n} snapshots\n")
+    st.sort_stats("tottime").print_stats(40)
+    st.sort_stats("cumulative").print_stats(60)
+"""
+    r = subprocess.run([sys.executable, "-c", code, str(snapshots), report], env=_env(tree), cwd=tree,
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        return {"error": r.stderr.strip().splitlines()[-1:] or [f"exit {r.returncode}"]}
+    return {"report": os.path.basename(report), "snapshots": snapshots}
+
+
 def part_profile(seconds: float, tree: str, out_path: str) -> dict:
     fd, prof = tempfile.mkstemp(suffix=".prof")
     os.close(fd)
@@ -151,12 +205,17 @@ def main(argv=None) -> int:
         if part == "threads":
             result["threads"] = part_threads(args.seconds, tree)
             for name, r in result["threads"].items():
-                top = ", ".join(f"{t['thread']} {t['cpu_share'] * 100:.2f}%" for t in r.get("threads", [])[:4])
+                top = ", ".join(f"{t['thread']} {t['cpu_share'] * 100:.2f}%"
+                                + (f" {t['wakeups_per_s']:.0f}/s" if t.get("wakeups_per_s") is not None else "")
+                                for t in r.get("threads", [])[:4])
                 print(f"{name}: {r.get('cpu_share', float('nan')) * 100:.2f}% of one core ({top})")
         elif part == "parts":
             result["parts"] = part_parts(args.snapshots, tree)
             print("snapshot parts (ms CPU per call):", {k: (round(v * 1e3, 3) if k.endswith("_s") else v)
                                                         for k, v in result["parts"].items()})
+        elif part == "snapprofile":
+            result["snapprofile"] = part_snapprofile(args.snapshots, tree, args.out)
+            print("snapshot profile:", result["snapprofile"])
         elif part == "profile":
             result["profile"] = part_profile(args.seconds, tree, args.out)
             print("profile:", result["profile"])

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # One evidence run on the H200 test machine; each part writes under OUTDIR and a failing part does
 # not stop the others. Usage: bash bench/h200_batch.sh OUTDIR PART...   (parts: env gputests probe
-# check pollcost tui screenshots overhead trace cupti cuptitests)
+# check pollcost tui screenshots overhead overhead2 frame kpins trace cupti cuptitrace
+# breakdown cuptitests)
 # overhead: the app against nvitop (60 s each), the app's threads, one update headless (~4 min);
 # overhead2: the app (stock, and quiet input once) against nvitop in both orders (60 s each, ~5.5 min); frame: one update headless;
 # kpins: the kernel's pinned count against known allocations (~1 min);
-# cuptitrace: both engines' slowdown of a copy loop, 10 rounds each, and their coverage (~2 min);
+# cuptitrace: both engines' slowdown of a copy loop, 30 rounds each, and their coverage (~3 min);
+# breakdown: the app's threads (CPU and wake-ups each), a snapshot's parts, and both threads' profiles (~3 min);
 # trace: the tracer's slowdown of a copy loop, 20 rounds, and of each kind of copy (~2 min).
 set -u
 out=${1:?outdir}; shift; mkdir -p "$out"
@@ -62,9 +64,13 @@ kpins)
   timeout 200 python3 bench/kernel_pins_h200.py "$out/kernel_pins_h200.json" 2>&1 | tail -12;;
 cuptitrace)
   part cuptitrace
-  python3 bench/trace_overhead.py "$out/trace_overhead_cupti_h200.json" --engine cupti --rounds 10 2>&1 | tail -2
-  python3 bench/trace_overhead.py "$out/trace_overhead_hooks_h200.json" --engine hooks --rounds 10 2>&1 | tail -2
+  python3 bench/trace_overhead.py "$out/trace_overhead_cupti_h200.json" --engine cupti --rounds 30 2>&1 | tail -2
+  python3 bench/trace_overhead.py "$out/trace_overhead_hooks_h200.json" --engine hooks --rounds 30 2>&1 | tail -2
   python3 bench/trace_coverage.py "$out/trace_coverage_h200.json" --seconds 8 2>&1 | tail -6;;
+breakdown)
+  part breakdown
+  python3 bench/cpu_breakdown.py "$out/cpu_breakdown_h200.json" --seconds 30 --snapshots 100 \
+    --parts threads,parts,snapprofile,profile 2>&1 | tail -6;;
 trace)
   part trace
   python3 bench/trace_overhead.py "$out/trace_overhead_h200.json" --rounds 20 2>&1 | tail -8
