@@ -29,6 +29,7 @@ import os
 import statistics
 import sys
 import time
+from typing import Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -187,10 +188,12 @@ class CuptiSwitch:
         return out
 
 
-def copy_round(cupy, round_index: int, switch=None) -> tuple[float, float, object]:
+def copy_round(cupy, round_index: int, switch=None, per_size: Optional[dict] = None) -> tuple[float, float, object]:
     """One pass over the sizes: (plain seconds, traced seconds, the traced halves' state). Each size
     runs its copies without and with the hooks (or ``switch``'s engine) back to back, which goes
-    first alternating."""
+    first alternating. Each half starts with one 1-byte copy outside its time, in both halves alike:
+    the first copy after CUPTI's activities are turned on pays its start, which a traced program pays
+    once. ``per_size`` collects {size: [traced / plain of each round]}."""
     import numpy as np
 
     import cupyx
@@ -205,12 +208,15 @@ def copy_round(cupy, round_index: int, switch=None) -> tuple[float, float, objec
         pinned[:] = 1
         dev = cupy.empty(size, dtype=np.uint8)
         reps = max(2, int(256 * MIB / size))
+        tiny, tiny_dev = np.ones(1, np.uint8), cupy.empty(1, dtype=np.uint8)
+        halves = {}
         for with_hooks in ((False, True) if (round_index + k) % 2 == 0 else (True, False)):
             if with_hooks:
                 if switch is None:
                     hook(cupy, state)
                 else:
                     switch.on()
+            tiny_dev.set(tiny)
             sync(cupy)
             t0 = time.perf_counter()
             for _ in range(reps):
@@ -225,12 +231,15 @@ def copy_round(cupy, round_index: int, switch=None) -> tuple[float, float, objec
             spent = time.perf_counter() - t0
             if with_hooks and switch is not None:
                 switch.off()
+            halves[with_hooks] = spent
             if with_hooks:
                 if switch is None:
                     unhook(cupy)
                 traced += spent
             else:
                 plain += spent
+        if per_size is not None:
+            per_size.setdefault(size, []).append(halves[True] / halves[False])
     return plain, traced, state
 
 
@@ -248,8 +257,9 @@ def main() -> int:
     copy_round(cupy, 0, switch)  # warm-up: CUDA context, pool, page faults
     plain, traced = [], []
     copies = {}
+    per_size: dict = {}
     for i in range(args.rounds):
-        p, t, st = copy_round(cupy, i, switch)
+        p, t, st = copy_round(cupy, i, switch, per_size)
         plain.append(p)
         traced.append(t)
         if switch is None:
@@ -268,6 +278,7 @@ def main() -> int:
                  "plain_s": plain, "traced_s": traced,
                  "plain_median_s": statistics.median(plain), "traced_median_s": statistics.median(traced),
                  "round_ratios": ratios, "slowdown_fraction": slowdown,
+                 "slowdown_by_size": {str(k): statistics.median(v) - 1.0 for k, v in per_size.items()},
                  "slowdown_quartiles": [q - 1.0 for q in quartiles],
                  "bookkeeping_explained_fraction": explained_s / statistics.median(plain),
                  "goal_fraction": 0.02, "traced_copies_seen": copies},

@@ -1,4 +1,5 @@
-"""The main screen's widgets: a status line, the notice bar, six tabs of panels and the footer.
+"""The main screen's widgets: six tabs of panels, a status line and the notice bar under the tab
+strip, and the footer.
 
 Where each panel sits and which show on a narrow or a wide terminal (``narrow-only``, ``wide-only``)
 is ``pinmon.tcss``'s business; here is what there is and what each panel's border says.
@@ -16,7 +17,9 @@ from typing import Optional
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical, VerticalScroll
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets.tabbed_content import ContentTabs
 
 from ..advise.thresholds import Thresholds
 from .widgets.findings import FindingsPanel
@@ -41,7 +44,30 @@ class MainScreen(Screen):
 
 
 class MainTabs(TabbedContent):
+    """The tabs, with the status line and the notice bar between the tab strip and the panes.
+
+    Below the tab strip rather than above it: the status line's clock changes every second, and
+    Textual repaints every widget that meets the rows between the highest and the lowest changed
+    line. Above the tabs, each second's update took in the tab strip's ten widgets as well
+    (bench/tui_frame.py: the screen update a third cheaper without them). The two lines are
+    composed right after the tab strip; should a Textual compose no ``ContentTabs``, they follow
+    the panes instead, and are still shown."""
+
     BLANK = True
+
+    def __init__(self, *between: Widget, **kw):
+        super().__init__(**kw)
+        self._between = between
+
+    def compose(self) -> ComposeResult:
+        placed = False
+        for widget in super().compose():
+            yield widget
+            if not placed and isinstance(widget, ContentTabs):
+                placed = True
+                yield from self._between
+        if not placed:
+            yield from self._between
 
 
 class Pane(TabPane):
@@ -65,9 +91,7 @@ class Column(Vertical):
 
 
 def compose_main(thresholds: Thresholds) -> ComposeResult:
-    yield StatusHeader(id="status")
-    yield NoticeBar(id="notices")
-    with MainTabs(initial="overview", id="tabs"):
+    with MainTabs(StatusHeader(id="status"), NoticeBar(id="notices"), initial="overview", id="tabs"):
         with Pane(TABS[0][1], id="overview"):
             with Grid(id="overview-grid"):
                 with Vertical(id="ov-gpus", classes="panel") as box:

@@ -1,7 +1,7 @@
 """What one second's screen update renders on an idle box: few widgets, and containers for nothing.
 
-Textual repaints a partial update as one rectangle around the changed lines (the clock on the top
-line, a GPU's rates, the RAM line) and, within it, every line of every widget whose parent
+Textual repaints a partial update as one rectangle around the changed lines (the clock on the status
+line under the tab strip, a GPU's rates, the RAM line) and, within it, every line of every widget whose parent
 touches it: the screen, the tabs and the grids around the panels, 48 lines each. The containers
 that only arrange others are ``BLANK`` (``layout.py``), so Textual draws them as plain background
 without rendering them; the screenshots (test_snapshots.py) show they look the same.
@@ -72,10 +72,46 @@ async def test_an_idle_second_renders_no_container_that_draws_nothing(monkeypatc
         await pilot.pause(0.1)
     drawn = {w for w in rendered if not w.BLANK}
     names = sorted(type(w).__name__ for w in drawn)
-    # The panels the update touches, their neighbours in the grid, the tab bar (between the clock
-    # and the panels), the footer and the status line; no screen, tab, pane or grid.
+    # The panels the update touches, their neighbours in the grid, the footer, the status line and
+    # the tab strip's outer box; no screen, tab, pane or grid, and none of the strip's own widgets
+    # (its tabs, their row, the underline): the status line sits under the strip, so the changed
+    # rows no longer span it.
     assert not {"MainScreen", "MainTabs", "Pane", "Grid", "Column", "BareGpuList"} & set(names), names
-    assert len(drawn) <= 19, names
+    assert not {"ContentTab", "Underline"} & set(names), names
+    assert len(drawn) <= 9, names
     # The panels' text holds no links: Textual's search for them costs a third of a short line.
     ours = [w for w in drawn if type(w).__module__.startswith("pinmon.")]
     assert ours and not [w for w in ours if w.auto_links]
+
+
+async def test_the_status_line_and_notices_sit_between_the_tab_strip_and_the_panes():
+    from textual.widgets.tabbed_content import ContentTabs
+
+    from pinmon.tui.widgets.header import StatusHeader
+    from pinmon.tui.widgets.notices import NoticeBar
+
+    for size in (WIDE, (80, 24)):
+        app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+        async with app.run_test(size=size) as pilot:
+            app.apply_snapshot(idle(0))
+            await pilot.pause()
+            strip, status = app.query_one(ContentTabs), app.query_one(StatusHeader)
+            assert status.region.y == strip.region.bottom
+            assert app.query_one("#overview").region.y == status.region.bottom  # no notice: no line
+            assert app.query_one(NoticeBar).parent is status.parent
+
+
+async def test_without_a_tab_strip_in_the_compose_the_two_lines_still_come(monkeypatch):
+    """Should a Textual's TabbedContent compose its strip otherwise (none found among what it
+    yields), the lines follow the panes, and are still drawn."""
+    from pinmon.tui import layout
+    from pinmon.tui.widgets.header import StatusHeader
+
+    monkeypatch.setattr(layout, "ContentTabs", type("NotYielded", (), {}))
+    app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+    async with app.run_test(size=WIDE) as pilot:
+        app.apply_snapshot(idle(0))
+        await pilot.pause()
+        status = app.query_one(StatusHeader)
+        assert status.region.height == 1 and status.region.y > app.query_one("#overview").region.y
+        assert "LIVE" in status.render().plain

@@ -11,6 +11,7 @@ from pinmon.tui.app import PinmonApp
 from pinmon.tui.screens.finding import FindingScreen
 from pinmon.tui.screens.help import HelpScreen
 from pinmon.tui.screens.notices import NoticesScreen
+from pinmon.tui.widgets.header import StatusHeader
 from pinmon.tui.widgets.notices import NoticeBar
 from pinmon.tui.widgets.processes import ProcessPanel
 
@@ -184,13 +185,15 @@ async def test_notices_take_one_line_and_n_shows_them_all():
     async with app.run_test(size=SIZE) as pilot:
         app.apply_snapshot(make_snapshot(0))
         await pilot.pause()
-        tabs_alone = app.query_one("#tabs").region.y
+        panes_alone = app.query_one("#overview").region.y
         app.apply_snapshot(crowded(1, notices=("NVML: " + "x" * 200, "two\nlines", "third")))
         await pilot.pause()
         bar = app.query_one(NoticeBar)
         assert bar.region.height == 1
-        assert app.query_one("#tabs").region.y == tabs_alone + 1  # one line lower, whatever came in
-        row = lines_of(app)[1]
+        assert app.query_one("#overview").region.y == panes_alone + 1  # one line lower, whatever came in
+        # Under the tab strip (two lines) and the status line.
+        assert bar.region.y == app.query_one(StatusHeader).region.y + 1 == 3
+        row = lines_of(app)[3]
         assert row.startswith(" ! NVML: xxx") and row.rstrip().endswith("+2 more (n)")
         await pilot.press("n")
         assert isinstance(app.screen, NoticesScreen)
