@@ -28,6 +28,10 @@ from .sysfs import sysfs_numa_node
 from .values import bytes_value, format_cpu_list, processes, small_int, str_or_none
 
 
+# The current link width is read again after this many seconds (at once when the generation moves).
+LINK_WIDTH_TTL_S = 10.0
+
+
 @dataclass
 class _GpuState:
     index: int
@@ -43,6 +47,8 @@ class _GpuState:
     # there. Kept once read, so each snapshot asks NVML only what moves.
     gen_max: Optional[int] = None
     width_max: Optional[int] = None
+    # The current width as last read: (width, the generation then, when it was read).
+    width_read: Optional[tuple[Optional[int], Optional[int], float]] = None
 
 
 class NvmlCollector:
@@ -262,7 +268,7 @@ class NvmlCollector:
         gen = small_int(get("nvmlDeviceGetCurrPcieLinkGeneration", h), 64)
         if st.gen_max is None:
             st.gen_max = small_int(get("nvmlDeviceGetMaxPcieLinkGeneration", h), 64)
-        width = small_int(get("nvmlDeviceGetCurrPcieLinkWidth", h), 1024)
+        width = self._width(st, get, gen)
         if st.width_max is None:
             st.width_max = small_int(get("nvmlDeviceGetMaxPcieLinkWidth", h), 1024)
         gen_max, width_max = st.gen_max, st.width_max
@@ -295,6 +301,19 @@ class NvmlCollector:
                    memory_used_bytes=bytes_value(getattr(mem, "used", None)),
                    cpu_affinity=st.cpu_affinity, numa_node=st.numa_node,
                    processes=processes(procs), notices=tuple(notices))
+
+    def _width(self, st: _GpuState, get, gen: Optional[int]) -> Optional[int]:
+        """The link's current width, read again every ``LINK_WIDTH_TTL_S`` or at once when the
+        generation moved (a link that retrains renegotiates both). The width is the slowest of
+        NVML's per-snapshot calls (0.14 ms on the H200, bench/results/cpu_breakdown_h200.json), and
+        it moves only when the link retrains, unlike the generation, which an idle GPU lowers."""
+        now = self._clock()
+        kept = st.width_read
+        if kept is not None and kept[0] is not None and kept[1] == gen and now - kept[2] < LINK_WIDTH_TTL_S:
+            return kept[0]
+        width = small_int(get("nvmlDeviceGetCurrPcieLinkWidth", st.handle), 1024)
+        st.width_read = (width, gen, now)
+        return width
 
     def _pcie(self, st: _GpuState, link: Link) -> tuple[Pcie, list[str]]:
         sampler = self.sampler

@@ -477,3 +477,32 @@ def test_the_link_maximum_is_asked_once_and_again_only_after_a_failure(no_sysfs)
     assert fake.called("nvmlDeviceGetMaxPcieLinkWidth", gpu=0) - before[0] == 1
     assert fake.called("nvmlDeviceGetMaxPcieLinkWidth", gpu=1) - before[1] == 2
     assert fake.called("nvmlDeviceGetCurrPcieLinkGeneration") - cur_before == 8  # what moves: every read
+
+
+def test_the_link_width_is_read_again_after_its_time_or_when_the_generation_moves(no_sysfs):
+    from pinmon.collect.nvml.collector import LINK_WIDTH_TTL_S
+
+    fake = FakeNvml(1)
+    c = collector(fake, no_sysfs)
+    width = "nvmlDeviceGetCurrPcieLinkWidth"
+    assert c.read()[0][0].link.width == 16 and fake.called(width) == 1
+    fake.gpus[0].width = 8  # retrained narrower, the generation as it was
+    fake.advance(1.0)
+    assert c.read()[0][0].link.width == 16 and fake.called(width) == 1  # kept: no call
+    fake.advance(LINK_WIDTH_TTL_S)
+    assert c.read()[0][0].link.width == 8 and fake.called(width) == 2  # its time is up
+    fake.gpus[0].width, fake.gpus[0].gen = 4, fake.gpus[0].gen - 1
+    fake.advance(1.0)
+    link = c.read()[0][0].link
+    assert (link.width, fake.called(width)) == (4, 3)  # the generation moved: read at once
+    c.close()
+
+
+def test_a_failed_width_read_is_tried_again_at_the_next_snapshot(no_sysfs):
+    fake = FakeNvml(1)
+    c = collector(fake, no_sysfs)
+    fake.fail("nvmlDeviceGetCurrPcieLinkWidth", "timeout", times=1)
+    assert c.read()[0][0].link.width is None
+    fake.advance(1.0)
+    assert c.read()[0][0].link.width == 16
+    c.close()
