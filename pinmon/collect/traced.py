@@ -211,7 +211,13 @@ class ReportReader:
 
     def _begin(self) -> None:
         self._refused_now = {}
-        self._mem_total = mem_total(self.proc_root)
+
+    def _mem_total_bytes(self) -> Optional[int]:
+        """MemTotal, read when a report first needs it (only a memory hot-plug changes it): a read
+        with no report, the usual second, costs no /proc/meminfo."""
+        if self._mem_total is None:
+            self._mem_total = mem_total(self.proc_root)
+        return self._mem_total
 
     def _end(self) -> None:
         self._refused = self._refused_now
@@ -313,7 +319,7 @@ class ReportReader:
                     self._refuse(key, name, "written by an earlier process of this pid", result)
                 continue
             result.processes[pid] = TracedProcess(pid=pid, report=report, rss_bytes=proc.rss_bytes,
-                                                  mem_total_bytes=self._mem_total)
+                                                  mem_total_bytes=self._mem_total_bytes())
 
     def _refuse(self, key: tuple, name: str, why: str, result: ReadResult) -> None:
         self._refused_now[key] = why
