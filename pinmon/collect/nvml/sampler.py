@@ -8,7 +8,7 @@ NVML's 32-bit cumulative link byte counters (``counters``) are read for all GPUs
 thread at ``hz``: the collector picks it from the fastest link (``counters.counter_hz_for_link``,
 29 Hz at Gen5 x16), so no wrap is missed. ``take(gpu)`` hands out the bytes and the exact interval
 between the two counter reads that bound them. The same thread reads each GPU's PCIe error
-counters once every ``error_period_s`` (``ERROR_PERIOD_S``, 5 s), spread across GPUs.
+counters once every ``error_period_s`` (``ERROR_PERIOD_S``, 10 s), spread across GPUs.
 
 Where the byte counters are unsupported, the GPU falls back to sampled throughput (``sampled``),
 which blocks ~21 ms per call on daemon workers, never on the caller's thread.
@@ -30,8 +30,10 @@ from .counters import BYTE_FIELDS, ERROR_FIELDS, EventCounter, LinkBytes, byte_v
 from .gpm import GpmReader
 from .sampled import Rates, ThroughputSampler
 
-# Error counters are deltas since start that change rarely; each read is ~4 ms of CPU per GPU.
-ERROR_PERIOD_S = 5.0
+# Error counters are deltas since start that change rarely, and a read of the twelve costs ~3 ms of
+# CPU per GPU (bench/results/cpu_breakdown_h200.json: this thread's share at 1 Hz with GPM), the
+# largest of pinmon's background costs: a link's errors are an alarm that a few seconds do not change.
+ERROR_PERIOD_S = 10.0
 # GPM failing this long in a row (every take None) moves the GPU to the byte counters.
 GPM_GIVE_UP_S = 5.0
 
