@@ -154,7 +154,7 @@ for _ in range(n):
     prof.disable()
 col.close()
 with open(report, "w") as f:
-    st = pstats.Stats(prof, stream=f)
+    st = pstats.Stats(prof, stream=f).strip_dirs()  # file names only: no path of this machine
     f.write(f"{n} snapshots\n")
     st.sort_stats("tottime").print_stats(40)
     st.sort_stats("cumulative").print_stats(60)
@@ -181,7 +181,7 @@ def part_profile(seconds: float, tree: str, out_path: str) -> dict:
     keep = out_path + ".prof"  # the whole profile, for callers/callees later
     with open(prof, "rb") as src, open(keep, "wb") as dst:
         dst.write(src.read())
-    stats = pstats.Stats(prof, stream=text)
+    stats = pstats.Stats(prof, stream=text).strip_dirs()  # file names only: no path of this machine
     stats.sort_stats("tottime").print_stats(40)
     stats.sort_stats("cumulative").print_stats(60)
     report = out_path + ".profile.txt"
