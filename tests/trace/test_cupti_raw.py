@@ -208,9 +208,10 @@ def test_the_loaded_library_is_found_in_the_maps(tmp_path):
     assert cupti_raw.loaded_libcupti(str(maps)) is None
 
 
-def random_records(seed: int, n: int = 3000):
-    """A busy buffer's worth of records: runs of copies of every kind and size, with allocations,
-    contexts and the odd device-to-device copy between them."""
+def random_records(seed: int, n: int = 3000, alloc_share: float = 0.03, max_step_ns: int = 400_000_000):
+    """A busy buffer's worth of records: runs of copies of every kind and size, with allocations
+    (``alloc_share`` of the records: they end the runs), contexts and the odd device-to-device copy
+    between them; each record starts up to ``max_step_ns`` after the one before."""
     import random
 
     rng = random.Random(seed)
@@ -218,7 +219,7 @@ def random_records(seed: int, n: int = 3000):
     t = 1_000_000
     for _ in range(n):
         r = rng.random()
-        if r < 0.03:
+        if r < alloc_share:
             out.append(rec.memory(op=rng.choice((1, 2)), memory_kind=rng.choice((2, 3, 5)),
                                   nbytes=rng.choice((4096, 1 << 20, 3 << 20)), timestamp=t))
             continue
@@ -230,16 +231,24 @@ def random_records(seed: int, n: int = 3000):
                               dst_kind=host if copy_kind == 2 else 3, nbytes=size, start=t, dur_ns=dur,
                               copy_count=rng.choice((1, 1, 1, 4)), device_id=rng.choice((0, 1)),
                               context_id=rng.choice((1, 2)), stream_id=rng.choice((7, 9, 13))))
-        t += rng.randrange(1_000, 400_000_000)
+        t += rng.randrange(1_000, max_step_ns)
     return out
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_copy_runs_summed_as_arrays_match_record_by_record(seed):
-    records = random_records(seed)
+@pytest.mark.parametrize("seed, alloc_share, max_step_ns", [
+    (1, 0.03, 400_000_000), (2, 0.03, 400_000_000), (3, 0.03, 400_000_000),  # short runs, many bins
+    (4, 0.002, 400_000_000),  # long runs spanning many bins
+    (5, 0.002, 100_000),      # long runs, each inside a bin or two
+])
+def test_copy_runs_summed_as_arrays_match_record_by_record(seed, alloc_share, max_step_ns):
+    from pinmon.trace.cupti_figures import SMALL_RUN
+
+    records = random_records(seed, alloc_share=alloc_share, max_step_ns=max_step_ns)
     fast, slow = CuptiFigures(started_ns=0), CuptiFigures(started_ns=0)
     parsed, _ = parse_bytes(pack(records))
     assert parsed.memcpy_runs and sum(len(r) for r in parsed.memcpy_runs) > 2000
+    if alloc_share < 0.01:  # the array path runs, not only the record-by-record one
+        assert any(len(r) >= SMALL_RUN for r in parsed.memcpy_runs)
     fast.consume_parsed(parsed)
     slow.consume(records)
     assert fast.report(10**19) == slow.report(10**19)
