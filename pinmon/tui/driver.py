@@ -20,9 +20,13 @@ import threading
 from codecs import getincrementaldecoder
 from typing import Optional
 
-from textual._time import get_time
-from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
+
+try:  # Textual's private parts: where they moved, ``supported()`` says no and the app keeps its driver
+    from textual._time import get_time
+    from textual._xterm_parser import XTermParser
+except Exception:  # an ImportError, or whatever a changed module raises on import
+    get_time = XTermParser = None
 
 # The longest the input thread sleeps with no key pending: a bound should a wake-up ever be lost
 # (quitting wakes it through the pipe at once).
@@ -37,6 +41,8 @@ def _names(fn) -> tuple:
 
 def supported() -> bool:
     """Whether this Textual's Linux driver and key parser have the parts ``QuietLinuxDriver`` uses."""
+    if XTermParser is None or not callable(get_time):
+        return False
     try:
         parser = XTermParser(False)
     except Exception:

@@ -176,6 +176,32 @@ def test_a_textual_without_those_parts_keeps_its_own_driver(monkeypatch, opted_i
     assert app.driver_class is LinuxDriver
 
 
+def test_private_parts_missing_at_import_make_it_unsupported(monkeypatch, opted_in):
+    """The module's own guard: where Textual's private parts fail to import, the module still
+    imports, ``supported()`` says no, and the app keeps Textual's driver."""
+    import builtins
+    import importlib
+
+    real_import = builtins.__import__
+
+    def no_private_modules(name, globals=None, locals=None, fromlist=(), level=0):
+        if name.startswith("textual._"):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, globals, locals, fromlist, level)
+
+    monkeypatch.setattr(builtins, "__import__", no_private_modules)
+    try:
+        importlib.reload(quiet)
+        assert quiet.XTermParser is None and quiet.get_time is None
+        assert not quiet.supported()
+        app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
+        assert app.driver_class is LinuxDriver
+    finally:
+        monkeypatch.setattr(builtins, "__import__", real_import)
+        importlib.reload(quiet)
+    assert quiet.supported()
+
+
 def test_internals_that_fail_to_import_keep_textuals_driver(monkeypatch, opted_in):
     import builtins
 
