@@ -48,21 +48,15 @@ def _thread_times(proc: psutil.Process) -> dict[int, float]:
     return {t.id: t.user_time + t.system_time for t in proc.threads()}
 
 
-def _wakeups(pid: int) -> dict[int, int]:
-    """Voluntary context switches of each thread (a thread that polls on a timer shows its rate)."""
+def _wakeups(proc: psutil.Process) -> dict[int, int]:
+    """Voluntary context switches of each thread (a thread that polls on a timer shows its rate):
+    psutil reads a thread's counts as a process's (Linux lists each thread under /proc too)."""
     out = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
+    for t in proc.threads():
         try:
-            with open(f"/proc/{pid}/task/{tid}/status", "rb") as f:
-                for line in f:
-                    if line.startswith(b"voluntary_ctxt_switches:"):
-                        out[int(tid)] = int(line.split()[1])
-        except (OSError, ValueError):
-            pass
+            out[t.id] = psutil.Process(t.id).num_ctx_switches().voluntary
+        except psutil.Error:
+            pass  # the thread ended meanwhile
     return out
 
 
@@ -75,9 +69,9 @@ def thread_cpu(argv: list[str], seconds: float, env: dict, pty_size=None, cwd: s
         if p.poll() is not None:
             return {"argv": portable_argv(argv), "error": f"exited during warm-up with code {p.returncode}"}
         proc = psutil.Process(p.pid)
-        t0, s0, w0 = _thread_times(proc), _wakeups(p.pid), time.monotonic()
+        t0, s0, w0 = _thread_times(proc), _wakeups(proc), time.monotonic()
         time.sleep(seconds)
-        t1, s1, wall = _thread_times(proc), _wakeups(p.pid), time.monotonic() - w0
+        t1, s1, wall = _thread_times(proc), _wakeups(proc), time.monotonic() - w0
     finally:
         stop_spawned(p, master, stop)
     threads = []

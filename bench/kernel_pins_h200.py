@@ -421,10 +421,10 @@ def snapshot_ab(col, n: int) -> dict:
     for stat in ("median", "mean"):
         a, b = out[f"snapshot_with_new_reads_{stat}_cpu_s"], out[f"snapshot_without_new_reads_{stat}_cpu_s"]
         out[f"added_share_{stat}"] = (a - b) / b if b else None
-    pairs = [w - o for w, o in zip(runs["with"], runs["without"])]
+    paired = statistics.median(w - o for w, o in zip(runs["with"], runs["without"]))
     base = out["snapshot_without_new_reads_median_cpu_s"]
-    out["added_paired_median_cpu_s"] = statistics.median(pairs)
-    out["added_share_paired"] = statistics.median(pairs) / base if base else None
+    out["added_paired_median_cpu_s"] = paired
+    out["added_share_paired"] = paired / base if base else None
     return out
 
 
