@@ -14,7 +14,14 @@ nothing flushing meanwhile, then one forced flush whose completion callbacks do 
 
 Per variant: wall time per copy in the loop (CUPTI's recording), the flush's wall and CPU time per
 copy (reading the records), the callbacks' CPU per record, and the figures' count of the copies.
-Usage: python3 bench/cupti_record_cost.py OUT.json [--copies 4000]
+
+``--knobs`` runs, instead, CUPTI's own settings that could change what it adds to a copy, each as
+``cupti_only`` with one setting changed before the kinds are enabled: ``memcpy_only`` (MEMCPY the
+only kind), ``per_thread`` (per-thread activity buffers), ``hw_trace`` (hardware-event tracing,
+where the GPU has it), ``unzeroed`` (buffers not zeroed by CUPTI), ``pinned_flip`` (CUPTI's device
+buffers in the other kind of host memory), ``semaphores`` (a larger preallocated profiling
+semaphore pool); with ``off`` and ``cupti_only`` as the baselines, in three rounds, order alternating.
+Usage: python3 bench/cupti_record_cost.py OUT.json [--copies 4000] [--knobs]
 """
 from __future__ import annotations
 
@@ -30,6 +37,49 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from provenance import provenance  # noqa: E402
 
 VARIANTS = ("off", "cupti_only", "raw_parse", "raw_tracer", "objects_drop", "objects_tracer")
+KNOBS = ("memcpy_only", "per_thread", "hw_trace", "unzeroed", "pinned_flip", "semaphores")
+
+
+def _set_knob(engine_module, engine, knob: str) -> dict:
+    """Changes one CUPTI setting where the engine sets its device buffers (before any kind is
+    enabled); returns what was asked and CUPTI's answer."""
+    import ctypes
+
+    said: dict = {"knob": knob}
+    if knob == "memcpy_only":
+        engine_module.KINDS = ("MEMCPY",)
+        return said
+    real = engine._set_device_buffers
+
+    def set_then_real():
+        c = engine.cupti
+        attr = c.ActivityAttribute
+
+        def set_attr(name, value, nbytes):
+            v = (ctypes.c_uint8 if nbytes == 1 else ctypes.c_size_t)(value)
+            size = ctypes.c_size_t(nbytes)
+            c.activity_set_attribute(getattr(attr, name), ctypes.addressof(size), ctypes.addressof(v))
+        try:
+            if knob == "per_thread":
+                set_attr("ATTR_PER_THREAD_BUFFER", 1, 1)
+            elif knob == "hw_trace":
+                c.activity_enable_hw_trace(1)
+            elif knob == "unzeroed":
+                set_attr("ATTR_ZEROED_OUT_BUFFER", 0, 1)
+            elif knob == "pinned_flip":
+                before = engine_module._get_attr(c, attr.ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED)
+                said["before"] = before
+                set_attr("ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED", 0 if before else 1, 1)
+            elif knob == "semaphores":
+                said["before"] = engine_module._get_attr(c, attr.ATTR_PROFILING_SEMAPHORE_PRE_ALLOCATE_VALUE)
+                set_attr("ATTR_PROFILING_SEMAPHORE_PRE_ALLOCATE_VALUE", 1024, 8)
+            said["set"] = True
+        except Exception as e:
+            said["set"] = False
+            said["error"] = f"{type(e).__name__}: {e}"[:200]
+        real()
+    engine._set_device_buffers = set_then_real
+    return said
 SIZE = 1 << 20
 
 
@@ -40,10 +90,13 @@ def child(variant: str, copies: int) -> dict:
     spent = {"cpu_s": 0.0, "records": 0}
     engine = cupti = None
     if variant != "off":
+        from pinmon.trace import engine_cupti
         from pinmon.trace.cupti_raw import Parsed
         from pinmon.trace.engine_cupti import CuptiEngine
 
         engine = CuptiEngine()
+        if variant in KNOBS:
+            out["knob"] = _set_knob(engine_cupti, engine, variant)
         if variant.startswith("objects"):
             engine.record_path = "objects"
         assert engine.arm(), engine.notice
@@ -55,7 +108,7 @@ def child(variant: str, copies: int) -> dict:
                 spent["records"] += len(activities)
                 spent["cpu_s"] += time.thread_time() - t0
             cupti.activity_register_callbacks(engine._requested, completed)
-        elif variant in ("cupti_only", "raw_parse"):
+        elif variant in ("cupti_only", "raw_parse") or variant in KNOBS:
             raw = engine._raw
             real_parse = raw.parser.parse
 
@@ -116,14 +169,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
     ap.add_argument("--copies", type=int, default=4000)
-    ap.add_argument("--child", choices=VARIANTS)
+    ap.add_argument("--knobs", action="store_true", help="CUPTI's settings instead of the record paths")
+    ap.add_argument("--child", choices=VARIANTS + KNOBS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.copies)))
         return 0
     results = []
-    for rnd in range(2):
-        for v in (VARIANTS if rnd == 0 else tuple(reversed(VARIANTS))):
+    variants = ("off", "cupti_only") + KNOBS if args.knobs else VARIANTS
+    for rnd in range(3 if args.knobs else 2):
+        for v in (variants if rnd % 2 == 0 else tuple(reversed(variants))):
             p = subprocess.run([sys.executable, __file__, args.out, "--copies", str(args.copies), "--child", v],
                                capture_output=True, text=True, timeout=120)
             try:
@@ -134,7 +189,8 @@ def main() -> int:
             results.append(r)
             print(json.dumps({k: r.get(k) for k in ("variant", "round", "loop_wall_us_per_copy",
                                                    "flush_cpu_us_per_copy", "callback_cpu_us_per_record",
-                                                   "records", "figures_h2d_pinned", "error")}), flush=True)
+                                                   "records", "figures_h2d_pinned", "knob", "error")}),
+                  flush=True)
     with open(args.out, "w") as f:
         json.dump({"schema": "pinmon.bench.cupti_record_cost/1", "provenance": provenance(),
                    "size_bytes": SIZE, "copies": args.copies, "results": results}, f, indent=1)

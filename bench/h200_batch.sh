@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One evidence run on the H200 test machine; each part writes under OUTDIR and a failing part does
 # not stop the others. Usage: bash bench/h200_batch.sh OUTDIR PART...   (parts: env gputests probe
-# check pollcost tui screenshots overhead overhead2 frame kpins trace cupti cuptitrace
+# check pollcost tui screenshots overhead overhead2 frame kpins trace cupti cuptiknobs cuptitrace
 # breakdown cuptitests)
+# cuptiknobs: what CUPTI adds to a 1 MiB copy under each of its settings (~2 min);
 # overhead: the app against nvitop (60 s each), the app's threads, one update headless (~4 min);
 # overhead2: the app (stock, and quiet input once) against nvitop in both orders (90 s each, ~8 min); frame: one update headless;
 # kpins: the kernel's pinned count against known allocations (~1 min);
@@ -77,7 +78,10 @@ trace)
   python3 bench/trace_per_op.py "$out/trace_per_op_h200.json" 2>&1 | tail -10;;
 cupti)
   part cupti
-  python3 bench/cupti_record_cost.py "$out/cupti_record_cost_h200.json" --copies 4000 2>&1 | tail -14
+  python3 bench/cupti_record_cost.py "$out/cupti_record_cost_h200.json" --copies 4000 2>&1 | tail -14;;
+cuptiknobs)
+  part cuptiknobs
+  python3 bench/cupti_record_cost.py "$out/cupti_knobs_h200.json" --copies 4000 --knobs 2>&1 | tail -24
   python3 bench/trace_overhead.py "$out/trace_overhead_cupti_h200.json" --engine cupti --rounds 10 2>&1 | tail -2
   python3 bench/trace_overhead.py "$out/trace_overhead_hooks_h200.json" --engine hooks --rounds 10 2>&1 | tail -2
   python3 bench/trace_coverage.py "$out/trace_coverage_h200.json" --seconds 8 2>&1 | tail -8;;
