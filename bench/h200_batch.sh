@@ -78,13 +78,13 @@ trace)
   python3 bench/trace_per_op.py "$out/trace_per_op_h200.json" 2>&1 | tail -10;;
 cupti)
   part cupti
-  python3 bench/cupti_record_cost.py "$out/cupti_record_cost_h200.json" --copies 4000 2>&1 | tail -14;;
-cuptiknobs)
-  part cuptiknobs
-  python3 bench/cupti_record_cost.py "$out/cupti_knobs_h200.json" --copies 4000 --knobs 2>&1 | tail -24
+  python3 bench/cupti_record_cost.py "$out/cupti_record_cost_h200.json" --copies 4000 2>&1 | tail -14
   python3 bench/trace_overhead.py "$out/trace_overhead_cupti_h200.json" --engine cupti --rounds 10 2>&1 | tail -2
   python3 bench/trace_overhead.py "$out/trace_overhead_hooks_h200.json" --engine hooks --rounds 10 2>&1 | tail -2
   python3 bench/trace_coverage.py "$out/trace_coverage_h200.json" --seconds 8 2>&1 | tail -8;;
+cuptiknobs)
+  part cuptiknobs
+  python3 bench/cupti_record_cost.py "$out/cupti_knobs_h200.json" --copies 4000 --knobs 2>&1 | tail -30;;
 cuptitests)
   part cuptitests
   timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_trace_cupti_gpu.py 2>&1 | tail -15 > "$out/cupti_gpu_tests.txt"
