@@ -5,7 +5,7 @@
 # breakdown cuptitests)
 # cuptiknobs: what CUPTI adds to a 1 MiB copy under each of its settings (~2 min);
 # overhead: the app against nvitop (60 s each), the app's threads, one update headless (~4 min);
-# overhead2: the app (stock, and quiet input once) against nvitop in both orders (90 s each, ~8 min); frame: one update headless;
+# overhead2: the app against nvitop in both orders, and once on Textual's input thread (90 s each, ~8 min); frame: one update headless;
 # kpins: the kernel's pinned count against known allocations (~1 min);
 # cuptitrace: both engines' slowdown of a copy loop, 30 rounds each, and their coverage (~3 min);
 # breakdown: the app's threads (CPU and wake-ups each), a snapshot's parts, and both threads' profiles (~3 min);
@@ -55,7 +55,7 @@ overhead)
   python3 bench/tui_frame.py "$out/tui_frame_h200.json" 2>&1 | tail -2;;
 overhead2)
   part overhead2
-  python3 bench/overhead.py --out "$out/overhead_tui_first" --seconds 90 --parts tui,nvitop,tui_quiet 2>&1 | tail -4
+  python3 bench/overhead.py --out "$out/overhead_tui_first" --seconds 90 --parts tui,nvitop,tui_stock 2>&1 | tail -4
   python3 bench/overhead.py --out "$out/overhead_nvitop_first" --seconds 90 --parts nvitop,tui 2>&1 | tail -4;;
 frame)
   part frame

@@ -81,8 +81,8 @@ class PinmonApp(App[int]):
     # --- layout ------------------------------------------------------------------------------
 
     def get_driver_class(self):
-        """Textual's driver, or with ``PINMON_QUIET_INPUT=1`` the quiet input thread (``driver.py``),
-        which builds on Textual internals: it is taken only where they are as expected."""
+        """The quiet input thread (``driver.py``) where Textual's driver has the public parts it
+        builds on, else Textual's own (also with ``PINMON_QUIET_INPUT=0``)."""
         stock = super().get_driver_class()
         from .driver_choice import choose_driver
 

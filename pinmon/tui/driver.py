@@ -1,36 +1,42 @@
 """The terminal driver: Textual's Linux driver with an input thread that sleeps while nothing is typed.
 
-Textual's input thread wakes ten times a second, whether or not a key came, to see whether the app
-is quitting and whether a lone Esc has waited long enough to be a key (an Esc is told from the start
-of an escape sequence by a short delay). On an idle box that thread cost more than the collection
-did (bench/cpu_breakdown.py: 0.31% of a core, 0.12% with this driver). Here the thread waits on the terminal and on a pipe that quitting writes to; it
-wakes early only while the key parser holds a partial sequence, and otherwise every
-``IDLE_WAKE_S`` as a safety net. Keys, their decoding and their order are Textual's own (its
-parser, its messages).
+Textual's input thread wakes ten times a second, key or no key: its loop waits on the terminal for
+at most 0.1 s, then asks ``exit_event.is_set()`` whether the app is quitting and lets its key
+parser time out a lone Esc. On an idle box those wake-ups cost more than nvitop's whole draw loop
+(docs/performance.md).
 
-It relies on private parts of Textual (``LinuxDriver.run_input_thread`` and ``exit_event``, the
-parser's pending timeout); ``supported()`` checks them and the app keeps Textual's driver where
-they differ.
+Here the thread sleeps in ``select()`` on the terminal and on a pipe that quitting writes to. When
+bytes arrive it runs Textual's own loop (``LinuxDriver.run_input_thread``: its parser, its
+decoding, its messages), and that loop returns once input has been quiet for ``QUIET_POLLS``
+consecutive polls and ``QUIET_S`` since the last event: the driver's ``exit_event`` answers
+``is_set()`` with True to the input thread at that point, and only there. Any other caller (the
+app stopping its input) gets the event's real state.
+
+Only public names of Textual are used: ``LinuxDriver``, its ``run_input_thread``, ``exit_event``,
+``fileno`` and ``process_message``. ``supported()`` checks that they are there and that Textual's
+loop asks ``exit_event``; where a later Textual differs, the app keeps Textual's own driver. Should
+Textual's loop ever stop asking the event between polls, it simply never returns early: the
+thread then behaves exactly as Textual's.
 """
 from __future__ import annotations
 
 import os
 import selectors
 import threading
-from codecs import getincrementaldecoder
-from typing import Optional
+import time
 
 from textual.drivers.linux_driver import LinuxDriver
 
-try:  # Textual's private parts: where they moved, ``supported()`` says no and the app keeps its driver
-    from textual._time import get_time
-    from textual._xterm_parser import XTermParser
-except Exception:  # an ImportError, or whatever a changed module raises on import
-    get_time = XTermParser = None
-
-# The longest the input thread sleeps with no key pending: a bound should a wake-up ever be lost
-# (quitting wakes it through the pipe at once).
-IDLE_WAKE_S = 5.0
+# Textual's loop returns after this many polls in a row that each waited out its timeout (no byte
+# came; Textual's wait is 0.1 s, a poll that returns sooner had input)...
+QUIET_POLLS = 10
+QUIET_POLL_S = 0.09
+# ...and this long after the last key, mouse or paste event: a paste or an escape sequence in
+# progress is never cut off.
+QUIET_S = 1.0
+# The longest the thread sleeps between looks at the event, should a wake-up through the pipe
+# ever be lost (quitting writes to the pipe, which wakes it at once).
+IDLE_WAKE_S = 60.0
 _READ_BYTES = 4096
 
 
@@ -40,27 +46,27 @@ def _names(fn) -> tuple:
 
 
 def supported() -> bool:
-    """Whether this Textual's Linux driver and key parser have the parts ``QuietLinuxDriver`` uses."""
-    if XTermParser is None or not callable(get_time):
-        return False
-    try:
-        parser = XTermParser(False)
-    except Exception:
-        return False
-    return (callable(getattr(LinuxDriver, "run_input_thread", None))
-            and callable(getattr(LinuxDriver, "_run_input_thread", None))
+    """Whether this Textual's Linux driver has the public parts ``QuietLinuxDriver`` builds on."""
+    run = getattr(LinuxDriver, "run_input_thread", None)
+    return (callable(run) and callable(getattr(LinuxDriver, "process_message", None))
             and "exit_event" in _names(LinuxDriver.__init__)
-            and "exit_event" in _names(LinuxDriver.run_input_thread)
-            and hasattr(parser, "_timeout_time") and callable(getattr(parser, "tick", None))
+            and "exit_event" in _names(run) and "is_set" in _names(run)
             and hasattr(os, "pipe2"))
 
 
-class _WakingEvent(threading.Event):
-    """An Event whose ``set()`` also writes a byte to a pipe, so a thread in select() wakes at once."""
+class _InputEvent(threading.Event):
+    """The driver's exit event. ``set()`` also writes a byte to a pipe, so a thread asleep in
+    ``select()`` wakes at once. While Textual's loop runs a burst of input, the input thread's
+    ``is_set()`` is also True once input has been quiet (see the module's docstring)."""
 
-    def __init__(self, wake_fd: int):
+    def __init__(self, wake_fd: int, last_event):
         super().__init__()
         self.wake_fd = wake_fd
+        self._last_event = last_event  # () -> monotonic time of the last input event
+        self._burst_thread = None
+        self._last_poll = 0.0
+        self._quiet_polls = 0
+        self._bytes_pending = lambda: False
 
     def set(self) -> None:
         super().set()
@@ -71,12 +77,38 @@ class _WakingEvent(threading.Event):
             except OSError:
                 pass  # full (a wake-up is already pending) or closed: nothing more to do
 
+    def begin_burst(self, bytes_pending) -> None:
+        self._burst_thread = threading.get_ident()
+        self._last_poll = time.monotonic()
+        self._quiet_polls = 0
+        self._bytes_pending = bytes_pending
+
+    def end_burst(self) -> None:
+        self._burst_thread = None
+
+    def is_set(self) -> bool:
+        if super().is_set():
+            return True
+        if self._burst_thread is None or threading.get_ident() != self._burst_thread:
+            return False
+        now = time.monotonic()
+        waited = now - self._last_poll
+        self._last_poll = now
+        self._quiet_polls = self._quiet_polls + 1 if waited >= QUIET_POLL_S else 0
+        return (self._quiet_polls >= QUIET_POLLS and now - self._last_event() >= QUIET_S
+                and not self._bytes_pending())
+
 
 class QuietLinuxDriver(LinuxDriver):
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self.exit_event = _WakingEvent(self._wake_w)
+        self._last_event_s = 0.0
+        self.exit_event = _InputEvent(self._wake_w, lambda: self._last_event_s)
+
+    def process_message(self, message) -> None:
+        self._last_event_s = time.monotonic()  # an event from the terminal: input is not quiet
+        super().process_message(message)
 
     def _drain_wake_pipe(self) -> None:
         try:
@@ -85,42 +117,31 @@ class QuietLinuxDriver(LinuxDriver):
         except OSError:
             pass  # empty (EAGAIN) or closed
 
-    def run_input_thread(self) -> None:
-        """Wait for input and dispatch events (Textual's loop, without its 10 Hz wake-up)."""
-        selector = selectors.SelectSelector()  # as Textual's: select() works on any terminal fd
-        fileno = self.fileno
-        selector.register(fileno, selectors.EVENT_READ)
-        selector.register(self._wake_r, selectors.EVENT_READ)
-        parser = XTermParser(self._debug)
-        decode = getincrementaldecoder("utf-8")().decode
-
-        def wait_s() -> float:
-            due: Optional[float] = parser._timeout_time
-            if due is None:
-                return IDLE_WAKE_S
-            return min(IDLE_WAKE_S, max(0.0, due - get_time()))
-
+    def _bytes_pending(self) -> bool:
         try:
-            while not self.exit_event.is_set():
-                for key, mask in selector.select(wait_s()):
-                    if key.fd == self._wake_r:
-                        self._drain_wake_pipe()
-                    elif mask & selectors.EVENT_READ:
-                        data = decode(os.read(fileno, _READ_BYTES))
-                        if not data:  # end of input (a closed or piped stdin): stop watching it
-                            selector.unregister(fileno)
-                            continue
-                        for event in parser.feed(data):
-                            self.process_message(event)
-                for event in parser.tick():
-                    self.process_message(event)
-        finally:
-            selector.close()
-            try:
-                for _ in parser.feed(""):
-                    pass
-            except Exception:
-                pass  # what was left half-typed at exit is dropped, as Textual does
+            with selectors.SelectSelector() as sel:
+                sel.register(self.fileno, selectors.EVENT_READ)
+                return bool(sel.select(0))
+        except (OSError, ValueError):
+            return False
+
+    def run_input_thread(self) -> None:
+        """Sleep until the terminal has input, then read it with Textual's own loop until quiet."""
+        event = self.exit_event
+        with selectors.SelectSelector() as sleeper:  # as Textual's: select() works on any terminal fd
+            sleeper.register(self.fileno, selectors.EVENT_READ)
+            sleeper.register(self._wake_r, selectors.EVENT_READ)
+            while not threading.Event.is_set(event):
+                ready = {key.fd for key, _ in sleeper.select(IDLE_WAKE_S)}
+                if self._wake_r in ready:
+                    self._drain_wake_pipe()
+                if threading.Event.is_set(event) or self.fileno not in ready:
+                    continue
+                event.begin_burst(self._bytes_pending)
+                try:
+                    super().run_input_thread()
+                finally:
+                    event.end_burst()
 
     def close(self) -> None:
         super().close()

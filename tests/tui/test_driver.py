@@ -1,4 +1,6 @@
-"""The quiet input thread on a real pseudo-terminal: keys arrive, a lone Esc too, idle means asleep."""
+"""The quiet input thread on a real pseudo-terminal: keys arrive through Textual's own loop, a lone
+Esc and a paste too, idle means asleep, quitting wakes it, and a Textual that differs keeps its
+own driver."""
 from __future__ import annotations
 
 import asyncio
@@ -16,7 +18,7 @@ from textual.drivers.linux_driver import LinuxDriver
 
 from pinmon.tui import driver as quiet
 from pinmon.tui.app import PinmonApp
-from pinmon.tui.driver_choice import OPT_IN_ENV
+from pinmon.tui.driver_choice import ENV
 
 from .fakes import FakeSource, fake_advisor
 
@@ -24,7 +26,7 @@ pytestmark = pytest.mark.skipif(not quiet.supported(), reason="this Textual's dr
 
 
 class RecordingDriver(quiet.QuietLinuxDriver):
-    def process_message(self, message) -> None:  # the thread's output, without an app loop
+    def send_message(self, message) -> None:  # the thread's output, without an app loop
         self.received.append(message)
 
 
@@ -54,14 +56,14 @@ def on_pty(monkeypatch):
     yield master, start
     for drv, thread in made:
         drv.exit_event.set()
-        thread.join(2)
+        thread.join(3)
         drv.close()
     stdin.close()
     os.close(master)
     os.close(slave)
 
 
-def wait_for(pred, timeout=2.0):
+def wait_for(pred, timeout=3.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if pred():
@@ -70,15 +72,20 @@ def wait_for(pred, timeout=2.0):
     return pred()
 
 
+def textual_polls(polls):
+    """The waits of Textual's loop (0.1 s), not the thread's sleep nor the pending-bytes look."""
+    return [w for w in polls if w is not None and 0 < w < 1]
+
+
 def keys(drv):
     return [m.key for m in drv.received if isinstance(m, events.Key)]
 
 
 @pytest.fixture
-def waits(monkeypatch):
-    """The timeout of every wait the input thread makes; its idle wake-up an hour away, so only
-    the mechanism under test (the Esc timeout, the wake pipe) can end a wait in a test's time."""
-    monkeypatch.setattr(quiet, "IDLE_WAKE_S", 3600.0)
+def polls(monkeypatch):
+    """Every wait of Textual's loop (its selectors), and a quiet spell of three polls, not ten."""
+    monkeypatch.setattr(quiet, "QUIET_POLLS", 3)
+    monkeypatch.setattr(quiet, "QUIET_S", 0.2)
     made = []
     real = selectors.SelectSelector.select
 
@@ -90,23 +97,20 @@ def waits(monkeypatch):
     return made
 
 
-@pytest.fixture
-def opted_in(monkeypatch):
-    monkeypatch.setenv(OPT_IN_ENV, "1")
-
-
-def test_by_default_the_app_runs_on_textuals_driver(monkeypatch):
-    monkeypatch.delenv(OPT_IN_ENV, raising=False)
-    app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
-    assert app.driver_class is LinuxDriver
-
-
-def test_opted_in_the_app_runs_on_the_quiet_driver(opted_in):
+def test_by_default_the_app_runs_on_the_quiet_driver(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
     app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
     assert app.driver_class is quiet.QuietLinuxDriver and issubclass(app.driver_class, LinuxDriver)
 
 
-def test_a_chosen_driver_is_kept(monkeypatch, opted_in):
+@pytest.mark.parametrize("value", ["0", "off", "no"])
+def test_turned_off_the_app_runs_on_textuals_driver(monkeypatch, value):
+    monkeypatch.setenv(ENV, value)
+    app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
+    assert app.driver_class is LinuxDriver
+
+
+def test_a_chosen_driver_is_kept(monkeypatch):
     import textual.constants
 
     monkeypatch.setattr(textual.constants, "DRIVER", "textual.drivers.linux_driver:LinuxDriver")
@@ -114,113 +118,106 @@ def test_a_chosen_driver_is_kept(monkeypatch, opted_in):
     assert app.driver_class is LinuxDriver
 
 
-def test_keys_and_a_lone_escape_arrive(on_pty, waits):
+def test_keys_a_lone_escape_and_a_sequence_arrive(on_pty, polls):
     master, start = on_pty
     drv, _ = start()
     os.write(master, b"q")
     assert wait_for(lambda: keys(drv) == ["q"])
-    os.write(master, b"\x1b")  # alone it is a key only once the parser's short wait is over
-    assert wait_for(lambda: keys(drv) == ["q", "escape"])  # not held until the idle wake-up
-    assert any(w < 1 for w in waits)  # the thread waited for the parser's timeout, no longer
+    os.write(master, b"\x1b")  # alone it is a key once Textual's parser has waited long enough
+    assert wait_for(lambda: keys(drv) == ["q", "escape"])
     os.write(master, b"\x1b[A")  # an escape sequence in one read is one key
     assert wait_for(lambda: keys(drv) == ["q", "escape", "up"])
 
 
-def test_idle_it_sleeps_and_quitting_wakes_it(on_pty, waits):
+def test_keys_after_a_quiet_spell_arrive(on_pty, polls):
     master, start = on_pty
-    drv, thread = start()
-    time.sleep(1.5)
-    assert waits == [quiet.IDLE_WAKE_S]  # one wait, still going (Textual's woke 15 times)
-    drv.exit_event.set()
-    thread.join(10)
-    assert not thread.is_alive()  # the pipe woke it: its own wake-up is an hour away
-
-
-def test_end_of_input_does_not_spin(on_pty, waits):
-    master, start = on_pty
-    drv, thread = start()
-    r, w = os.pipe()
-    os.close(w)
-    drv.fileno = r  # a stdin at its end: readable for ever, nothing to read
-    drv.exit_event.set()
-    thread.join(2)
-    drv.exit_event.clear()
-    thread = threading.Thread(target=drv.run_input_thread, daemon=True)
-    thread.start()
+    drv, _ = start()
+    os.write(master, b"a")
+    assert wait_for(lambda: keys(drv) == ["a"])
+    time.sleep(1.0)  # Textual's loop has returned: the thread sleeps on the terminal
+    n = len(textual_polls(polls))
+    assert n >= 3
     time.sleep(0.5)
-    assert len(waits) <= 4 and thread.is_alive()
+    assert len(textual_polls(polls)) == n  # asleep: no poll at all (Textual's loop polls five times in 0.5 s)
+    os.write(master, b"b\x1b[B")
+    assert wait_for(lambda: keys(drv) == ["a", "b", "down"])
+
+
+def test_a_paste_is_one_event(on_pty, polls):
+    master, start = on_pty
+    drv, _ = start()
+    os.write(master, b"\x1b[200~pinned memory\x1b[201~")
+    assert wait_for(lambda: any(isinstance(m, events.Paste) for m in drv.received))
+    paste = [m for m in drv.received if isinstance(m, events.Paste)]
+    assert [p.text for p in paste] == ["pinned memory"] and keys(drv) == []
+
+
+def test_idle_it_sleeps_and_quitting_wakes_it(on_pty, polls):
+    master, start = on_pty
+    drv, thread = start()
+    time.sleep(1.0)
+    assert textual_polls(polls) == [] and polls == [quiet.IDLE_WAKE_S]  # not one poll of Textual's loop (it would have polled ten times)
     drv.exit_event.set()
-    thread.join(2)
+    thread.join(3)
+    assert not thread.is_alive()  # the pipe woke it: its own wake-up is a minute away
+
+
+def test_quitting_while_textuals_loop_runs(on_pty, polls):
+    master, start = on_pty
+    drv, thread = start()
+    os.write(master, b"x")
+    assert wait_for(lambda: keys(drv) == ["x"])
+    drv.exit_event.set()  # Textual's loop sees it at its next poll
+    thread.join(3)
     assert not thread.is_alive()
-    os.close(r)
+
+
+def test_other_threads_see_the_events_real_state(on_pty, polls):
+    """The stopping app asks ``exit_event.is_set()`` before it sets it: a quiet spell of input must
+    not look like "already stopped" there, or the input thread would never be joined."""
+    master, start = on_pty
+    drv, thread = start()
+    os.write(master, b"x")
+    assert wait_for(lambda: keys(drv) == ["x"])
+    time.sleep(0.6)
+    assert not drv.exit_event.is_set()
+    drv.exit_event.set()
+    assert drv.exit_event.is_set()
+    thread.join(3)
+    assert not thread.is_alive()
 
 
 def test_after_close_set_writes_nowhere(on_pty):
     _, start = on_pty
     drv, thread = start()
     drv.exit_event.set()
-    thread.join(2)
+    thread.join(3)
     drv.close()
     assert drv.exit_event.wake_fd == -1
     drv.exit_event.set()  # no write into a descriptor number the process may have reused
 
 
-def test_a_textual_without_those_parts_keeps_its_own_driver(monkeypatch, opted_in):
-    class OtherParser:  # a key parser that keeps its pending timeout elsewhere
-        def __init__(self, debug=False):
+def test_a_textual_whose_loop_does_not_ask_the_event_keeps_its_own_driver(monkeypatch):
+    def run_input_thread(self):  # a loop that stops some other way
+        while not self.stopping:
             pass
 
-    monkeypatch.setattr(quiet, "XTermParser", OtherParser)
+    monkeypatch.setattr(LinuxDriver, "run_input_thread", run_input_thread)
     assert not quiet.supported()
     app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
     assert app.driver_class is LinuxDriver
 
 
-def test_private_parts_missing_at_import_make_it_unsupported(monkeypatch, opted_in):
-    """The module's own guard: where Textual's private parts fail to import, the module still
-    imports, ``supported()`` says no, and the app keeps Textual's driver."""
-    import builtins
-    import importlib
-
-    real_import = builtins.__import__
-
-    def no_private_modules(name, globals=None, locals=None, fromlist=(), level=0):
-        if name.startswith("textual._"):
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, globals, locals, fromlist, level)
-
-    monkeypatch.setattr(builtins, "__import__", no_private_modules)
-    try:
-        importlib.reload(quiet)
-        assert quiet.XTermParser is None and quiet.get_time is None
-        assert not quiet.supported()
-        app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
-        assert app.driver_class is LinuxDriver
-    finally:
-        monkeypatch.setattr(builtins, "__import__", real_import)
-        importlib.reload(quiet)
-    assert quiet.supported()
-
-
-def test_internals_that_fail_to_import_keep_textuals_driver(monkeypatch, opted_in):
+def test_a_textual_without_the_driver_module_keeps_its_own(monkeypatch):
     import builtins
 
     real_import = builtins.__import__
 
-    def no_private_parser(name, globals=None, locals=None, fromlist=(), level=0):
-        if name == "driver" or "driver" in (fromlist or ()) and level == 1:
-            raise ImportError("cannot import name 'XTermParser' from 'textual._xterm_parser'")
+    def no_pinmon_driver(name, globals=None, locals=None, fromlist=(), level=0):
+        if level and fromlist and "driver" in fromlist:
+            raise ImportError("no driver module")
         return real_import(name, globals, locals, fromlist, level)
 
-    monkeypatch.setattr(builtins, "__import__", no_private_parser)
-    app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
-    assert app.driver_class is LinuxDriver
-
-
-def test_a_supported_check_that_raises_keeps_textuals_driver(monkeypatch, opted_in):
-    def broken():
-        raise AttributeError("renamed")
-
-    monkeypatch.setattr(quiet, "supported", broken)
+    monkeypatch.setattr(builtins, "__import__", no_pinmon_driver)
     app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
     assert app.driver_class is LinuxDriver
