@@ -177,3 +177,24 @@ def test_the_tui_calls_no_nvml_psutil_or_cupy():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             bad += [f"{m} imports {n}" for n in names if n.split(".")[0] in ("pynvml", "psutil", "cupy")]
     assert not bad, "\n".join(bad)
+
+
+def test_no_private_name_of_textual_is_imported():
+    """pinmon builds on Textual's public API only: no ``textual._x`` module, no ``_name`` from it."""
+    bad = []
+    for m, path in MODULES.items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found = [(a.name, None) for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                found = [(node.module or "", a.name) for a in node.names]
+            else:
+                continue
+            for target, name in found:
+                if target.split(".")[0] != "textual":
+                    continue
+                if any(p.startswith("_") for p in target.split(".")[1:]) or (name or "").startswith("_"):
+                    bad.append(f"{m} imports {target}{'.' + name if name else ''}")
+    assert not bad, "\n".join(bad)
