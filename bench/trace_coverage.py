@@ -2,7 +2,8 @@
 
 For the GPU box. One workload process (``--child``) mixes what a training job does: a PyTorch
 ``DataLoader(pin_memory=True)`` feeding batches to the GPU, a pageable copy loop, a ``torch.compile``d
-function that moves data host->device and back, and a JAX ``device_put`` loop. It runs under
+function that moves data host->device and back, results copied back into a pinned buffer, and a JAX
+``device_put`` loop. It runs under
 ``pinmon trace --engine cupti`` and then ``--engine hooks``, while this process counts the GPU's link
 bytes with pinmon's own collector (GPM on Hopper: every link byte of each interval). The link carries
 ~7.8% of protocol overhead on top of the payload (FACTS.md), so link bytes / 1.078 estimate the payload.
@@ -41,7 +42,7 @@ def workload(seconds: float) -> dict:
     import torch
 
     moved = {}
-    part_s = seconds / 4
+    part_s = seconds / 5
     dev = torch.device("cuda")
 
     # 1. DataLoader with pinned batches, copied non_blocking.
@@ -90,7 +91,18 @@ def workload(seconds: float) -> dict:
     torch.cuda.synchronize()
     moved["compiled_roundtrip"] = n
 
-    # 4. JAX device_put of a NumPy array.
+    # 4. Results copied back into a pinned host buffer (device->host from pinned memory).
+    result = torch.ones(16 * MIB // 4, device=dev)
+    out = torch.empty(result.numel(), pin_memory=True)
+    n = 0
+    end = time.monotonic() + part_s
+    while time.monotonic() < end:
+        out.copy_(result, non_blocking=True)
+        torch.cuda.synchronize()
+        n += out.numel() * 4
+    moved["pinned_d2h"] = n
+
+    # 5. JAX device_put of a NumPy array.
     try:
         import jax
         import numpy as np
@@ -204,10 +216,16 @@ def probe_rates() -> dict:
     p = subprocess.run([sys.executable, "-m", "pinmon", "probe", "--json"], capture_output=True, text=True,
                        timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])))
     try:
-        res = json.loads(p.stdout)["results"][0]
-    except (ValueError, KeyError, IndexError):
+        return probe_rates_of(json.loads(p.stdout))
+    except (ValueError, KeyError, IndexError, TypeError):
         return {"error": (p.stderr or p.stdout)[-500:]}
-    out = {"status": res.get("status"), "reason": res.get("reason"), "kind": res.get("kind")}
+
+
+def probe_rates_of(doc: dict) -> dict:
+    """The probe's rate per direction and host memory kind ("h2d.pinned"...), at its largest size,
+    from ``pinmon probe --json`` (one entry per GPU, its probe result under ``result``)."""
+    res = doc["results"][0]["result"]
+    out: dict = {"status": res.get("status"), "reason": res.get("reason"), "kind": res.get("kind")}
     for m in res.get("measurements", []):
         if m.get("kind") == "copy" and m.get("memory") in ("pinned", "pageable"):
             key = f"{m['direction']}.{m['memory']}"
