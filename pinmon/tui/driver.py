@@ -56,19 +56,23 @@ def supported() -> bool:
 
 class _InputEvent(threading.Event):
     """The driver's exit event. ``set()`` also writes a byte to a pipe, so a thread asleep in
-    ``select()`` wakes at once. While Textual's loop runs a burst of input, the input thread's
-    ``is_set()`` is also True once input has been quiet (see the module's docstring)."""
+    ``select()`` wakes at once, and counts itself: an input thread stops on any ``set()`` made
+    after it started, even one that was cleared again before it looked. Textual can run two input
+    threads (on SIGCONT it resumes the application mode without suspending it first), and the app
+    stopping joins only the newer one before clearing the event.
+
+    While Textual's loop runs a burst of input, the input thread's ``is_set()`` is also True once
+    input has been quiet (see the module's docstring); any other thread gets the real state."""
 
     def __init__(self, wake_fd: int, last_event):
         super().__init__()
         self.wake_fd = wake_fd
+        self.sets = 0
         self._last_event = last_event  # () -> monotonic time of the last input event
-        self._burst_thread = None
-        self._last_poll = 0.0
-        self._quiet_polls = 0
-        self._bytes_pending = lambda: False
+        self._thread = threading.local()  # per input thread: when it started, its burst
 
     def set(self) -> None:
+        self.sets += 1
         super().set()
         fd = self.wake_fd
         if fd >= 0:
@@ -77,26 +81,33 @@ class _InputEvent(threading.Event):
             except OSError:
                 pass  # full (a wake-up is already pending) or closed: nothing more to do
 
+    def begin_thread(self) -> None:
+        self._thread.started_at = self.sets
+        self._thread.burst = False
+
+    def stopped(self) -> bool:
+        """Whether the calling input thread must end: the event is set, or was since it started."""
+        return super().is_set() or self.sets != getattr(self._thread, "started_at", self.sets)
+
     def begin_burst(self, bytes_pending) -> None:
-        self._burst_thread = threading.get_ident()
-        self._last_poll = time.monotonic()
-        self._quiet_polls = 0
-        self._bytes_pending = bytes_pending
+        t = self._thread
+        t.burst, t.last_poll, t.quiet_polls, t.bytes_pending = True, time.monotonic(), 0, bytes_pending
 
     def end_burst(self) -> None:
-        self._burst_thread = None
+        self._thread.burst = False
 
     def is_set(self) -> bool:
-        if super().is_set():
+        t = self._thread
+        if not getattr(t, "burst", False):
+            return super().is_set()
+        if self.stopped():
             return True
-        if self._burst_thread is None or threading.get_ident() != self._burst_thread:
-            return False
         now = time.monotonic()
-        waited = now - self._last_poll
-        self._last_poll = now
-        self._quiet_polls = self._quiet_polls + 1 if waited >= QUIET_POLL_S else 0
-        return (self._quiet_polls >= QUIET_POLLS and now - self._last_event() >= QUIET_S
-                and not self._bytes_pending())
+        waited = now - t.last_poll
+        t.last_poll = now
+        t.quiet_polls = t.quiet_polls + 1 if waited >= QUIET_POLL_S else 0
+        return (t.quiet_polls >= QUIET_POLLS and now - self._last_event() >= QUIET_S
+                and not t.bytes_pending())
 
 
 class QuietLinuxDriver(LinuxDriver):
@@ -128,14 +139,18 @@ class QuietLinuxDriver(LinuxDriver):
     def run_input_thread(self) -> None:
         """Sleep until the terminal has input, then read it with Textual's own loop until quiet."""
         event = self.exit_event
+        self._drain_wake_pipe()  # a wake-up meant for a thread before this one
+        event.begin_thread()
         with selectors.SelectSelector() as sleeper:  # as Textual's: select() works on any terminal fd
             sleeper.register(self.fileno, selectors.EVENT_READ)
             sleeper.register(self._wake_r, selectors.EVENT_READ)
-            while not threading.Event.is_set(event):
+            while not event.stopped():
                 ready = {key.fd for key, _ in sleeper.select(IDLE_WAKE_S)}
+                if event.stopped():
+                    break  # the pipe's byte stays: another input thread may be asleep on it too
                 if self._wake_r in ready:
                     self._drain_wake_pipe()
-                if threading.Event.is_set(event) or self.fileno not in ready:
+                if self.fileno not in ready:
                     continue
                 event.begin_burst(self._bytes_pending)
                 try:

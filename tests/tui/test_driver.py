@@ -172,6 +172,26 @@ def test_quitting_while_textuals_loop_runs(on_pty, polls):
     assert not thread.is_alive()
 
 
+@pytest.mark.parametrize("first_busy", [False, True], ids=["first asleep", "first reading"])
+def test_two_input_threads_both_end(on_pty, polls, first_busy):
+    """On SIGCONT Textual resumes the application mode without suspending it, so a second input
+    thread runs beside the first; stopping joins only the second, then clears the event. The
+    first must end as well, asleep or inside Textual's loop, or the process never exits."""
+    master, start = on_pty
+    drv, first = start()
+    if first_busy:
+        os.write(master, b"x")
+        assert wait_for(lambda: keys(drv) == ["x"])
+    second = threading.Thread(target=drv.run_input_thread, daemon=True)
+    second.start()
+    time.sleep(0.3)
+    drv.exit_event.set()  # what Textual's disable_input does: set, join the newer thread, clear
+    second.join(3)
+    drv.exit_event.clear()
+    first.join(3)
+    assert not second.is_alive() and not first.is_alive()
+
+
 def test_other_threads_see_the_events_real_state(on_pty, polls):
     """The stopping app asks ``exit_event.is_set()`` before it sets it: a quiet spell of input must
     not look like "already stopped" there, or the input thread would never be joined."""
