@@ -7,15 +7,14 @@ import sys
 
 import pytest
 
+from tests.bench_scripts import load_bench
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("kernel_pins_h200", os.path.join(ROOT, "bench", "kernel_pins_h200.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("kernel_pins_h200")
 
 
 def test_parse_message(bench):

@@ -3,7 +3,6 @@ facts' parsing and the choice of GPUs per NUMA node, the NVML view of the first 
 the summariser's verdicts on synthetic results (a run within 2%, one GPU off, two GPUs swapped)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,6 +10,7 @@ import sys
 
 import pytest
 
+from tests.bench_scripts import load_bench
 from tests.fakes.fake_pynvml import FakeNvml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -18,30 +18,19 @@ SNAPS = os.path.join(ROOT, "tests", "tui", "__snapshots__", "test_eight_gpus")
 GB = 1e9
 
 
-def _module(name):
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "bench", f"{name}.py"))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.remove(os.path.join(ROOT, "bench"))
-
-
 @pytest.fixture(scope="module")
 def load_mod():
-    return _module("multi_load")
+    return load_bench("multi_load")
 
 
 @pytest.fixture(scope="module")
 def gpu_mod():
-    return _module("multi_gpu")
+    return load_bench("multi_gpu")
 
 
 @pytest.fixture(scope="module")
 def summ():
-    return _module("multi_gpu_summary")
+    return load_bench("multi_gpu_summary")
 
 
 # --- multi_load ----------------------------------------------------------------------------------
@@ -391,7 +380,7 @@ def test_batch_summary_part_on_an_empty_outdir(tmp_path):
 
 
 def test_screenshot_shot_option():
-    shots = _module("tui_screenshots")
+    shots = load_bench("tui_screenshots")
     assert shots.parse_shot("last=g,g,g") == ("last", ["g", "g", "g"])
     assert shots.parse_shot("gpus=2") == ("gpus", ["2"])
     import argparse

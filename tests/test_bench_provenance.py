@@ -1,6 +1,5 @@
 """bench/provenance.py and the bench results: every result says which commit, versions and GPU made it,
 and no result names a path or the host of the machine it ran on."""
-import importlib.util
 import json
 import os
 import re
@@ -10,6 +9,8 @@ import types
 
 import pytest
 
+from tests.bench_scripts import load_bench
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "bench")
 RESULTS = os.path.join(BENCH, "results")
@@ -17,10 +18,7 @@ RESULTS = os.path.join(BENCH, "results")
 
 @pytest.fixture(scope="module")
 def prov():
-    spec = importlib.util.spec_from_file_location("bench_provenance", os.path.join(BENCH, "provenance.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("provenance")
 
 
 def _strings(obj):

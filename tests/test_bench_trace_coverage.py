@@ -1,20 +1,18 @@
 """bench/trace_coverage.py without a GPU: the probe's rates it sets beside the traced ones are read
 from a real ``pinmon probe --json`` document (the H200's, committed)."""
-import importlib.util
 import json
 import os
 
 import pytest
+
+from tests.bench_scripts import load_bench
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("trace_coverage", os.path.join(ROOT, "bench", "trace_coverage.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("trace_coverage")
 
 
 def test_probe_rates_of_a_real_probe_document(bench):

@@ -2,22 +2,13 @@
 
 The 24-hour figures live in bench/results/soak.json; timing is not asserted here.
 """
-import importlib.util
 import json
-import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def load_soak():
-    spec = importlib.util.spec_from_file_location("soak", os.path.join(ROOT, "bench", "soak.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from tests.bench_scripts import load_bench
 
 
 def test_short_soak(tmp_path):
-    soak = load_soak()
+    soak = load_bench("soak")
     out = tmp_path / "soak.json"
     assert soak.main(["--hours", str(180 / 3600), "--tui-snapshots", "12", "--out", str(out)]) == 0
     r = json.loads(out.read_text())
@@ -30,7 +21,7 @@ def test_short_soak(tmp_path):
 def test_synthetic_day_fires_the_findings_it_is_built_for():
     from pinmon.advise import advise
 
-    soak = load_soak()
+    soak = load_bench("soak")
     rules = set()
     for i in (7_300 + 3_600 * 0, 31_000):  # loader hour (pinned share), degraded-link hour
         rules |= {f.rule for f in advise([soak.synth_snapshot(i)])}

@@ -2,16 +2,13 @@
 the example runs (while it is a CUDA process on the GPU), so the last snapshot holds no finding
 about a program that had ended; and the committed demo is what bench/repair_demo.py makes of it."""
 import gzip
-import importlib.util
 import json
-import os
 
 import pytest
 
 from pinmon.cli import main
 from pinmon.cli.commands.demo import demo_path
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.bench_scripts import load_bench
 
 
 def demo_snapshots() -> list[dict]:
@@ -53,22 +50,15 @@ def test_the_demo_uses_call_sites_per_behaviour():
     assert cats == {"alloc", "pageable_copy", "wc_readback"}
 
 
-def _repair_module():
-    spec = importlib.util.spec_from_file_location("repair_demo", os.path.join(ROOT, "bench", "repair_demo.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_the_committed_demo_is_already_repaired():
-    mod = _repair_module()
+    mod = load_bench("repair_demo")
     lines = mod.read_lines(demo_path())
     new, ended = mod.repair(lines)
     assert ended == {} and new == lines
 
 
 def test_repair_drops_rows_from_the_snapshot_where_the_program_had_ended(tmp_path):
-    mod = _repair_module()
+    mod = load_bench("repair_demo")
 
     def snap(t, gpu, rows, pinned):
         return json.dumps({"schema": "pinmon.snapshot/1", "time": t,
@@ -99,7 +89,7 @@ def test_repair_drops_rows_from_the_snapshot_where_the_program_had_ended(tmp_pat
 
 
 def test_repair_stops_when_a_site_is_not_of_its_category():
-    mod = _repair_module()
+    mod = load_bench("repair_demo")
     row = {"pid": 9, "source": "traced", "wc_readbacks": 3, "call_site": "examples/small_pinned_allocs.py:21"}
     with pytest.raises(SystemExit, match="not a wc_readback call site"):
         mod.map_call_site(row)
