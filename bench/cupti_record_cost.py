@@ -56,9 +56,8 @@ def _set_knob(engine_module, engine, knob: str) -> dict:
         attr = c.ActivityAttribute
 
         def set_attr(name, value, nbytes):
-            v = (ctypes.c_uint8 if nbytes == 1 else ctypes.c_size_t)(value)
-            size = ctypes.c_size_t(nbytes)
-            c.activity_set_attribute(getattr(attr, name), ctypes.addressof(size), ctypes.addressof(v))
+            ctype = ctypes.c_uint8 if nbytes == 1 else ctypes.c_size_t
+            engine_module._set_attr(c, getattr(attr, name), value, ctype)
         try:
             if knob == "per_thread":
                 set_attr("ATTR_PER_THREAD_BUFFER", 1, 1)

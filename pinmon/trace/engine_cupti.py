@@ -333,8 +333,9 @@ def _load_cupti():
     return cupti, version
 
 
-def _set_attr(c, attr, value: int) -> None:
-    v, size = ctypes.c_size_t(value), ctypes.c_size_t(ctypes.sizeof(ctypes.c_size_t))
+def _set_attr(c, attr, value: int, ctype=ctypes.c_size_t) -> None:
+    """Sets one activity attribute; ``ctype``: its C type (most are size_t, the switches uint8)."""
+    v, size = ctype(value), ctypes.c_size_t(ctypes.sizeof(ctype))
     c.activity_set_attribute(attr, ctypes.addressof(size), ctypes.addressof(v))
 
 
