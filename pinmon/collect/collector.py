@@ -18,8 +18,9 @@ from ..model import GpuProcess, HostMemory, ProbeResult, ProcessPinned, Snapshot
 from ..probe_join import kept_probe, with_probe
 from .host import HostMemoryReader
 from .pci import count_nvidia_gpus
-from .pinned_total import PinnedTotals
+from .pinned_total import PinnedTotals, maps_pinned_total
 from .processes import ProcessScanner, scan_notice
+from .report_bounds import Backing, bound_reports, bounded_notice
 from .resident import CAPPED_TOTAL_NOTICE, cap_estimate, capped_totals
 from .traced import merge_traced, read_all
 
@@ -73,18 +74,27 @@ class LiveCollector:
         note = scan_notice(scan)
         if note:
             notices.append(note)
-        # In-process tracer reports replace the /proc estimates of the pids they cover.
+        # What the kernel shows: the scan's rows, before any report touches them.
+        est_rows = cap_rows_to_ram(scan.processes, mem_total)
+        pinned = maps_pinned_total(est_rows, self.scanner.estimate, host_fields.get("shmem_bytes"))
+        kernel = self.pinned.read_kernel()
+        unexplained = None if kernel.pinned_bytes is None else max(0, kernel.pinned_bytes - pinned)
+        # In-process tracer reports fill in the rows of the pids they cover, within those bounds.
         proc_root = self.scanner.proc_root
-        traced = read_all(proc_root=proc_root, clean=proc_root == "/proc")
+        traced = read_all(proc_root=proc_root, clean=proc_root == "/proc", uids=scan.uids)
         notices += traced.notices
-        rows = merge_traced(scan.processes, traced, self.scanner.describe, self.scanner.only_pids)
+        rows = merge_traced(est_rows, traced, self.scanner.describe, self.scanner.only_pids)
+        rows, lowered = bound_reports(rows, self._backing(est_rows), unexplained)
+        note = bounded_notice(lowered)
+        if note:
+            notices.append(note)
         processes = self.pinned.annotate(merge_gpu_processes(cap_rows_to_ram(rows, mem_total), gpus))
-        pinned, wc, capped = capped_totals((p.pinned_bytes for p in processes),
-                                           (p.write_combined_bytes for p in processes), mem_total)
+        wc = write_combined_total(processes, mem_total, host_fields.get("mem_available_bytes"))
+        pinned, wc, capped = capped_totals([pinned], [wc], mem_total)
         if capped:
             notices.append(f"host: {CAPPED_TOTAL_NOTICE}")
-        # The kernel's exact count of pinned pages, and how much of it the rows explain.
-        totals, total_notices = self.pinned.host_fields(processes, pinned, wc, host_fields)
+        # The kernel's exact count of pinned pages, and how much of it the mappings explain.
+        totals, total_notices = self.pinned.host_fields(kernel, pinned, pinned, wc, host_fields)
         notices += total_notices
         host = HostMemory(**host_fields, pinned_bytes_est=pinned, write_combined_bytes_est=wc, **totals)
         with self._lock:
@@ -93,6 +103,14 @@ class LiveCollector:
                         notices=tuple(notices), interval_s=self.interval_s,
                         source="live", nvidia_pci_gpus=self.nvidia_pci_gpus, nvml_error=nvml_error)
         return with_probe(snap, probe)
+
+    def _backing(self, est_rows: list[ProcessPinned]) -> dict[int, Backing]:
+        """What the scan shows of each CUDA process, for the reports of those processes."""
+        out = {}
+        for r in est_rows:
+            est = self.scanner.estimate(r.pid)
+            out[r.pid] = Backing(r.pinned_bytes or 0, est.nvidiactl_mmap_bytes if est is not None else 0)
+        return out
 
     def close(self) -> None:
         self.pinned.close()
@@ -131,6 +149,15 @@ def cap_rows_to_ram(rows: list[ProcessPinned], mem_total_bytes) -> list[ProcessP
                 estimate_capped=True)
         out.append(r)
     return out
+
+
+def write_combined_total(rows, mem_total_bytes: Optional[int], mem_available_bytes: Optional[int]) -> int:
+    """The rows' write-combined bytes in all, at most the memory in use (MemTotal - MemAvailable):
+    they are the driver's pages, never available to anyone else."""
+    total = sum(r.write_combined_bytes or 0 for r in rows)
+    if mem_total_bytes is not None and mem_available_bytes is not None:
+        total = min(total, max(0, mem_total_bytes - mem_available_bytes))
+    return total
 
 
 def merge_gpu_processes(rows: list[ProcessPinned], gpus) -> list[ProcessPinned]:

@@ -13,7 +13,8 @@ A GPU's own node comes from sysfs in ``collect/nvml/sysfs.py`` (``sysfs_numa_nod
   pinned mappings changed (or once a minute).
 
 Pinned pages cannot be migrated while pinned, so a placement read once stays true while the
-mappings stay the same.
+mappings stay the same. numa_maps has a line per mapping, so a buffer mapped many times would count
+many times: a row's placement adds up to at most its pinned bytes (``within``).
 """
 from __future__ import annotations
 
@@ -144,10 +145,20 @@ class PinnedPlacement:
             else:
                 self.reads += 1
                 cache[r.pid] = (sig, now, self._read(r.pid, self.proc_root, self._page_size))
-            placement = cache[r.pid][2]
-            out.append(dataclasses.replace(r, pinned_bytes_by_node=dict(placement)) if placement else r)
+            placement = within(cache[r.pid][2], r.pinned_bytes)
+            out.append(dataclasses.replace(r, pinned_bytes_by_node=placement) if placement else r)
         self._cache = cache  # pids no longer listed are forgotten
         return out
+
+
+def within(placement: Optional[dict[str, int]], total_bytes: int) -> Optional[dict[str, int]]:
+    """``placement`` scaled down, node by node, to add up to at most ``total_bytes``."""
+    if not placement:
+        return placement
+    found = sum(placement.values())
+    if found <= total_bytes:
+        return dict(placement)
+    return {node: b * total_bytes // found for node, b in placement.items()}
 
 
 def system_page_size() -> int:

@@ -5,29 +5,46 @@ memory; the kernel's FOLL_PIN count (``kernel_pins``) says how much is pinned in
 joined into ``HostMemory``'s ``kernel_pinned_bytes`` (+ per node), ``pinned_bytes_total`` (the best
 figure, with its source), ``unattributed_pinned_bytes`` and ``numa_nodes``, and the rows get their
 NUMA placement (``numa``) and ``VmLck`` (``locked``).
+
+What explains the count is what the kernel shows: the live scan's mappings, never a tracer's
+report (a file its user wrote: ``report_bounds.py``), so no report can make pinned memory that no
+process explains disappear.
 """
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional
 
 from ..model import ProcessPinned
 from ..units import fmt_bytes
 from .kernel_pins import KernelPins, KernelPinsReader
 from .locked import LockedReader
 from .numa import PinnedPlacement
+from .procmaps import PinnedEstimate, extents_bytes
 
 
-def explained_bytes(processes: Iterable[ProcessPinned]) -> int:
-    """Pinned bytes the rows account for that the kernel counts: every row's ``pinned_bytes`` (the
-    ``/dev/zero`` mappings of the estimate, or a tracer's allocated + registered bytes); their
-    write-combined bytes are the driver's pages, which the kernel does not count."""
-    return sum(p.pinned_bytes or 0 for p in processes)
+def maps_pinned_total(rows: Iterable[ProcessPinned], estimate: Callable[[int], Optional[PinnedEstimate]],
+                      shmem_bytes: Optional[int]) -> int:
+    """Pinned bytes the live scan's rows (maps estimates, before any report) show in all: each piece
+    of a ``/dev/zero`` object once over every process (a buffer two processes map is one buffer), no
+    more than the rows (each capped to what its process has resident), and at most the host's
+    ``Shmem`` (every page of such a mapping is a shmem page). Write-combined bytes are the driver's
+    pages, which the kernel's pinned count does not hold."""
+    rows = list(rows)
+    row_sum = sum(r.pinned_bytes or 0 for r in rows)
+    extents: set = set()
+    for r in rows:
+        est = estimate(r.pid)
+        if est is not None:
+            extents |= est.extents
+    total = min(row_sum, extents_bytes(extents)) if extents else row_sum
+    return total if shmem_bytes is None else min(total, shmem_bytes)
 
 
-def pinned_figures(kernel: KernelPins, processes: Sequence[ProcessPinned], pinned_est: Optional[int],
+def pinned_figures(kernel: KernelPins, explained_bytes: int, pinned_est: Optional[int],
                    wc_est: Optional[int]) -> dict:
-    """The new ``HostMemory`` fields from the kernel's count and the rows' estimates."""
+    """The new ``HostMemory`` fields from the kernel's count, what the maps explain of it
+    (``maps_pinned_total``) and the host's estimates."""
     if kernel.pinned_bytes is None:
         parts = [v for v in (pinned_est, wc_est) if v is not None]
         total = sum(parts) if parts else None
@@ -39,7 +56,7 @@ def pinned_figures(kernel: KernelPins, processes: Sequence[ProcessPinned], pinne
         "kernel_pinned_bytes_by_node": kernel.by_node,
         "pinned_bytes_total": kernel.pinned_bytes + (wc_est or 0),
         "pinned_bytes_source": "kernel",
-        "unattributed_pinned_bytes": max(0, kernel.pinned_bytes - explained_bytes(processes)),
+        "unattributed_pinned_bytes": max(0, kernel.pinned_bytes - explained_bytes),
         "numa_nodes": kernel.nodes,
     }
 
@@ -69,11 +86,13 @@ class PinnedTotals:
         rows = self.locked.annotate(processes)
         return self.placement.annotate(rows, self.kernel.nodes())
 
-    def host_fields(self, processes: Sequence[ProcessPinned], pinned_est: Optional[int],
+    def read_kernel(self) -> KernelPins:
+        return self.kernel.read()
+
+    def host_fields(self, kernel: KernelPins, explained_bytes: int, pinned_est: Optional[int],
                     wc_est: Optional[int], host: dict) -> tuple[dict, list[str]]:
         """(new HostMemory fields, notices); ``host`` holds the fields already read (cgroup limit)."""
-        kernel = self.kernel.read()
-        fields = pinned_figures(kernel, processes, pinned_est, wc_est)
+        fields = pinned_figures(kernel, explained_bytes, pinned_est, wc_est)
         note = host_wide_notice(kernel.pinned_bytes, host.get("cgroup_limit_bytes"), host.get("mem_total_bytes"))
         return fields, [note] if note else []
 

@@ -23,7 +23,9 @@ without a read until its own periodic re-check, which again covers a reused pid.
 
 A process whose maps hold pinned-looking mappings also has its /proc/PID/status read, every scan:
 its estimate is capped by what it has resident, and by RAM (resident.py), since a mapping's size
-says nothing about what is pinned and anyone can make one look like CUDA's.
+says nothing about what is pinned and anyone can make one look like CUDA's. On the live /proc a
+mapping counts only if the kernel object behind it is the one its path names (kernel_objects.py),
+and each piece of a shared buffer once.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ import psutil
 
 from ..model import ProcessPinned
 from .host import parse_meminfo
+from .kernel_objects import KernelObjects, learn
 from .procmaps import PinnedEstimate, churn, estimate_pinned
 from .rawfile import READ_FLAGS, read_bytes, read_to_end
 from .resident import cap_estimate, read_resident
@@ -57,6 +60,8 @@ class ScanResult:
     scanned: int = 0
     # pids whose estimate was lowered to what they have resident, or to RAM (see resident.py)
     capped: list[int] = field(default_factory=list)
+    # the owners of the live processes (of their /proc/PID directories): whose trace reports to read
+    uids: set[int] = field(default_factory=set)
 
 
 def _open_proc(pid: int, name: str, proc_root: str) -> int:
@@ -112,9 +117,15 @@ class ProcessScanner:
     """Scans processes for CUDA pinned mappings and keeps the last ranges to measure churn."""
 
     def __init__(self, proc_root: str = "/proc", pids: Optional[list[int]] = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, objects: Optional[KernelObjects] = None,
+                 host_root: str = "/"):
+        """``objects``: the kernel objects a mapping must be (default: learned from this machine when
+        ``proc_root`` is the live /proc; a fake tree's mappings are taken as they read)."""
         self.proc_root = proc_root
         self.only_pids = pids
+        if objects is None and proc_root == "/proc":
+            objects = learn(host_root)
+        self.objects = objects
         # pid -> (length and hash of its maps, estimate): a digest, not the text, is kept (a
         # PyTorch process's maps can be a megabyte) to tell unchanged maps at the next scan.
         self._previous: dict[int, tuple[tuple[int, int], PinnedEstimate]] = {}
@@ -123,6 +134,8 @@ class ProcessScanner:
         self._plain: dict[int, tuple[bytes, float]] = {}
         # pid of a kernel thread (or zombie): no address space -> when to look at it again
         self._no_mm: dict[int, float] = {}
+        # pid -> (owner of /proc/PID, when to look again): a stat for a new pid, not one a scan each
+        self._owner: dict[int, tuple[int, float]] = {}
         self._clock = clock
         self._mem_total: Optional[int] = None
 
@@ -153,8 +166,18 @@ class ProcessScanner:
         now = self._clock()
         plain: dict[int, tuple[bytes, float]] = {}
         no_mm: dict[int, float] = {}
+        owners: dict[int, tuple[int, float]] = {}
         pids = self._pids()
         for pid in pids:
+            owner = self._owner.get(pid)
+            if owner is None or now >= owner[1]:
+                try:
+                    owner = (os.stat(os.path.join(self.proc_root, str(pid))).st_uid, now + _recheck_after_s(pid))
+                except (OSError, ValueError):
+                    owner = None
+            if owner is not None:
+                owners[pid] = owner
+                result.uids.add(owner[0])
             recheck = self._no_mm.get(pid)
             if recheck is not None and now < recheck:
                 no_mm[pid] = recheck  # a kernel thread: not a read for it
@@ -197,7 +220,8 @@ class ProcessScanner:
             if last is not None and last[0] == digest:
                 est = last[1]  # the same mappings as a second ago: the same estimate
             else:
-                est = estimate_pinned(text.decode("utf-8", errors="replace"))
+                accept = None if self.objects is None else self.objects.accepter(pid, self.proc_root)
+                est = estimate_pinned(text.decode("utf-8", errors="replace"), accept)
             if not est.is_cuda:
                 continue
             current[pid] = (digest, est)
@@ -208,12 +232,18 @@ class ProcessScanner:
         self._previous = current
         self._plain = plain
         self._no_mm = no_mm
+        self._owner = owners
         # Kept for CUDA processes, and for a while for other live ones described on request (a
         # traced process whose maps show no CUDA yet); a pid that is gone is forgotten.
         listed = set(pids)
         self._described = {pid: d for pid, d in self._described.items()
                            if pid in current or (pid in listed and now - d[0] < DESCRIBE_TTL_S)}
         return result
+
+    def estimate(self, pid: int) -> Optional[PinnedEstimate]:
+        """The last scan's estimate of a CUDA process (its mappings as counted), or None."""
+        last = self._previous.get(pid)
+        return None if last is None else last[1]
 
     def describe(self, pid: int) -> tuple:
         """(name, user, cmdline) of ``pid``, from the cache while it is fresh."""

@@ -15,11 +15,19 @@ an H200 with driver 580 (fixtures in tests/fixtures/maps/):
 
 Only processes that map ``/dev/nvidia*`` are CUDA processes; a plain shared anonymous mmap there is
 indistinguishable from a pinned buffer, so every figure here is an estimate.
+
+A mapping's path is whatever the process's mount namespace says: in a user namespace anyone can mount
+a tmpfs on ``/dev``, make a ``nvidiactl`` file and a ``zero`` file (then deleted), and map one file
+two hundred times. So the live scan passes an ``accept`` check (``kernel_objects.py``): a
+``/dev/zero (deleted)`` mapping counts only on the kernel's own shmem mount, a ``/dev/nvidiactl``
+mapping only if it is the host's control device. And each piece of a ``/dev/zero`` object is counted
+once, however often it is mapped (``(device, inode, offset range)``); ``extents`` carries those
+pieces so that the host's total counts a buffer that two processes share once too.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 MIB = 1 << 20
 # CUDA reserves its unified virtual-address range low in the address space (0x200000000 on x86-64);
@@ -37,6 +45,9 @@ class Mapping:
     end: int
     perms: str
     path: str
+    offset: int = 0
+    dev: str = ""     # the mapped file's device, as maps prints it ("00:01")
+    inode: int = 0
 
     @property
     def size(self) -> int:
@@ -51,6 +62,12 @@ class PinnedEstimate:
     pinned_mappings: int
     # (start, end) of each pinned/WC mapping: the next scan diffs these to count churn.
     ranges: frozenset
+    # (dev, inode, first byte, end byte) of the /dev/zero objects counted in ``pinned_bytes``: each
+    # piece once, for a total over processes that counts a shared buffer once.
+    extents: frozenset = frozenset()
+    # Bytes of accepted /dev/nvidiactl mappings in the mmap area, of any size: the most a tracer's
+    # report may claim as this process's write-combined memory.
+    nvidiactl_mmap_bytes: int = 0
 
 
 def parse_maps(text: str) -> list[Mapping]:
@@ -73,7 +90,14 @@ def parse_maps(text: str) -> list[Mapping]:
         if end < start:
             continue
         path = parts[5].strip() if len(parts) == 6 else ""
-        out.append(Mapping(start, end, perms, path))
+        offset_s, dev, inode_s = parts[2], parts[3], parts[4]
+        if len(offset_s) > ADDRESS_HEX_DIGITS or len(inode_s) > 20:
+            continue
+        try:
+            offset, inode = int(offset_s, 16), int(inode_s)
+        except ValueError:
+            continue
+        out.append(Mapping(start, end, perms, path, offset, dev, inode))
     return out
 
 
@@ -86,28 +110,71 @@ def is_pinned_mapping(m: Mapping) -> bool:
 
 
 def is_write_combined_mapping(m: Mapping) -> bool:
+    return is_nvidiactl_mmap_area(m) and m.size >= WC_MIN_MAPPING_BYTES
+
+
+def is_nvidiactl_mmap_area(m: Mapping) -> bool:
+    """A shared, writable /dev/nvidiactl mapping outside CUDA's reserved range, of any size."""
     return (m.path == NVIDIACTL_PATH and m.perms[3] == "s" and m.perms[:2] == "rw"
-            and m.start >= CUDA_RESERVED_VA_END and m.size >= WC_MIN_MAPPING_BYTES)
+            and m.start >= CUDA_RESERVED_VA_END)
 
 
-def estimate_mappings(mappings: Iterable[Mapping]) -> PinnedEstimate:
+def extent(m: Mapping) -> tuple[str, int, int, int]:
+    """The piece of its file a mapping shows: (device, inode, first byte, end byte)."""
+    return (m.dev, m.inode, m.offset, m.offset + m.size)
+
+
+def extents_bytes(extents: Iterable[tuple[str, int, int, int]]) -> int:
+    """Bytes covered by ``extents``, each byte of each (device, inode) once however often mapped."""
+    by_file: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for dev, ino, lo, hi in extents:
+        by_file.setdefault((dev, ino), []).append((lo, hi))
+    total = 0
+    for spans in by_file.values():
+        spans.sort()
+        cur_lo, cur_hi = spans[0]
+        for lo, hi in spans[1:]:
+            if lo > cur_hi:
+                total += cur_hi - cur_lo
+                cur_lo, cur_hi = lo, hi
+            elif hi > cur_hi:
+                cur_hi = hi
+        total += cur_hi - cur_lo
+    return total
+
+
+def estimate_mappings(mappings: Iterable[Mapping],
+                      accept: Optional[Callable[[Mapping], bool]] = None) -> PinnedEstimate:
+    """The estimate over one process's mappings. ``accept`` (live scans): whether a pinned- or
+    write-combined-looking mapping is backed by the kernel object its path names; None (a saved
+    maps file, which names no live object) takes every one."""
     mappings = list(mappings)
     if not any(is_cuda_mapping(m) for m in mappings):
         return PinnedEstimate(False, 0, 0, 0, frozenset())
-    pinned = [m for m in mappings if is_pinned_mapping(m)]
-    wc = [m for m in mappings if is_write_combined_mapping(m)]
+    if accept is None:
+        accept = _any_mapping
+    pinned = [m for m in mappings if is_pinned_mapping(m) and accept(m)]
+    ctl = [m for m in mappings if is_nvidiactl_mmap_area(m) and accept(m)]
+    wc = [m for m in ctl if is_write_combined_mapping(m)]
+    extents = frozenset(extent(m) for m in pinned)
     return PinnedEstimate(
         is_cuda=True,
-        pinned_bytes=sum(m.size for m in pinned),
+        pinned_bytes=extents_bytes(extents),
         write_combined_bytes=sum(m.size for m in wc),
         pinned_mappings=len(pinned) + len(wc),
         ranges=frozenset((m.start, m.end) for m in pinned + wc),
+        extents=extents,
+        nvidiactl_mmap_bytes=sum(m.size for m in ctl),
     )
 
 
-def estimate_pinned(maps_text: str) -> PinnedEstimate:
+def _any_mapping(m: Mapping) -> bool:
+    return True
+
+
+def estimate_pinned(maps_text: str, accept: Optional[Callable[[Mapping], bool]] = None) -> PinnedEstimate:
     """Estimate from the text of a /proc/PID/maps file (live or a saved copy)."""
-    return estimate_mappings(parse_maps(maps_text))
+    return estimate_mappings(parse_maps(maps_text), accept)
 
 
 def churn(previous: Optional[frozenset], current: frozenset) -> Optional[int]:

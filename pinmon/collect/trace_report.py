@@ -16,8 +16,9 @@ this module holds the checks of one file and one process:
 - call-site text is data: at most one site per known category (the most frequent allocation site,
   the copy or waste site with the most bytes), cut to ``MAX_SITE_CHARS`` printable characters
   (``units.printable``), for views and findings to quote;
-- the process: its start time and state from ``/proc/PID/stat`` (a zombie is dead) and its real uid
-  and resident set from ``/proc/PID/status``.
+- the process: its start time and state from ``/proc/PID/stat`` (a zombie is dead), and from
+  ``/proc/PID/status`` its thread group id (it must be the pid: a thread is not a process), real uid
+  and resident set.
 """
 from __future__ import annotations
 
@@ -121,7 +122,8 @@ class ProcIdentity(NamedTuple):
 
 
 def proc_identity(pid: int, proc_root: str = "/proc") -> Optional[ProcIdentity]:
-    """Start time, real uid and resident bytes of a live process; None when gone, dead or unreadable."""
+    """Start time, real uid and resident bytes of a live process; None when gone, dead, unreadable
+    or not a process: ``/proc/<tid>`` of a thread reads like a process, but its ``Tgid`` is another."""
     ticks = proc_start_ticks(pid, proc_root)
     if ticks is None:
         return None
@@ -133,16 +135,20 @@ def proc_identity(pid: int, proc_root: str = "/proc") -> Optional[ProcIdentity]:
             os.close(fd)
     except OSError:
         return None
-    uid = rss = None
+    uid = rss = tgid = None
     for line in data.split(b"\n"):
         try:
-            if line.startswith(b"Uid:"):
+            if line.startswith(b"Tgid:"):
+                tgid = int(line.split()[1])
+            elif line.startswith(b"Uid:"):
                 uid = int(line.split()[1])  # real, effective, saved, filesystem
             elif line.startswith(b"VmRSS:"):
                 rss = int(line.split()[1]) * 1024  # "VmRSS:  1234 kB"
         except (IndexError, ValueError):
             return None
-    return ProcIdentity(ticks, uid, rss) if uid is not None else None
+    if uid is None or tgid != pid:
+        return None
+    return ProcIdentity(ticks, uid, rss)
 
 
 def mem_total(proc_root: str) -> Optional[int]:

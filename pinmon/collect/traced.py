@@ -4,11 +4,13 @@ A report is a claim made by whoever could write its file, so it is taken only wh
 
 - its directory, opened ``O_NOFOLLOW | O_DIRECTORY`` and checked on the open descriptor, is a real
   directory of mode 0700 owned by the expected user: the reader, or (root only) the ``<uid>`` of a
-  ``/tmp/pinmon-<uid>`` directory;
+  ``/tmp/pinmon-<uid>`` directory, looked up by name for each uid that has a live process (never
+  by listing /tmp, where anyone can make entries);
 - the file is named ``<pid>.json``, the pid in ASCII decimal, and is a regular file (not a symlink)
   owned by the directory's owner, mode 0600 at most, at most ``MAX_REPORT_BYTES``;
 - it parses as one JSON object of schema ``pinmon.trace/1`` naming that pid;
-- the pid is a live process, not a zombie (state Z or X: the program has ended), whose start time
+- the pid is a live process, not a zombie (state Z or X: the program has ended) and not a thread of
+  another (its ``Tgid`` is itself: a thread id passes every other check), whose start time
   (field 22 of ``/proc/PID/stat``) matches the report's and whose real uid (``/proc/PID/status``) is
   the directory's owner: a user can vouch only for their own processes.
 
@@ -22,8 +24,8 @@ minute). Listing, stat, open and unlink all go through the directory's open desc
 anywhere else.
 
 Cost: a refused report is remembered by (device, inode, ctime, mtime, size) and not read again
-while it is unchanged. Each read is bounded (``Limits``): directories opened, ``/tmp/pinmon-<uid>``
-entries checked, entries looked at per directory, report bytes parsed per directory and in all.
+while it is unchanged. Each read is bounded (``Limits``): directories opened, entries looked at per
+directory, report bytes parsed per directory and in all.
 Reports are parsed smallest first, so one directory of large files cannot starve the others. When
 a bound stops the reading, a notice says so.
 """
@@ -32,9 +34,10 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
+import stat
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterable, Optional
 
 from ..trace.report import UnsafeDirError, check_dir_stat, runtime_dir
 from ..units import fmt_bytes, printable
@@ -54,7 +57,6 @@ class Limits:
     """The work one read may do; see the module docstring."""
 
     dirs: int = 64                  # report directories opened
-    tmp_entries: int = 4096         # /tmp/pinmon-<uid> directories checked per listing of /tmp
     entries_per_dir: int = 1024     # entries looked at in one directory
     bytes_per_dir: int = 2 << 20    # report bytes parsed from one directory
     bytes_per_read: int = 8 << 20   # report bytes parsed in all
@@ -80,14 +82,11 @@ class _Budget:
         self.skipped_reports = 0            # reports not parsed for the byte bounds
         self.dirs_unread = 0                # directories not opened for the directory bound
         self.dirs_total = 0
-        self.tmp_cut = False
 
     def notice(self) -> Optional[str]:
         parts = []
         if self.dirs_unread:
             parts.append(f"{self.dirs_total - self.dirs_unread} of {self.dirs_total} report directories read")
-        if self.tmp_cut:
-            parts.append(f"only the first {self.limits.tmp_entries} /tmp/pinmon-<uid> directories checked")
         if self.dirs_cut:
             parts.append(f"only the first {self.limits.entries_per_dir} entries of {len(self.dirs_cut)}"
                          f" director{'y' if len(self.dirs_cut) == 1 else 'ies'} looked at")
@@ -103,10 +102,6 @@ class _Budget:
 class ReportReader:
     """Reads report directories; keeps what lasts between reads (refusals, root's /tmp listing)."""
 
-    # A /tmp listing is reused only if /tmp had not changed for this long when it was taken: a
-    # change within the timestamp's granularity (a few ms) would otherwise leave the mtime as it was.
-    QUIET_NS = 1_000_000_000
-
     def __init__(self, proc_root: str = "/proc", clean: bool = True, limits: Limits = Limits(),
                  tmp: str = "/tmp"):
         self.proc_root = proc_root
@@ -115,78 +110,53 @@ class ReportReader:
         self.tmp = tmp
         self._refused: dict[tuple, str] = {}      # from the last read
         self._refused_now: dict[tuple, str] = {}  # this read: only what is still there is kept
-        self._listed: Optional[tuple[int, list[tuple[int, str]], bool]] = None
         self._rotation = 0
         self._mem_total: Optional[int] = None
 
     # --- where to look -----------------------------------------------------------------------
 
-    def report_dirs(self, uid: int, budget: Optional[_Budget] = None) -> list[tuple[str, Optional[int], bool]]:
+    def report_dirs(self, uid: int, uids: Iterable[int] = ()) -> list[tuple[str, Optional[int], bool]]:
         """(directory, its required owner, whether it is the reader's own) to read, in order.
 
-        ``$PINMON_TRACE_DIR``, else this user's runtime dir; root also reads every
-        ``/tmp/pinmon-<uid>`` that belongs to the uid in its name."""
+        ``$PINMON_TRACE_DIR``, else this user's runtime dir; root also reads the
+        ``/tmp/pinmon-<uid>`` of each of ``uids`` (those of live processes) that belongs to that uid."""
         env = os.environ.get("PINMON_TRACE_DIR")
         if env:
             return [(env, uid, True)]
         dirs = [(runtime_dir(uid), uid, True)]
         if uid == 0:
-            others, cut = self._tmp_dirs()
-            if budget is not None and cut:
-                budget.tmp_cut = True
-            dirs += [(path, owner, False) for owner, path in others]
+            dirs += [(path, owner, False) for owner, path in self._tmp_dirs(uids)]
         return dirs
 
-    def _tmp_dirs(self) -> tuple[list[tuple[int, str]], bool]:
-        """(uid, path) of each ``pinmon-<uid>`` directory in /tmp owned by its uid (not 0), by uid.
+    def _tmp_dirs(self, uids: Iterable[int]) -> list[tuple[int, str]]:
+        """(uid, path) of each ``/tmp/pinmon-<uid>`` directory owned by its uid, for the given uids.
 
-        Read every second by root, and /tmp can hold thousands of entries: the listing is kept
-        while /tmp's mtime stays. Each candidate costs one lstat, up to ``Limits.tmp_entries``."""
-        tmp = self.tmp
-        try:
-            mtime = os.stat(tmp).st_mtime_ns
-        except OSError:
-            return [], False
-        cached = self._listed
-        if cached is not None and cached[0] == mtime:
-            return cached[1], cached[2]
-        out, checked, cut = [], 0, False
-        try:
-            with os.scandir(tmp) as it:
-                for entry in it:
-                    name = entry.name
-                    if not name.startswith("pinmon-"):
-                        continue
-                    owner = decimal(name[7:], MAX_UID)
-                    if not owner:  # not a uid, or root's own (read as root's runtime dir)
-                        continue
-                    try:
-                        if not entry.is_dir(follow_symlinks=False):  # d_type: no system call
-                            continue
-                        if checked >= self.limits.tmp_entries:
-                            cut = True
-                            break
-                        checked += 1
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if st.st_uid == owner:
-                        out.append((owner, entry.path))
-        except OSError:
-            return [], False
-        out.sort()
-        self._listed = (mtime, out, cut) if time.time_ns() - mtime > self.QUIET_NS else None
-        return out, cut
+        The uids are those of live processes (the process scan's): only they can have reports worth
+        reading, and a lookup by name costs one lstat each, however many entries /tmp holds. /tmp is
+        never listed, so entries another user makes there cannot push anyone's directory out."""
+        out = []
+        for owner in sorted(set(uids)):
+            if not 0 < owner <= MAX_UID:  # root's own is read as root's runtime dir
+                continue
+            path = os.path.join(self.tmp, f"pinmon-{owner}")
+            try:
+                st = os.lstat(path)
+            except (OSError, ValueError):
+                continue
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == owner:
+                out.append((owner, path))
+        return out
 
     # --- reading -----------------------------------------------------------------------------
 
-    def read(self, uid: Optional[int] = None, now: Optional[float] = None) -> ReadResult:
-        """Reports from every directory ``report_dirs`` names, merged."""
+    def read(self, uid: Optional[int] = None, now: Optional[float] = None, uids: Iterable[int] = ()) -> ReadResult:
+        """Reports from every directory ``report_dirs`` names, merged; ``uids``: those of live
+        processes, whose ``/tmp/pinmon-<uid>`` root reads."""
         uid = os.getuid() if uid is None else uid
         result = ReadResult()
         budget = _Budget(self.limits)
         self._begin()
-        dirs = self.report_dirs(uid, budget)
+        dirs = self.report_dirs(uid, uids)
         own = [d for d in dirs if d[2]]
         others = [d for d in dirs if not d[2]]
         room = max(self.limits.dirs - len(own), 0)
@@ -351,21 +321,22 @@ class ReportReader:
             self._remove(fd, name, st, owner, result)
 
 
-def report_dirs(uid: int) -> list[str]:
+def report_dirs(uid: int, uids: Iterable[int] = ()) -> list[str]:
     """The directories a reader of ``uid`` looks in (see ``ReportReader.report_dirs``)."""
-    return [d for d, _, _ in ReportReader().report_dirs(uid)]
+    return [d for d, _, _ in ReportReader().report_dirs(uid, uids)]
 
 
 _readers: dict[tuple[str, bool], ReportReader] = {}
 
 
-def read_all(proc_root: str = "/proc", clean: bool = True) -> ReadResult:
+def read_all(proc_root: str = "/proc", clean: bool = True, uids: Iterable[int] = ()) -> ReadResult:
     """Reports from every directory the reader looks in, by the reader kept for ``proc_root``
-    (its memory of refused reports spares them a parse at the next read)."""
+    (its memory of refused reports spares them a parse at the next read). ``uids``: those of live
+    processes (root reads their ``/tmp/pinmon-<uid>``)."""
     reader = _readers.get((proc_root, clean))
     if reader is None:
         reader = _readers[(proc_root, clean)] = ReportReader(proc_root=proc_root, clean=clean)
-    return reader.read()
+    return reader.read(uids=uids)
 
 
 def read_reports(directory: Optional[str] = None, proc_root: str = "/proc", clean: bool = True,

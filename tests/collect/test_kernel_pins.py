@@ -16,7 +16,8 @@ import pytest
 from pinmon.advise import advise
 from pinmon.collect.collector import LiveCollector
 from pinmon.collect.kernel_pins import KernelPinsReader, parse_pinned_pages, read_pinned_bytes
-from pinmon.collect.pinned_total import explained_bytes, host_wide_notice, pinned_figures
+from pinmon.collect.pinned_total import host_wide_notice, maps_pinned_total, pinned_figures
+from pinmon.collect.procmaps import PinnedEstimate
 from pinmon.collect.kernel_pins import KernelPins
 from pinmon.config import load_config
 from pinmon.model import ProcessPinned
@@ -107,22 +108,39 @@ def test_node_list_is_read_again_after_a_while(tmp_path):
 
 
 def test_figures_without_the_kernel_count_fall_back_to_the_estimate():
-    f = pinned_figures(KernelPins(), [], pinned_est=3 << 30, wc_est=1 << 20)
+    f = pinned_figures(KernelPins(), 0, pinned_est=3 << 30, wc_est=1 << 20)
     assert f["kernel_pinned_bytes"] is None and f["unattributed_pinned_bytes"] is None
     assert f["pinned_bytes_total"] == (3 << 30) + (1 << 20) and f["pinned_bytes_source"] == "est."
 
 
 def test_figures_with_the_kernel_count():
-    rows = [ProcessPinned(pid=1, pinned_bytes=1 << 30, write_combined_bytes=256 << 20),
-            ProcessPinned(pid=2, pinned_bytes=None, source="traced")]
     kp = KernelPins(pinned_bytes=5 << 30, by_node={"0": 5 << 30}, nodes=(0,))
-    f = pinned_figures(kp, rows, pinned_est=1 << 30, wc_est=256 << 20)
-    assert explained_bytes(rows) == 1 << 30
+    f = pinned_figures(kp, 1 << 30, pinned_est=1 << 30, wc_est=256 << 20)
     assert f["pinned_bytes_total"] == (5 << 30) + (256 << 20)  # write-combined is not in the count
     assert f["pinned_bytes_source"] == "kernel"
     assert f["unattributed_pinned_bytes"] == 4 << 30
     # More explained than counted (an estimate that counts a plain shared mapping): never below 0.
-    assert pinned_figures(KernelPins(pinned_bytes=1), rows, 1 << 30, 0)["unattributed_pinned_bytes"] == 0
+    assert pinned_figures(KernelPins(pinned_bytes=1), 1 << 30, 1 << 30, 0)["unattributed_pinned_bytes"] == 0
+
+
+def _est(*extents):
+    return PinnedEstimate(True, 0, 0, 0, frozenset(), extents=frozenset(extents))
+
+
+def test_what_the_maps_explain_counts_a_shared_buffer_once_and_stays_under_shmem():
+    gib = 1 << 30
+    rows = [ProcessPinned(pid=1, pinned_bytes=gib), ProcessPinned(pid=2, pinned_bytes=gib),
+            ProcessPinned(pid=3, pinned_bytes=None, source="traced")]
+    # pids 1 and 2 map one 1 GiB object (a fork, an IPC handle): one buffer.
+    shared = {1: _est(("00:01", 7, 0, gib)), 2: _est(("00:01", 7, 0, gib))}
+    assert maps_pinned_total(rows, shared.get, None) == gib
+    apart = {1: _est(("00:01", 7, 0, gib)), 2: _est(("00:01", 8, 0, gib))}
+    assert maps_pinned_total(rows, apart.get, None) == 2 * gib
+    assert maps_pinned_total(rows, apart.get, gib // 2) == gib // 2  # never above the host's Shmem
+    # A row capped below its mappings (resident) keeps the sum of the rows as the bound.
+    capped = [ProcessPinned(pid=1, pinned_bytes=gib // 4)]
+    assert maps_pinned_total(capped, apart.get, None) == gib // 4
+    assert maps_pinned_total(rows, lambda pid: None, None) == 2 * gib
 
 
 def test_host_wide_notice_only_under_a_cgroup_limit_below_memtotal():

@@ -2,6 +2,8 @@
 import os
 import shutil
 
+import pytest
+
 from pinmon.collect.collector import LiveCollector
 from pinmon.collect.processes import ProcessScanner, scan_notice
 from pinmon.collect.resident import (CAP_SLACK_BYTES, Resident, cap_estimate, capped_totals,
@@ -132,20 +134,27 @@ def test_the_notice_names_a_few_capped_pids(tmp_path):
     assert "pid 100, 101, 102, 103, 104 and 3 more capped" in scan_notice(scan)
 
 
-def test_live_totals_never_exceed_ram(tmp_path):
-    # Three processes each really hold 3 GiB resident of one shared buffer on a 4 GiB box.
+@pytest.mark.parametrize("shared", [True, False])
+def test_live_totals_never_exceed_ram(tmp_path, shared):
+    # Three processes each hold 3 GiB resident on a 4 GiB box: of one shared buffer (a fork, an IPC
+    # handle: one buffer, counted once), or each of its own (more than RAM: capped).
     host = tmp_path / "host"
     (host / "proc").mkdir(parents=True)
     (host / "proc" / "meminfo").write_text("MemTotal: 4194304 kB\nMemAvailable: 1048576 kB\n")
-    maps = ("7f3a00000000-7f3a00200000 rw-s 00000000 00:05 78 /dev/nvidia0\n"
-            "7f3b00000000-7f3bc0000000 rw-s 00000000 00:01 1234 /dev/zero (deleted)\n")
-    procs = {pid: (maps, status_text(0, 3 * 1024 * 1024)) for pid in (11, 12, 13)}
+
+    def maps(pid):
+        inode = 1234 if shared else pid
+        return ("7f3a00000000-7f3a00200000 rw-s 00000000 00:05 78 /dev/nvidia0\n"
+                f"7f3b00000000-7f3bc0000000 rw-s 00000000 00:01 {inode} /dev/zero (deleted)\n")
+
+    procs = {pid: (maps(pid), status_text(0, 3 * 1024 * 1024)) for pid in (11, 12, 13)}
     root = proc_with(tmp_path, procs)
     with LiveCollector(use_nvml=False, host_root=str(host), proc_root=root) as col:
         snap = col.snapshot()
     assert [p.pinned_bytes for p in snap.processes] == [3 * GIB] * 3
-    assert snap.host.pinned_bytes_est == 4 * GIB and snap.host.write_combined_bytes_est == 0
-    assert any("capped at RAM" in n for n in snap.notices)
+    assert snap.host.pinned_bytes_est == (3 if shared else 4) * GIB
+    assert snap.host.write_combined_bytes_est == 0
+    assert any("capped at RAM" in n for n in snap.notices) is not shared
 
 
 def test_no_row_of_any_source_is_above_ram():

@@ -210,8 +210,8 @@ def test_odd_pinmon_names_in_tmp_and_in_a_report_dir_do_not_crash_root(tmp_path,
     monkeypatch.delenv("PINMON_TRACE_DIR", raising=False)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "no-such-dir"))
     reader = traced.ReportReader(tmp=str(tmp))
-    assert reader._tmp_dirs() == ([], False)
-    res = reader.read(uid=0)  # root's read: /tmp listed
+    assert reader._tmp_dirs([0, 1, 2, 3, 1000]) == []
+    res = reader.read(uid=0, uids=[0, 1, 1000])  # root's read: /tmp/pinmon-<uid> looked up
     assert res.processes == {}
     d = private_dir(tmp_path / "reports")
     for name in ("².json", "١٢.json", "0x1.json", "007.json", "9" * 200 + ".json"):
@@ -395,39 +395,16 @@ def test_the_bytes_parsed_are_bounded_smallest_first_with_a_notice(tmp_path, liv
     assert len(res.notices) == 1 and "1 report over the" in res.notices[0]
 
 
-def test_empty_pinmon_files_in_tmp_are_not_directories(tmp_path, monkeypatch):
+def test_pinmon_files_in_tmp_are_not_directories_and_tmp_is_never_listed(tmp_path, monkeypatch):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     for uid in range(1000, 6000):
         (tmp / f"pinmon-{uid}").write_text("")
-    reader = traced.ReportReader(tmp=str(tmp), limits=traced.Limits(tmp_entries=10))
-    stats = []
-    real_scandir = os.scandir
-
-    class Entry:  # a listing's entry that counts the system calls of stat()
-        def __init__(self, entry):
-            self._entry, self.name, self.path = entry, entry.name, entry.path
-
-        def is_dir(self, follow_symlinks=True):
-            return self._entry.is_dir(follow_symlinks=follow_symlinks)
-
-        def stat(self, follow_symlinks=True):
-            stats.append(self.name)
-            return self._entry.stat(follow_symlinks=follow_symlinks)
-
-    class Listing:
-        def __init__(self, path):
-            self._it = real_scandir(path)
-
-        def __enter__(self):
-            return (Entry(e) for e in self._it)
-
-        def __exit__(self, *exc):
-            self._it.close()
-
-    monkeypatch.setattr(traced.os, "scandir", Listing)
-    assert reader._tmp_dirs() == ([], False)  # not directories: skipped by type, no bound reached
-    assert stats == []  # by the listing's type alone: not one stat for the 5,000 files
+    reader = traced.ReportReader(tmp=str(tmp))
+    listed = []
+    monkeypatch.setattr(traced.os, "scandir", lambda p: listed.append(p) or pytest.fail("listed"))
+    assert reader._tmp_dirs(range(1000, 1010)) == []  # files, not directories
+    assert listed == []
 
 
 @ROOT_ONLY
@@ -444,7 +421,7 @@ def test_report_directories_beyond_the_bound_are_read_in_turn(tmp_path, monkeypa
     monkeypatch.setattr(reader, "read_dir", lambda path, *a, **k: opened.append(path) or real(path, *a, **k))
     notices = []
     for _ in range(3):
-        notices += reader.read(uid=0).notices
+        notices += reader.read(uid=0, uids=range(1500, 1506)).notices
     others = [os.path.basename(p) for p in opened if "pinmon-1" in p]
     assert sorted(set(others)) == [f"pinmon-{u}" for u in range(1500, 1506)]  # all read, two per read
     assert len(others) == 6 and opened.count(str(tmp_path / "pinmon")) == 3  # root's own dir every time

@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 
 
-def fake_proc(root, pid: int, uid: int, ticks: int = 1000, state: str = "S", rss_kb: int = 1 << 20) -> None:
+def fake_proc(root, pid: int, uid: int, ticks: int = 1000, state: str = "S", rss_kb: int = 1 << 20,
+              tgid: int | None = None) -> None:
+    """``tgid``: the thread group (another pid makes ``pid`` a thread of it)."""
     d = os.path.join(str(root), str(pid))
     os.makedirs(d, exist_ok=True)
     # Field 3 is the state; field 22 (index 19 after the command name) the start time in ticks.
     with open(os.path.join(d, "stat"), "w") as f:
         f.write(f"{pid} (python3 (x)) {state} " + " ".join(["1"] * 18) + f" {ticks} 0 0\n")
     with open(os.path.join(d, "status"), "w") as f:
-        f.write(f"Name:\tpython3\nState:\t{state}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n"
+        f.write(f"Name:\tpython3\nState:\t{state}\nTgid:\t{pid if tgid is None else tgid}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n"
                 + (f"VmRSS:\t{rss_kb} kB\n" if rss_kb is not None else ""))
 
 

@@ -1,8 +1,8 @@
 """``pinmon pinned``: the per-process pinned memory table, estimated from /proc/PID/maps.
 
 Live processes (all, or ``--pid``), whose rows carry an in-process tracer's exact figures where one
-reports, and saved copies of /proc/PID/maps (``--maps-file``). As in the live collector, no row and
-no total exceeds this machine's RAM (processes that share a buffer each count it). Text, or
+reports, and saved copies of /proc/PID/maps (``--maps-file``). The live rows and totals are the live
+collector's (``LiveCollector`` without NVML); no row and no total exceeds this machine's RAM. Text, or
 ``pinmon.pinned/1`` with ``--json``. Exit 0, or 2 for bad input (no such process, a file that is not
 a maps file).
 """
@@ -27,33 +27,49 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from ...collect.collector import cap_rows_to_ram
     from ...model import ProcessPinned
 
-    rows: list[ProcessPinned] = []
-    files: dict[int, str] = {}  # row index -> the saved maps file it was read from
+    file_rows: list[ProcessPinned] = []
     notes: list[str] = []
     for path in args.maps_file or []:
         est = _estimate_maps_file(path)
-        files[len(rows)] = path
         # pid 0: no process behind a saved file; the output shows the file's name and no pid.
-        rows.append(ProcessPinned(pid=0, name=os.path.basename(path), pinned_bytes=est.pinned_bytes,
-                                  write_combined_bytes=est.write_combined_bytes,
-                                  pinned_mappings=est.pinned_mappings, source="est."))
+        file_rows.append(ProcessPinned(pid=0, name=os.path.basename(path), pinned_bytes=est.pinned_bytes,
+                                       write_combined_bytes=est.write_combined_bytes,
+                                       pinned_mappings=est.pinned_mappings, source="est."))
         if not est.is_cuda:
             notes.append(f"{path}: no /dev/nvidia* mapping: not a CUDA process, nothing counted")
+    live_rows: list[ProcessPinned] = []
+    live_pinned = live_wc = 0
     if args.pid or not args.maps_file:
-        live_rows, live_notes = _scan_processes(args.pid)
-        rows += live_rows
-        notes += live_notes
-    rows, total_pinned, total_wc, capped = _capped_to_ram(rows)
+        snap = _live_snapshot(args.pid)
+        live_rows = list(snap.processes)
+        notes += list(snap.notices)
+        live_pinned, live_wc = snap.host.pinned_bytes_est or 0, snap.host.write_combined_bytes_est or 0
+        mem_total = snap.host.mem_total_bytes
+        found = {p.pid for p in live_rows}
+        notes += [f"pid {pid}: not a CUDA process (no /dev/nvidia* mapping) or not readable"
+                  for pid in args.pid or [] if pid not in found]
+    else:
+        from ...collect.host import read_host_memory
+
+        mem_total = read_host_memory()[0].get("mem_total_bytes")
+    file_rows = cap_rows_to_ram(file_rows, mem_total)
+    # The live processes' totals are the collector's (each buffer once, what the kernel backs: a
+    # tracer's report fills in its row, never a total); a saved file adds its own figures.
+    total_pinned, total_wc, capped = capped_totals(
+        [live_pinned] + [r.pinned_bytes for r in file_rows], [live_wc] + [r.write_combined_bytes for r in file_rows],
+        mem_total)
     if capped:
         notes.append(CAPPED_TOTAL_NOTICE)
+    rows = file_rows + live_rows
     if args.json:
         procs = []
         for i, r in enumerate(rows):
             d = r.to_dict()
-            if i in files:
-                d.update(pid=None, maps_file=files[i])
+            if i < len(file_rows):
+                d.update(pid=None, maps_file=args.maps_file[i])
             procs.append(d)
         print(dumps({"schema": JSON_SCHEMA, "processes": procs,
                      "total_pinned_bytes": total_pinned, "total_write_combined_bytes": total_wc,
@@ -63,41 +79,17 @@ def run(args) -> int:
     return 0
 
 
-def _capped_to_ram(rows):
-    """(rows, pinned total, write-combined total, total capped?): every row, and the totals,
-    at most this machine's RAM (MemTotal), by the live collector's rules."""
-    from ...collect.collector import cap_rows_to_ram
-    from ...collect.host import read_host_memory
-
-    mem_total = read_host_memory()[0].get("mem_total_bytes")
-    rows = cap_rows_to_ram(rows, mem_total)
-    pinned, wc, capped = capped_totals((r.pinned_bytes for r in rows), (r.write_combined_bytes for r in rows),
-                                       mem_total)
-    return rows, pinned, wc, capped
-
-
-def _scan_processes(pids):
-    """(rows, notices) of this machine's CUDA processes (only ``pids`` when given); a traced
-    process's row carries its in-process tracer's exact figures."""
-    from ...collect.processes import ProcessScanner, scan_notice
-    from ...collect.traced import merge_traced, read_all
+def _live_snapshot(pids):
+    """A snapshot of this machine's CUDA processes (only ``pids`` when given), host memory and the
+    kernel's pinned count, by the live collector without NVML: a traced process's row carries its
+    tracer's figures, within what the kernel shows."""
+    from ...collect.collector import LiveCollector
 
     for pid in pids or []:
         if not os.path.exists(f"/proc/{pid}"):
             raise UsageError(f"pid {pid}: no such process")
-    scanner = ProcessScanner(pids=pids)
-    scan = scanner.scan()
-    traced = read_all()
-    rows = merge_traced(scan.processes, traced, scanner.describe, pids)
-    notes = list(traced.notices)
-    n = scan_notice(scan)
-    if n:
-        notes.append(n)
-    found = {p.pid for p in rows}
-    for pid in pids or []:
-        if pid not in found:
-            notes.append(f"pid {pid}: not a CUDA process (no /dev/nvidia* mapping) or not readable")
-    return rows, notes
+    with LiveCollector(use_nvml=False, pids=pids, kernel_read_every_s=0) as col:
+        return col.snapshot()
 
 
 def _print_table(rows, notes) -> None:
