@@ -1,7 +1,11 @@
 """The TOML config file: refresh interval, advisor thresholds and disabled rules.
 
 Read from ``--config FILE`` or else ``<user config dir>/pinmon/config.toml`` when that exists; never
-written. Schema::
+written. The default path comes from the environment (``XDG_CONFIG_HOME``, ``HOME``), which ``su``
+without ``-`` and ``sudo -E`` carry over from another user: a default file that pinmon's effective
+user does not own, or that sits in a directory someone else owns or can write, is ignored with a
+notice (``Config.notices``), so another user cannot disable root's rules. ``--config`` names a file on
+purpose and is read as given. Schema::
 
     interval = 2.0                       # seconds, 0.01 to 3600 (pinmon.limits)
     disabled_rules = ["memlock-limit-low"]
@@ -19,6 +23,7 @@ import difflib
 import json
 import math
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -48,6 +53,7 @@ class Config:
     thresholds: Thresholds = field(default_factory=Thresholds)
     disabled_rules: frozenset[str] = frozenset()
     path: Optional[str] = None  # the file it was read from; None: built-in defaults
+    notices: tuple[str, ...] = ()  # what the user should know (a default file that was ignored)
 
 
 def default_config_path() -> str:
@@ -66,7 +72,37 @@ def load_config(path: Optional[str] = None) -> Config:
         path = default_config_path()
         if not os.path.exists(path):
             return Config()
+        why = untrusted_reason(path)
+        if why is not None:
+            return Config(notices=(f"config {path} ignored: {why}; pass --config FILE to use it",))
     return parse_config(_read(path, explicit), path)
+
+
+def untrusted_reason(path: str, euid: Optional[int] = None) -> Optional[str]:
+    """Why the default config at ``path`` is not this user's own, or None: the file and every
+    directory above it (as named and as resolved) must belong to ``euid`` or root, and none may be
+    writable by others (a root-owned sticky directory such as /tmp aside, whose entries others
+    cannot replace)."""
+    euid = os.geteuid() if euid is None else euid
+    seen = set()
+    for start in (os.path.abspath(path), os.path.realpath(path)):
+        cur = start
+        while cur not in seen:
+            seen.add(cur)
+            try:
+                st = os.lstat(cur)
+            except OSError as e:
+                return f"{cur}: {e.strerror or e}"
+            if st.st_uid not in (euid, 0):
+                return f"{cur} belongs to uid {st.st_uid}, not to uid {euid} (pinmon's user)"
+            sticky_root_dir = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX and st.st_uid == 0
+            if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not stat.S_ISLNK(st.st_mode) and not sticky_root_dir:
+                return f"{cur} is writable by {'others' if st.st_mode & stat.S_IWOTH else 'its group'}"
+            parent = os.path.dirname(cur)
+            if parent == cur:
+                break
+            cur = parent
+    return None
 
 
 def _read(path: str, explicit: bool) -> bytes:

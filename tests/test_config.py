@@ -238,3 +238,62 @@ def test_unknown_rule_id(tmp_path):
 
 def test_a_toml_date_is_shown_as_written(tmp_path):
     assert error_of(tmp_path, "interval = 2026-01-01\n").endswith("got 2026-01-01")
+
+
+# --- a default file that is not pinmon's user's own --------------------------------------------------
+
+def test_a_default_config_in_a_directory_others_can_write_is_ignored(config_home):
+    (config_home / "pinmon").mkdir(parents=True)
+    (config_home / "pinmon" / "config.toml").write_text('disabled_rules = ["pinned-ram-share"]\n')
+    os.chmod(config_home / "pinmon", 0o777)
+    cfg = load_config(None)
+    assert cfg.disabled_rules == frozenset() and cfg.path is None
+    (note,) = cfg.notices
+    assert "ignored" in note and "writable by others" in note and "--config" in note
+    # Named on purpose, the same file is read as given.
+    assert load_config(str(config_home / "pinmon" / "config.toml")).disabled_rules == {"pinned-ram-share"}
+
+
+def test_a_default_config_file_writable_by_its_group_is_ignored(config_home):
+    (config_home / "pinmon").mkdir(parents=True)
+    path = config_home / "pinmon" / "config.toml"
+    path.write_text("interval = 5\n")
+    os.chmod(path, 0o664)
+    cfg = load_config(None)
+    assert cfg.interval_s == 1.0 and "writable by its group" in cfg.notices[0]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make another user's files")
+def test_roots_default_config_from_another_users_tree_is_ignored(tmp_path, monkeypatch):
+    # su without "-" keeps XDG_CONFIG_HOME: root's default path lands in a user's home.
+    home = tmp_path / "home"
+    (home / "pinmon").mkdir(parents=True)
+    (home / "pinmon" / "config.toml").write_text('disabled_rules = ["pinned-ram-share"]\n')
+    for p in (home, home / "pinmon", home / "pinmon" / "config.toml"):
+        os.chown(p, 1000, 1000)
+    monkeypatch.setattr("platformdirs.user_config_dir", lambda appname=None, *a, **k: str(home / appname))
+    cfg = load_config(None)
+    assert cfg.disabled_rules == frozenset() and "belongs to uid 1000" in cfg.notices[0]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make another user's files")
+def test_check_keeps_its_exit_code_against_an_inherited_config(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.factories import snapshot
+
+    home = tmp_path / "home"
+    (home / "pinmon").mkdir(parents=True)
+    (home / "pinmon" / "config.toml").write_text('disabled_rules = ["pinned-ram-share"]\n')
+    os.chown(home / "pinmon" / "config.toml", 1000, 1000)
+    snap = snapshot(mem_total_bytes=100 * GIB, effective_mem_limit_bytes=100 * GIB, pinned_bytes_est=60 * GIB,
+                    pinned_bytes_total=60 * GIB, pinned_bytes_source="est.")
+    doc = tmp_path / "snap.json"
+    doc.write_text(json.dumps(snap.to_dict()))
+    env = dict(os.environ, XDG_CONFIG_HOME=str(home))
+    out = subprocess.run([sys.executable, "-m", "pinmon", "check", "--snapshot", str(doc), "--json"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert "ignored" in out.stderr and any("ignored" in n for n in json.loads(out.stdout)["snapshot"]["notices"])

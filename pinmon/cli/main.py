@@ -13,6 +13,7 @@ import sys
 from typing import Optional, Sequence
 
 from ..limits import MAX_INTERVAL_S, MIN_INTERVAL_S
+from ..units import printable
 from .commands import COMMANDS, check
 from .common import (EXIT_BAD_INPUT, UsageError, dumps, interval_arg, load_config, probe_every_arg, run_app,
                      size_arg)
@@ -175,8 +176,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     command = args.command
     run = COMMANDS[command].run if command is not None else run_default
     try:
-        # Every command validates the config, so a bad file is an error wherever it is named.
-        load_config(getattr(args, "sub_config", None) or args.config)
+        # Every command validates the config, so a bad file is an error wherever it is named; a
+        # default file that was ignored is said once, here.
+        for note in load_config(getattr(args, "sub_config", None) or args.config).notices:
+            print(f"pinmon: {printable(note, 1000)}", file=sys.stderr)
         return run(args)
     except UsageError as e:
         print(f"pinmon: error: {e}", file=sys.stderr)

@@ -90,6 +90,8 @@ def report(snap, config, as_json: bool = False) -> int:
     from ...model import SEVERITY_RANK, worst_severity
     from ...outputs.text import format_check
 
+    if config.notices:  # a default config that was ignored: part of the report
+        snap = dataclasses.replace(snap, notices=snap.notices + config.notices)
     findings = advise([snap], config)
     if as_json:
         print(dumps({"schema": CHECK_SCHEMA, "status": worst_severity(findings),
