@@ -14,6 +14,7 @@ import gzip
 import io
 import json
 import os
+import sys
 import time
 import zlib
 from collections import deque
@@ -34,22 +35,35 @@ class NestedTooDeep(RecordingError):
 
 # --- writing ---------------------------------------------------------------------------------------
 
-def _create_text(path: str) -> IO[str]:
-    """A new file for text (exclusive create: an existing file is never touched); gzip for .gz."""
+# A recording holds every user's command lines: readable by its owner only.
+RECORDING_MODE = 0o600
+_CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+
+
+def _create_text(path: str) -> tuple[IO[str], IO[bytes]]:
+    """(text stream, the file under it) of a new file, mode 0600 (exclusive create: an existing
+    file, or a symlink, is never touched); gzip for .gz."""
+    raw = os.fdopen(os.open(path, _CREATE_FLAGS, RECORDING_MODE), "wb")
     if path.endswith(".gz"):
-        raw = open(path, "xb")
-        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw, mode="xb"), encoding="utf-8")
-    return open(path, "x", encoding="utf-8")
+        # GzipFile does not close a file object it was given: the recorder closes ``raw`` itself.
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw, mode="wb"), encoding="utf-8"), raw
+    return io.TextIOWrapper(raw, encoding="utf-8"), raw
 
 
 class Recorder:
-    """Writes snapshots to a new recording, one flushed line each; ``count`` says how many."""
+    """Writes snapshots to a new recording, one flushed line each; ``count`` says how many.
+    ``path`` "-" writes the lines to standard output."""
 
     def __init__(self, path: str):
         self.path = path
         self.count = 0
+        self._raw: Optional[IO[bytes]] = None
         try:
-            self._f: Optional[IO[str]] = _create_text(path)
+            if path == "-":
+                self._f: Optional[IO[str]] = sys.stdout
+            else:
+                self._f, self._raw = _create_text(path)
         except FileExistsError:
             raise RecordingError(f"{path} already exists; pinmon does not overwrite files") from None
         except OSError as e:
@@ -70,9 +84,12 @@ class Recorder:
 
     def close(self) -> None:
         f, self._f = self._f, None
-        if f is not None:
+        if f is None or self.path == "-":
+            return
+        for stream in (f, self._raw):
             try:
-                f.close()
+                if stream is not None:
+                    stream.close()
             except OSError:
                 pass
 

@@ -2,8 +2,11 @@
 import json
 import os
 import shutil
+import signal
+import stat
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -418,6 +421,7 @@ def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval,
 
     clock = _FakeClock()
     monkeypatch.setattr(record, "time", clock)
+    monkeypatch.setattr(record, "wait_for_stop", lambda stop, seconds: clock.sleep(seconds))
     monkeypatch.setattr("pinmon.collect.collector.LiveCollector", _FakeLiveCollector)
     out = tmp_path / "r.jsonl"
     assert main(["record", "-o", str(out), "--interval", interval, "--duration", duration]) == 0
@@ -425,6 +429,46 @@ def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval,
     assert len(out.read_text().splitlines()) == count
     noun = "snapshot" if count == 1 else "snapshots"
     assert f"recorded {count} {noun} to" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_record_takes_a_last_snapshot_when_stopped(tmp_path, sig):
+    out = tmp_path / "r.jsonl"
+    p = subprocess.Popen([sys.executable, "-m", "pinmon", "record", "-o", str(out), "--interval", "3600"],
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # past the first snapshot, long before the second
+        p.send_signal(sig)
+        err = p.communicate(timeout=30)[1]
+    finally:
+        p.kill()
+    assert p.returncode == 0, err
+    assert len(out.read_text().splitlines()) == 1 and "recorded 1 snapshot to" in err
+    assert "Traceback" not in err
+
+
+def test_record_to_standard_output(tmp_path):
+    r = run_cli("record", "-o", "-", "--interval", "0.2", "--duration", "0.5", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert lines and all(d["schema"] == "pinmon.snapshot/1" for d in lines)
+    assert os.listdir(tmp_path) == [] and "to standard output" in r.stderr
+
+
+@pytest.mark.parametrize("name", ["r.jsonl", "r.jsonl.gz"])
+def test_a_recording_is_readable_by_its_owner_only(tmp_path, name):
+    from pinmon.recording import Recorder
+
+    with Recorder(str(tmp_path / name)) as rec:
+        rec.write(make.snapshot())
+    assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o600
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(Exception):
+        Recorder(str(tmp_path / "link"))
+    assert not (tmp_path / "elsewhere").exists()
 
 
 # --- check --probe -----------------------------------------------------------------------------------

@@ -1,12 +1,15 @@
 """``pinmon record -o FILE``: live snapshots written as a recording (``pinmon.recording``'s format).
 
-Never overwrites a file. Runs until Ctrl-C, SIGTERM or SIGHUP, or for ``--duration`` seconds with a
-last snapshot at its end; every snapshot written before a stop stays readable.
+Never overwrites a file (``-o -`` writes to standard output). Runs until Ctrl-C, SIGTERM or SIGHUP,
+or for ``--duration`` seconds; either way a last snapshot covers the time since the one before, so a
+stop after ten minutes of a one-hour interval still records those ten minutes. Every snapshot
+written before a stop stays readable.
 """
 from __future__ import annotations
 
 import signal
 import sys
+import threading
 import time
 
 from ...limits import MAX_INTERVAL_S, MIN_INTERVAL_S
@@ -17,7 +20,7 @@ def add_parser(sub) -> None:
     r = sub.add_parser("record", help="write snapshots as JSON lines (gzip for .gz) for replay",
                        description="Record snapshots as JSON lines (gzip when FILE ends in .gz). Never overwrites a file.")
     r.add_argument("-o", "--output", required=True, metavar="FILE",
-                   help="the new file to write (an existing file is never overwritten); gzip when it ends in .gz")
+                   help="the new file to write (an existing file is never overwritten; - for standard output); gzip when it ends in .gz")
     r.add_argument("--interval", type=interval_arg, default=None, metavar="S", dest="sub_interval",
                    help=f"seconds between snapshots, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g}"
                         " (default 1, or the config file's)")
@@ -25,19 +28,21 @@ def add_parser(sub) -> None:
                    help="stop after S seconds, with a last snapshot then (default: until Ctrl-C)")
 
 
-class _Stop(Exception):
-    pass
-
-
-def _install_stop_signals() -> None:
+def _install_stop_signals(stop: threading.Event) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP set ``stop``: the wait for the next snapshot ends at once, and no
+    snapshot or write is cut in the middle."""
     def handler(signum, frame):
-        raise _Stop()
+        stop.set()
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
             signal.signal(sig, handler)
         except (ValueError, OSError):
             pass
+
+
+def wait_for_stop(stop: threading.Event, seconds: float) -> None:
+    stop.wait(seconds)
 
 
 def run(args) -> int:
@@ -50,29 +55,29 @@ def run(args) -> int:
         rec = Recorder(args.output)
     except RecordingError as e:
         raise UsageError(str(e)) from None
-    _install_stop_signals()
+    stop = threading.Event()
+    _install_stop_signals(stop)
     start = time.monotonic()
     deadline = None if args.duration is None else start + args.duration
     try:
         with rec, LiveCollector(interval_s=interval) as col:
-            col.snapshot()
+            col.snapshot()  # the first one only starts the rates
             next_t = start + interval
             while True:
-                # Sleep to the next snapshot, but never past the end of --duration, where a last
-                # snapshot covers the time since the one before (so a --duration shorter than the
-                # interval still records one).
+                # Wait for the next snapshot, but never past the end of --duration or a stop, where
+                # a last snapshot covers the time since the one before (so a --duration shorter than
+                # the interval, or a stop before the first interval ends, still records one).
                 wake = next_t if deadline is None else min(next_t, deadline)
-                time.sleep(max(0.0, wake - time.monotonic()))
+                wait_for_stop(stop, max(0.0, wake - time.monotonic()))
                 now = time.monotonic()
-                ended = deadline is not None and now >= deadline
+                ended = stop.is_set() or (deadline is not None and now >= deadline)
                 if now >= next_t or ended:
                     next_t += interval
                     rec.write(col.snapshot())
                 if ended:
                     break
-    except (KeyboardInterrupt, _Stop):
-        pass
     except RecordingError as e:
         raise UsageError(str(e)) from None
-    print(f"recorded {plural(rec.count, 'snapshot')} to {args.output}", file=sys.stderr)
+    where = "standard output" if args.output == "-" else args.output
+    print(f"recorded {plural(rec.count, 'snapshot')} to {where}", file=sys.stderr)
     return 0
