@@ -497,9 +497,12 @@ def test_replay_without_a_terminal_prints_the_last_snapshots_report(tmp_path, ca
     with Recorder(str(rec)) as r:
         for i in range(3):
             r.write(make.box_snapshot(i))
-    assert main([a.format(rec=rec) for a in argv]) == 0  # capsys: stdout is not a terminal
+    code = main([a.format(rec=rec) for a in argv])  # capsys: stdout is not a terminal
     captured = capsys.readouterr()
     assert captured.out.startswith("pinmon check: ") and "Findings (" in captured.out
+    # The exit code is the report's, as check gives it.
+    status = captured.out.split()[2]
+    assert code == {"OK": 0, "WARNING": 1, "CRITICAL": 2}[status]
     assert "\x1b" not in captured.out
     assert "not a terminal" in captured.err
 
@@ -509,9 +512,9 @@ def test_demo_into_a_file_has_no_terminal_escapes(tmp_path):
     with open(out, "w") as f:
         r = subprocess.run([sys.executable, "-m", "pinmon", "demo"], stdout=f, stderr=subprocess.PIPE,
                            text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
     text = out.read_text()
     assert text.startswith("pinmon check: ") and "\x1b" not in text
+    assert r.returncode == {"OK": 0, "WARNING": 1, "CRITICAL": 2}[text.split()[2]], r.stderr
 
 
 # --- recordings cut short: every reader warns ---------------------------------------------------------
@@ -528,6 +531,13 @@ def _truncated_gzip(tmp_path):
 @pytest.mark.parametrize("argv", [["replay", "{f}", "--json"], ["export", "--once", "--replay", "{f}"]])
 def test_truncated_gzip_warns_in_replay_and_export(tmp_path, capsys, argv):
     f = _truncated_gzip(tmp_path)
-    assert main([a.format(f=f) for a in argv]) == 0
-    err = capsys.readouterr().err
+    code = main([a.format(f=f) for a in argv])
+    captured = capsys.readouterr()
+    err = captured.err
+    if argv[0] == "replay":  # the last snapshot's findings give the exit code, as check's do
+        last = json.loads(captured.out.splitlines()[-1])
+        ranks = {"info": 0, "warning": 1, "critical": 2}
+        assert code == max((ranks[x["severity"]] for x in last["findings"]), default=0)
+    else:
+        assert code == 0
     assert "recording ends early" in err and "cut.jsonl.gz" in err and err.count("\n") == 1

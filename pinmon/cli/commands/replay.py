@@ -2,7 +2,9 @@
 
 Without a terminal, the check report of the recording's last snapshot (advised over the snapshots
 before it, as the app would); ``--json`` prints every snapshot with its findings as JSON lines.
-Exit 0, or 2 for a recording that cannot be read.
+Exit 0 from the app; where a report or JSON lines are printed, the exit code is the last snapshot's,
+as ``pinmon check`` gives it (0 ok, 1 warning, 2 critical); 2 also for a recording that cannot be
+read, with one line on stderr.
 """
 from __future__ import annotations
 
@@ -41,8 +43,16 @@ def run(args, path: Optional[str] = None) -> int:
         source.close()
 
 
+def _exit_code(findings) -> int:
+    """The exit code ``pinmon check`` gives these findings."""
+    from ...model import SEVERITY_RANK, worst_severity
+
+    return SEVERITY_RANK[worst_severity(findings)]
+
+
 def _print_json(source, config) -> int:
     history: deque = deque(maxlen=ADVISOR_WINDOW)
+    findings: list = []
     while True:
         snap = source.snapshot()
         if snap is None:
@@ -51,7 +61,7 @@ def _print_json(source, config) -> int:
         findings = advise(list(history), config)
         print(dumps({"snapshot": snap.to_dict(), "findings": [f.to_dict() for f in findings]}))
     print_notices(source)
-    return 0
+    return _exit_code(findings)
 
 
 def _print_report(source, config) -> int:
@@ -68,4 +78,4 @@ def _print_report(source, config) -> int:
           f" {plural(len(history), 'snapshot')} in {source.path}", file=sys.stderr)
     sys.stdout.write(format_check(last, findings))
     print_notices(source)
-    return 0
+    return _exit_code(findings)
