@@ -87,7 +87,7 @@ _WC_ADVICE = ("Drop cudaHostAllocWriteCombined for buffers the CPU reads or that
 
 
 @rule("wc-cpu-readback",
-      "traced: device-to-host copies into write-combined memory, read uncached (info: holds it)",
+      "traced: device-to-host copies into write-combined memory, read uncached (info, any process: holds it)",
       over="processes", severities=("warning", "info"))
 def wc_cpu_readback(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Iterator[Found]:
     wc_bytes = p.write_combined_bytes
