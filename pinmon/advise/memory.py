@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator, Optional, Sequence
 
 from ..model import HostMemory, ProcessPinned, Snapshot
-from ..units import fmt_bytes, fmt_nodes, fmt_pct, fmt_rate, node_key, printable
+from ..units import fmt_bytes, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, node_key, printable
 from .common import probe_ok, process_subject, source_label
 from .rule import Found, rule
 from .thresholds import Thresholds
@@ -149,12 +149,31 @@ def memlock_limit_low(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
     yield Found("info", message, advice, memlock_limit_bytes=limit, pinned_bytes=pinned)
 
 
+_GROWTH_ADVICE = (
+    "Pinned memory that only grows is a leak or a pool that never returns memory. CuPy's pinned"
+    " memory pool keeps freed blocks for reuse until"
+    " `cupy.get_default_pinned_memory_pool().free_all_blocks()`; PyTorch's caching host"
+    " allocator (behind `pin_memory()`) also keeps freed pinned blocks, and"
+    " `torch.cuda.empty_cache()` does not release them (PyTorch 2.5+ has"
+    " `torch._C._host_emptyCache()`). Check that pinned buffers are freed or reused, and"
+    " watch whether the growth levels off.")
+
+
 @rule("pinned-growth",
       "a process's pinned memory grew steadily to over {growth_min_bytes} and by over {growth_min_fraction}"
-      " in {growth_window_s}",
+      " in {growth_window_s}, or fast enough to use up the available memory within {growth_fill_horizon_s}",
       over="history", thresholds=("growth_window_s", "growth_min_bytes", "growth_min_fraction",
-                                  "growth_max_drop_fraction"))
+                                  "growth_max_drop_fraction", "growth_fill_horizon_s", "growth_fast_min_span_s"))
 def pinned_growth(history: Sequence[Snapshot], t: Thresholds) -> Iterator[Found]:
+    """Two ways a process's pinned memory grows into trouble, both over samples that never drop by
+    more than ``growth_max_drop_fraction`` (a pool that gives memory back is not a leak):
+
+    - slow and steady: over at least half of ``growth_window_s``, to above ``growth_min_bytes`` and by
+      more than ``growth_min_fraction`` of the first sample;
+    - fast: over at least ``growth_fast_min_span_s``, to above ``growth_min_bytes``, growing in both
+      halves of that span (a single allocation followed by nothing is not a trend), at a rate that would
+      use up the host's available memory within ``growth_fill_horizon_s``.
+    """
     snap = history[-1]
     if t.growth_window_s <= 0:
         return
@@ -168,34 +187,50 @@ def pinned_growth(history: Sequence[Snapshot], t: Thresholds) -> Iterator[Found]
         return
     window = [s for s in history if start_s <= s.time <= end_s]
     by_pid = _pinned_by_pid(window, {p.pid for p in candidates})
+    available = snap.host.mem_available_bytes
     for latest in candidates:
         samples = _pinned_samples(by_pid.get(latest.pid, ()), latest)
-        if len(samples) < 2:
+        if len(samples) < 2 or _dropped(samples, t.growth_max_drop_fraction):
             continue
         (t0, first), (t1, last) = samples[0], samples[-1]
         span_s = t1 - t0
-        if span_s < t.growth_window_s / 2:
+        if span_s <= 0 or last <= first:
             continue
-        if last <= t.growth_min_bytes or last <= first * (1 + t.growth_min_fraction):
-            continue
-        if any(b < a * (1 - t.growth_max_drop_fraction) for (_, a), (_, b) in zip(samples, samples[1:])):
-            continue  # it gave memory back: a working pool, not a leak
+        rate = (last - first) / span_s
         growth = (last - first) / first if first > 0 else None
         grown = f" (+{fmt_pct(growth)})" if growth is not None else ""
-        message = (f"pinned grew from {fmt_bytes(first)} to {fmt_bytes(last)}{grown} over"
-                   f" {span_s / 60:.1f} min {source_label(latest)}, never dropping more than"
-                   f" {fmt_pct(t.growth_max_drop_fraction)} between samples")
-        advice = ("Pinned memory that only grows is a leak or a pool that never returns memory. CuPy's pinned"
-                  " memory pool keeps freed blocks for reuse until"
-                  " `cupy.get_default_pinned_memory_pool().free_all_blocks()`; PyTorch's caching host"
-                  " allocator (behind `pin_memory()`) also keeps freed pinned blocks, and"
-                  " `torch.cuda.empty_cache()` does not release them (PyTorch 2.5+ has"
-                  " `torch._C._host_emptyCache()`). Check that pinned buffers are freed or reused, and"
-                  " watch whether the growth levels off.")
-        yield Found("warning", message, advice, subject=process_subject(latest),
-                    pid=latest.pid, first_pinned_bytes=first, last_pinned_bytes=last,
-                    growth_fraction=growth, span_s=span_s, samples=len(samples),
-                    growth_bytes_per_s=(last - first) / span_s if span_s > 0 else None)
+        values = dict(pid=latest.pid, first_pinned_bytes=first, last_pinned_bytes=last, growth_fraction=growth,
+                      span_s=span_s, samples=len(samples), growth_bytes_per_s=rate)
+        steady = span_s >= t.growth_window_s / 2 and last > first * (1 + t.growth_min_fraction)
+        fill_s = available / rate if available is not None else None
+        fast = (len(samples) >= 3 and span_s >= t.growth_fast_min_span_s and fill_s is not None
+                and fill_s <= t.growth_fill_horizon_s and _grew_in_both_halves(samples))
+        if steady:
+            message = (f"pinned grew from {fmt_bytes(first)} to {fmt_bytes(last)}{grown} over"
+                       f" {span_s / 60:.1f} min {source_label(latest)}, never dropping more than"
+                       f" {fmt_pct(t.growth_max_drop_fraction)} between samples")
+        elif fast:
+            message = (f"pinned grew from {fmt_bytes(first)} to {fmt_bytes(last)}{grown} in"
+                       f" {fmt_seconds(span_s)} {source_label(latest)} ({fmt_bytes(rate)}/s): at this rate the"
+                       f" host's {fmt_bytes(available)} of available memory is gone in {fmt_seconds(fill_s)}")
+        else:
+            continue
+        yield Found("warning", message, _GROWTH_ADVICE, subject=process_subject(latest),
+                    seconds_to_full=fill_s, **values)
+
+
+def _dropped(samples: Sequence[tuple[float, int]], max_drop_fraction: float) -> bool:
+    """Whether the series gave memory back: a sample more than ``max_drop_fraction`` below the one before."""
+    return any(b < a * (1 - max_drop_fraction) for (_, a), (_, b) in zip(samples, samples[1:]))
+
+
+def _grew_in_both_halves(samples: Sequence[tuple[float, int]]) -> bool:
+    """Growth that goes on: each half of the span holds at least a quarter of the whole growth."""
+    (t0, first), (t1, last) = samples[0], samples[-1]
+    mid_t = (t0 + t1) / 2
+    mid = max((v for ts, v in samples if ts <= mid_t), default=first)
+    whole = last - first
+    return whole > 0 and mid - first >= whole / 4 and last - mid >= whole / 4
 
 
 def _pinned_by_pid(window: Sequence[Snapshot], pids: set[int]) -> dict[int, list[tuple[float, ProcessPinned]]]:

@@ -51,6 +51,10 @@ class Thresholds:
         0.50, "fraction", "pinned-growth: ...and have grown by more than this share of its first sample")
     growth_max_drop_fraction: float = _t(
         0.05, "fraction", "pinned-growth: a drop larger than this between samples means it is not a leak")
+    growth_fill_horizon_s: float = _t(
+        600.0, "seconds", "pinned-growth: or, growing steadily, it would use up the available memory within this many seconds")
+    growth_fast_min_span_s: float = _t(
+        10.0, "seconds", "pinned-growth: ...judged from at least this many seconds of samples")
     # pinned-rounding-waste
     rounding_waste_min_bytes: int = _t(
         256 * MIB, "bytes", "pinned-rounding-waste: pinned bytes held beyond those requested, at or above which to warn")

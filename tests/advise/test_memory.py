@@ -365,3 +365,40 @@ def test_node_names_from_a_recording_are_printed_safely():
     snap = Snapshot.from_dict({**snap.to_dict(), "host": {**snap.to_dict()["host"], "kernel_pinned_bytes": 4 * GIB,
                                                            "kernel_pinned_bytes_by_node": {"0": GIB, evil: 3 * GIB}}})
     assert "\x1b" not in format_check(snap, [f])
+
+
+# --- pinned-growth, fast: a leak that fills RAM in a minute -------------------------------------------
+
+def _leak(step_bytes, seconds, start=GIB, available_start=80 * GIB, jump_at=None):
+    """One sample a second of a process whose pinned memory grows by ``step_bytes`` a second (or, with
+    ``jump_at``, once at that second by ``step_bytes``), the host's available memory shrinking by as much."""
+    out = []
+    for i in range(seconds + 1):
+        grown = step_bytes * i if jump_at is None else (step_bytes if i >= jump_at else 0)
+        out.append(make.snapshot(time=1000.0 + i, mem_available_bytes=available_start - grown,
+                                 processes=[make.process(pid=1234, name="python", pinned_bytes=start + grown)]))
+    return out
+
+
+def test_pinned_growth_flags_a_leak_that_fills_ram_within_the_horizon():
+    history = _leak(3 * GIB // 2, 43)  # 1 GiB -> 65.5 GiB in 43 s, as the demo's hog
+    first = next(i for i in range(len(history)) if _growth(history[: i + 1]))
+    assert first == 10  # after growth_fast_min_span_s of samples, not after five minutes
+    [f] = memory.pinned_growth(history[:11], T)
+    assert f.values["growth_bytes_per_s"] == 3 * GIB // 2 and f.values["seconds_to_full"] < 60
+    assert "available memory is gone in" in f.message
+
+
+@pytest.mark.parametrize("history", [
+    pytest.param(_leak(100 * MIB, 60, available_start=100 * GIB), id="slow-with-room"),  # ~17 min to full
+    pytest.param(_leak(4 * GIB, 30, jump_at=1), id="one-allocation-then-flat"),
+    pytest.param(_leak(3 * GIB // 2, 8), id="under-the-minimum-span"),
+])
+def test_pinned_growth_fast_path_stays_silent(history):
+    assert _growth(history) == []
+
+
+def test_pinned_growth_fast_path_needs_the_available_figure():
+    history = [dataclasses.replace(s, host=dataclasses.replace(s.host, mem_available_bytes=None))
+               for s in _leak(3 * GIB // 2, 20)]
+    assert _growth(history) == []
