@@ -151,16 +151,32 @@ def test_numa_text():
         "NUMA: H2D node0 55.0 GB/s, node1 40.7 GB/s; D2H node0 55.0 GB/s, node1 40.7 GB/s (the GPU's node is unknown)")
 
 
-def test_command_on_one_node_says_so_and_exits_0(monkeypatch, capsys):
+def test_command_on_one_node_says_so_and_exits_0(monkeypatch, capsys, fake):
     import pinmon.collect.numa as numa
+    from pinmon.cli.commands import probe as cmd
 
     monkeypatch.setattr(numa, "list_nodes", lambda root="/", which="online": (0,))
-    monkeypatch.setitem(sys.modules, "cupy", None)  # never reached: nothing to measure
+    monkeypatch.setattr(cmd, "nvml_links", lambda nvml=None: {})
     assert main(["probe", "--numa"]) == 0
     assert "one NUMA node (node 0)" in capsys.readouterr().out
     assert main(["probe", "--numa", "--json"]) == 0
     out = capsys.readouterr()
-    assert json.loads(out.out)["results"] == [] and "one NUMA node" in out.err
+    doc = json.loads(out.out)
+    assert doc["results"] == [] and doc["status"] == "skipped" and "one NUMA node" in doc["reason"]
+    assert "one NUMA node" in out.err
+
+
+def test_command_without_a_gpu_says_it_could_not_measure(monkeypatch, capsys):
+    import pinmon.collect.numa as numa
+
+    monkeypatch.setattr(numa, "list_nodes", lambda root="/", which="online": (0,))
+    monkeypatch.setitem(sys.modules, "cupy", None)  # no CuPy: no GPU to compare anything for
+    assert main(["probe", "--numa"]) == 3
+    out = capsys.readouterr()
+    assert "equally near" not in out.out + out.err
+    assert main(["probe", "--numa", "--json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "unavailable" and doc["reason"] and doc["results"] == []
 
 
 def test_command_on_two_nodes(monkeypatch, capsys, fake, nodes):

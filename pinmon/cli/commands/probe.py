@@ -123,6 +123,14 @@ def run(args) -> int:
 
     max_pinned = args.sub_max_pinned if args.sub_max_pinned is not None else args.max_pinned
     kinds = probe_kinds(args.sweep, args.modes)
+    # Whether there is a GPU to probe comes first: "nothing to compare" is only true of a box that has one.
+    devices, reason = cuda_devices()
+    if reason:
+        print(f"pinmon: {unavailable_text(reason)}", file=sys.stderr)
+        if args.json:  # a script reading stdout gets the reason too
+            print(json.dumps({"schema": PROBE_SCHEMA, "status": "unavailable",
+                              "reason": unavailable_text(reason), "results": []}, indent=1))
+        return EXIT_UNAVAILABLE
     nodes: tuple = ()
     if getattr(args, "numa", False):
         from ...collect.numa import list_nodes
@@ -133,17 +141,11 @@ def run(args) -> int:
             kinds = kinds[1:]
             if not kinds:
                 if args.json:
-                    print(json.dumps({"schema": PROBE_SCHEMA, "results": []}, indent=1))
+                    print(json.dumps({"schema": PROBE_SCHEMA, "status": "skipped",
+                                      "reason": one_node_text(nodes), "results": []}, indent=1))
                 return 0
         else:
             kinds[0] = "numa"
-    devices, reason = cuda_devices()
-    if reason:
-        print(f"pinmon: {unavailable_text(reason)}", file=sys.stderr)
-        if args.json:  # a script reading stdout gets the reason too
-            print(json.dumps({"schema": PROBE_SCHEMA, "status": "unavailable",
-                              "reason": unavailable_text(reason), "results": []}, indent=1))
-        return EXIT_UNAVAILABLE
     if args.gpu == "all":
         chosen = devices
     else:
@@ -179,9 +181,12 @@ def run(args) -> int:
                 title = f"== GPU {index}" + (f" {name}" if name else "") + (f" ({bus})" if bus else "")
                 sys.stdout.write(f"{title}\n{format_probe(result, width=width)}\n")
                 sys.stdout.flush()
-    if args.json:
-        print(json.dumps({"schema": PROBE_SCHEMA, "results": payload}, indent=1))
     failed = [r for r in results if r.status != "ok"]
+    if args.json:
+        doc = {"schema": PROBE_SCHEMA, "status": "unavailable" if failed else "ok"}
+        if failed:
+            doc["reason"] = "; ".join(f"GPU {r.gpu_index} {r.kind}: {unavailable_text(r.reason)}" for r in failed)
+        print(json.dumps({**doc, "results": payload}, indent=1))
     for r in failed:
         print(f"pinmon: GPU {r.gpu_index} {r.kind}: {unavailable_text(r.reason)}", file=sys.stderr)
     return EXIT_UNAVAILABLE if failed else 0
