@@ -135,6 +135,28 @@ def _attach_negative_values(argv: list[str], parser: CliParser, command_at: Opti
     return out
 
 
+def _option_names(p: CliParser) -> set[str]:
+    return {o for a in p.arguments for o in a.option_strings} - {"-h", "--help"}
+
+
+def _misplaced(extra: Sequence[str], parser: CliParser, command: Optional[str]) -> Optional[str]:
+    """Where an option that argparse did not take belongs, when it is pinmon's own option given after
+    the command, or the command's given before it; None for an option known nowhere."""
+    sub = parser.subcommands.get(command) if command else None  # type: ignore[attr-defined]
+    for token in extra:
+        name = token.split("=", 1)[0]
+        if not name.startswith("-"):
+            continue
+        if name in _option_names(parser):
+            where = f"{name} is an option of pinmon itself: put it before the command (pinmon {name} ... {command})"
+            if command == "check" and name == "--interval":
+                where += "; check counts PCIe traffic over --window S"
+            return where
+        if sub is not None and name in _option_names(sub):
+            return f"{name} is an option of pinmon {command}: put it after the command (pinmon {command} {name} ...)"
+    return None
+
+
 def _json_error(command: Optional[str], message: str) -> None:
     """With --json, an error is also a JSON object on stdout, so a script reading it gets a reason."""
     doc: dict = {}
@@ -168,7 +190,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args, extra = parser.parse_known_args(argv)
         if extra:
             owner = parser.subcommands.get(args.command, parser)  # type: ignore[attr-defined]
-            owner.error(f"unrecognized arguments: {' '.join(extra)}")
+            owner.error(_misplaced(extra, parser, args.command) or f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as e:
         if e.code not in (0, None) and wants_json and CliParser.last_error:
             _json_error(command, CliParser.last_error)
@@ -187,6 +209,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             _json_error(command, str(e))
         return bad_code
     except KeyboardInterrupt:
+        print("pinmon: interrupted", file=sys.stderr)
+        if getattr(args, "json", False) and command in JSON_SCHEMAS:
+            _json_error(command, "interrupted (Ctrl-C)")
         return 130
     except BrokenPipeError:
         # `pinmon check | head`: the reader left; nothing more to say.

@@ -541,3 +541,46 @@ def test_truncated_gzip_warns_in_replay_and_export(tmp_path, capsys, argv):
     else:
         assert code == 0
     assert "recording ends early" in err and "cut.jsonl.gz" in err and err.count("\n") == 1
+
+
+# --- an option on the wrong side of the command word ----------------------------------------------------
+
+@pytest.mark.parametrize("argv, code, words", [
+    (["--json", "check"], 3, "--json is an option of pinmon check: put it after the command"),
+    (["check", "--interval", "2"], 3, "--interval is an option of pinmon itself: put it before the command"),
+    (["--json", "pinned"], 2, "--json is an option of pinmon pinned: put it after the command"),
+    (["check", "--bogus"], 3, "unrecognized arguments: --bogus"),
+])
+def test_a_misplaced_option_is_told_where_it_belongs(capsys, argv, code, words):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == code
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1
+
+
+def test_ctrl_c_in_checks_window_reports_what_was_counted(monkeypatch, capsys):
+    from pinmon.cli.commands import check
+
+    monkeypatch.setattr("pinmon.collect.collector.LiveCollector", _FakeLiveCollector)
+
+    def interrupted(seconds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check.time, "sleep", interrupted)
+    code = main(["check", "--json", "--window", "30"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code in (0, 1, 2) and doc["status"] in ("ok", "warning", "critical")
+    assert any("cut to" in n and "Ctrl-C" in n for n in doc["snapshot"]["notices"])
+
+
+def test_ctrl_c_elsewhere_says_so(monkeypatch, capsys):
+    from pinmon.cli.commands import pinned
+
+    def interrupted(pids):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pinned, "_live_snapshot", interrupted)
+    assert main(["pinned", "--json"]) == 130
+    out = capsys.readouterr()
+    assert "interrupted" in out.err and json.loads(out.out)["reason"] == "interrupted (Ctrl-C)"

@@ -13,6 +13,7 @@ from typing import Optional
 
 from ...limits import MAX_WINDOW_S
 from ...model import CHECK_SCHEMA
+from ...units import fmt_seconds
 from ..common import (EXIT_CHECK_UNKNOWN, UsageError, advise, dumps, load_config, size_arg,
                       window_arg)
 
@@ -69,9 +70,17 @@ def measure(window_s: float, probe: bool = False, max_pinned: Optional[int] = No
 
 
 def live_snapshot(collector, window_s: float):
-    """A snapshot after ``window_s`` of counting, so PCIe rates cover a real interval."""
+    """A snapshot after ``window_s`` of counting, so PCIe rates cover a real interval. Ctrl-C during
+    the wait ends it early: the report covers what was counted, and a notice says so."""
     collector.snapshot()  # starts the counting interval and the churn baseline
-    time.sleep(window_s)
+    start = time.monotonic()
+    try:
+        time.sleep(window_s)
+    except KeyboardInterrupt:
+        waited = time.monotonic() - start
+        snap = collector.snapshot()
+        note = f"check: window cut to {fmt_seconds(waited)} of {fmt_seconds(window_s)} by Ctrl-C"
+        return dataclasses.replace(snap, notices=snap.notices + (note,))
     return collector.snapshot()
 
 
