@@ -1,12 +1,20 @@
-"""Shared bits of the example programs: the command line (``--seconds``) and a paced loop."""
+"""Shared bits of the example programs: the command line (``--seconds``, and ``--torch`` where an
+example has a PyTorch variant), a paced loop, and ``run``: one line, not a traceback, where there is no
+GPU to run on."""
 import argparse
+import os
+import sys
 import time
 
+# Exit code of an example that could not run: no CuPy or PyTorch, no driver, no GPU.
+EXIT_NO_GPU = 3
 
-def parser(description: str) -> argparse.ArgumentParser:
+
+def parser(description: str, torch_variant: bool = False) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--seconds", type=float, default=5.0, help="how long to run (default 5)")
-    p.add_argument("--torch", action="store_true", help="use PyTorch instead of CuPy where the example has both")
+    if torch_variant:
+        p.add_argument("--torch", action="store_true", help="use PyTorch instead of CuPy")
     return p
 
 
@@ -21,3 +29,27 @@ def for_seconds(seconds: float, per_s: float = 0.0):
             delay = start + i / per_s - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+
+
+def _no_gpu(e: BaseException) -> bool:
+    """Whether ``e`` says there is no CUDA to run on (CuPy's runtime or driver errors, PyTorch's)."""
+    if isinstance(e, ImportError):
+        return e.name is not None and e.name.split(".")[0] in ("cupy", "cupyx", "torch")
+    module = type(e).__module__ or ""
+    if module.startswith(("cupy", "cupy_backends")):
+        return True
+    text = str(e)
+    return isinstance(e, (RuntimeError, AssertionError)) and ("CUDA" in text or "NVIDIA" in text)
+
+
+def run(main) -> None:
+    """Runs ``main()`` and exits with its code; without a usable GPU, one line on stderr and exit 3."""
+    try:
+        code = main()
+    except Exception as e:
+        if not _no_gpu(e):
+            raise
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        print(f"{os.path.basename(sys.argv[0])}: cannot run without CUDA ({type(e).__name__}: {first})", file=sys.stderr)
+        sys.exit(EXIT_NO_GPU)
+    sys.exit(code or 0)

@@ -2,13 +2,13 @@
 from pinned memory, nothing read back from write-combined memory. pinmon finds nothing to say."""
 import numpy as np
 
-from _common import for_seconds, parser
+from _common import for_seconds, parser, run
 
 SIZE = 32 << 20
 
 
 def main():
-    args = parser(__doc__.splitlines()[0]).parse_args()
+    args = parser(__doc__.splitlines()[0], torch_variant=True).parse_args()
     if args.torch:
         import torch
 
@@ -37,4 +37,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

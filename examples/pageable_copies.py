@@ -2,13 +2,13 @@
 pageable-bulk-copies): each goes through the driver's bounce buffer at a fraction of the link."""
 import numpy as np
 
-from _common import for_seconds, parser
+from _common import for_seconds, parser, run
 
 SIZE = 64 << 20
 
 
 def main():
-    args = parser(__doc__.splitlines()[0]).parse_args()
+    args = parser(__doc__.splitlines()[0], torch_variant=True).parse_args()
     host = np.ones(SIZE, dtype=np.uint8)  # pageable
     if args.torch:
         import torch
@@ -26,4 +26,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

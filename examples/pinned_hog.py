@@ -6,7 +6,7 @@ cudaHostAlloc chunks, and refuses when that would leave less than 16 GiB availab
 import sys
 import time
 
-from _common import for_seconds, parser
+from _common import for_seconds, parser, run
 
 CHUNK = 256 << 20
 RESERVE = 16 << 30
@@ -57,4 +57,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

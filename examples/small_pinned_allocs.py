@@ -6,7 +6,7 @@ back out, which is the fix.)
 """
 import numpy as np
 
-from _common import for_seconds, parser
+from _common import for_seconds, parser, run
 
 SIZE = 64 << 10
 
@@ -26,4 +26,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

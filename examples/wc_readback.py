@@ -4,7 +4,7 @@ import ctypes
 
 import numpy as np
 
-from _common import for_seconds, parser
+from _common import for_seconds, parser, run
 
 SIZE = 64 << 20
 
@@ -28,4 +28,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
