@@ -135,7 +135,8 @@ def parse_size(text: str) -> int:
     with a one-line reason."""
     s = str(text).strip().replace(" ", "")
     units = {"": 1, "b": 1, "k": KIB, "kb": KIB, "kib": KIB, "m": MIB, "mb": MIB, "mib": MIB,
-             "g": GIB, "gb": GIB, "gib": GIB, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+             "g": GIB, "gb": GIB, "gib": GIB, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
+             "p": 1 << 50, "pb": 1 << 50, "pib": 1 << 50, "e": 1 << 60, "eb": 1 << 60, "eib": 1 << 60}
     i = len(s)
     while i > 0 and s[i - 1].isalpha():
         i -= 1

@@ -69,12 +69,13 @@ def test_fmt_traffic():
 
 
 @pytest.mark.parametrize("text, value", [("256M", 256 << 20), ("256MiB", 256 << 20), ("1G", 1 << 30),
-                                         ("4096", 4096), ("1.5g", 3 << 29), ("64 KiB", 64 << 10)])
+                                         ("4096", 4096), ("1.5g", 3 << 29), ("64 KiB", 64 << 10),
+                                         ("1P", 1 << 50), ("2PiB", 2 << 50), ("1E", 1 << 60), ("1EiB", 1 << 60)])
 def test_parse_size(text, value):
     assert parse_size(text) == value
 
 
-@pytest.mark.parametrize("text", ["", "M", "12Q", "-1G", "nanG", "inf", "1e999G"])
+@pytest.mark.parametrize("text", ["", "M", "12Q", "-1G", "nanG", "inf", "1e999G", "2E", "1025P"])
 def test_parse_size_rejects(text):
     with pytest.raises(ValueError):
         parse_size(text)

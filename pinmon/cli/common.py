@@ -29,6 +29,12 @@ class UsageError(Exception):
 
 # --- argument types -------------------------------------------------------------------------------
 
+def fmt_bound_s(seconds: float) -> str:
+    """A bound in seconds as a user types it: 0.01, 3600, 31622400 (366 days); never 3.16224e+07."""
+    text = f"{seconds:.0f}" if seconds >= 1e6 else f"{seconds:g}"
+    return f"{text} ({seconds / 86400:g} days)" if seconds >= 86400 * 2 else text
+
+
 def seconds_arg(low: float, high: float, what: str) -> Callable[[str], float]:
     """An argparse type: seconds from ``low`` to ``high`` (the caps in pinmon.limits)."""
     def parse(text: str) -> float:
@@ -37,8 +43,8 @@ def seconds_arg(low: float, high: float, what: str) -> Callable[[str], float]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
         if not low <= v <= high:  # NaN fails too
-            raise argparse.ArgumentTypeError(f"{what} must be a positive number of seconds from {low:g}"
-                                             f" to {high:g}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"{what} must be a positive number of seconds from"
+                                             f" {fmt_bound_s(low)} to {fmt_bound_s(high)}, got {text!r}")
         return v
     return parse
 

@@ -584,3 +584,10 @@ def test_ctrl_c_elsewhere_says_so(monkeypatch, capsys):
     assert main(["pinned", "--json"]) == 130
     out = capsys.readouterr()
     assert "interrupted" in out.err and json.loads(out.out)["reason"] == "interrupted (Ctrl-C)"
+
+
+def test_a_bound_in_seconds_is_written_as_a_user_types_it(capsys):
+    with pytest.raises(SystemExit):
+        main(["record", "-o", "x.jsonl", "--duration", "1e9"])
+    err = capsys.readouterr().err
+    assert "to 31622400 (366 days)" in err and "e+07" not in err
