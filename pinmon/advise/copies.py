@@ -79,9 +79,12 @@ def _found(p: ProcessPinned, d: str, rate: float, busy: float, ref: float, gpu: 
     own = p.h2d_copy_bytes_per_s if d == "h2d" else p.d2h_copy_bytes_per_s
     if link is not None:
         other = max(link - (own or 0.0), 0.0)
-        causes.append(f"other traffic on the link: it carried {fmt_rate(link)} {label} (link bytes), of which"
-                      f" this process's copies {fmt_rate(own)}, so about {fmt_rate(other)} came from elsewhere"
-                      f" (other processes, peer-to-peer, NIC DMA)")
+        # TX is not only device-to-host data: a host-to-device DMA makes the GPU send its read
+        # requests upstream, and those count as TX too.
+        tx_note = ("; TX also carries the GPU's read requests for host-to-device copies" if d == "d2h" else "")
+        causes.append(f"other traffic on the link: it carried {fmt_rate(link)} {'RX' if d == 'h2d' else 'TX'}"
+                      f" (link bytes{tx_note}), of which this process's {label} copies {fmt_rate(own)}, so about"
+                      f" {fmt_rate(other)} came from elsewhere (other processes, peer-to-peer, NIC DMA)")
         values.update(link_bytes_per_s=link, other_link_bytes_per_s=other)
     if gpu.numa_node is not None:
         causes.append(f"NUMA-remote buffers: GPU {gpu.index} is on NUMA node {gpu.numa_node}; pinned buffers on"

@@ -33,12 +33,21 @@ def test_slow_copies_warn_and_name_the_causes_with_numbers():
     assert f.rule == "slow-pinned-copies" and f.severity == "warning" and f.subject == "pid 77 (train)"
     assert f.message == ("H2D copies of 1 MiB+ from pinned memory ran at 20.0 GB/s (CUPTI, 2.50 s of copying),"
                          " 36% of the 55.0 GB/s the probe measured on GPU 0")
-    assert "it carried 40.0 GB/s H2D (link bytes), of which this process's copies 10.0 GB/s" in f.advice
+    assert "it carried 40.0 GB/s RX (link bytes), of which this process's H2D copies 10.0 GB/s" in f.advice
     assert "about 30.0 GB/s came from elsewhere" in f.advice
     assert "NUMA node 1" in f.advice and "--membind=1" in f.advice
     assert "80% of these bytes went over the legacy default stream" in f.advice
     assert f.values["other_link_bytes_per_s"] == 30e9 and f.values["gpu_index"] == 0
     assert f.values["fraction"] == pytest.approx(20 / 55)
+
+
+def test_device_to_host_copies_say_that_tx_carries_read_requests_too():
+    p = cupti_proc(h2d_pinned_bulk_bytes_per_s=None, h2d_pinned_bulk_busy_s=None, d2h_pinned_bulk_bytes_per_s=10e9,
+                   d2h_pinned_bulk_busy_s=2.0, d2h_copy_bytes_per_s=5e9)
+    gpu = make.gpu(0, rx=1e9, numa_node=1)
+    gpu = dataclasses.replace(gpu, pcie=dataclasses.replace(gpu.pcie, tx_bytes_per_s=30e9))
+    (f,) = slow_pinned_copies([snap_with(p, gpus=[gpu])], T)
+    assert "it carried 30.0 GB/s TX (link bytes; TX also carries the GPU's read requests for host-to-device" in f.advice
 
 
 @pytest.mark.parametrize("rate, busy, fires", [
