@@ -36,7 +36,7 @@ def proc_tree(tmp_path, maps: dict):
     CUDA_MAPS[: len(CUDA_MAPS) // 2],            # cut mid-line (the process exited while read)
     CUDA_MAPS.replace("-", " "),                  # no address range
     "\x00" * 100,
-    b"\xff\xfe" + os.urandom(200),                # binary
+    b"\xff\xfe" + bytes(range(200)),             # binary
     "7f3a40000000-7f3a00000000 rw-s 0 0:0 0 /dev/zero (deleted)\n/dev/nvidia0\n",  # end < start
     "",
 ])
