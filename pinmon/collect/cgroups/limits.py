@@ -14,9 +14,13 @@ which is why the walk goes up to the root: a pod's limit sits on the pod slice a
 a Slurm job's on ``job_<j>`` above its steps.
 
 Cost: ``read`` takes every group of one snapshot at once and reads each cgroup's usage once, however
-many processes it holds. Limits and OOM counts change rarely: each cgroup's ``memory.max`` (ancestors
+many processes it holds. Its files stay open (up to ``MAX_OPEN_FILES``; past that a file is opened
+for each read) and are read again from offset 0, one system call each: opening a file by a long
+cgroup path costs ten times that. A cgroup removed meanwhile fails that read (ENODEV), and the path
+is opened afresh. Limits and OOM counts change rarely: each cgroup's ``memory.max`` (ancestors
 shared by many groups: the kubepods slice once for all pods) and ``memory.events`` are read again
 only after ``LIMITS_RECHECK_S``, so a changed limit or a new OOM kill shows within that time.
+``close()`` closes the kept files; files of groups not read for three recheck periods are closed.
 
 Reads never raise: a missing file, permission denied, a path outside the mounted hierarchy or this
 cgroup namespace leave the figure None, and ``notes`` says why.
@@ -31,12 +35,15 @@ from typing import Callable, Iterable, Optional
 
 from .mounts import CgroupMounts, Mount, read_mounts, to_dir
 from .ownership import CgroupPaths
-from .safe_read import read_file
+from .safe_read import open_regular
 
 LIMITS_RECHECK_S = 5.0
 MAX_VALUE_FILE_BYTES = 4096   # memory.max is one number; memory.events / oom_control a few lines
 UNLIMITED_FLOOR = 1 << 60     # v1 writes "no limit" as 9223372036854771712 (LONG_MAX, page-aligned)
 MAX_DIGITS = 20               # past 64 bits: not a figure the kernel writes
+# Files kept open between snapshots (three per group: ~80 groups), well under a process's usual
+# limit of 1024 open files (the exporter's sockets and pinmon's other readers need the rest).
+MAX_OPEN_FILES = 256
 
 V2_FILES = ("memory.max", "memory.current", "memory.events")
 V1_FILES = ("memory.limit_in_bytes", "memory.usage_in_bytes", "memory.oom_control")
@@ -115,17 +122,60 @@ class CgroupMemoryReader:
         if mounts is None:
             mounts, self.mounts_note = read_mounts(root)
         self.mounts = mounts
-        # directory -> (read at, value, note): limits of every cgroup on the walked paths, OOM counts
+        # limit file -> (read at, value, note): every cgroup on the walked paths, ancestors shared
         self._limits: dict[str, tuple[float, Optional[int], Optional[str]]] = {}
-        self._ooms: dict[str, tuple[float, Optional[int], Optional[str]]] = {}
+        # group -> (figures read at, _plan's tuple, _slow_part's tuple)
+        self._groups: dict[CgroupPaths, tuple[float, tuple, tuple]] = {}
+        self._swept_at = clock()
+        # usage file path -> (last read at, fd): kept open, read from offset 0
+        self._open: dict[str, tuple[float, int]] = {}
         self.files_read = 0  # since creation: for tests and the bench
 
-    def _read_text(self, path: str) -> tuple[Optional[str], Optional[str]]:
+    def _read_kept(self, path: str, now: float) -> tuple[Optional[str], Optional[str]]:
+        """``path`` read through a file kept open, (text, None) or (None, why not)."""
         self.files_read += 1
-        got = read_file(path, MAX_VALUE_FILE_BYTES)
-        if got.data is None:
-            return None, got.reason
-        return got.data.decode("ascii", errors="replace"), None
+        kept = self._open.pop(path, None)
+        if kept is not None:
+            try:
+                data = os.pread(kept[1], MAX_VALUE_FILE_BYTES + 1, 0)
+            except OSError:  # ENODEV: the cgroup was removed (perhaps made again): open anew
+                os.close(kept[1])
+            else:
+                self._open[path] = (now, kept[1])
+                if len(data) > MAX_VALUE_FILE_BYTES:
+                    return None, f"larger than {MAX_VALUE_FILE_BYTES} bytes"
+                return data.decode("ascii", errors="replace"), None
+        fd = open_regular(path)
+        if not isinstance(fd, int):
+            return None, fd.reason
+        try:
+            data = os.read(fd, MAX_VALUE_FILE_BYTES + 1)
+        except OSError as e:
+            os.close(fd)
+            return None, os.strerror(e.errno) if e.errno else str(e)
+        if len(self._open) < MAX_OPEN_FILES and len(data) <= MAX_VALUE_FILE_BYTES:
+            self._open[path] = (now, fd)
+        else:
+            os.close(fd)
+        if len(data) > MAX_VALUE_FILE_BYTES:
+            return None, f"larger than {MAX_VALUE_FILE_BYTES} bytes"
+        return data.decode("ascii", errors="replace"), None
+
+    @property
+    def open_files(self) -> int:
+        return len(self._open)
+
+    def close(self) -> None:
+        """Close the usage files kept open (the reader still works after: it opens them again)."""
+        kept, self._open = self._open, {}
+        for _t, fd in kept.values():
+            os.close(fd)
+
+    def __enter__(self) -> "CgroupMemoryReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def _hierarchy(self, group: CgroupPaths) -> tuple[Optional[int], Optional[Mount], Optional[str]]:
         if self.mounts.v1_memory is not None:
@@ -134,70 +184,87 @@ class CgroupMemoryReader:
             return 2, self.mounts.v2, group.v2
         return None, None, None
 
-    def _limit_at(self, directory: str, name: str, now: float) -> tuple[Optional[int], Optional[str]]:
-        cached = self._limits.get(directory)
+    def _limit_at(self, limit_file: str, now: float) -> tuple[Optional[int], Optional[str]]:
+        cached = self._limits.get(limit_file)
         if cached is not None and now - cached[0] < self.recheck_s:
             return cached[1], cached[2]
-        text, why = self._read_text(posixpath.join(directory, name))
+        text, why = self._read_kept(limit_file, now)
         note = None
         if text is None:
             # No memory.max below a parent that does not enable the controller, nor at the root:
             # no limit there. Anything else is a figure pinmon could not read.
             value = None
             if why != "missing":
-                note = f"{name}: {why}"
+                note = f"{posixpath.basename(limit_file)}: {why}"
         else:
             value, understood = parse_limit(text)
             if not understood:
-                note = f"{name}: not a limit"
-        self._limits[directory] = (now, value, note)
+                note = f"{posixpath.basename(limit_file)}: not a limit"
+        self._limits[limit_file] = (now, value, note)
         return value, note
 
-    def _oom_at(self, directory: str, name: str, now: float) -> tuple[Optional[int], Optional[str]]:
-        cached = self._ooms.get(directory)
-        if cached is not None and now - cached[0] < self.recheck_s:
-            return cached[1], cached[2]
-        text, why = self._read_text(posixpath.join(directory, name))
+    def _oom_at(self, events_file: str, now: float) -> tuple[Optional[int], Optional[str]]:
+        text, why = self._read_kept(events_file, now)
         value = parse_keyed(text, "oom_kill")
-        note = f"{name}: {why}" if text is None else None if value is not None else f"{name}: no oom_kill line"
-        self._ooms[directory] = (now, value, note)
-        return value, note
+        name = posixpath.basename(events_file)
+        return value, f"{name}: {why}" if text is None else None if value is not None else f"{name}: no oom_kill line"
 
-    def read_one(self, group: CgroupPaths, now: Optional[float] = None) -> CgroupMemory:
-        now = self._clock() if now is None else now
+    def _plan(self, group: CgroupPaths) -> tuple:
+        """What to read for ``group``, worked out once: (version, path, note, usage file, events
+        file, [(limit file, cgroup path)] from the group up to the mount's root)."""
         version, mount, path = self._hierarchy(group)
         if mount is None:
-            return CgroupMemory(None, None, None, None, None, None,
-                                (self.mounts_note or "no memory cgroup mounted",))
+            return None, None, self.mounts_note or "no memory cgroup mounted", None, None, ()
         if path is None:
-            return CgroupMemory(version, None, None, None, None, None,
-                                (f"no cgroup v{version} memory path for this process",))
+            return version, None, f"no cgroup v{version} memory path for this process", None, None, ()
         directory, why = to_dir(mount, path)
         if directory is None:
-            return CgroupMemory(version, path, None, None, None, None, (f"{path}: {why}",))
+            return version, path, f"{path}: {why}", None, None, ()
         limit_name, current_name, oom_name = V2_FILES if version == 2 else V1_FILES
-        notes: list[str] = []
-        limit, limit_dir = None, None
+        walk = []
         d = directory
         while True:
-            value, note = self._limit_at(d, limit_name, now)
-            if note:
-                notes.append(note)
-            if value is not None and (limit is None or value < limit):
-                limit, limit_dir = value, d
+            walk.append((posixpath.join(d, limit_name), _cgroup_path_of(mount, d)))
             if d == mount.mount_point or len(d) <= len(mount.mount_point):
                 break
             d = posixpath.dirname(d)
-        text, why = self._read_text(posixpath.join(directory, current_name))
-        current = parse_counter(text)
-        if current is None:
-            notes.append(f"{current_name}: {why or 'not a number'}")
-        ooms, note = self._oom_at(directory, oom_name, now)
+        return (version, path, None, posixpath.join(directory, current_name),
+                posixpath.join(directory, oom_name), tuple(walk))
+
+    def _slow_part(self, plan: tuple, now: float) -> tuple:
+        """(limit, limit path, OOM kills, notes) of a group's plan: the figures kept for ``recheck_s``."""
+        _version, _path, note, usage_file, events_file, walk = plan
+        if usage_file is None:
+            return None, None, None, (note,)
+        notes: list[str] = []
+        limit, limit_path = None, None
+        for limit_file, cgroup_path in walk:
+            value, note = self._limit_at(limit_file, now)
+            if note:
+                notes.append(note)
+            if value is not None and (limit is None or value < limit):
+                limit, limit_path = value, cgroup_path
+        ooms, note = self._oom_at(events_file, now)
         if note:
             notes.append(note)
-        return CgroupMemory(version, path, limit,
-                            _cgroup_path_of(mount, limit_dir) if limit_dir is not None else None,
-                            current, ooms, tuple(dict.fromkeys(notes)))
+        return limit, limit_path, ooms, tuple(notes)
+
+    def read_one(self, group: CgroupPaths, now: Optional[float] = None) -> CgroupMemory:
+        now = self._clock() if now is None else now
+        kept = self._groups.get(group)
+        if kept is None or now - kept[0] >= self.recheck_s:
+            plan = kept[1] if kept is not None else self._plan(group)
+            kept = (now, plan, self._slow_part(plan, now))
+            self._groups[group] = kept
+        version, path, _note, usage_file, _events, _walk = kept[1]
+        limit, limit_path, ooms, notes = kept[2]
+        current = None
+        if usage_file is not None:
+            text, why = self._read_kept(usage_file, now)
+            current = parse_counter(text)
+            if current is None:
+                notes = notes + (f"{posixpath.basename(usage_file)}: {why or 'not a number'}",)
+        return CgroupMemory(version, path, limit, limit_path, current, ooms, tuple(dict.fromkeys(notes)))
 
     def read(self, groups: Iterable[CgroupPaths]) -> dict[CgroupPaths, CgroupMemory]:
         """Every distinct group's figures, each cgroup's usage read once."""
@@ -206,16 +273,21 @@ class CgroupMemoryReader:
         for group in groups:
             if group not in out:
                 out[group] = self.read_one(group, now)
-        self._forget_older_than(now - 3 * self.recheck_s)
+        if now - self._swept_at >= self.recheck_s:
+            self._swept_at = now
+            self._forget_older_than(now - 3 * self.recheck_s)
         return out
 
     @property
     def cached_directories(self) -> set[str]:
-        """The cgroup directories whose limit or OOM count is kept now."""
-        return set(self._limits) | set(self._ooms)
+        """The cgroup directories whose limit is kept now."""
+        return {posixpath.dirname(f) for f in self._limits}
 
     def _forget_older_than(self, t: float) -> None:
         # Cgroups of groups that have gone: drop what would be read again anyway.
-        for cache in (self._limits, self._ooms):
-            for d in [d for d, entry in cache.items() if entry[0] < t]:
-                del cache[d]
+        for f in [f for f, entry in self._limits.items() if entry[0] < t]:
+            del self._limits[f]
+        for group in [g for g, entry in self._groups.items() if entry[0] < t]:
+            del self._groups[group]
+        for path in [p for p, (read_at, _fd) in self._open.items() if read_at < t]:
+            os.close(self._open.pop(path)[1])

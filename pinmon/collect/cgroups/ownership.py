@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from ...units import printable
 
@@ -77,10 +77,10 @@ _USER_SERVICE = re.compile(r"user@([0-9]{1,10})\.service\Z")
 _USER_SLICE = re.compile(r"user-([0-9]{1,10})\.slice\Z")
 
 
-@dataclass(frozen=True)
-class CgroupPaths:
+class CgroupPaths(NamedTuple):
     """A group's cgroup in each hierarchy that may hold the memory controller, as the kernel wrote
-    it in /proc/PID/cgroup (relative to the reader's cgroup namespace); None where absent."""
+    it in /proc/PID/cgroup (relative to the reader's cgroup namespace); None where absent. A tuple:
+    the limits reader hashes one per process every snapshot, and a tuple's hash is the fast one."""
 
     v2: Optional[str] = None
     v1_memory: Optional[str] = None
@@ -320,6 +320,8 @@ def _find_unit(comps: list[str]) -> Optional[_Found]:
 def classify_path(path: str) -> Optional[_Found]:
     """What one cgroup path names: a _Found, or None for none of the kinds (a plain path). A path
     whose claimed id fails its check gives a _Found of kind "bad"."""
+    if len(path) <= 1:
+        return None  # the root: a kernel thread, or a process outside any group
     comps = _components(path)
     lead = 0
     while lead < len(comps) and comps[lead] == "..":
@@ -373,9 +375,16 @@ def owner_of(text: str) -> Owner:
     v2, v1_mem, others = parse_proc_cgroup(text if isinstance(text, str) else "")
     if v2 is None and v1_mem is None and not others:
         return Owner(KIND_UNKNOWN, "n/a", CgroupPaths())
+    found_by_path: dict[str, Optional[_Found]] = {}
+
+    def classified(path: str) -> Optional[_Found]:
+        if path not in found_by_path:  # the v1 lines of a host mostly repeat one path
+            found_by_path[path] = classify_path(path)
+        return found_by_path[path]
+
     chosen: Optional[_Found] = None
     for path in [p for p in (v1_mem, v2) if p is not None] + others:
-        found = classify_path(path)
+        found = classified(path)
         if found is not None and found.kind != "bad":
             chosen = found
             break
@@ -388,7 +397,7 @@ def owner_of(text: str) -> Owner:
     fields = dict(chosen.fields)
     paths = []
     for path in (v2, v1_mem):
-        found = classify_path(path) if path is not None else None
+        found = classified(path) if path is not None else None
         same = found is not None and found.kind == chosen.kind and found.fields == chosen.fields
         paths.append(_cut(path, found) if same else path)
     return Owner(chosen.kind, _display(chosen.kind, fields, None), CgroupPaths(*paths),

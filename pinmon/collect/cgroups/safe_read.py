@@ -17,8 +17,9 @@ spec, and a rootless container's state sits in its user's home. Three rules make
   document would not parse anyway, and a cut figure would be wrong).
 
 Every failure is a ``ReadResult`` with ``data`` None and a short ``reason``, never an exception.
-``read_file`` is the same for one path whose directories are trusted (cgroupfs and /proc have no
-links a user can plant): only the last component is checked.
+``read_file`` and ``open_regular`` are for the kernel's own file systems (cgroupfs, /proc), read
+every second: no link a user can plant, no FIFO or device node there, so one ``open`` with
+``O_NOFOLLOW | O_NONBLOCK`` and an ``fstat`` suffice.
 """
 from __future__ import annotations
 
@@ -149,8 +150,38 @@ def _read_entry(dir_fd: Optional[int], name: str, max_bytes: int) -> ReadResult:
 
 
 def read_file(path: str, max_bytes: int) -> ReadResult:
-    """A file whose directories are trusted (cgroupfs, /proc): regular, not a link, bounded."""
-    return _read_entry(None, path, max_bytes)
+    """A file of a kernel file system (cgroupfs, /proc), read every second: no link as the last
+    component (``O_NOFOLLOW``), regular (``fstat``), bounded. Those file systems hold no FIFO or
+    device node, so the open needs no look first; ``O_NONBLOCK`` keeps a FIFO planted in a fake
+    tree from blocking, and ``fstat`` refuses it."""
+    fd = open_regular(path)
+    if isinstance(fd, ReadResult):
+        return fd
+    try:
+        return _read_open_file(fd, max_bytes)
+    except OSError as e:
+        return ReadResult(None, _why(e))
+    finally:
+        os.close(fd)
+
+
+def open_regular(path: str):
+    """An fd of ``path`` opened as ``read_file`` opens it (the caller closes it), or a ReadResult
+    saying why not."""
+    try:
+        fd = os.open(path, _OPEN_FILE)
+    except (OSError, ValueError) as e:
+        if isinstance(e, OSError) and e.errno == errno.ELOOP:
+            return ReadResult(None, "a symbolic link (refused)")
+        return ReadResult(None, _why(e) if isinstance(e, OSError) else "bad name")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return ReadResult(None, "not a regular file")
+    except OSError as e:
+        os.close(fd)
+        return ReadResult(None, _why(e))
+    return fd
 
 
 def _walk(base_fd: int, dirs: Sequence[str], use_openat2: bool) -> int:

@@ -184,3 +184,41 @@ def test_caches_forget_cgroups_not_read_for_a_while(tmp_path):
     reader.read([CgroupPaths(v2="/a")])
     assert not any(d.endswith("/b") for d in reader.cached_directories)
     assert any(d.endswith("/a") for d in reader.cached_directories)
+
+
+def test_files_stay_open_up_to_the_bound_and_close(tmp_path, monkeypatch):
+    from pinmon.collect.cgroups import limits
+
+    tree = {f"/g{i}": v2_group(max_=(i + 1) * MIB, current=i) for i in range(6)}
+    root = fake_root(tmp_path, "v2", tree)
+    monkeypatch.setattr(limits, "MAX_OPEN_FILES", 5)
+    groups = [CgroupPaths(v2=f"/g{i}") for i in range(6)]
+    reader = CgroupMemoryReader(root)
+    first = reader.read(groups)
+    assert reader.open_files == 5
+    assert [first[g].current_bytes for g in groups] == list(range(6))  # past the bound: still read
+    assert [first[g].limit_bytes for g in groups] == [(i + 1) * MIB for i in range(6)]
+    with open(os.path.join(root, "sys/fs/cgroup/g0/memory.current"), "w") as f:
+        f.write("77\n")  # the same file, rewritten: a kept file reads it from offset 0
+    assert reader.read([groups[0]])[groups[0]].current_bytes == 77
+    reader.close()
+    assert reader.open_files == 0
+    assert reader.read([groups[0]])[groups[0]].current_bytes == 77
+
+
+def test_a_kept_file_that_fails_is_opened_again(tmp_path, monkeypatch):
+    root = fake_root(tmp_path, "v2", {"/g": v2_group(current=5)})
+    reader = CgroupMemoryReader(root)
+    g = CgroupPaths(v2="/g")
+    assert reader.read_one(g).current_bytes == 5
+    real_pread = os.pread
+
+    def gone(fd, n, off):  # what a removed cgroup's file answers
+        raise OSError(19, "No such device")
+
+    monkeypatch.setattr(os, "pread", gone)
+    with open(os.path.join(root, "sys/fs/cgroup/g/memory.current"), "w") as f:
+        f.write("6\n")
+    assert reader.read_one(g).current_bytes == 6
+    monkeypatch.setattr(os, "pread", real_pread)
+    assert reader.read_one(g).current_bytes == 6

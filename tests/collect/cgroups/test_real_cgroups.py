@@ -109,3 +109,21 @@ def test_io_uring_pins_are_charged_to_the_pinning_process_cgroup_and_shown_in_vm
 
 def _group(cg):
     return CgroupPaths(v1_memory=cg.path) if cg.version == 1 else CgroupPaths(v2=cg.path)
+
+
+def test_a_cgroup_removed_and_made_again_is_read_afresh():
+    # A kept file of a removed cgroup fails its reads (ENODEV); the reader opens the path again.
+    with memory_cgroup(64 * MIB) as job:
+        scope = job.child("again")
+        scope.set_limit(16 * MIB)
+        group = _group(scope)
+        with CgroupMemoryReader(recheck_s=0.0) as reader:
+            assert reader.read_one(group).limit_bytes == 16 * MIB
+            assert reader.open_files > 0
+            os.rmdir(scope.directory)
+            gone = reader.read_one(group)
+            assert gone.current_bytes is None and gone.limit_bytes == 64 * MIB
+            os.mkdir(scope.directory)
+            scope.set_limit(8 * MIB)
+            back = reader.read_one(group)
+            assert back.limit_bytes == 8 * MIB and back.current_bytes == 0

@@ -75,3 +75,18 @@ def test_a_gone_process_has_no_owner(tmp_path):
 
 def test_this_process_has_an_owner():
     assert read_owner(os.getpid()) is not None
+
+
+def test_each_distinct_cgroup_text_is_parsed_once(tmp_path, monkeypatch):
+    from pinmon.collect.cgroups import proc_owner
+
+    calls = []
+    real = proc_owner.owner_of
+    monkeypatch.setattr(proc_owner, "owner_of", lambda text: calls.append(text) or real(text))
+    for pid in range(10, 20):
+        _proc(tmp_path, pid, f"0::/system.slice/docker-{C}.scope\n")
+    _proc(tmp_path, 20, "0::/system.slice/nginx.service\n")
+    got = OwnerCache(str(tmp_path)).owners(range(10, 21))
+    assert len(calls) == 2
+    assert {o.kind for o in got.values()} == {KIND_DOCKER, KIND_SYSTEMD}
+    assert got[10] is got[19]
