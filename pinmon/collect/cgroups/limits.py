@@ -127,7 +127,7 @@ class CgroupMemoryReader:
         # group -> (figures read at, _plan's tuple, _slow_part's tuple)
         self._groups: dict[CgroupPaths, tuple[float, tuple, tuple]] = {}
         self._swept_at = clock()
-        # usage file path -> (last read at, fd): kept open, read from offset 0
+        # file path -> (last read at, fd): kept open, read from offset 0
         self._open: dict[str, tuple[float, int]] = {}
         self.files_read = 0  # since creation: for tests and the bench
 
@@ -166,10 +166,18 @@ class CgroupMemoryReader:
         return len(self._open)
 
     def close(self) -> None:
-        """Close the usage files kept open (the reader still works after: it opens them again)."""
+        """Close the files kept open (the reader still works after: it opens them again)."""
         kept, self._open = self._open, {}
         for _t, fd in kept.values():
             os.close(fd)
+
+    def __del__(self) -> None:
+        # Plain descriptors are not closed by the garbage collector: a reader dropped without
+        # close() must not leak up to MAX_OPEN_FILES of them.
+        try:
+            self.close()
+        except (AttributeError, OSError):
+            pass
 
     def __enter__(self) -> "CgroupMemoryReader":
         return self

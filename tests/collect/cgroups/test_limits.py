@@ -222,3 +222,16 @@ def test_a_kept_file_that_fails_is_opened_again(tmp_path, monkeypatch):
     assert reader.read_one(g).current_bytes == 6
     monkeypatch.setattr(os, "pread", real_pread)
     assert reader.read_one(g).current_bytes == 6
+
+
+def test_a_reader_dropped_without_close_closes_its_files(tmp_path):
+    import gc
+
+    root = fake_root(tmp_path, "v2", {"/g": v2_group(max_=MIB, current=1)})
+    before = len(os.listdir("/proc/self/fd"))
+    reader = CgroupMemoryReader(root)
+    reader.read([CgroupPaths(v2="/g")])
+    assert reader.open_files == 3 and len(os.listdir("/proc/self/fd")) == before + 3
+    del reader
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == before
