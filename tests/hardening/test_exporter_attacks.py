@@ -118,3 +118,30 @@ def test_scrapes_are_served_through_long_names_non_readers_and_an_idle_flood(hos
             _, err = p.communicate()
     assert b"Traceback" not in err, err.decode(errors="replace")[-2000:]
     assert p.returncode in (0, -15)
+
+
+# --- the exporter's own lines on stderr ---------------------------------------------------------------
+
+def test_an_error_quoting_a_hostile_text_is_printed_printable(capsys):
+    from pinmon.cli.commands import export as export_cmd
+
+    export_cmd._report("snapshot", OSError(f"cannot read /tmp/pinmon-1000/{ESCAPES}.json"))
+    err = capsys.readouterr().err
+    assert terminal_controls(err.encode()) == set() and "\\x1b]0;PWNED" in err
+
+
+def test_a_notice_quoting_a_hostile_file_name_is_printed_printable(tmp_path):
+    from tests.export.helpers import recording_snapshots
+
+    path = write_recording(tmp_path / f"r{ESCAPES}.jsonl", recording_snapshots())
+    with open(path, "a") as f:
+        f.write("not json\n")  # the replay ends early, with a notice naming the file
+    p = subprocess.Popen([sys.executable, "-m", "pinmon", "export", "--replay", path, "--speed", "100",
+                          "--listen", "127.0.0.1:0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        lines = [p.stderr.readline(), p.stderr.readline()]
+    finally:
+        p.terminate()
+        p.communicate(timeout=10)
+    assert b"recording ends early" in lines[1], lines
+    assert terminal_controls(b"".join(lines)) == set()
