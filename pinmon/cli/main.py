@@ -13,6 +13,7 @@ import sys
 from typing import Optional, Sequence
 
 from ..limits import MAX_INTERVAL_S, MIN_INTERVAL_S
+from ..units import printable
 from .commands import COMMANDS, check
 from .common import (EXIT_BAD_INPUT, UsageError, dumps, interval_arg, load_config, probe_every_arg, run_app,
                      size_arg)
@@ -179,7 +180,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         load_config(getattr(args, "sub_config", None) or args.config)
         return run(args)
     except UsageError as e:
-        print(f"pinmon: error: {e}", file=sys.stderr)
+        # The reason may quote a file another user wrote (a recording's keys): shown as data.
+        print(f"pinmon: error: {printable(str(e), 2000)}", file=sys.stderr)
         if getattr(args, "json", False) and command in JSON_SCHEMAS:
             _json_error(command, str(e))
         return bad_code

@@ -9,6 +9,7 @@ machine does not fail them.
 from __future__ import annotations
 
 import collections
+import json
 import os
 import socket
 import subprocess
@@ -145,3 +146,15 @@ def test_a_notice_quoting_a_hostile_file_name_is_printed_printable(tmp_path):
         p.communicate(timeout=10)
     assert b"recording ends early" in lines[1], lines
     assert terminal_controls(b"".join(lines)) == set()
+
+
+def test_a_recording_whose_keys_hold_escapes_is_refused_in_one_printable_line(tmp_path):
+    line = {"schema": "pinmon.snapshot/1", "time": 1.0, "host": {"hostname": "h"},
+            "gpus": [{"index": 0, "pcie": {"counter_deltas": {f"x{ESCAPES}": "not a number"}}}]}
+    path = tmp_path / "evil.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    r = subprocess.run([sys.executable, "-m", "pinmon", "export", "--replay", str(path), "--once"],
+                       cwd=ROOT, capture_output=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == b""
+    assert r.stderr.count(b"\n") == 1 and b"expected an integer" in r.stderr
+    assert terminal_controls(r.stderr) == set()
