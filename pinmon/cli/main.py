@@ -204,7 +204,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"pinmon: {printable(note, 1000)}", file=sys.stderr)
         return run(args)
     except UsageError as e:
-        print(f"pinmon: error: {e}", file=sys.stderr)
+        # The reason may quote a file another user wrote (a recording's keys): shown as data.
+        print(f"pinmon: error: {printable(str(e), 2000)}", file=sys.stderr)
         if getattr(args, "json", False) and command in JSON_SCHEMAS:
             _json_error(command, str(e))
         return bad_code

@@ -4,6 +4,7 @@
 microseconds and never blocks on collection. Each section (GPUs, host, processes, probe, status) is
 built on its own: a section that fails is left out of that scrape and counted in
 ``pinmon_scrape_errors_total``, and the rest is served, so a bad value never turns into a 500.
+Every label value of every family leaves through ``families.served`` (printable, bounded).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.registry import Collector
 
 from . import gpu, host, probe, processes, status
-from .families import Counter
+from .families import Counter, served
 from .processes import DEFAULT_TOP
 from .state import ExportState
 
@@ -50,7 +51,7 @@ class PinmonCollector(Collector):
         counter = Counter("scrape_errors_total", "metric sections left out of a scrape because building them failed")
         counter.add((), errors)
         out.append(counter.family)
-        return iter(out)
+        return iter(served(out))  # every label value of every family, whoever built it
 
 
 def build_registry(state: ExportState, top_processes: int = DEFAULT_TOP) -> CollectorRegistry:

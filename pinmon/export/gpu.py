@@ -3,6 +3,8 @@
 Labels ``gpu`` (NVML index), ``uuid``, ``pci_bus_id`` on every series; the GPU name sits on the info
 metric only, so a join (``* on(uuid) group_left(name) pinmon_gpu_info``) adds it where wanted.
 A GPU listed twice (same index or UUID, from a damaged recording) is exported once: its first entry.
+``counter`` takes at most ``MAX_COUNTERS_PER_GPU`` names per GPU (NVML has 13), so a recording that
+names thousands cannot make as many series.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from .families import Counter, Gauge, emit
 from .state import StateView, gpu_key, unique_gpus
 
 LABELS = ("gpu", "uuid", "pci_bus_id")
+MAX_COUNTERS_PER_GPU = 16
 
 
 def gpu_labels(g) -> tuple:
@@ -67,7 +70,7 @@ def families(view: StateView) -> list:
         replays.add(lab, p.replay_delta)
         recoveries.add(lab, p.recovery_delta)
         errors.add(lab, p.error_delta)
-        for name, value in sorted(p.counter_deltas.items()):
+        for name, value in sorted(p.counter_deltas.items())[:MAX_COUNTERS_PER_GPU]:
             by_counter.add(lab + (name,), value)
     return emit(info, up, mem_total, mem_used, rx_rate, tx_rate, rx_total, tx_total, gen, gen_max, width,
                 width_max, theo, theo_max, replays, recoveries, errors, by_counter)

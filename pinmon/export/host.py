@@ -1,7 +1,8 @@
 """Host memory metrics: RAM, the effective (cgroup) limit, swap, shmem, mlocked, pinned (kernel's count and estimate).
 
 Unknown values are not exported. ``memlock_limit_bytes`` is absent when the limit is unlimited;
-``pinmon_host_memlock_unlimited`` says which.
+``pinmon_host_memlock_unlimited`` says which. Node series are served for NUMA node numbers below
+``MAX_NUMA_NODES`` only: a recording may name any key, and each one would be a series.
 """
 from __future__ import annotations
 
@@ -23,6 +24,15 @@ FIELDS = (
     ("host_kernel_pinned_bytes", "kernel_pinned_bytes", "pages pinned now (FOLL_PIN, /proc/vmstat): the kernel's exact, host-wide count; write-combined memory is not in it"),
     ("host_unattributed_pinned_bytes", "unattributed_pinned_bytes", "the kernel's pinned count minus what the process rows explain (cudaHostRegister, RDMA, VFIO, io_uring)"),
 )
+
+# Linux's largest MAX_NUMNODES (CONFIG_NODES_SHIFT 10).
+MAX_NUMA_NODES = 1024
+
+
+def numa_node(key) -> bool:
+    """A NUMA node number as sysfs writes it: ASCII digits below ``MAX_NUMA_NODES``."""
+    text = str(key)
+    return 0 < len(text) <= 4 and text.isascii() and text.isdigit() and int(text) < MAX_NUMA_NODES
 
 
 def families(view: StateView) -> list:
@@ -47,7 +57,8 @@ def families(view: StateView) -> list:
     gauges.append(pci)
     by_node = Gauge("host_kernel_pinned_node_bytes", "the kernel's pinned count on one NUMA node", ("node",))
     for node, value in sorted((h.kernel_pinned_bytes_by_node or {}).items()):
-        by_node.add((node,), value)
+        if numa_node(node):
+            by_node.add((node,), value)
     total = Gauge("host_pinned_bytes", "all pinned host memory, best figure: the kernel's count + write-combined "
                   "(source=\"kernel\"), else the per-process estimates (source=\"est.\")", ("source",))
     total.add((h.pinned_bytes_source or "est.",), h.pinned_bytes_total)

@@ -1,9 +1,13 @@
-"""One HTTP request, answered by the WSGI app: what a worker of ``server.MetricsServer`` runs.
+"""One HTTP request answered by the WSGI app, in memory: what a worker of ``server.MetricsServer`` runs.
 
-The server's accept loop reads the request head before a worker sees the connection, so the
-handler parses it from memory and only writes to the socket. HEAD is answered as GET without the
-body (prometheus_client's app knows only GET and OPTIONS), and the ``Server`` header names pinmon,
-not the Python version.
+The server's accept loop reads the request head before a worker sees the connection, and writes
+the response after the worker is done with it, so ``render`` never touches a socket: it turns the
+request head into the whole response, bytes in memory. A client that stops reading can therefore
+never hold a worker. HEAD is answered as GET without the body (prometheus_client's app knows only GET
+and OPTIONS), and the ``Server`` header names pinmon, not the Python version.
+
+Nothing is logged: a request is not worth a line on the exporter's stderr, and a failing app gets a
+500 without a traceback (wsgiref's default prints one to stderr per failed request).
 """
 from __future__ import annotations
 
@@ -13,14 +17,22 @@ from wsgiref.handlers import SimpleHandler
 from wsgiref.simple_server import WSGIRequestHandler
 
 SERVER_SOFTWARE = "pinmon"
+MAX_REQUEST_LINE_BYTES = 65536
+# What a worker answers when rendering failed in a way the handler could not (never expected).
+INTERNAL_ERROR = (b"HTTP/1.0 500 Internal Server Error\r\nServer: pinmon\r\nContent-Type: text/plain\r\n"
+                  b"Content-Length: 22\r\nConnection: close\r\n\r\ninternal server error\n")
 
 
 class _ResponseWriter(SimpleHandler):
     server_software = SERVER_SOFTWARE
 
+    def log_exception(self, exc_info) -> None:  # the 500 is the answer; no traceback on stderr
+        pass
+
 
 class RequestHandler(WSGIRequestHandler):
-    """``request`` is ``(connection, request head bytes)``; ``server`` a bound WSGIServer with an app."""
+    """``request`` is the request head (bytes); ``server`` a bound WSGIServer with an app. After
+    construction ``response`` holds the whole response."""
 
     server_version = SERVER_SOFTWARE
 
@@ -28,23 +40,34 @@ class RequestHandler(WSGIRequestHandler):
         return SERVER_SOFTWARE
 
     def setup(self) -> None:
-        self.connection, head = self.request
-        self.rfile = io.BytesIO(head)
-        self.wfile = self.connection.makefile("wb")
+        self.rfile = io.BytesIO(self.request)
+        self.wfile = io.BytesIO()
+        self.response = b""
 
     def handle(self) -> None:
-        self.raw_requestline = self.rfile.readline(65537)
-        if len(self.raw_requestline) > 65536:
+        self.raw_requestline = self.rfile.readline(MAX_REQUEST_LINE_BYTES + 1)
+        if len(self.raw_requestline) > MAX_REQUEST_LINE_BYTES:
             self.send_error(414)
             return
-        if not self.parse_request():  # it has sent the error response
+        if not self.parse_request():  # it has written the error response
             return
-        writer = _ResponseWriter(self.rfile, self.wfile, self.get_stderr(), self.get_environ(),
-                                 multithread=True)
+        writer = _ResponseWriter(self.rfile, self.wfile, io.StringIO(), self.get_environ(), multithread=True)
         writer.run(self.server.get_app())
+
+    def finish(self) -> None:
+        self.response = self.wfile.getvalue()
+        super().finish()
+
+    def get_stderr(self):  # wsgi.errors: nothing an app writes there reaches the exporter's stderr
+        return io.StringIO()
 
     def log_message(self, format, *args):  # one line per scrape would drown stderr
         pass
+
+
+def render(head: bytes, address, server) -> bytes:
+    """The whole response to the request ``head`` from ``address``, answered by ``server``'s app."""
+    return RequestHandler(head, address, server).response
 
 
 def serve_head(app: Callable) -> Callable:

@@ -1,28 +1,43 @@
 """The HTTP side: parse ``--listen``, bind, serve ``/metrics`` with bounded resources, shut down cleanly.
 
-prometheus_client's WSGI app, answered by a fixed pool of ``WORKERS`` threads. One accept loop (a
-thread with a selector) takes every connection and holds it, without a thread, until its request
-head has arrived; only then does a worker get it. So idle or slow clients cost a file descriptor,
-never a thread, and cannot keep a scrape waiting:
+prometheus_client's WSGI app renders each response; this module only moves bytes, and does it so
+that no client can make the exporter refuse a scrape. One loop thread (a selector) owns every
+connection while it waits for its request head and while its response is written; a fixed pool
+of ``WORKERS`` threads only renders, from a complete head to the whole response in memory
+(``http.render``). So an idle, slow or non-reading client costs a file descriptor and a bounded
+buffer, never a thread:
 
-- at most ``MAX_WAITING`` connections wait for their request head; one more closes the oldest;
-- a connection whose head has not arrived within ``REQUEST_TIMEOUT_S`` is closed, and a worker's
-  socket reads and writes time out after as long;
-- out of file descriptors (EMFILE and kin), the loop closes the oldest waiting connection to make
+- A connection waits for its request head at most ``REQUEST_TIMEOUT_S``, and at most
+  ``MAX_WAITING`` wait at once; a head over ``MAX_HEAD_BYTES`` is refused.
+- The loop reads a connection as soon as it accepts it: a scraper sends its request with the
+  handshake, so its head is usually complete before the connection ever waits.
+- When the waiting room is full, the longest-waiting connection makes room; it is read once more
+  before it is closed, so a request whose bytes have arrived in the meantime is served, not
+  dropped. A flood of connections, idle or sending half a request, thus turns over the waiting
+  room without closing a scrape whose request has arrived; a scrape has ``MAX_WAITING`` newer
+  connections' time to send it.
+- A response is written without blocking, with one deadline for the whole response
+  (``RESPONSE_TIMEOUT_S``), not one per send: a client that reads a byte now and then cannot stretch
+  it. Responses not yet taken hold at most ``MAX_PENDING_BYTES`` together; beyond that the oldest
+  is dropped.
+- At most ``MAX_QUEUED`` complete requests wait for a worker; beyond that a connection is closed.
+- Out of file descriptors (EMFILE and kin), the loop closes a waiting connection (as above) to make
   room, and when there is none it stops accepting for ``ACCEPT_BACKOFF_S``: the listening socket
-  stays readable, so retrying at once would spin a core;
-- at most ``MAX_QUEUED`` complete requests wait for a worker; beyond that a connection is closed.
+  stays readable, so retrying at once would spin a core.
+- Nothing is logged per connection, and nothing a client does makes a traceback.
 
 Binding happens in the constructor, so "address already in use" is reported before any collection
 starts. IPv6 addresses are written in brackets (``[::1]:9477``), as in URLs.
 """
 from __future__ import annotations
 
+import collections
 import errno
 import ipaddress
 import queue
 import selectors
 import socket
+import struct
 import threading
 import time
 from typing import Optional
@@ -30,15 +45,23 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import make_wsgi_app
 
-from .http import RequestHandler, serve_head
+from .http import INTERNAL_ERROR, RequestHandler, render, serve_head
 
 DEFAULT_LISTEN = "127.0.0.1:9477"
 WORKERS = 4
-MAX_WAITING = 64
-MAX_QUEUED = 32
+MAX_WAITING = 256
+# A burst of complete requests (forty clients that send one and never read the answer) waits here
+# rather than pushing out the scrape that comes after it; a worker renders one in a few ms.
+MAX_QUEUED = 128
 REQUEST_TIMEOUT_S = 5.0
+# Prometheus gives up on a scrape after its scrape_timeout, 10 s by default.
+RESPONSE_TIMEOUT_S = 10.0
+MAX_PENDING_BYTES = 64 << 20
 ACCEPT_BACKOFF_S = 0.25
 MAX_HEAD_BYTES = 16 * 1024
+# The kernel's queue of connections not yet accepted: a burst waits there instead of being refused
+# (the kernel caps it at net.core.somaxconn).
+LISTEN_BACKLOG = 1024
 # Accepts per wake-up of the loop, so a flood of connections cannot starve reads of waiting ones.
 ACCEPT_BATCH = 64
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -89,7 +112,27 @@ def _close(conn: socket.socket) -> None:
         pass
 
 
+def _abort(conn: socket.socket) -> None:
+    """Close a connection whose response will not be finished: a reset, so the kernel drops what it
+    still holds for a client that does not read, and the client cannot take a cut body for a whole one."""
+    try:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    _close(conn)
+
+
+def _finish(conn: socket.socket) -> None:
+    """Close after a whole response: FIN first, so the client reads it all before the end."""
+    try:
+        conn.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    _close(conn)
+
+
 class _Waiting:
+    """A connection whose request head has not all arrived."""
     __slots__ = ("deadline", "head", "address")
 
     def __init__(self, deadline: float, address):
@@ -98,14 +141,24 @@ class _Waiting:
         self.address = address
 
 
+class _Writing:
+    """A connection whose response is being written: what is left of it, and by when."""
+    __slots__ = ("deadline", "data")
+
+    def __init__(self, deadline: float, data: memoryview):
+        self.deadline = deadline
+        self.data = data
+
+
 class MetricsServer:
     """Serves ``registry`` at /metrics (and /) on (host, port) from a loop thread and ``workers`` threads."""
 
     def __init__(self, registry, host: str, port: int, *, workers: int = WORKERS,
-                 max_waiting: int = MAX_WAITING, timeout_s: float = REQUEST_TIMEOUT_S):
+                 max_waiting: int = MAX_WAITING, timeout_s: float = REQUEST_TIMEOUT_S,
+                 response_timeout_s: float = RESPONSE_TIMEOUT_S, max_pending_bytes: int = MAX_PENDING_BYTES):
         class Server(WSGIServer):
             address_family = _family(host)
-            request_queue_size = 128  # the kernel's backlog: a burst waits there, not refused
+            request_queue_size = LISTEN_BACKLOG
 
         # The WSGIServer binds and keeps the WSGI environment; its own serving loop is not used.
         self.httpd = Server((host, port), RequestHandler)
@@ -114,12 +167,19 @@ class MetricsServer:
         self.workers = max(1, workers)
         self.max_waiting = max(1, max_waiting)
         self.timeout_s = timeout_s
+        self.response_timeout_s = response_timeout_s
+        self.max_pending_bytes = max_pending_bytes
         self.accept_pauses = 0  # times accepting stopped for lack of descriptors (for tests and stats)
         self._queue: queue.Queue = queue.Queue(maxsize=MAX_QUEUED)
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
         self._waiting: dict[socket.socket, _Waiting] = {}  # oldest first
+        self._writing: dict[socket.socket, _Writing] = {}  # oldest first
+        self._pending_bytes = 0
+        self._done: collections.deque = collections.deque()  # (conn, rest of response) from workers
 
     @property
     def url(self) -> str:
@@ -137,10 +197,7 @@ class MetricsServer:
 
     def stop(self) -> None:
         self._stopping.set()
-        try:
-            self._wake_w.send(b"x")
-        except OSError:
-            pass
+        self._wake()
         for _ in range(self.workers):
             try:
                 self._queue.put(None, timeout=1.0)
@@ -149,9 +206,10 @@ class MetricsServer:
         for t in self._threads:
             t.join(5.0)
         self._threads = []
-        for conn in list(self._waiting):
+        for conn in [*self._waiting, *self._writing]:
             _close(conn)
         self._waiting.clear()
+        self._writing.clear()
         while True:
             try:
                 item = self._queue.get_nowait()
@@ -159,11 +217,19 @@ class MetricsServer:
                 break
             if item is not None:
                 _close(item[0])
+        while self._done:
+            _close(self._done.popleft()[0])
         self.httpd.server_close()
         _close(self._wake_r)
         _close(self._wake_w)
 
-    # --- the accept loop -------------------------------------------------------------------------
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"x")
+        except OSError:  # the pipe is full: the loop has a wake-up pending anyway
+            pass
+
+    # --- the loop --------------------------------------------------------------------------------
 
     def _accept_one(self):
         return self.httpd.socket.accept()
@@ -176,28 +242,51 @@ class MetricsServer:
         paused_until: Optional[float] = None
         try:
             while not self._stopping.is_set():
-                now = time.monotonic()
-                if paused_until is not None and now >= paused_until:
-                    sel.register(listening, selectors.EVENT_READ, "listen")
-                    paused_until = None
-                wake_at = [now + 1.0]
-                if self._waiting:
-                    wake_at.append(next(iter(self._waiting.values())).deadline)
-                if paused_until is not None:
-                    wake_at.append(paused_until)
-                for key, _ in sel.select(max(0.0, min(wake_at) - now)):
-                    if key.data == "wake":
-                        return
-                    if key.data == "listen":
-                        if not self._accept(sel):
+                try:
+                    now = time.monotonic()
+                    if paused_until is not None and now >= paused_until:
+                        sel.register(listening, selectors.EVENT_READ, "listen")
+                        paused_until = None
+                    events = sel.select(max(0.0, self._next_deadline(now, paused_until) - now))
+                    for key, mask in events:
+                        self._event(sel, key, mask)
+                        if key.data == "listen" and not self._accept(sel):
                             sel.unregister(listening)
                             paused_until = time.monotonic() + ACCEPT_BACKOFF_S
                             self.accept_pauses += 1
-                    else:
-                        self._read(sel, key.fileobj)
-                self._expire(sel, time.monotonic())
+                    self._take_done(sel)
+                    self._expire(sel, time.monotonic())
+                except Exception:  # a defect here must not end serving: the next turn goes on
+                    time.sleep(0.01)
         finally:
             sel.close()
+
+    def _next_deadline(self, now: float, paused_until: Optional[float]) -> float:
+        at = [now + 1.0]
+        for held in (self._waiting, self._writing):
+            if held:
+                at.append(next(iter(held.values())).deadline)
+        if paused_until is not None:
+            at.append(paused_until)
+        return min(at)
+
+    def _event(self, sel: selectors.BaseSelector, key, mask: int) -> None:
+        if key.data == "wake":
+            try:
+                while self._wake_r.recv(4096):
+                    pass
+            except (BlockingIOError, InterruptedError):
+                pass
+        elif key.data == "client":
+            try:
+                self._read(sel, key.fileobj)
+            except Exception:
+                self._drop(sel, key.fileobj)
+        elif key.data == "write":
+            try:
+                self._write(sel, key.fileobj)
+            except Exception:
+                self._drop(sel, key.fileobj)
 
     def _accept(self, sel: selectors.BaseSelector) -> bool:
         """Accept what is pending; False when out of descriptors with nothing left to free."""
@@ -209,18 +298,36 @@ class MetricsServer:
             except OSError as e:
                 if e.errno not in _OUT_OF_RESOURCES:
                     return True  # the client went away before the accept (ECONNABORTED, ...)
-                if not self._waiting:
+                if not self._make_room(sel):
                     return False
-                self._drop(sel, next(iter(self._waiting)))  # frees a descriptor for the next try
-                continue
-            conn.setblocking(False)
-            if len(self._waiting) >= self.max_waiting:
-                self._drop(sel, next(iter(self._waiting)))
-            self._waiting[conn] = _Waiting(time.monotonic() + self.timeout_s, address)
-            sel.register(conn, selectors.EVENT_READ, "client")
+                continue  # a descriptor is free for the next try
+            try:
+                conn.setblocking(False)
+                if len(self._waiting) >= self.max_waiting:
+                    self._make_room(sel)
+                self._waiting[conn] = _Waiting(time.monotonic() + self.timeout_s, address)
+                sel.register(conn, selectors.EVENT_READ, "client")
+                self._read(sel, conn)  # a scraper's request has usually arrived with the handshake
+            except Exception:
+                self._drop(sel, conn)
+        return True
+
+    def _make_room(self, sel: selectors.BaseSelector) -> bool:
+        """Free the place of the longest-waiting connection: read once more, it is served if its
+        request has all arrived, else closed. False when no connection waits."""
+        if not self._waiting:
+            return False
+        conn = next(iter(self._waiting))
+        try:
+            self._read(sel, conn)
+        except Exception:
+            pass
+        if conn in self._waiting:
+            self._drop(sel, conn)
         return True
 
     def _read(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:
+        """Read what ``conn`` has sent; a complete head goes to the workers."""
         w = self._waiting.get(conn)
         if w is None:
             return
@@ -244,20 +351,62 @@ class MetricsServer:
         elif len(w.head) > MAX_HEAD_BYTES:
             self._drop(sel, conn)
 
-    def _expire(self, sel: selectors.BaseSelector, now: float) -> None:
-        while self._waiting:
-            conn, w = next(iter(self._waiting.items()))
-            if w.deadline > now:
-                return
-            self._drop(sel, conn)
+    def _take_done(self, sel: selectors.BaseSelector) -> None:
+        """Responses the workers could not write at once: written from here on, with one deadline."""
+        while self._done:
+            conn, rest = self._done.popleft()
+            while self._writing and self._pending_bytes + len(rest) > self.max_pending_bytes:
+                self._drop(sel, next(iter(self._writing)))  # the oldest has had the most time
+            try:
+                sel.register(conn, selectors.EVENT_WRITE, "write")
+            except Exception:
+                _close(conn)
+                continue
+            self._writing[conn] = _Writing(time.monotonic() + self.response_timeout_s, rest)
+            self._pending_bytes += len(rest)
 
-    def _drop(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:
+    def _write(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:
+        w = self._writing.get(conn)
+        if w is None:
+            return
+        try:
+            sent = conn.send(w.data)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:  # the client went away
+            self._drop(sel, conn)
+            return
+        w.data = w.data[sent:]
+        self._pending_bytes -= sent
+        if not w.data:
+            self._forget(sel, conn)
+            _finish(conn)
+
+    def _expire(self, sel: selectors.BaseSelector, now: float) -> None:
+        for held in (self._waiting, self._writing):
+            while held:
+                conn, w = next(iter(held.items()))
+                if w.deadline > now:
+                    break
+                self._drop(sel, conn)
+
+    def _forget(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:
         self._waiting.pop(conn, None)
+        w = self._writing.pop(conn, None)
+        if w is not None:
+            self._pending_bytes -= len(w.data)
         try:
             sel.unregister(conn)
         except (KeyError, ValueError):
             pass
-        _close(conn)
+
+    def _drop(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:
+        writing = conn in self._writing
+        self._forget(sel, conn)
+        if writing:
+            _abort(conn)
+        else:
+            _close(conn)
 
     # --- the workers -----------------------------------------------------------------------------
 
@@ -270,14 +419,26 @@ class MetricsServer:
                 return
             conn, head, address = item
             try:
-                conn.setblocking(True)
-                conn.settimeout(self.timeout_s)
-                RequestHandler((conn, head), address, self.httpd)
-            except Exception:  # a client that timed out or went away: nothing to answer
-                pass
-            finally:
-                try:
-                    conn.shutdown(socket.SHUT_WR)
-                except OSError:
-                    pass
-                _close(conn)
+                response = render(head, address, self.httpd)
+            except Exception:  # the handler answers errors itself; this is for its own defects
+                response = INTERNAL_ERROR
+            self._send(conn, response)
+
+    def _send(self, conn: socket.socket, response: bytes) -> None:
+        """Write what the socket takes now (a scrape's response usually fits its buffer); the loop
+        writes the rest."""
+        try:
+            sent = conn.send(response)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:  # the client went away
+            _close(conn)
+            return
+        if sent == len(response):
+            _finish(conn)
+            return
+        if self._stopping.is_set():
+            _close(conn)
+            return
+        self._done.append((conn, memoryview(response)[sent:]))
+        self._wake()

@@ -1,6 +1,11 @@
 """The advisor's view and the exporter's own health: findings, findings per rule, status, snapshot
 time, error counts. The per-rule series come from the rule registry, so every rule the advisor has
-is served from the first snapshot on."""
+is served from the first snapshot on.
+
+Findings per process grow with the processes on the box (a user can start a thousand), so at most
+``MAX_FINDING_SERIES`` ``pinmon_finding`` series are served, the worst severity first;
+``pinmon_rule_findings`` counts them all.
+"""
 from __future__ import annotations
 
 from ..advise.registry import REGISTRY
@@ -8,16 +13,18 @@ from ..model import SEVERITY_RANK, worst_severity
 from .families import Counter, Gauge, emit
 from .state import StateView
 
+MAX_FINDING_SERIES = 100
+
 
 def families(view: StateView) -> list:
     finding = Gauge("finding", "1 for each active advisor finding (rule ids are stable)",
                     ("rule", "severity", "subject"))
-    seen = set()
+    seen: dict = {}  # a duplicate series would make the whole scrape invalid: each key once, in order
     for f in view.findings:
-        key = (f.rule, f.severity, f.subject)
-        if key not in seen:  # a duplicate series would make the whole scrape invalid
-            seen.add(key)
-            finding.add(key, 1)
+        seen.setdefault((f.rule, f.severity, f.subject), None)
+    # Worst first; the advisor's order within a severity (sorted() is stable).
+    for key in sorted(seen, key=lambda k: -SEVERITY_RANK.get(k[1], 0))[:MAX_FINDING_SERIES]:
+        finding.add(key, 1)
     per_rule = Gauge("rule_findings", "active findings of each rule at each severity it reports, 0 included (a rule"
                      " disabled in the config stays 0)", ("rule", "severity"))
     status = Gauge("status", "worst active finding: 0 ok, 1 warning, 2 critical (as pinmon check's exit code)")

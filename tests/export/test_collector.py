@@ -240,10 +240,10 @@ def test_refresher_thread_plays_a_replay_and_holds_the_last_snapshot():
     assert value(text, "pinmon_gpu_pcie_rx_bytes_total", **G0) == 3000
 
 
-def test_label_values_are_escaped():
+def test_label_values_are_escaped_and_on_one_line():
     p = dataclasses.replace(make.full_processes(1)[0], name='we"ird\nname\\')
     text = render([make.full_snapshot(processes=[p])])
-    assert value(text, "pinmon_process_pinned_bytes", name='we"ird\nname\\') == MIB
+    assert value(text, "pinmon_process_pinned_bytes", name='we"ird name\\') == MIB
 
 
 def test_an_integer_past_any_float_is_left_out_not_the_section():

@@ -15,6 +15,7 @@ import time
 
 from ...export.processes import DEFAULT_TOP
 from ...export.server import DEFAULT_LISTEN, parse_listen
+from ...units import printable
 from ..common import (UsageError, advise, interval_arg, load_config, open_replay, print_notices, probe_every_arg,
                       size_arg, speed_arg)
 
@@ -78,10 +79,18 @@ def add_parser(sub) -> None:
                         "counting; --replay: the state at the recording's end)")
 
 
+# An error's text may quote what it failed on (a path under /tmp, a process's name): shown as data.
+ERROR_CHARS = 300
+
+
+def _say(text: str) -> None:
+    print(f"pinmon export: {text}", file=sys.stderr, flush=True)
+
+
 def _report(stage: str, exc: BaseException) -> None:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    print(f"pinmon export: {stage} failed ({text}); serving the last good data, counting failures in "
-          f"pinmon_collection_errors_total", file=sys.stderr, flush=True)
+    text = printable(" ".join(str(exc).split()) or type(exc).__name__, ERROR_CHARS)
+    _say(f"{stage} failed ({text}); serving the last good data, counting failures in "
+         f"pinmon_collection_errors_total")
 
 
 def _probe_runner(max_pinned):
@@ -176,16 +185,15 @@ def _serve(args, source, refresher, server) -> int:
     try:
         server.start()
         refresher.start()
-        what = f"replay of {args.replay}" if args.replay else "live"
-        print(f"pinmon export: serving {server.url} ({what})", file=sys.stderr, flush=True)
+        what = f"replay of {printable(args.replay, ERROR_CHARS)}" if args.replay else "live"
+        _say(f"serving {server.url} ({what})")
         if args.sub_probe_every is not None:
             prober = _start_prober(args, source, refresher.state)
         notified = False
         while not stop.wait(0.2):
             if refresher.finished.is_set() and not notified:
                 notified = True
-                for n in getattr(source, "notices", []):
-                    print(f"pinmon export: {n}", file=sys.stderr, flush=True)
+                print_notices(source, "pinmon export")
     except KeyboardInterrupt:
         pass
     finally:
@@ -203,7 +211,7 @@ def _start_prober(args, source, state):
 
     ok, reason = probe_available()
     if not ok:
-        print(f"pinmon export: {reason}; serving without probes", file=sys.stderr, flush=True)
+        _say(f"{printable(reason, ERROR_CHARS)}; serving without probes")
         return None
     max_pinned = args.sub_max_pinned if args.sub_max_pinned is not None else args.max_pinned
     return ProbeLoop(_probe_runner(max_pinned), source, state, args.sub_probe_every, on_error=_report).start()
