@@ -161,8 +161,10 @@ def printable(text: Optional[str], max_len: int = 200) -> str:
     characters with "…". ``None`` prints "n/a"."""
     if text is None:
         return NA
+    # Every character becomes at least one: the first max_len + 1 decide the result, however long
+    # the text (a 128 KiB argv[0] costs no more than a short one).
     out = []
-    for ch in str(text):
+    for ch in str(text)[: max_len + 1]:
         if ch in "\r\n\t\v\f":
             out.append(" ")
         elif ch.isprintable():
