@@ -32,8 +32,10 @@ BUFFER_BYTES = 1 << 20
 MAX_OUTSTANDING = 16          # 16 MiB of record buffers at most
 DEVICE_BUFFER_POOL_LIMIT = 8  # CUPTI's per-context device buffers (about 3 MB each by default)
 KINDS = ("MEMCPY", "MEMORY2", "CONTEXT")
-# Imported by programs that do CUDA work: arming on their import comes before that work.
-CUDA_MODULES = ("torch", "cupy", "jax", "jaxlib", "numba", "cuda", "tensorflow", "cudf", "rmm",
+# Imported by programs that do CUDA work: arming on their import comes before that work. numba
+# counts only with its CUDA part (plain numba is a CPU compiler). pinmon trace's bootstrap starts the
+# tracer on the same list (bootstrap/sitecustomize.py TRIGGERS).
+CUDA_MODULES = ("torch", "cupy", "jax", "jaxlib", "numba.cuda", "cuda", "tensorflow", "cudf", "rmm",
                 "tensorrt", "pycuda", "triton", "onnxruntime", "paddle", "mxnet", "cuml", "nvidia.dali")
 
 IDLE, ARMING, ARMED, PAUSED, FAILED, FORKED, CLOSED = (
@@ -473,11 +475,14 @@ class _Paused:
         return traced
 
 
-def announce(line: str) -> None:
-    """One line on stderr, in the first traced process only (``pinmon trace`` asks for it)."""
+def announce(line: str, engine: Optional[str] = None) -> None:
+    """One line on stderr, in the first traced process only (``pinmon trace`` asks for it), unless
+    ``engine`` is the one ``pinmon trace`` already said the program would get ($PINMON_TRACE_EXPECT)."""
     if os.environ.get("PINMON_TRACE_ANNOUNCE") != "1":
         return
     os.environ["PINMON_TRACE_ANNOUNCE"] = "0"  # children started later stay quiet
+    if engine is not None and os.environ.get("PINMON_TRACE_EXPECT") == engine:
+        return
     try:
         sys.stderr.write(f"pinmon trace: {line}\n")
         sys.stderr.flush()
