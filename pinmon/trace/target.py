@@ -4,7 +4,8 @@ The tracer runs inside the traced program's interpreter and imports ``cupti-pyth
 environment, not pinmon's: ``pinmon trace`` installed in one venv, the job in another (or a conda
 env) needs ``cupti-python`` in the job's. ``check(cmd, environ)`` finds the interpreter (CMD itself
 when it is ``python``/``python3.X``, or the interpreter a script's ``#!`` line names), asks it in a
-short subprocess (``CHECK_TIMEOUT_S``) whether it can import ``cupti`` and which CUDA wheels it has,
+short subprocess (``CHECK_TIMEOUT_S``) whether it can import ``cupti`` (and has what ``cupti-python``
+requires) and which CUDA wheels it has,
 and returns the one line ``pinmon trace`` prints: the engine the program will get and, where CUPTI is
 missing, the pip command to run with that interpreter. It says so when it cannot tell (a shell script,
 a check that fails).
@@ -42,7 +43,7 @@ _ISOLATING = {"I": "-I", "E": "-E", "S": "-S"}  # options that keep sitecustomiz
 _OPTS_WITH_VALUE = set("WXcm")
 
 CHECK_CODE = """
-import json, sys
+import json, re, sys
 out = {"version": list(sys.version_info[:3])}
 try:
     import importlib.util, importlib.metadata as md
@@ -58,6 +59,12 @@ try:
             return None
     out["cupti"] = spec("cupti")
     out["dists"] = {d: version(d) for d in %r}
+    try:
+        requires = md.requires("cupti-python") or []
+    except Exception:
+        requires = []
+    names = [re.match(r"[A-Za-z0-9._-]+", r).group(0) for r in requires if "extra ==" not in r]
+    out["cupti_missing"] = [n for n in names if version(n) is None][:8]
 except Exception as e:
     out["error"] = type(e).__name__
 print(json.dumps(out))
@@ -112,7 +119,8 @@ def find_interpreter(cmd: list, environ: dict) -> Optional[Interpreter]:
         return None
     interp, rest = words[0], words[1:]
     if os.path.basename(interp) == "env":
-        rest = [w for w in rest if not w.startswith("-") and "=" not in w]  # env -S, VAR=value
+        while rest and (rest[0].startswith("-") or "=" in rest[0]):  # env's own -S, VAR=value
+            rest = rest[1:]
         if not rest:
             return None
         interp, rest = rest[0], rest[1:]
@@ -250,7 +258,8 @@ def check(cmd: list, environ: dict, engine: str, branch: Optional[int] = None,
     if have_major == 13 and branch is not None and branch < CUDA13_DRIVER_BRANCH:
         return (f"engine hooks: {py} has cupti-python {have}, which needs a CUDA 13 driver (R580 or "
                 f"later; this one is R{branch}); for the CUPTI engine run {pip_line(py, 12)}", "hooks")
-    if have and not dists.get("cuda-bindings"):
-        return (f"engine hooks: {py} has cupti-python {have} without cuda-bindings; "
+    missing = [str(n)[:60] for n in info.get("cupti_missing") or []][:8]
+    if missing:
+        return (f"engine hooks: {py} has cupti-python {have} without {', '.join(missing)}; "
                 f"run {pip_line(py, have_major if have_major in CUPTI_PIP else major)}", "hooks")
     return (f"engine cupti where CUPTI starts: {py} has cupti-python {have or '(version unknown)'}", "cupti")
