@@ -173,3 +173,11 @@ def test_an_engine_variable_that_names_no_engine_is_one_line_and_exit_2(report_d
     ok = subprocess.run(args, env=env(report_dir, PINMON_TRACE_ENGINE=" Hooks "), capture_output=True,
                         text=True, cwd=ROOT, timeout=60)
     assert ok.returncode == 0 and ok.stdout == "ran\n", ok.stderr
+
+
+def test_a_cuda_library_that_is_not_installed_starts_nothing(report_dir):
+    prog = LOOK + ("try:\n    import torch\nexcept ImportError:\n    pass\n"
+                   "print(json.dumps(look()['pinmon']))\n")
+    r = trace(report_dir, sys.executable, "-c", prog, engine="hooks")
+    assert r.returncode == 0 and json.loads(r.stdout) == [], r.stderr
+    assert os.listdir(report_dir) == []

@@ -27,10 +27,13 @@ class _StartOnCudaImport:
 
     def __init__(self):
         self.done = False
+        self.busy = False
 
     def find_spec(self, fullname, path=None, target=None):
-        if self.done or fullname not in TRIGGERS:
+        if self.done or self.busy or fullname not in TRIGGERS:
             return None
+        if not self._exists(fullname, path, target):
+            return None  # "try: import torch" where there is none: no CUDA here
         self.done = True  # once, whatever happens: a tracer that cannot start is not retried per import
         try:
             trace = _load_pinmon_trace()
@@ -41,6 +44,20 @@ class _StartOnCudaImport:
             return hooked_spec(fullname, path, target)
         except Exception:
             return None  # never stop the program's import
+
+    def _exists(self, fullname, path, target) -> bool:
+        """Whether another finder has ``fullname``."""
+        self.busy = True
+        try:
+            for finder in sys.meta_path:
+                if finder is not self and hasattr(finder, "find_spec") and \
+                        finder.find_spec(fullname, path, target) is not None:
+                    return True
+            return False
+        except Exception:
+            return False
+        finally:
+            self.busy = False
 
     def invalidate_caches(self):
         pass
