@@ -25,13 +25,10 @@ def _python_m_cwd_entry():
     """Under ``python -m pinmon.trace``, Python put the working directory first on ``sys.path``; take
     it off before this package imports anything (``threading``, ``json``...), so that a module there
     cannot stand in for one of them. Returns the entry taken off, else None."""
-    argv = getattr(sys, "orig_argv", None) or []
-    try:
-        i = argv.index("-m", 1)
-    except ValueError:
+    if sys.argv[:1] != ["-m"]:  # what it is while python -m locates its module
         return None
-    if argv[i + 1:i + 2] not in (["pinmon.trace"], ["pinmon.trace.__main__"]) or any(
-            a == "-c" or not a.startswith("-") for a in argv[1:i]):
+    argv = getattr(sys, "orig_argv", None) or []
+    if not any(a == "-m" and b in ("pinmon.trace", "pinmon.trace.__main__") for a, b in zip(argv, argv[1:])):
         return None
     if sys.path and sys.path[0] in ("", os.getcwd()):
         return sys.path.pop(0)

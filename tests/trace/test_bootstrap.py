@@ -181,3 +181,17 @@ def test_a_cuda_library_that_is_not_installed_starts_nothing(report_dir):
     r = trace(report_dir, sys.executable, "-c", prog, engine="hooks")
     assert r.returncode == 0 and json.loads(r.stdout) == [], r.stderr
     assert os.listdir(report_dir) == []
+
+
+def test_interpreter_options_before_m_change_nothing(report_dir, tmp_path):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir(mode=0o700)
+    marker = tmp_path / "shadowed"
+    (cwd / "threading.py").write_text(f"open({str(marker)!r}, 'a').write('threading')\n")
+    prog = tmp_path / "prog.py"
+    prog.write_text("print('ran')\n")
+    r = subprocess.run([sys.executable, "-W", "ignore", "-X", "utf8", "-m", "pinmon.trace", str(prog)],
+                       env=env(report_dir, PYTHONPATH=ROOT), capture_output=True, text=True, cwd=str(cwd),
+                       timeout=60)
+    assert r.returncode == 0 and r.stdout == "ran\n", r.stderr
+    assert not marker.exists()
