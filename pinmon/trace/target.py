@@ -240,7 +240,7 @@ def check(cmd: list, environ: dict, engine: str, branch: Optional[int] = None,
     iso = isolating_option(interp.options)
     if iso:
         return (f"no tracer: {os.path.basename(py)} {iso} does not run pinmon's bootstrap; "
-                f"use python -m pinmon.trace with pinmon installed in that environment", None)
+                f"use python -P -m pinmon.trace with pinmon installed in that environment", None)
     info = probe(py, environ)
     if "error" in info:
         return (f"cannot tell whether {py} has cupti-python: {info['error']}", None)

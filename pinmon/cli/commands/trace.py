@@ -5,7 +5,7 @@ The tracer gets in through the environment: ``PYTHONPATH`` starts with ``pinmon/
 whose ``sitecustomize`` waits, in every Python interpreter the command starts (also through a shell
 script, ``torchrun`` or a child process), for the first import of a CUDA library, starts the tracer
 then, and runs the ``sitecustomize`` it shadows. An interpreter that imports none is left as it was.
-Interpreters started with ``-I``, ``-E`` or ``-S`` skip that hook: use ``python -m pinmon.trace
+Interpreters started with ``-I``, ``-E`` or ``-S`` skip that hook: use ``python -P -m pinmon.trace
 prog.py`` there (with pinmon installed in that environment).
 
 Before the program starts:
