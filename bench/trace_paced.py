@@ -236,8 +236,8 @@ def install_wheels(wheel_dir: str) -> dict:
     """The wheels of ``wheel_dir`` in a temporary --target directory, and the libraries to preload."""
     wheels = sorted(glob.glob(os.path.join(wheel_dir, "*.whl")))
     target = tempfile.mkdtemp(prefix="cupti12_")
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", target,
-                        *wheels], capture_output=True, text=True, timeout=600)
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
+                        "--target", target, *wheels], capture_output=True, text=True, timeout=600)
     cudart = sorted(glob.glob(os.path.join(target, "nvidia", "*", "lib", "libcudart.so.12*")))
     cupti = sorted(glob.glob(os.path.join(target, "nvidia", "*", "lib", "libcupti.so.12*")))
     return {"target": target, "wheels": [os.path.basename(w) for w in wheels], "pip_rc": r.returncode,
@@ -381,6 +381,10 @@ def main() -> int:
     if args.child:
         return child(libs, args.seconds, args.out)
     wheels = install_wheels(os.path.abspath(args.wheels)) if args.wheels else None
+    if wheels and (wheels["pip_rc"] != 0 or not wheels["wheels"] or not wheels["cupti"]):
+        print(f"trace_paced: the wheels of {args.wheels} did not install: {wheels['pip_tail'] or 'no wheels'}",
+              file=sys.stderr)
+        return 1
     rows = [run_engine(e, libs, args.seconds, wheels) for e in args.engines.split(",") if e]
     doc = {"schema": "pinmon.bench.trace_paced/1", "time": time.time(), "provenance": provenance(),
            "argv": portable_argv(sys.argv), "copy_bytes": COPY_BYTES, "round_s": ROUND_S,
