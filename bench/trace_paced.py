@@ -37,6 +37,7 @@ import ctypes
 import glob
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -294,8 +295,8 @@ def run_engine(engine: str, libs: list, seconds: float, wheels: dict | None) -> 
     row = {"engine": engine, "rc": rc, "stderr_tail": portable_text("".join(err)[-2000:]),
            "engine_in_report": final.get("engine"), "engine_notice": final.get("engine_notice"),
            "truth": {k: v for k, v in truth.items() if k not in ("wall_start", "wall_end")}}
-    if not truth.get("rounds"):
-        row["error"] = "the program did not finish its paced part"
+    if not truth.get("rounds") or not truth.get("libs"):
+        row["error"] = ("no library ran" if truth.get("rounds") else "the program did not finish its paced part")
         return row
     # The truth of the engine that ran (auto or cupti fall back to the hooks where CUPTI cannot start).
     ran = "hooks" if final.get("engine") == "hooks" else engine
@@ -385,7 +386,11 @@ def main() -> int:
         print(f"trace_paced: the wheels of {args.wheels} did not install: {wheels['pip_tail'] or 'no wheels'}",
               file=sys.stderr)
         return 1
-    rows = [run_engine(e, libs, args.seconds, wheels) for e in args.engines.split(",") if e]
+    try:
+        rows = [run_engine(e, libs, args.seconds, wheels) for e in args.engines.split(",") if e]
+    finally:
+        if wheels:
+            shutil.rmtree(wheels["target"], ignore_errors=True)
     doc = {"schema": "pinmon.bench.trace_paced/1", "time": time.time(), "provenance": provenance(),
            "argv": portable_argv(sys.argv), "copy_bytes": COPY_BYTES, "round_s": ROUND_S,
            "stream_bytes_per_s": STREAM_BYTES_PER_S, "goal_within": GOAL, "engines": rows}
