@@ -27,6 +27,7 @@ from typing import Optional
 CHECK_TIMEOUT_S = 5.0
 MIN_PYTHON = (3, 10)        # pinmon's own requires-python: the tracer runs inside that interpreter
 CUDA13_DRIVER_BRANCH = 580  # CUDA 13 needs an R580 driver or later
+CUPTI12_DRIVER_BRANCH = 550  # cupti-python 12.8 refuses drivers older than CUDA 12.4 (R550)
 # What each CUPTI major needs, pinned to the versions run on the test machine (pyproject's extras
 # cupti12 and cupti13 say the same; tests/trace/test_target.py checks that they agree).
 CUPTI_PIP = {
@@ -251,6 +252,9 @@ def check(cmd: list, environ: dict, engine: str, branch: Optional[int] = None,
     dists = info.get("dists") if isinstance(info.get("dists"), dict) else {}
     major = cupti_major(dists, branch)
     if not info.get("cupti"):
+        if branch is not None and branch < CUPTI12_DRIVER_BRANCH:
+            return (f"engine hooks: {py} has no cupti-python, and the one pinmon knows to work (12.8) needs an "
+                    f"R{CUPTI12_DRIVER_BRANCH} or later driver; this one is R{branch}", "hooks")
         return (f"engine hooks: {py} has no cupti-python; for the CUPTI engine run {pip_line(py, major)}",
                 "hooks")
     have = dists.get("cupti-python")

@@ -93,6 +93,8 @@ def test_the_line_for_each_case(tmp_path):
     line, expect = T.check([PY, "x.py"], e, "cupti", 580, probe=fake_probe(dists={"nvidia-cuda-runtime-cu12": "12.8"}))
     assert expect == "hooks" and line == (f"engine hooks: {PY} has no cupti-python; for the CUPTI engine run "
                                           f"{T.pip_line(PY, 12)}")
+    line, expect = T.check([PY], e, "auto", 535, probe=fake_probe())
+    assert expect == "hooks" and "needs an R550 or later driver; this one is R535" in line and "pip" not in line
     line, expect = T.check([PY], e, "auto", 570, probe=fake_probe(
         cupti=True, dists={"cupti-python": "13.0.1", "cuda-bindings": "13.0.3"}))
     assert expect == "hooks" and "needs a CUDA 13 driver" in line and "R570" in line and T.pip_line(PY, 12) in line
