@@ -226,10 +226,10 @@ def pip_line(python: str, major: int) -> str:
     return f"{shlex.quote(python)} -m pip install " + " ".join(shlex.quote(p) for p in CUPTI_PIP[major])
 
 
-def check(cmd: list, environ: dict, engine: str, branch: Optional[int] = None,
+def check(cmd: list, environ: dict, branch: Optional[int] = None,
           probe=probe_interpreter) -> tuple[str, Optional[str]]:
     """(the line to print, the engine expected: "cupti", "hooks" or None when unknown) for ``cmd``
-    run with ``engine`` ("auto" or "cupti")."""
+    run with the ``auto`` or ``cupti`` engine; ``branch``: the driver's (``driver_branch``)."""
     if not cmd or _which(cmd[0], environ) is None:
         return "", None  # nothing to run: exec says so
     interp = find_interpreter(cmd, environ)

@@ -87,30 +87,30 @@ def fake_probe(**answer):
 
 def test_the_line_for_each_case(tmp_path):
     e = dict(os.environ)
-    line, expect = T.check([PY, "x.py"], e, "auto", 580, probe=fake_probe(
+    line, expect = T.check([PY, "x.py"], e, 580, probe=fake_probe(
         cupti=True, dists={"cupti-python": "13.0.1", "cuda-bindings": "13.0.3"}))
     assert (line, expect) == (f"engine cupti where CUPTI starts: {PY} has cupti-python 13.0.1", "cupti")
-    line, expect = T.check([PY, "x.py"], e, "cupti", 580, probe=fake_probe(dists={"nvidia-cuda-runtime-cu12": "12.8"}))
+    line, expect = T.check([PY, "x.py"], e, 580, probe=fake_probe(dists={"nvidia-cuda-runtime-cu12": "12.8"}))
     assert expect == "hooks" and line == (f"engine hooks: {PY} has no cupti-python; for the CUPTI engine run "
                                           f"{T.pip_line(PY, 12)}")
-    line, expect = T.check([PY], e, "auto", 535, probe=fake_probe())
+    line, expect = T.check([PY], e, 535, probe=fake_probe())
     assert expect == "hooks" and "needs an R550 or later driver; this one is R535" in line and "pip" not in line
-    line, expect = T.check([PY], e, "auto", 570, probe=fake_probe(
+    line, expect = T.check([PY], e, 570, probe=fake_probe(
         cupti=True, dists={"cupti-python": "13.0.1", "cuda-bindings": "13.0.3"}))
     assert expect == "hooks" and "needs a CUDA 13 driver" in line and "R570" in line and T.pip_line(PY, 12) in line
-    line, expect = T.check([PY], e, "auto", 580, probe=fake_probe(
+    line, expect = T.check([PY], e, 580, probe=fake_probe(
         cupti=True, dists={"cupti-python": "12.8.0"}, cupti_missing=["cuda-bindings", "nvidia-cuda-cupti-cu12"]))
     assert expect == "hooks" and "without cuda-bindings, nvidia-cuda-cupti-cu12" in line
     assert T.pip_line(PY, 12) in line
-    line, expect = T.check([PY], e, "auto", None, probe=fake_probe(version=[3, 8, 10]))
+    line, expect = T.check([PY], e, None, probe=fake_probe(version=[3, 8, 10]))
     assert expect is None and line.startswith(f"no tracer: {PY} is Python 3.8.10")
-    line, expect = T.check([PY, "-I", "x.py"], e, "auto", None, probe=fake_probe())
+    line, expect = T.check([PY, "-I", "x.py"], e, None, probe=fake_probe())
     assert expect is None and "-I does not run pinmon's bootstrap" in line
-    line, expect = T.check([PY], e, "auto", None, probe=lambda p, env: {"error": "it did not answer within 5 s"})
+    line, expect = T.check([PY], e, None, probe=lambda p, env: {"error": "it did not answer within 5 s"})
     assert expect is None and line == f"cannot tell whether {PY} has cupti-python: it did not answer within 5 s"
-    line, expect = T.check(["sh", "-c", "python3 x.py"], e, "auto", 580, probe=fake_probe())
+    line, expect = T.check(["sh", "-c", "python3 x.py"], e, 580, probe=fake_probe())
     assert expect is None and line.startswith("cannot tell which Python sh runs") and "python -m pip install" in line
-    assert T.check(["no-such-command"], e, "auto", 580, probe=fake_probe()) == ("", None)
+    assert T.check(["no-such-command"], e, 580, probe=fake_probe()) == ("", None)
 
 
 def test_asking_a_real_interpreter(tmp_path):

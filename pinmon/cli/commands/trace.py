@@ -73,14 +73,14 @@ def traced_env(environ=None, trace_dir=None, engine=None) -> dict:
     return env
 
 
-def say_engine(cmd: list, environ: dict, engine: str, env: dict) -> None:
+def say_engine(cmd: list, environ: dict, env: dict) -> None:
     """The one line on the engine the program will get (``pinmon.trace.target``); where that is known,
     the traced process speaks up only if it gets another."""
     from ...trace.target import check, driver_branch
     from ...units import printable
 
     try:
-        line, expected = check(cmd, environ, engine, branch=driver_branch())
+        line, expected = check(cmd, environ, branch=driver_branch())
     except Exception as e:  # the check is advice: it never stops the program
         line, expected = f"cannot tell which engine the program will get ({type(e).__name__})", None
     if line:
@@ -107,7 +107,7 @@ def run(args) -> int:
 
     warn_if_unusable(env.get("PINMON_TRACE_DIR"), "pinmon: trace")
     if engine != "hooks":
-        say_engine(cmd, dict(os.environ), engine, env)
+        say_engine(cmd, dict(os.environ), env)
     sys.stdout.flush()
     sys.stderr.flush()
     try:
