@@ -50,7 +50,7 @@ from collections import Counter, defaultdict
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
-from provenance import provenance  # noqa: E402
+from provenance import portable_text, provenance  # noqa: E402
 
 KIB, MIB = 1 << 10, 1 << 20
 RECORD_CAP = 900          # raw records kept per workload (all are summed)
@@ -1294,7 +1294,7 @@ class Runner:
             output, _ = p.communicate()
             status = "timeout"
         wall = now_s() - t0
-        self.log.write(f"===== {label} rc={p.returncode} wall={wall:.1f}s\n{tail(output, 8000)}\n")
+        self.log.write(portable_text(f"===== {label} rc={p.returncode} wall={wall:.1f}s\n{tail(output, 8000)}\n"))
         self.log.flush()
         path = os.path.join(self.tmpdir, label + ".json")
         result = None
@@ -1328,6 +1328,7 @@ class Runner:
                         d = json.loads(line)
                         d["workload"] = label
                         line = jdump(d) + "\n"
+                    line = portable_text(line)  # a MEMORY2 record's source: the library's path
                     self.records.write(line)
                     self.records_bytes += len(line)
         except OSError:
@@ -1523,7 +1524,9 @@ def parent_main(args) -> int:
         facts["elapsed_s"] = runner.elapsed()
         runner.close()
         with open(os.path.join(outdir, "cupti_facts.json"), "w") as f:
-            json.dump(facts, f, indent=1, default=repr)
+            # Paths (the libcupti and cupti module a child loaded) relative to site-packages or the
+            # temporary directory, never the machine's own.
+            f.write(portable_text(json.dumps(facts, indent=1, default=repr)))
     print_summary(facts)
     return 0
 

@@ -14,7 +14,8 @@ host name, no path.
   ``DISTRIBUTIONS`` (importlib.metadata); one that is not installed is left out.
 - ``driver``, ``cuda_driver``, ``gpus``: from NVML (``pynvml``) when it loads, else ``gpu_error`` says why.
 
-``portable_argv`` is how a script records a command line it ran, without the machine's paths.
+``portable_argv`` is how a script records a command line it ran, without the machine's paths;
+``portable_path`` and ``portable_text`` how it records a path (a loaded library, a module) or a log.
 """
 from __future__ import annotations
 
@@ -118,6 +119,35 @@ def portable_argv(argv, tree: str = ROOT) -> list[str]:
             arg = rel if inside else os.path.basename(arg)
         out.append(arg)
     return out
+
+
+_ABS_PATH = re.compile(r"(?<![\w.:/~-])/(?:[\w.+@%~-]+/)*[\w.+@%~-]+")
+
+
+def portable_path(path: str, tree: str = ROOT, tmp: str | None = None) -> str:
+    """``path`` as a result records it, with no directory of the machine it ran on: relative to the
+    checkout ``tree``, from ``site-packages/`` on for an installed package's file
+    (``site-packages/nvidia/cu13/lib/libcupti.so.13``: which library loaded is the fact), relative to
+    the temporary directory for what a script installed there (``cupti134/cupti/__init__.py``);
+    any other path (``/dev/nvidiactl``, ``/proc/...``) as it is."""
+    import tempfile
+
+    norm = os.path.normpath(path)
+    for base in (tree, tmp or tempfile.gettempdir()):
+        base = os.path.normpath(base)
+        if base != os.sep and norm.startswith(base + os.sep):
+            rel = os.path.relpath(norm, base)
+            if base == os.path.normpath(tree):
+                return rel
+            m = re.search(r"(?:^|/)((?:site|dist)-packages/.*)$", rel)
+            return m.group(1) if m else rel
+    m = re.search(r"/((?:site|dist)-packages/.*)$", norm)
+    return m.group(1) if m else path
+
+
+def portable_text(text: str, tree: str = ROOT, tmp: str | None = None) -> str:
+    """``text`` (a log, a dumped JSON document) with every absolute path through ``portable_path``."""
+    return _ABS_PATH.sub(lambda m: portable_path(m.group(0), tree, tmp), text)
 
 
 def provenance(tree: str = ROOT) -> dict:

@@ -1,7 +1,8 @@
 """The ProcessPinned fields that a traced process's CUPTI figures fill in (``cupti`` of its report).
 
 A report is untrusted input: every value is type-checked and bounded here, and a missing or odd one
-is ``None`` ("unknown"), never a guess. The figures the hooks also have (pinned bytes, allocation
+is ``None`` ("unknown"), never a guess; a rate is only taken within physical bounds (``MIN_GPU_S``,
+``MAX_BYTES_PER_S``). The figures the hooks also have (pinned bytes, allocation
 rate, pageable copy rate) are already CUPTI's in a report where CUPTI ran (``pinmon/trace/merge.py``);
 this module adds what only CUPTI knows, and (``transfer_fields``, for either engine) the copies per
 direction and host memory kind from the report's ``copies``.
@@ -16,13 +17,36 @@ from ..model import TRANSFER_FIGURES, TRANSFER_KEYS
 
 ENGINES = ("cupti", "hooks")
 _BUS_ID = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
+# Physical bounds on a report's rates. A copy's GPU time is at least a microsecond (CUPTI's timestamps
+# of the smallest copy are microseconds apart), so a rate is computed only from at least that much; and
+# no host link moves more than MAX_BYTES_PER_S (twice NVLink-C2C's 450 GB/s a direction, the fastest
+# host link; PCIe 6.0 x16 is 121 GB/s): a rate above it is no measurement. A forged GPU time of 1e-300 s
+# would otherwise make an infinite rate.
+MIN_GPU_S = 1e-6
+MAX_BYTES_PER_S = 1e12
 
 
 def _num(v: Any) -> Optional[float]:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    v = float(v)
+    try:
+        v = float(v)
+    except OverflowError:  # an int past the float range
+        return None
     return v if math.isfinite(v) and v >= 0 else None
+
+
+def _rate(v: Any) -> Optional[float]:
+    """A report's rate (bytes/s), or None when it is not one a link can carry."""
+    v = _num(v)
+    return v if v is not None and v <= MAX_BYTES_PER_S else None
+
+
+def rate_over(nbytes: Optional[float], gpu_s: Optional[float]) -> Optional[float]:
+    """``nbytes / gpu_s`` within the physical bounds above, else None."""
+    if nbytes is None or gpu_s is None or gpu_s < MIN_GPU_S:
+        return None
+    return _rate(nbytes / gpu_s)
 
 
 def _get(d: Any, *keys) -> Any:
@@ -50,9 +74,10 @@ def cupti_fields(report: dict) -> dict:
     for d in ("h2d", "d2h"):
         rows = _get(copies, d)
         if isinstance(rows, dict):
-            rates = [_num(_get(rows, mem, "bytes_per_s")) for mem in rows]
-            known = [r for r in rates if r is not None]
-            out[f"{d}_copy_bytes_per_s"] = sum(known) if known else None
+            values = [_num(_get(rows, mem, "bytes_per_s")) for mem in list(rows)[:8]]
+            known = [r for r in values if r is not None]
+            # One kind's rate past what a link carries makes the direction's sum unknown, not smaller.
+            out[f"{d}_copy_bytes_per_s"] = _rate(sum(known)) if known else None
     bulk = window.get("pinned_bulk")
     gpu = _busiest_device(bulk)
     if gpu is None:
@@ -65,7 +90,7 @@ def cupti_fields(report: dict) -> dict:
         busy = _num(row.get("gpu_s"))
         nbytes = _num(row.get("bytes"))
         out[f"{d}_pinned_bulk_busy_s"] = busy
-        out[f"{d}_pinned_bulk_bytes_per_s"] = nbytes / busy if nbytes is not None and busy else None
+        out[f"{d}_pinned_bulk_bytes_per_s"] = rate_over(nbytes, busy)
         default = _num(row.get("default_stream_bytes"))
         if default is not None and nbytes:
             shares.append((min(default, nbytes), nbytes))
@@ -107,5 +132,5 @@ def transfer_fields(report: dict) -> dict:
     for key in TRANSFER_KEYS:
         d, mem = key.split(".")
         row = _get(copies, d, mem)
-        out[key] = {name: _num(row.get(name)) if isinstance(row, dict) else None for name in TRANSFER_FIGURES}
+        out[key] = {name: _rate(row.get(name)) if isinstance(row, dict) else None for name in TRANSFER_FIGURES}
     return {"transfers": out}

@@ -4,8 +4,10 @@
 memory and host<->device copy functions as soon as the program imports them (installing imports
 neither), and starts a daemon thread that writes this process's figures every 0.5 s to
 ``<runtime dir>/<pid>.json`` (see ``report.py``), where ``pinmon`` picks them up and shows the
-process as "traced". ``python -m pinmon.trace prog.py args...`` and ``pinmon trace -- CMD`` run a
-program with the tracer installed.
+process as "traced". ``pinmon trace -- CMD`` and ``python -P -m pinmon.trace prog.py args...`` run a
+program with the tracer started at its first import of a CUDA library (``start_on_cuda_import``):
+a Python process that never imports one is left untouched. The report thread is ended before a
+fork and started again after it, so the tracer never makes a process fork with threads of its own.
 
 Engines (``PINMON_TRACE_ENGINE`` or ``install(engine=...)``): ``hooks`` is the CuPy/PyTorch wrappers
 alone; ``cupti`` and ``auto`` (the default) also arm CUPTI (``engine_cupti.py``) when the program
@@ -15,9 +17,28 @@ one report of both.
 """
 from __future__ import annotations
 
-import atexit
 import os
-import threading
+import sys
+
+
+def _python_m_cwd_entry():
+    """Under ``python -m pinmon.trace``, Python put the working directory first on ``sys.path``; take
+    it off before this package imports anything (``threading``, ``json``...), so that a module there
+    cannot stand in for one of them. Returns the entry taken off, else None."""
+    if sys.argv[:1] != ["-m"]:  # what it is while python -m locates its module
+        return None
+    argv = getattr(sys, "orig_argv", None) or []
+    if not any(a == "-m" and b in ("pinmon.trace", "pinmon.trace.__main__") for a, b in zip(argv, argv[1:])):
+        return None
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        return sys.path.pop(0)
+    return None
+
+
+PYTHON_M_CWD_ENTRY = _python_m_cwd_entry()
+
+import atexit  # noqa: E402  (after the working directory left sys.path, on purpose)
+import threading  # noqa: E402
 from typing import Optional
 
 from .report import ReportWriter
@@ -50,6 +71,28 @@ def engine_mode(value: Optional[str] = None) -> str:
     return v if v in ENGINES else "auto"
 
 
+def start_on_cuda_import() -> None:
+    """Install the tracer when the program first imports a CUDA library (``CUDA_MODULES`` of
+    ``engine_cupti``), not before: a program that never does stays untouched (``python -m pinmon.trace``;
+    ``pinmon trace``'s bootstrap does the same without importing pinmon first)."""
+    from .engine_cupti import CUDA_MODULES
+    from .importhook import when_imported
+
+    for name in CUDA_MODULES:
+        when_imported(name, lambda _module: install())
+
+
+def bad_engine_env(environ=None) -> Optional[str]:
+    """One line when $PINMON_TRACE_ENGINE is set to something that is no engine, else None. The
+    traced process takes such a value as "auto" (it must not fail); the commands refuse it."""
+    value = (os.environ if environ is None else environ).get("PINMON_TRACE_ENGINE")
+    if value is None or not value.strip() or value.strip().lower() in ENGINES:
+        return None
+    from ..units import printable
+
+    return f"PINMON_TRACE_ENGINE={printable(value, 40)} is not an engine ({', '.join(ENGINES)})"
+
+
 def install(directory: Optional[str] = None, interval_s: Optional[float] = None,
             engine: Optional[str] = None) -> bool:
     """Install the hooks, the CUPTI engine (unless ``engine`` is "hooks") and the report thread once
@@ -78,7 +121,8 @@ def install(directory: Optional[str] = None, interval_s: Optional[float] = None,
                 # atexit runs last-registered first: CUPTI's last records land before the final report.
                 atexit.register(_engine.close)
             if hasattr(os, "register_at_fork"):
-                os.register_at_fork(after_in_child=_after_fork)
+                os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                                    after_in_child=_after_fork)
             return True
         except Exception:
             return False
@@ -96,9 +140,9 @@ def _start_cupti(mode: str, when_imported):
                 return
             if eng.arm():
                 if mode == "auto":
-                    announce(f"engine cupti (cupti-python {eng.version or '?'}), pid {os.getpid()}")
+                    announce(f"engine cupti (cupti-python {eng.version or '?'}), pid {os.getpid()}", "cupti")
             else:
-                announce(f"engine hooks, pid {os.getpid()}: {eng.notice}")
+                announce(f"engine hooks, pid {os.getpid()}: {eng.notice}", "hooks")
 
         watch_profilers(eng, when_imported)
         for name in CUDA_MODULES:
@@ -133,6 +177,25 @@ def _env_interval() -> float:
         return v if v > 0 else INTERVAL_S
     except ValueError:
         return INTERVAL_S
+
+
+def _before_fork() -> None:
+    """The process forks with no thread of the tracer's (see ``ReportWriter.pause``)."""
+    w = _writer
+    if w is not None:
+        try:
+            w.pause()
+        except Exception:
+            pass
+
+
+def _after_fork_in_parent() -> None:
+    w = _writer
+    if w is not None:
+        try:
+            w.resume()
+        except Exception:
+            pass
 
 
 def _after_fork() -> None:

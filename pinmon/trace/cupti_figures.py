@@ -10,8 +10,8 @@ Figures, per process:
 - copies by direction (h2d, d2h), host memory kind (pinned, pageable, managed, other) and size
   class: bytes, copies, summed GPU time, achieved rate (bytes over summed GPU time), and the median
   and 10th percentile of per-copy rates from a log histogram (quarter-octave buckets, ~19% wide);
-- the same over the last ``WINDOW_S`` seconds of GPU time (half-second bins stamped with each copy's
-  end), with the copies of at least ``BULK_BYTES`` from pinned memory per device and the share of
+- the same over a window of the last ``WINDOW_S`` to ``WINDOW_S`` + 0.5 seconds of GPU time: whole
+  half-second bins (stamped with each copy's end) over the time they span (``window_span``), with the copies of at least ``BULK_BYTES`` from pinned memory per device and the share of
   them on a context's legacy default (null) stream;
 - pinned host memory from MEMORY2: bytes held, peak, allocations and releases with their rates,
   the median of recent allocation sizes and a power-of-two histogram; managed and device bytes held.
@@ -400,13 +400,27 @@ class CuptiFigures:
                 per[hname] = row
         return out
 
+    def window_span(self, now_ns: int) -> tuple[int, int]:
+        """(first bin key, start ns) of the window that ends at ``now_ns``.
+
+        The window is made of whole bins, so its start is the start of its first bin: the bin that
+        holds ``now_ns - WINDOW_S`` (the window spans WINDOW_S to WINDOW_S + one bin), or the moment
+        collection started where that is later. Sums over whole bins divided by the time those bins
+        span are unbiased at every phase of the bins (a bin that straddles the start, counted whole but
+        divided by only its part inside the window, reads up to one bin's worth high: x1.1 at most)."""
+        k0 = (now_ns - int(WINDOW_S * 1e9)) // BIN_NS
+        lo_ns = k0 * BIN_NS
+        first = self.started_ns
+        if first is None and self.bins:
+            first = min(self.bins) * BIN_NS  # collection's start unknown: its first bin's
+        if first is not None and first > lo_ns:
+            lo_ns = first
+            k0 = first // BIN_NS
+        return k0, lo_ns
+
     def _window(self, now_ns: int) -> dict:
-        lo_ns = now_ns - int(WINDOW_S * 1e9)
-        if self.started_ns is not None:
-            lo_ns = max(lo_ns, self.started_ns)
-        elif self.bins:
-            lo_ns = max(lo_ns, min(self.bins) * BIN_NS)
-        keys = [k for k in self.bins if (k + 1) * BIN_NS > lo_ns and k * BIN_NS <= now_ns]
+        k0, lo_ns = self.window_span(now_ns)
+        keys = [k for k in self.bins if k0 <= k and k * BIN_NS <= now_ns]
         span_s = max(now_ns - lo_ns, 0) * 1e-9
         slots = [[0, 0, 0] for _ in range(_N_SLOTS)]
         bulk: dict = {}

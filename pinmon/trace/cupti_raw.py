@@ -22,7 +22,8 @@ from typing import Callable, Optional
 
 # (CUPTI activity kind, the stem of cupti-python's dtype names, the fields read, in offset order).
 # The dtype of the newest record version cupti-python knows is taken (activity_memcpy6_dtype in
-# 13.0, activity_memcpy7_dtype in 13.4): that is the struct its libcupti writes.
+# 13.0, activity_memcpy7_dtype in 13.4, c_upti_activity_memcpy6_dtype in 12.8): that is the struct
+# its libcupti writes.
 MEMCPY_FIELDS = ("kind", "copy_kind", "src_kind", "dst_kind", "bytes", "start", "end", "device_id",
                  "context_id", "stream_id", "copy_count")
 MEMORY_FIELDS = ("kind", "memory_operation_type", "memory_kind", "bytes", "timestamp")
@@ -67,8 +68,9 @@ class Layout:
 
 
 def newest_dtype_name(cupti, stem: str) -> Optional[str]:
-    """``activity_<stem><N>_dtype`` with the largest N that ``cupti`` has, or None."""
-    pattern = re.compile(rf"activity_{stem}(\d+)_dtype")
+    """``activity_<stem><N>_dtype`` (cupti-python 13) or ``c_upti_activity_<stem><N>_dtype`` (12.x)
+    with the largest N that ``cupti`` has, or None."""
+    pattern = re.compile(rf"(?:c_upti_)?activity_{stem}(\d+)_dtype")
     found = [(int(m.group(1)), n) for n in dir(cupti) for m in [pattern.fullmatch(n)] if m]
     return max(found)[1] if found else None
 

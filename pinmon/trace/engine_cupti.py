@@ -12,6 +12,10 @@ not yet completed; past that the request gets no buffer and CUPTI drops records 
 report). CUPTI's own device-side buffers (pinned host memory since CUDA 12.0 Update 1) are capped at
 ``DEVICE_BUFFER_POOL_LIMIT`` per context.
 
+Both CUPTI majors work, whichever ``cupti-python`` the program's environment has (12.x for CUDA 12,
+13.x for CUDA 13): their APIs differ in names only (``activity_attribute``, ``cupti_raw.layouts_of``),
+and ``major`` in the report says which ran.
+
 Failure never reaches the program: a missing ``cupti-python``, a missing driver, CUPTI taken by another
 tool (Nsight, compute-sanitizer: ``ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED``) leave the engine
 ``failed`` with a one-line notice, and the tracer's hooks carry on alone. A torch.profiler or
@@ -32,8 +36,10 @@ BUFFER_BYTES = 1 << 20
 MAX_OUTSTANDING = 16          # 16 MiB of record buffers at most
 DEVICE_BUFFER_POOL_LIMIT = 8  # CUPTI's per-context device buffers (about 3 MB each by default)
 KINDS = ("MEMCPY", "MEMORY2", "CONTEXT")
-# Imported by programs that do CUDA work: arming on their import comes before that work.
-CUDA_MODULES = ("torch", "cupy", "jax", "jaxlib", "numba", "cuda", "tensorflow", "cudf", "rmm",
+# Imported by programs that do CUDA work: arming on their import comes before that work. numba
+# counts only with its CUDA part (plain numba is a CPU compiler). pinmon trace's bootstrap starts the
+# tracer on the same list (bootstrap/sitecustomize.py TRIGGERS).
+CUDA_MODULES = ("torch", "cupy", "jax", "jaxlib", "numba.cuda", "cuda", "tensorflow", "cudf", "rmm",
                 "tensorrt", "pycuda", "triton", "onnxruntime", "paddle", "mxnet", "cuml", "nvidia.dali")
 
 IDLE, ARMING, ARMED, PAUSED, FAILED, FORKED, CLOSED = (
@@ -67,6 +73,7 @@ class CuptiEngine:
         self._clock_ns = clock_ns
         self.cupti = None
         self.version: Optional[str] = None
+        self.major: Optional[int] = None      # 12 or 13: which cupti-python the program's environment has
         self.state = IDLE
         self.notice: Optional[str] = None
         self.figures: Optional[CuptiFigures] = None
@@ -108,6 +115,7 @@ class CuptiEngine:
             except Exception as e:
                 return self._fail(f"cupti-python does not load: {describe_error(None, e)}")
             c = self.cupti
+            self.major = cupti_major(c, self.version)
             try:
                 ak = c.ActivityKind
                 if (int(ak.MEMCPY), int(ak.MEMORY2), int(ak.CONTEXT)) != (KIND_MEMCPY, KIND_MEMORY2, KIND_CONTEXT):
@@ -173,17 +181,16 @@ class CuptiEngine:
     def _set_device_buffers(self) -> None:
         """Cap CUPTI's device-side buffer pool, then read back what it uses."""
         c = self.cupti
-        attr = c.ActivityAttribute
         try:
-            _set_attr(c, attr.ATTR_DEVICE_BUFFER_POOL_LIMIT, DEVICE_BUFFER_POOL_LIMIT)
+            _set_attr(c, activity_attribute(c, "DEVICE_BUFFER_POOL_LIMIT"), DEVICE_BUFFER_POOL_LIMIT)
         except Exception as e:
             self.attributes["set_error"] = describe_error(c, e)
-        for key, name in (("device_buffer_bytes", "ATTR_DEVICE_BUFFER_SIZE"),
-                          ("device_buffer_pool_limit", "ATTR_DEVICE_BUFFER_POOL_LIMIT"),
-                          ("device_buffers_preallocated", "ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE"),
-                          ("device_buffers_in_pinned_memory", "ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED")):
+        for key, name in (("device_buffer_bytes", "DEVICE_BUFFER_SIZE"),
+                          ("device_buffer_pool_limit", "DEVICE_BUFFER_POOL_LIMIT"),
+                          ("device_buffers_preallocated", "DEVICE_BUFFER_PRE_ALLOCATE_VALUE"),
+                          ("device_buffers_in_pinned_memory", "MEM_ALLOCATION_TYPE_HOST_PINNED")):
             try:
-                self.attributes[key] = _get_attr(c, getattr(attr, name))
+                self.attributes[key] = _get_attr(c, activity_attribute(c, name))
             except Exception:
                 self.attributes[key] = None
 
@@ -305,7 +312,7 @@ class CuptiEngine:
             return None
         out = figures.report(self._now_ns())
         self._resolve_devices(figures.device_ids())
-        out.update(version=self.version, state=self.state, paused_by=self.paused_by,
+        out.update(version=self.version, major=self.major, state=self.state, paused_by=self.paused_by,
                    dropped_records=self.dropped, flushes=self.flushes, flush_errors=self.flush_errors,
                    buffers={"bytes": BUFFER_BYTES, "handed_out": self.buffers, "outstanding": self.outstanding,
                             "limit": MAX_OUTSTANDING, "refused": self.refused},
@@ -331,6 +338,32 @@ def _load_cupti():
     except Exception:
         version = None
     return cupti, version
+
+
+def activity_attribute(cupti, name: str):
+    """``cupti.ActivityAttribute`` member ``name`` ("DEVICE_BUFFER_SIZE"): cupti-python 13 spells it
+    ``ATTR_DEVICE_BUFFER_SIZE``, 12.x ``DEVICE_BUFFER_SIZE``."""
+    attr = cupti.ActivityAttribute
+    for spelled in ("ATTR_" + name, name):
+        member = getattr(attr, spelled, None)
+        if member is not None:
+            return member
+    raise AttributeError(f"cupti.ActivityAttribute has no {name}")
+
+
+def cupti_major(cupti, version: Optional[str]) -> Optional[int]:
+    """The CUDA major ``cupti-python`` is built for: its version's first number, else what its names
+    say (12.x names record dtypes ``c_upti_activity_*``, 13 ``activity_*``)."""
+    try:
+        return int(str(version).split(".")[0])
+    except (TypeError, ValueError):
+        pass
+    names = dir(cupti)
+    if any(n.startswith("c_upti_activity_") for n in names):
+        return 12
+    if any(n.startswith("activity_") and n.endswith("_dtype") for n in names):
+        return 13
+    return None
 
 
 def _set_attr(c, attr, value: int, ctype=ctypes.c_size_t) -> None:
@@ -473,11 +506,14 @@ class _Paused:
         return traced
 
 
-def announce(line: str) -> None:
-    """One line on stderr, in the first traced process only (``pinmon trace`` asks for it)."""
+def announce(line: str, engine: Optional[str] = None) -> None:
+    """One line on stderr, in the first traced process only (``pinmon trace`` asks for it), unless
+    ``engine`` is the one ``pinmon trace`` already said the program would get ($PINMON_TRACE_EXPECT)."""
     if os.environ.get("PINMON_TRACE_ANNOUNCE") != "1":
         return
     os.environ["PINMON_TRACE_ANNOUNCE"] = "0"  # children started later stay quiet
+    if engine is not None and os.environ.get("PINMON_TRACE_EXPECT") == engine:
+        return
     try:
         sys.stderr.write(f"pinmon trace: {line}\n")
         sys.stderr.flush()

@@ -73,6 +73,13 @@ class _Finder(importlib.abc.MetaPathFinder):
 _finder = _Finder()
 
 
+def hooked_spec(fullname: str, path=None, target=None):
+    """The spec this module's finder gives ``fullname`` (its loader wrapped so that the callbacks
+    registered for it run after it loads), or None when none are registered. For a finder that
+    starts the tracer in the middle of the import of a module the tracer hooks."""
+    return _finder.find_spec(fullname, path, target)
+
+
 def when_imported(name: str, fn: Callable) -> None:
     with _lock:
         module = sys.modules.get(name)

@@ -167,7 +167,8 @@ def _open_temp(directory: str, pid: int) -> tuple[int, str]:
 
 
 class ReportWriter:
-    """Daemon thread: writes this process's report every ``interval_s`` and once more at exit."""
+    """Daemon thread: writes this process's report every ``interval_s`` and once more at exit; the
+    thread is ended before a fork and started again after it (``pause``/``resume``)."""
 
     def __init__(self, build: Callable[[], dict], directory: Optional[str] = None,
                  interval_s: float = INTERVAL_S):
@@ -180,6 +181,8 @@ class ReportWriter:
         self.error: Optional[str] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._started = False   # start() ran: the thread runs, or is paused across a fork
+        self._stopped = False   # stop() ran: the final report is written, no thread again
         self._lock = threading.Lock()
 
     def payload(self, final: bool = False) -> dict:
@@ -203,17 +206,58 @@ class ReportWriter:
                 self.error = f"{type(e).__name__}: {e}"
                 return False
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.wait(self.interval_s):
             self.write_once()
 
     def start(self) -> None:
-        if self._thread is not None:
+        if self._thread is not None or self._started:
             return
-        self._thread = threading.Thread(target=self._run, name="pinmon-trace-report", daemon=True)
-        self._thread.start()
+        self._started = True
+        self._spawn()
         atexit.register(self.stop)
 
+    def _spawn(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(self._stop,), name="pinmon-trace-report",
+                                        daemon=True)
+        self._thread.start()
+
+    def pause(self) -> None:
+        """Before a fork: end the thread, so that the process forks with no thread of the tracer's.
+        Python 3.12 warns at a fork of a multi-threaded process (an error under ``-W error``), and a
+        lock the thread held would stay held in the child. Waits for the OS thread to be gone, which
+        is what that warning counts, at most ``PAUSE_WAIT_S``."""
+        thread = self._thread
+        if thread is None:
+            return
+        self._stop.set()
+        thread.join(PAUSE_WAIT_S)
+        if thread.is_alive():
+            return  # busy past the bound (a write stuck in the file system): fork with it
+        self._thread = None
+        _wait_thread_gone(thread.native_id, PAUSE_WAIT_S)
+
+    def resume(self) -> None:
+        """After a fork, in the parent: the thread again (unless the writer has stopped for good)."""
+        if self._thread is None and self._started and not self._stopped and os.getpid() == self.pid:
+            self._spawn()
+
     def stop(self) -> None:
+        self._stopped = True
         self._stop.set()
         self.write_once(final=True)
+
+
+PAUSE_WAIT_S = 1.0
+
+
+def _wait_thread_gone(native_id: Optional[int], timeout_s: float) -> None:
+    """Until the kernel no longer lists thread ``native_id`` of this process (Linux), at most
+    ``timeout_s``: a joined Python thread ends a few microseconds after ``join`` returns."""
+    if not native_id:
+        return
+    task = f"/proc/self/task/{native_id}"
+    deadline = time.monotonic() + timeout_s
+    while os.path.exists(task) and time.monotonic() < deadline:
+        time.sleep(0.0001)

@@ -1,6 +1,7 @@
 """A traced process's CUPTI figures into its snapshot row: the fields only CUPTI has, from a report
 built the way the tracer builds it, and nothing but None from odd or hostile values."""
 import copy
+import math
 
 import pytest
 
@@ -138,3 +139,35 @@ def test_odd_transfer_values_become_unknown(copies):
         return
     assert all(v is None for row in t.values() for v in row.values())
     ProcessPinned(pid=1, transfers=t)
+
+
+@pytest.mark.parametrize("gpu_s, nbytes", [(1e-300, 1e9), (5e-324, 2**1023), (1e-7, 1e6), (0.5, 1e15)],
+                         ids=["tiny-time", "overflow", "under-a-microsecond", "past-any-link"])
+def test_a_forged_gpu_time_or_size_gives_no_rate(gpu_s, nbytes):
+    rep = copy.deepcopy(report())
+    bulk = rep["cupti"]["window"]["pinned_bulk"]["h2d"]
+    del bulk["0"]  # GPU 1 is the one its figures come from
+    bulk["1"]["gpu_s"], bulk["1"]["bytes"] = gpu_s, nbytes
+    out = cupti_fields(rep)
+    assert out["h2d_pinned_bulk_bytes_per_s"] is None
+    assert all(v is None or isinstance(v, str) or math.isfinite(v) for v in out.values())
+
+
+def test_a_plausible_rate_stays():
+    rep = copy.deepcopy(report())
+    bulk = rep["cupti"]["window"]["pinned_bulk"]["h2d"]
+    del bulk["0"]
+    bulk["1"]["gpu_s"], bulk["1"]["bytes"] = 1e-3, 50e6  # 50 GB/s over a millisecond
+    assert cupti_fields(rep)["h2d_pinned_bulk_bytes_per_s"] == pytest.approx(50e9)
+
+
+def test_rates_above_any_host_link_are_unknown():
+    from pinmon.collect.traced_cupti import MAX_BYTES_PER_S, transfer_fields
+
+    rep = copy.deepcopy(report())
+    rep["cupti"]["window"]["copies"]["h2d"]["pinned"]["bytes_per_s"] = 1e300
+    assert cupti_fields(rep)["h2d_copy_bytes_per_s"] is None
+    copies = {"h2d": {"pinned": {"bytes_per_s": 1e300, "achieved_bytes_per_s": 2 * MAX_BYTES_PER_S,
+                                 "rate_p50": 55e9, "rate_p10": 10**400}}}
+    t = transfer_fields({"copies": copies})["transfers"]["h2d.pinned"]
+    assert t == {"bytes_per_s": None, "achieved_bytes_per_s": None, "rate_p50": 55e9, "rate_p10": None}

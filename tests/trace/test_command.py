@@ -1,5 +1,7 @@
 """``pinmon trace`` and ``python -m pinmon.trace``: the program runs as it would alone (exit code,
-stdout, stderr, argv, signals), with the tracer installed; installing never imports torch or cupy."""
+stdout, stderr, argv, signals), with the tracer started at its first import of a CUDA library (a fake
+CuPy here) and not before; installing never imports torch or cupy; a traced program forks with no
+thread of the tracer's."""
 import json
 import os
 import signal
@@ -22,11 +24,19 @@ def env(report_dir, **extra):
 
 
 def pinmon_trace(report_dir, *cmd, **kw):
-    return subprocess.run([sys.executable, "-m", "pinmon", "trace", "--", *cmd], env=env(report_dir),
-                          capture_output=True, text=True, timeout=60, cwd=ROOT, **kw)
+    return subprocess.run([sys.executable, "-m", "pinmon", "trace", "--", *cmd],
+                          env=env(report_dir, PYTHONPATH=FAKES), capture_output=True, text=True, timeout=60,
+                          cwd=ROOT, **kw)
 
 
-PROG = ("import sys, pinmon.trace as t; print('out', t.installed(), sys.argv[1:]);"
+def programs_stderr(r) -> str:
+    """The program's own stderr: what follows pinmon trace's line on the engine it will get."""
+    first, _, rest = r.stderr.partition("\n")
+    assert first.startswith("pinmon trace: engine hooks: ") and "has no cupti-python" in first, r.stderr
+    return rest
+
+
+PROG = ("import sys, cupy, pinmon.trace as t; print('out', t.installed(), sys.argv[1:]);"
         " print('err', file=sys.stderr); sys.exit(int(sys.argv[1]))")
 
 
@@ -34,15 +44,16 @@ PROG = ("import sys, pinmon.trace as t; print('out', t.installed(), sys.argv[1:]
 def test_exit_code_stdout_stderr_are_the_programs(report_dir, code):
     r = pinmon_trace(report_dir, sys.executable, "-c", PROG, str(code), "--flag")
     assert r.returncode == code
-    assert r.stdout == f"out True ['{code}', '--flag']\n" and r.stderr == "err\n"
+    assert r.stdout == f"out True ['{code}', '--flag']\n" and programs_stderr(r) == "err\n"
 
 
 def test_an_uncaught_exception_looks_the_same(report_dir):
-    prog = "raise ValueError('boom')"
-    plain = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True)
+    prog = "import cupy\nraise ValueError('boom')"
+    plain = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                           env=env(report_dir, PYTHONPATH=FAKES))
     traced = pinmon_trace(report_dir, sys.executable, "-c", prog)
     assert traced.returncode == plain.returncode == 1
-    assert traced.stderr == plain.stderr and "ValueError: boom" in traced.stderr
+    assert programs_stderr(traced) == plain.stderr and "ValueError: boom" in plain.stderr
 
 
 def test_a_missing_command_is_one_line(report_dir):
@@ -53,7 +64,7 @@ def test_a_missing_command_is_one_line(report_dir):
 
 
 def test_the_report_appears_and_the_final_one_is_written_at_exit(report_dir):
-    r = pinmon_trace(report_dir, sys.executable, "-c", "import os; print(os.getpid())")
+    r = pinmon_trace(report_dir, sys.executable, "-c", "import os, cupy; print(os.getpid())")
     pid = int(r.stdout)
     data = json.load(open(os.path.join(report_dir, f"{pid}.json")))
     assert data["final"] is True and data["pid"] == pid and data["argv"] == ["-c"]
@@ -79,14 +90,18 @@ def test_signals_reach_the_program(report_dir):
 def test_python_m_pinmon_trace_runs_a_script_and_a_module(report_dir, tmp_path):
     script = tmp_path / "prog.py"
     script.write_text("import sys, os, pinmon.trace as t\n"
-                      "print(__name__, sys.argv, t.installed(), sys.path[0] == os.path.dirname(__file__))\n"
+                      "before = t.installed()\n"
+                      "import cupy\n"
+                      "print(__name__, sys.argv, before, t.installed(), sys.path[0] == os.path.dirname(__file__))\n"
                       "sys.exit(5)\n")
     r = subprocess.run([sys.executable, "-m", "pinmon.trace", "--", str(script), "a", "b"],
-                       env=env(report_dir), capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode == 5 and r.stdout == f"__main__ ['{script}', 'a', 'b'] True True\n", r.stderr
-    (tmp_path / "mymod.py").write_text("import sys, pinmon.trace as t\nprint(__name__, sys.argv[1:], t.installed())\n")
-    r = subprocess.run([sys.executable, "-m", "pinmon.trace", "-m", "mymod", "x"],
-                       env=env(report_dir, PYTHONPATH=ROOT), capture_output=True, text=True, cwd=str(tmp_path))
+                       env=env(report_dir, PYTHONPATH=FAKES), capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 5 and r.stdout == f"__main__ ['{script}', 'a', 'b'] False True True\n", r.stderr
+    (tmp_path / "mymod.py").write_text("import sys, cupy, pinmon.trace as t\n"
+                                       "print(__name__, sys.argv[1:], t.installed())\n")
+    r = subprocess.run([sys.executable, "-P", "-m", "pinmon.trace", "-m", "mymod", "x"],
+                       env=env(report_dir, PYTHONPATH=os.pathsep.join([ROOT, FAKES])), capture_output=True,
+                       text=True, cwd=str(tmp_path))
     assert r.returncode == 0 and r.stdout == "__main__ ['x'] True\n", r.stderr
 
 
@@ -113,12 +128,12 @@ def test_a_fake_cupy_program_under_pinmon_trace_reports_its_allocations(report_d
 
 def test_the_bootstrap_runs_the_sitecustomize_it_shadows(report_dir, tmp_path):
     (tmp_path / "sitecustomize.py").write_text("import os\nos.environ['THEIR_SITECUSTOMIZE'] = 'ran'\n")
-    e = env(report_dir, PYTHONPATH=str(tmp_path))
+    e = env(report_dir, PYTHONPATH=os.pathsep.join([str(tmp_path), FAKES]))
     r = subprocess.run([sys.executable, "-m", "pinmon", "trace", "--", sys.executable, "-c",
-                        "import os, sys, pinmon.trace as t; print(os.environ.get('THEIR_SITECUSTOMIZE'),"
+                        "import os, sys, cupy, pinmon.trace as t; print(os.environ.get('THEIR_SITECUSTOMIZE'),"
                         " t.installed(), sys.modules['sitecustomize'].__file__)"],
                        env=e, capture_output=True, text=True, cwd=str(tmp_path), timeout=60)
-    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert r.returncode == 0 and programs_stderr(r) == "", r.stderr
     ran, installed, _ = r.stdout.split()
     assert (ran, installed) == ("ran", "True")
 

@@ -103,15 +103,64 @@ def test_the_window_keeps_the_last_seconds_of_gpu_time_only():
     recs = [R.memcpy(nbytes=8 * MIB, start=T0), R.memcpy(nbytes=2 * MIB, start=T0 + 10 * 10**9)]
     _, rep = figures_of(recs, now=T0 + 10 * 10**9 + 10**8)
     w = rep["window"]
-    assert w["s"] == pytest.approx(5.0)
+    assert w["s"] == pytest.approx(5.1)  # whole bins: from the start of the bin that holds now - 5 s
     assert w["copies"]["h2d"]["pinned"]["bytes"] == 2 * MIB
-    assert w["copies"]["h2d"]["pinned"]["bytes_per_s"] == pytest.approx(2 * MIB / 5.0)
+    assert w["copies"]["h2d"]["pinned"]["bytes_per_s"] == pytest.approx(2 * MIB / 5.1)
     assert rep["copies"]["h2d"]["pinned"]["bytes"] == 10 * MIB  # lifetime keeps both
 
 
 def test_the_window_starts_when_collection_started():
     _, rep = figures_of([R.memcpy(start=T0 + 10**9)], started=T0, now=T0 + 2 * 10**9)
     assert rep["window"]["s"] == pytest.approx(2.0)
+    _, rep = figures_of([R.memcpy(start=T0 + 10**9)], started=T0 + 3 * 10**8, now=T0 + 2 * 10**9)
+    assert rep["window"]["s"] == pytest.approx(1.7)  # mid-bin: from that moment, not its bin's start
+
+
+PACE_S = 0.04        # 25 rounds a second
+PACED_BYTES = 8 * MIB
+PACED_RATE = PACED_BYTES / PACE_S  # 209.7 MB/s per stream
+# (direction, host memory kind): streams per round; two pinned host-to-device streams, as a job with
+# torch's pinned copies and JAX's pinned staging side by side.
+STREAMS = {("h2d", "pinned"): 2, ("h2d", "pageable"): 1, ("d2h", "pinned"): 1, ("d2h", "pageable"): 1}
+
+
+def paced_records(offset_ns: int, seconds: float):
+    """Steady paced traffic: every 40 ms, 8 MiB per stream (1 ms of GPU time each) and one pinned
+    allocation and release, from T0 + offset_ns on."""
+    out = []
+    for i in range(int(seconds / PACE_S)):
+        t = T0 + offset_ns + int(i * PACE_S * 1e9)
+        for (d, mem), n in STREAMS.items():
+            kind = 2 if mem == "pinned" else 1
+            for j in range(n):
+                src, dst = (kind, 3) if d == "h2d" else (3, kind)
+                out.append(R.memcpy(copy_kind=1 if d == "h2d" else 2, src_kind=src, dst_kind=dst,
+                                    nbytes=PACED_BYTES, start=t + j * 2_000_000, dur_ns=1_000_000))
+        out.append(R.memory(op=1, nbytes=MIB, timestamp=t + 5_000_000))
+        out.append(R.memory(op=2, nbytes=MIB, timestamp=t + 6_000_000))
+    return out
+
+
+def _end(record) -> int:
+    return record.end if hasattr(record, "end") else record.timestamp
+
+
+@pytest.mark.parametrize("offset_ms", [0, 7, 130, 260, 499])
+def test_window_rates_of_steady_paced_traffic_are_true_at_every_phase_of_the_bins(offset_ms):
+    f = CuptiFigures(started_ns=T0)
+    records = paced_records(offset_ms * 10**6, 14.0)
+    # Report times at every 25 ms of a half-second bin, well after the window filled; a report has
+    # every record that ended before its time.
+    for step in range(20):
+        now = T0 + 9 * 10**9 + step * 25_000_000
+        f.consume([r for r in records if _end(r) <= now])
+        records = [r for r in records if _end(r) > now]
+        w = f.report(now)["window"]
+        for (d, mem), n in STREAMS.items():
+            rate = w["copies"][d][mem]["bytes_per_s"]
+            assert rate == pytest.approx(n * PACED_RATE, rel=0.02), (d, mem, step, w["s"])
+        assert w["pinned_allocs_per_s"] == pytest.approx(1 / PACE_S, rel=0.02)
+        assert w["pinned_frees_per_s"] == pytest.approx(1 / PACE_S, rel=0.02)
 
 
 def test_bins_are_bounded():

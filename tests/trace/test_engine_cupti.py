@@ -11,13 +11,17 @@ from pinmon.trace.engine_cupti import CuptiEngine
 
 from . import cupti_records as R
 
-FAKECUPTI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakecupti")
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKECUPTI = {13: os.path.join(HERE, "fakecupti"), 12: os.path.join(HERE, "fakecupti12")}
+VERSION = {13: "13.0.1", 12: "12.8.0"}
 MIB = 1 << 20
 
 
-@pytest.fixture
-def fake():
-    sys.path.insert(0, FAKECUPTI)
+@pytest.fixture(params=[13, 12], ids=["cupti13", "cupti12"])
+def fake(request):
+    """The stand-in cupti-python, with the names of 13.0 or of 12.8: every test runs on both."""
+    path = FAKECUPTI[request.param]
+    sys.path.insert(0, path)
     try:
         for name in ("cupti", "cupti.cupti"):
             sys.modules.pop(name, None)
@@ -25,13 +29,13 @@ def fake():
         mod.reset()
         yield mod
     finally:
-        sys.path.remove(FAKECUPTI)
+        sys.path.remove(path)
         for name in ("cupti", "cupti.cupti"):
             sys.modules.pop(name, None)
 
 
 def engine_with(fake, **kw):
-    return CuptiEngine(loader=lambda: (fake, "13.0.1"), **kw)
+    return CuptiEngine(loader=lambda: (fake, VERSION[fake.MAJOR]), **kw)
 
 
 def test_arm_registers_callbacks_then_enables_the_kinds(fake):
@@ -53,7 +57,8 @@ def test_records_reach_the_figures_on_flush(fake):
     eng.flush()
     rep = eng.report()
     assert rep["copies"]["h2d"]["pinned"]["bytes"] == 4 * MIB
-    assert rep["version"] == "13.0.1" and rep["state"] == "armed" and rep["flushes"] == 1
+    assert rep["version"] == VERSION[fake.MAJOR] and rep["major"] == fake.MAJOR
+    assert rep["state"] == "armed" and rep["flushes"] == 1
     assert rep["buffers"]["handed_out"] == 1 and rep["buffers"]["outstanding"] == 0
 
 
@@ -323,3 +328,31 @@ def test_a_missing_dependency_of_cupti_python_is_named():
 
     eng = CuptiEngine(loader=missing_bindings)
     assert eng.arm() is False and eng.notice == "cupti-python does not load: cuda is missing"
+
+
+def test_either_cupti_python_gives_the_layouts_the_attributes_and_its_major(fake):
+    import ctypes
+
+    import numpy as np
+
+    from pinmon.trace.cupti_raw import KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, BufferParser, layouts_of
+
+    layouts = layouts_of(fake)  # activity_memcpy6_dtype (13) or c_upti_activity_memcpy6_dtype (12)
+    assert {k: v.size for k, v in layouts.items()} == {KIND_MEMCPY: 96, KIND_MEMORY2: 128, KIND_CONTEXT: 32}
+    assert E.activity_attribute(fake, "DEVICE_BUFFER_POOL_LIMIT") == 2
+    assert E.cupti_major(fake, None) == fake.MAJOR == E.cupti_major(fake, VERSION[fake.MAJOR])
+    # A buffer as that CUPTI writes it, read by the fast path.
+    prefix = "activity_" if fake.MAJOR == 13 else "c_upti_activity_"
+    copy = np.zeros(1, dtype=getattr(fake, prefix + "memcpy6_dtype"))
+    for name, value in dict(kind=KIND_MEMCPY, copy_kind=1, src_kind=2, dst_kind=3, bytes=8 * MIB, start=100,
+                            end=2100, copy_count=1).items():
+        copy[name] = value
+    data = bytearray(copy.tobytes())
+    buf = (ctypes.c_char * len(data)).from_buffer(data)
+    parsed = BufferParser(layouts).parse(ctypes.addressof(buf), len(data))
+    assert parsed.memcpy == [(KIND_MEMCPY, 1, 2, 3, 8 * MIB, 100, 2100, 0, 0, 0, 1)]
+
+
+def test_an_unknown_attribute_name_is_an_attribute_error(fake):
+    with pytest.raises(AttributeError):
+        E.activity_attribute(fake, "NO_SUCH_ATTRIBUTE")

@@ -12,6 +12,7 @@ from .conftest import FAKES
 from .test_command import ROOT, env
 
 FAKECUPTI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakecupti")
+FAKECUPTI12 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakecupti12")  # cupti-python 12.8's names
 MIB = 1 << 20
 
 PROG = """
@@ -36,10 +37,13 @@ sys.exit(3)
 """
 
 
-def run(report_dir, engine=None, cupti=True, **extra):
-    path = os.pathsep.join([FAKES, FAKECUPTI] if cupti else [FAKES])
+def run(report_dir, engine=None, cupti=True, major=13, via_shell=False, **extra):
+    path = os.pathsep.join([FAKES, FAKECUPTI if major == 13 else FAKECUPTI12] if cupti else [FAKES])
     args = [sys.executable, "-m", "pinmon", "trace"] + (["--engine", engine] if engine else [])
-    r = subprocess.run(args + ["--", sys.executable, "-c", PROG], env=env(report_dir, PYTHONPATH=path, **extra),
+    cmd = [sys.executable, "-c", PROG]
+    if via_shell:  # pinmon trace cannot tell which Python a shell runs
+        cmd = ["sh", "-c", 'exec "$0" "$@"', *cmd]
+    r = subprocess.run(args + ["--", *cmd], env=env(report_dir, PYTHONPATH=path, **extra),
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 3, r.stderr  # the program's own exit code, whatever the engine
     pid = int(r.stdout)
@@ -47,15 +51,28 @@ def run(report_dir, engine=None, cupti=True, **extra):
         return r, pid, json.load(f)
 
 
-@pytest.mark.parametrize("engine", [None, "auto"])
-def test_auto_runs_cupti_says_so_once_and_counts_each_copy_once(report_dir, engine):
-    r, pid, rep = run(report_dir, engine)
-    assert r.stderr == f"pinmon trace: engine cupti (cupti-python ?), pid {pid}\n"
+@pytest.mark.parametrize("engine, major, version", [(None, 13, "13.0.1"), ("auto", 13, "13.0.1"),
+                                                     (None, 12, "12.8.0"), ("cupti", 12, "12.8.0")])
+def test_auto_runs_cupti_says_so_once_and_counts_each_copy_once(report_dir, engine, major, version):
+    r, pid, rep = run(report_dir, engine, major=major)
+    # pinmon trace's line before the program; the program, getting what it said, adds none.
+    assert r.stderr == f"pinmon trace: engine cupti where CUPTI starts: {sys.executable} has cupti-python {version}\n"
+    assert rep["cupti"]["version"] == version and rep["cupti"]["major"] == major
+    assert rep["cupti"]["device_buffers"]["device_buffer_pool_limit"] == 8  # the pool cap went in
     assert rep["engine"] == "cupti" and rep["engine_notice"] is None and rep["final"] is True
     assert rep["copies"]["h2d"]["pinned"]["count"] == 1 and rep["copies"]["h2d"]["pinned"]["bytes"] == MIB
     assert rep["hooks"]["copies"]["h2d"]["pinned"]["count"] == 1
     assert rep["allocs"]["count"] == 1 and rep["pinned"]["bytes"] == MIB
     assert rep["cupti"]["state"] == "closed" and rep["cupti"]["records"] == 2
+
+
+@pytest.mark.parametrize("major, version", [(13, "13.0.1"), (12, "12.8.0")])
+def test_where_pinmon_trace_cannot_tell_the_program_says_which_engine_runs(report_dir, major, version):
+    r, pid, rep = run(report_dir, major=major, via_shell=True)
+    said, got = r.stderr.splitlines()
+    assert said.startswith("pinmon trace: cannot tell which Python sh runs")
+    assert got == f"pinmon trace: engine cupti (cupti-python {version}), pid {pid}"
+    assert rep["engine"] == "cupti" and rep["copies"]["h2d"]["pinned"]["count"] == 1
 
 
 def test_engine_hooks_never_loads_cupti(report_dir):
@@ -73,15 +90,20 @@ def test_the_environment_variable_picks_the_engine(report_dir):
 def test_cupti_taken_by_another_tool_falls_back_to_the_hooks(report_dir, engine):
     r, pid, rep = run(report_dir, engine, FAKE_CUPTI_FAIL="39")
     assert rep["engine"] == "hooks" and "in use by another tool" in rep["engine_notice"]
-    assert r.stderr.startswith(f"pinmon trace: engine hooks, pid {pid}: CUPTI did not start: in use by another tool")
-    assert r.stderr.count("\n") == 1
+    said, got = r.stderr.splitlines()  # what pinmon trace expected, then what the program got
+    assert said.startswith("pinmon trace: engine cupti where CUPTI starts")
+    assert got.startswith(f"pinmon trace: engine hooks, pid {pid}: CUPTI did not start: in use by another tool")
     assert rep["copies"]["h2d"]["pinned"]["count"] == 1  # the hooks' figures
 
 
 def test_without_cupti_python_auto_uses_the_hooks_with_a_notice(report_dir):
     r, pid, rep = run(report_dir, cupti=False)
     assert rep["engine"] == "hooks" and rep["engine_notice"] == "cupti-python is not installed (cupti)"
-    assert r.stderr == f"pinmon trace: engine hooks, pid {pid}: cupti-python is not installed (cupti)\n"
+    # One line, before the program: the engine and the pip command for the program's own interpreter
+    # (CUPTI 13 or 12 after this machine's driver: tests/trace/test_target.py covers the choice).
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith(
+        f"pinmon trace: engine hooks: {sys.executable} has no cupti-python; for the CUPTI engine run "
+        f"{sys.executable} -m pip install cupti-python==1")
 
 
 def test_a_bad_engine_is_one_line_and_exit_2(report_dir):

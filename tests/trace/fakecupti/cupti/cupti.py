@@ -2,11 +2,20 @@
 buffer protocol (a buffer is requested before records go in; flushing hands filled buffers to the
 completion callback), and knobs for tests: ``_emit(record)``, ``fail_enable`` / ``fail_register``
 (a ``Result`` status to raise), the env var ``FAKE_CUPTI_FAIL`` (a status raised by activity_enable).
+
+``MAJOR`` (13 here; ``tests/trace/fakecupti12`` runs this file with 12) picks the names that differ
+between cupti-python 13.0 and 12.8: ``ActivityAttribute.ATTR_DEVICE_BUFFER_SIZE`` against
+``DEVICE_BUFFER_SIZE``, record dtypes ``activity_memcpy6_dtype`` against ``c_upti_activity_memcpy6_dtype``.
+The dtypes are those of cupti-python 13.0.1 and 12.8.0 (the C structs of CUPTI 13.0 and 12.8).
 """
 import ctypes
 import enum
 import os
 import time
+
+import numpy as np
+
+MAJOR = globals().get("MAJOR", 13)
 
 
 class ActivityKind(enum.IntEnum):
@@ -19,11 +28,31 @@ class ActivityKind(enum.IntEnum):
     MEMORY2 = 49
 
 
-class ActivityAttribute(enum.IntEnum):
-    ATTR_DEVICE_BUFFER_SIZE = 0
-    ATTR_DEVICE_BUFFER_POOL_LIMIT = 2
-    ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE = 6
-    ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED = 8
+_PREFIX = "ATTR_" if MAJOR >= 13 else ""
+ActivityAttribute = enum.IntEnum("ActivityAttribute", {
+    _PREFIX + "DEVICE_BUFFER_SIZE": 0, _PREFIX + "DEVICE_BUFFER_POOL_LIMIT": 2,
+    _PREFIX + "DEVICE_BUFFER_PRE_ALLOCATE_VALUE": 6, _PREFIX + "MEM_ALLOCATION_TYPE_HOST_PINNED": 8})
+
+_MEMCPY6 = [("kind", "<i4"), ("copy_kind", "u1"), ("src_kind", "u1"), ("dst_kind", "u1"), ("flags_", "u1"),
+            ("bytes", "<u8"), ("start", "<u8"), ("end", "<u8"), ("device_id", "<u4"), ("context_id", "<u4"),
+            ("stream_id", "<u4"), ("correlation_id", "<u4"), ("runtime_correlation_id", "<u4"), ("pad", "<u4"),
+            ("reserved0", "<i8"), ("graph_node_id", "<u8"), ("graph_id", "<u4"), ("channel_id", "<u4"),
+            ("channel_type", "<i4")]
+_MEMCPY6 += ([("is_device_launched", "u1"), ("pad2", "u1", (3,))] if MAJOR >= 13 else [("pad2", "<u4")])
+_MEMCPY6 += [("copy_count", "<u8")]
+_MEMORY4 = [("kind", "<i4"), ("memory_operation_type", "<i4"), ("memory_kind", "<i4"), ("correlation_id", "<u4"),
+            ("address", "<u8"), ("bytes", "<u8"), ("timestamp", "<u8"), ("pc", "<u8"), ("process_id", "<u4"),
+            ("device_id", "<u4"), ("context_id", "<u4"), ("stream_id", "<u4"), ("name", "<i8"),
+            ("is_async", "<u4"), ("pad1", "<u4"),
+            ("memory_pool_config", [("memory_pool_type", "<i4"), ("pad2", "<u4"), ("address", "<u8"),
+                                    ("release_threshold", "<u8"), ("pool", "<u8"), ("utilized_size", "<u8")]),
+            ("source", "<i8")]
+_CONTEXT3 = [("kind", "<i4"), ("context_id", "<u4"), ("device_id", "<u4"), ("compute_api_kind", "<u2"),
+             ("null_stream_id", "<u2"), ("parent_context_id", "<u4"), ("is_green_context", "u1"),
+             ("padding", "u1"), ("num_multiprocessors", "<u2"), ("cig_mode", "<i4"), ("padding2", "<u4")]
+_DTYPE_PREFIX = "activity_" if MAJOR >= 13 else "c_upti_activity_"
+for _stem, _fields in (("memcpy6", _MEMCPY6), ("memory4", _MEMORY4), ("context3", _CONTEXT3)):
+    globals()[f"{_DTYPE_PREFIX}{_stem}_dtype"] = np.dtype(_fields)
 
 
 class Result(enum.IntEnum):

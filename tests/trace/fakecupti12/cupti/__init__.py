@@ -1,0 +1,1 @@
+"""A stand-in for the ``cupti-python`` package (``from cupti import cupti``), for tests without a GPU."""

@@ -1,0 +1,151 @@
+"""``pinmon trace``'s check of the program's interpreter: which interpreter a command runs, what it
+says of itself, which CUPTI major to install there and the one line printed."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pinmon.trace import target as T
+
+from .test_command import ROOT, env
+
+FAKECUPTI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakecupti")
+PY = sys.executable
+
+
+def script(tmp_path, name, text, mode=0o755):
+    p = tmp_path / name
+    p.write_text(text)
+    os.chmod(p, mode)
+    return str(p)
+
+
+def test_the_interpreter_of_a_command(tmp_path):
+    e = dict(os.environ, PATH=f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    assert T.find_interpreter([PY, "train.py"], e).path == PY
+    assert T.find_interpreter([PY, "-u", "-W", "error", "-X", "dev", "train.py", "-I"], e).options == \
+        ["-u", "-W", "error", "-X", "dev"]
+    s = script(tmp_path, "torchrun", f"#!{PY}\nprint()\n")
+    found = T.find_interpreter(["torchrun", "--nproc", "2"], e)
+    assert (found.path, found.via) == (PY, s)
+    os.symlink(PY, tmp_path / "python3.99")
+    script(tmp_path, "envrun", "#!/usr/bin/env -S python3.99 -I\n")
+    found = T.find_interpreter(["envrun"], e)
+    assert found.path == str(tmp_path / "python3.99") and found.options == ["-I"]
+    script(tmp_path, "job.sh", "#!/bin/bash\npython3 train.py\n")
+    assert T.find_interpreter(["job.sh"], e) is None
+    assert T.find_interpreter(["sh", "-c", "python3 x.py"], e) is None
+    assert T.find_interpreter(["no-such-command"], e) is None
+
+
+@pytest.mark.parametrize("options, flag", [
+    (["-I"], "-I"), (["-u", "-E"], "-E"), (["-sS"], "-S"), (["-W", "error"], None), (["-WE"], None),
+    (["-X", "importtime"], None), (["--check-hash-based-pycs", "never"], None), ([], None)])
+def test_options_that_keep_the_bootstrap_out(options, flag):
+    assert T.isolating_option(T._leading_options(options + ["prog.py"])) == flag
+
+
+@pytest.mark.parametrize("dists, branch, major", [
+    ({}, None, 13), ({}, 580, 13), ({}, 570, 12),
+    ({"nvidia-cuda-runtime-cu12": "12.8.90"}, 580, 12),        # a CUDA 12 job on an R580 driver
+    ({"cupy-cuda12x": "13.4"}, None, 12),
+    ({"cuda-bindings": "13.0.3", "nvidia-cuda-cupti": "13.0.85"}, None, 13),
+    ({"cupy-cuda13x": "14.2"}, 570, 12),                        # CUDA 13 cannot run there anyway
+    ({"cupy-cuda12x": "13.4", "cupy-cuda13x": "14.2"}, 580, 13),  # both: the driver decides
+])
+def test_which_cupti_major_to_install(dists, branch, major):
+    assert T.cupti_major(dists, branch) == major
+
+
+def test_the_pip_lines_are_the_extras():
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    assert list(T.CUPTI_PIP[13]) == extras["cupti13"] and list(T.CUPTI_PIP[12]) == extras["cupti12"]
+    assert T.pip_line("/opt/my env/bin/python", 12) == (
+        "'/opt/my env/bin/python' -m pip install cupti-python==12.8.0 cuda-bindings==12.8.0 "
+        "nvidia-cuda-cupti-cu12==12.8.90")
+
+
+def test_driver_branch(tmp_path):
+    f = tmp_path / "version"
+    f.write_text("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build\n"
+                 "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n")
+    assert T.driver_branch(str(f)) == 580
+    f.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024\n")
+    assert T.driver_branch(str(f)) == 535
+    assert T.driver_branch(str(tmp_path / "none")) is None
+
+
+def fake_probe(**answer):
+    return lambda path, environ: dict({"version": [3, 12, 3], "cupti": False, "dists": {}}, **answer)
+
+
+def test_the_line_for_each_case(tmp_path):
+    e = dict(os.environ)
+    line, expect = T.check([PY, "x.py"], e, 580, probe=fake_probe(
+        cupti=True, dists={"cupti-python": "13.0.1", "cuda-bindings": "13.0.3"}))
+    assert (line, expect) == (f"engine cupti where CUPTI starts: {PY} has cupti-python 13.0.1", "cupti")
+    line, expect = T.check([PY, "x.py"], e, 580, probe=fake_probe(dists={"nvidia-cuda-runtime-cu12": "12.8"}))
+    assert expect == "hooks" and line == (f"engine hooks: {PY} has no cupti-python; for the CUPTI engine run "
+                                          f"{T.pip_line(PY, 12)}")
+    line, expect = T.check([PY], e, 535, probe=fake_probe())
+    assert expect == "hooks" and "needs an R550 or later driver; this one is R535" in line and "pip" not in line
+    line, expect = T.check([PY], e, 570, probe=fake_probe(
+        cupti=True, dists={"cupti-python": "13.0.1", "cuda-bindings": "13.0.3"}))
+    assert expect == "hooks" and "needs a CUDA 13 driver" in line and "R570" in line and T.pip_line(PY, 12) in line
+    line, expect = T.check([PY], e, 580, probe=fake_probe(
+        cupti=True, dists={"cupti-python": "12.8.0"}, cupti_missing=["cuda-bindings", "nvidia-cuda-cupti-cu12"]))
+    assert expect == "hooks" and "without cuda-bindings, nvidia-cuda-cupti-cu12" in line
+    assert T.pip_line(PY, 12) in line
+    line, expect = T.check([PY], e, None, probe=fake_probe(version=[3, 8, 10]))
+    assert expect is None and line.startswith(f"no tracer: {PY} is Python 3.8.10")
+    line, expect = T.check([PY, "-I", "x.py"], e, None, probe=fake_probe())
+    assert expect is None and "-I does not run pinmon's bootstrap" in line
+    line, expect = T.check([PY], e, None, probe=lambda p, env: {"error": "it did not answer within 5 s"})
+    assert expect is None and line == f"cannot tell whether {PY} has cupti-python: it did not answer within 5 s"
+    line, expect = T.check(["sh", "-c", "python3 x.py"], e, 580, probe=fake_probe())
+    assert expect is None and line.startswith("cannot tell which Python sh runs") and "python -m pip install" in line
+    assert T.check(["no-such-command"], e, 580, probe=fake_probe()) == ("", None)
+
+
+def test_asking_a_real_interpreter(tmp_path):
+    info = T.probe_interpreter(PY, dict(os.environ, PYTHONPATH=""))
+    assert info["version"][:2] == list(sys.version_info[:2]) and info["cupti"] is False
+    assert info["dists"]["cupti-python"] is None
+    info = T.probe_interpreter(PY, dict(os.environ, PYTHONPATH=FAKECUPTI))
+    assert info["cupti"] is True and info["dists"]["cupti-python"] == "13.0.1" and info["cupti_missing"] == []
+    # A cupti-python whose requirements are not installed.
+    site = tmp_path / "site"
+    meta = site / "cupti_python-12.8.0.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: cupti-python\nVersion: 12.8.0\n"
+                                   "Requires-Dist: cuda-bindings==12.8.0\nRequires-Dist: pytest\n"
+                                   "Requires-Dist: sphinx; extra == 'docs'\n")
+    info = T.probe_interpreter(PY, dict(os.environ, PYTHONPATH=str(site)))
+    assert info["dists"]["cupti-python"] == "12.8.0" and info["cupti_missing"] == ["cuda-bindings"]
+    slow = script(tmp_path, "python3", "#!/bin/sh\nsleep 5\n")
+    assert T.probe_interpreter(slow, dict(os.environ), timeout_s=0.3) == {"error": "it did not answer within 0.3 s"}
+    mute = script(tmp_path, "python", "#!/bin/sh\nexit 7\n")
+    assert T.probe_interpreter(mute, dict(os.environ)) == {"error": "it exited 7 without an answer"}
+
+
+def test_pinmon_trace_prints_the_line_for_a_shell_command_and_a_script(tmp_path):
+    d = tmp_path / "reports"
+    d.mkdir(mode=0o700)
+    r = subprocess.run([PY, "-m", "pinmon", "trace", "--", "sh", "-c", "echo hi"], env=env(str(d)),
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and r.stdout == "hi\n"
+    assert r.stderr.startswith("pinmon trace: cannot tell which Python sh runs: CUPTI needs cupti-python")
+    s = script(tmp_path, "job", f"#!{PY}\nprint('job')\n")
+    r = subprocess.run([PY, "-m", "pinmon", "trace", "--", s], env=env(str(d)), capture_output=True, text=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and r.stdout == "job\n"
+    assert r.stderr.startswith(f"pinmon trace: engine hooks: {PY} has no cupti-python") and r.stderr.count("\n") == 1
+    r = subprocess.run([PY, "-m", "pinmon", "trace", "--engine", "hooks", "--", s], env=env(str(d)),
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.stderr == ""  # the hooks need no check
