@@ -292,7 +292,8 @@ def run_engine(engine: str, libs: list, seconds: float, wheels: dict | None) -> 
                 truth = json.load(f)
         except (OSError, ValueError):
             truth = {}
-    row = {"engine": engine, "rc": rc, "stderr_tail": portable_text("".join(err)[-2000:]),
+    row = {"engine": engine, "rc": rc, "stderr_tail": portable_text(
+        "".join(err)[-2000:].replace(sys.executable, os.path.basename(sys.executable))),
            "engine_in_report": final.get("engine"), "engine_notice": final.get("engine_notice"),
            "truth": {k: v for k, v in truth.items() if k not in ("wall_start", "wall_end")}}
     if not truth.get("rounds") or not truth.get("libs"):
