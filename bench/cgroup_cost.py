@@ -215,7 +215,7 @@ def measure(root: str, proc_root: str, pids: list[int], snapshots: int, repeats:
 
 def baseline(snapshots: int) -> dict:
     """Today's live snapshot on this machine, steady (after a warm-up), CPU ms per call."""
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
 
     col = LiveCollector(interval_s=1.0)
     try:

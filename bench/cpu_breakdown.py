@@ -98,8 +98,8 @@ def part_parts(snapshots: int, tree: str) -> dict:
     """CPU per call of each part of a live snapshot, measured in a child on ``tree``'s code."""
     code = r"""
 import json, sys, time
-from pinmon.collect.collector import LiveCollector
-from pinmon.collect.traced import read_all
+from pinmon.collect.live import LiveCollector
+from pinmon.collect.traced.reader import read_all
 n = int(sys.argv[1])
 col = LiveCollector(interval_s=1.0)
 time.sleep(2.0)
@@ -135,7 +135,7 @@ def part_snapprofile(snapshots: int, tree: str, out_path: str) -> dict:
     report = out_path + ".snapshot_profile.txt"
     code = r"""
 import cProfile, pstats, sys, time
-from pinmon.collect.collector import LiveCollector
+from pinmon.collect.live import LiveCollector
 n, report = int(sys.argv[1]), sys.argv[2]
 col = LiveCollector(interval_s=1.0)
 time.sleep(2.0)

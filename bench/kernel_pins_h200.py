@@ -242,7 +242,7 @@ def delta(a, b):
 
 
 def resident_kib(pid: int) -> dict:
-    """RssAnon/RssFile/RssShmem of the child (KiB), what pinmon caps its estimate by (collect/resident.py)."""
+    """RssAnon/RssFile/RssShmem of the child (KiB), what pinmon caps its estimate by (collect/processes/resident.py)."""
     out = {}
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -278,8 +278,8 @@ def allocation_row(name: str, truth: int, readings: dict, est, snap_host, row, r
 
 
 def run_allocation(name: str, kernel) -> dict:
-    from pinmon.collect.collector import LiveCollector
-    from pinmon.collect.procmaps import estimate_pinned
+    from pinmon.collect.live import LiveCollector
+    from pinmon.collect.processes.procmaps import estimate_pinned
 
     truth = SCENARIOS[name][0]
     readings: dict = {"base": settled(kernel)}
@@ -386,7 +386,7 @@ def snapshot_ab(col, n: int) -> dict:
     live). Besides the medians and means of each arm, ``added_share_paired`` is the median of the
     differences of neighbouring pairs (with minus without) over the median without: a pair is 40 ms
     apart, so the box's drift cancels in it."""
-    from pinmon.collect.pinned_total import PinnedTotals
+    from pinmon.collect.host.pinned_total import PinnedTotals
 
     ticks = Ticks()
     real = PinnedTotals(clock=ticks)
@@ -431,10 +431,10 @@ def snapshot_ab(col, n: int) -> dict:
 def run_cpu(n: int = SNAPSHOTS) -> dict:
     """CPU per snapshot of the new reads against a whole snapshot, with a CUDA process holding
     pinned memory (when CUDA works), so the VmLck and numa_maps reads have a real row to read."""
-    from pinmon.collect.collector import LiveCollector
-    from pinmon.collect.kernel_pins import KernelPinsReader, read_pinned_bytes
-    from pinmon.collect.locked import read_vm_locked
-    from pinmon.collect.numa import NODE_DIR, read_pinned_placement
+    from pinmon.collect.live import LiveCollector
+    from pinmon.collect.host.kernel_pins import KernelPinsReader, read_pinned_bytes
+    from pinmon.collect.processes.locked import read_vm_locked
+    from pinmon.collect.host.numa import NODE_DIR, read_pinned_placement
 
     out: dict = {"snapshots_per_arm": n}
     c = None
@@ -508,8 +508,8 @@ def main(argv=None) -> int:
     if len(argv) != 1 or argv[0].startswith("-"):
         print("usage: python3 bench/kernel_pins_h200.py OUT.json", file=sys.stderr)
         return 2
-    from pinmon.collect.kernel_pins import KernelPinsReader
-    from pinmon.collect.numa import list_nodes
+    from pinmon.collect.host.kernel_pins import KernelPinsReader
+    from pinmon.collect.host.numa import list_nodes
 
     t0 = time.perf_counter()
     reader = KernelPinsReader("/", min_interval_s=0.0)  # every reading fresh

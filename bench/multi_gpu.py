@@ -98,7 +98,7 @@ def nvml_numa_nodes(count: int) -> list[Any]:
 
 def host_nodes(root: str = "/") -> dict[str, Any]:
     """The host's NUMA nodes (online, and those with memory), each node's CPUs and memory."""
-    from pinmon.collect.numa import list_nodes, parse_node_list
+    from pinmon.collect.host.numa import list_nodes, parse_node_list
 
     nodes = list_nodes(root) or ()
     out: dict[str, Any] = {"nodes": list(nodes), "memory_nodes": list(list_nodes(root, "has_memory") or ()),
@@ -124,7 +124,7 @@ def facts() -> dict:
     pinmon_gpus: list[dict] = []
     pinmon_error = None
     try:
-        from pinmon.collect.collector import LiveCollector
+        from pinmon.collect.live import LiveCollector
 
         with LiveCollector(interval_s=1.0) as col:
             snap = col.snapshot()
@@ -188,7 +188,7 @@ def gpu_row(g) -> dict:
 def watch(seconds: float, interval_s: float = 1.0, collector=None) -> dict:
     """Snapshots every ``interval_s`` for ``seconds``: each with the time it was taken (``time``,
     time.time() when ``snapshot()`` returned) and every GPU's ``gpu_row``."""
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
 
     col = collector or LiveCollector(interval_s=interval_s)
     rows = []
@@ -230,7 +230,7 @@ class FirstGpus:
 def time_snapshots(nvml, count: Optional[int], repeats: int, settle_s: float = 2.0) -> dict:
     """CPU (this thread) and wall time per ``LiveCollector.snapshot()`` seeing ``count`` GPUs (None:
     all), and the NVML sampler threads' CPU share over the same stretch."""
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
 
     view = nvml if count is None else FirstGpus(nvml, count)
     with LiveCollector(interval_s=1.0, nvml=view) as col:

@@ -251,7 +251,7 @@ def scale(real: Optional[dict], fake: Optional[dict]) -> dict:
 
 def rated_links(box: Optional[dict]) -> dict[Optional[str], Optional[float]]:
     """{bus: payload rate of the link at its rated generation and width} from ``box.json``."""
-    from pinmon.link import theoretical_bytes_per_s
+    from pinmon.model.link import theoretical_bytes_per_s
 
     out = {}
     for g in (box or {}).get("gpus", ()):

@@ -62,7 +62,7 @@ def parse_gpus(text: str, count: int) -> list[int]:
 
 def local_cpus(pci_bus_id: Optional[str], sysfs_root: str = "/sys") -> Optional[set[int]]:
     """The CPUs the kernel lists as local to the PCI device (``local_cpulist``); None if unknown."""
-    from pinmon.collect.numa import parse_node_list
+    from pinmon.collect.host.numa import parse_node_list
     from pinmon.collect.nvml import sysfs_pci_address
 
     address = sysfs_pci_address(pci_bus_id)

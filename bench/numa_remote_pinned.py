@@ -32,7 +32,7 @@ SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237}
 
 
 def node_cpus(node: int, root: str = "/") -> set[int]:
-    from pinmon.collect.numa import parse_node_list
+    from pinmon.collect.host.numa import parse_node_list
 
     with open(os.path.join(root, "sys/devices/system/node", f"node{node}", "cpulist")) as f:
         cpus = parse_node_list(f.read())
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
         import cupy as cp
         import numpy as np
 
-        from pinmon.collect.numa import read_pinned_placement
+        from pinmon.collect.host.numa import read_pinned_placement
 
         with cp.cuda.Device(a.gpu):
             out["pci_bus_id"] = cp.cuda.Device(a.gpu).pci_bus_id

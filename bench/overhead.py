@@ -170,7 +170,7 @@ def child_env() -> dict:
 
 COLLECT_LOOP = """
 import sys, time
-from pinmon.collect.collector import LiveCollector
+from pinmon.collect.live import LiveCollector
 with LiveCollector(interval_s=1.0, prefer_gpm=sys.argv[1] == "gpm") as col:
     nxt = time.monotonic()
     while True:
@@ -221,7 +221,7 @@ def part_accuracy(seconds: float) -> dict:
         import pynvml
     except ImportError as e:
         return {"skipped": f"needs CuPy and pynvml: {e}"}
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
 
     size = 64 * MIB
     window = max(5.0, min(seconds, 20.0))
@@ -332,7 +332,7 @@ def fake_proc(root: str, n: int = 1000, cuda_every: int = 10) -> None:
 
 
 def part_scale(repeats: int = 30) -> dict:
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
     from tests.fakes.fake_pynvml import FakeNvml
 
     tmp = tempfile.mkdtemp(prefix="pinmon-scale-")

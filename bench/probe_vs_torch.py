@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from pinmon.link import theoretical_bytes_per_s  # noqa: E402
+from pinmon.model.link import theoretical_bytes_per_s  # noqa: E402
 from pinmon.outputs.probe_text import format_probe  # noqa: E402
 from pinmon.probe import run_probe  # noqa: E402
 from pinmon.probe.engine import measure_copies  # noqa: E402

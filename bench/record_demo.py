@@ -19,7 +19,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from pinmon.collect.collector import LiveCollector  # noqa: E402
+from pinmon.collect.live import LiveCollector  # noqa: E402
 from pinmon.recording import Recorder  # noqa: E402
 from pinmon.probe import run_probe  # noqa: E402
 

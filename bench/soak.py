@@ -141,7 +141,7 @@ class Meter:
 
 def soak_replay(path: str, n: int) -> dict:
     from pinmon.advise import advise
-    from pinmon.collect.replay import ReplaySource
+    from pinmon.recording.replay import ReplaySource
 
     try:
         from pinmon.export import ExportState, build_registry, metrics_text
@@ -179,7 +179,7 @@ def soak_replay(path: str, n: int) -> dict:
 
 async def _tui(path: str, n: int) -> dict:
     from pinmon.advise import advise
-    from pinmon.collect.replay import ReplaySource
+    from pinmon.recording.replay import ReplaySource
     from pinmon.tui.app import PinmonApp
 
     src = ReplaySource(path)

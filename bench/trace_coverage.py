@@ -127,7 +127,7 @@ class LinkCounter:
 
     def __init__(self):
         sys.path.insert(0, ROOT)
-        from pinmon.collect.collector import LiveCollector
+        from pinmon.collect.live import LiveCollector
 
         self.col = LiveCollector(interval_s=0.5)
         self.rows = []

@@ -54,7 +54,7 @@ async def measure(size: tuple[int, int], count: int) -> dict:
     from textual.screen import Screen
 
     from pinmon.cli.common import advise
-    from pinmon.config import Config
+    from pinmon.cli.config import Config
     from pinmon.model import Snapshot
     from pinmon.tui.app import PinmonApp
 

@@ -57,7 +57,7 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.live:
-        from pinmon.collect.collector import LiveCollector
+        from pinmon.collect.live import LiveCollector
         from pinmon.probe import run_probe
 
         for size in ((80, 24), (160, 48)):
@@ -66,7 +66,7 @@ def main():
                               probe_unavailable_reason=None, probe_every_s=None if a.no_probe else 60.0))
     if a.demo:
         from pinmon.cli.commands.demo import demo_path
-        from pinmon.collect.replay import ReplaySource
+        from pinmon.recording.replay import ReplaySource
 
         for size in ((80, 24), (160, 48)):
             # Speed 16 reaches the pinned hog (about 100 s into the recording) within a few seconds.

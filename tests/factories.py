@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Optional
 
-from pinmon.link import theoretical_bytes_per_s
+from pinmon.model.link import theoretical_bytes_per_s
 from pinmon.model import (Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeMeasurement, ProbeResult,
                           ProcessPinned, Snapshot)
 from pinmon.units import GIB, MIB

@@ -36,7 +36,7 @@ def test_summarize_check_of_a_real_check_document(bench, tmp_path):
 
 
 def test_io_uring_control_and_a_gpu_scenario_without_cupy(bench):
-    from pinmon.collect.kernel_pins import KernelPinsReader
+    from pinmon.collect.host.kernel_pins import KernelPinsReader
 
     reader = KernelPinsReader("/")
     if reader.read().pinned_bytes is None:

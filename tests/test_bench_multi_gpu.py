@@ -140,7 +140,7 @@ def test_sysfs_node_and_host_nodes(gpu_mod, tmp_path):
 
 
 def test_first_gpus_shows_the_collector_only_the_first(gpu_mod):
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
 
     nvml = FakeNvml(8)
     with LiveCollector(nvml=gpu_mod.FirstGpus(nvml, 1)) as col:
@@ -163,7 +163,7 @@ def test_scale_without_nvml_has_no_ratio(gpu_mod):
 
 
 def test_watch_rows_carry_every_gpus_bus_id_and_link_bytes(gpu_mod):
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
 
     res = gpu_mod.watch(0.35, 0.1, collector=LiveCollector(interval_s=0.1, nvml=FakeNvml(3)))
     assert len(res["snapshots"]) == 3

@@ -50,10 +50,10 @@ def exporter_families() -> set[str]:
     prefix = "pinmon_"
     found = set()
     export_dir = os.path.join(PINMON, "export")
-    for fname in sorted(os.listdir(export_dir)):
-        if not fname.endswith(".py"):
-            continue
-        tree = ast.parse(_read("pinmon", "export", fname))
+    files = sorted(os.path.relpath(os.path.join(d, f), export_dir)
+                   for d, _, names in os.walk(export_dir) for f in names if f.endswith(".py"))
+    for fname in files:
+        tree = ast.parse(_read("pinmon", "export", *fname.split(os.sep)))
         for func in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
             for call in ast.walk(func):
                 if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
@@ -114,7 +114,7 @@ def test_every_model_field_is_in_schema_md():
 
 def test_every_trace_report_key_is_in_schema_md():
     from pinmon.trace.merge import merged
-    from pinmon.trace.report import ReportWriter
+    from pinmon.trace.report_file import ReportWriter
     from pinmon.trace.state import TracerState
 
     state = TracerState()

@@ -1,7 +1,7 @@
 """PCIe link arithmetic: lane rates, line encodings, payload bandwidth, unknown input, link names."""
 import pytest
 
-from pinmon.link import encoding_efficiency, lane_rate_gt_s, link_name, theoretical_bytes_per_s
+from pinmon.model.link import encoding_efficiency, lane_rate_gt_s, link_name, theoretical_bytes_per_s
 
 
 @pytest.mark.parametrize("gen, gt_s", [(1, 2.5), (2, 5.0), (3, 8.0), (4, 16.0), (5, 32.0), (6, 64.0)])

@@ -1,6 +1,6 @@
 """`pinmon check` text and the exporter show the kernel's pinned count, what processes explain, the
 rest, the per-node split, and fall back to the estimate where the kernel has no count."""
-from pinmon.collect.locked import parse_vm_locked
+from pinmon.collect.processes.locked import parse_vm_locked
 from pinmon.model import Gpu, ProcessPinned, Snapshot
 from pinmon.outputs.text import format_check, process_table
 from pinmon.units import GIB, MIB
@@ -80,7 +80,7 @@ def test_vm_locked_parse():
 
 
 def test_vm_locked_read_again_only_after_its_ttl(tmp_path):
-    from pinmon.collect.locked import LOCKED_TTL_S, LockedReader
+    from pinmon.collect.processes.locked import LOCKED_TTL_S, LockedReader
 
     (tmp_path / "7").mkdir()
     status = tmp_path / "7" / "status"

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from pinmon.model import ProbeResult
-from pinmon.probe_join import kept_probe, with_probe
+from pinmon.model.probe_join import kept_probe, with_probe
 from tests import factories as make
 
 OK_OLD = make.box_probe(t=10.0)
@@ -47,7 +47,7 @@ def test_with_probe_replaces_only_what_changes():
 
 def test_the_live_collector_keeps_the_last_measured_probe():
     # The exporter's probe loop hands every result to the collector; the snapshots carry the rule's pick.
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
 
     with LiveCollector(use_nvml=False, pids=[os.getpid()]) as col:
         assert col.snapshot().probe is None

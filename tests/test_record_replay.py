@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from pinmon.collect.replay import ReplaySource
+from pinmon.recording.replay import ReplaySource
 from pinmon.model import HostMemory, Snapshot
 from pinmon.recording import Recorder, RecordingError, RecordingReader, default_recording_path, read_snapshot_file
-from pinmon.source import Source
+from pinmon.model.source import Source
 
 
 def snap(t):
@@ -223,7 +223,7 @@ def test_bad_snapshot_files_are_one_line_errors(tmp_path, content, needle):
 # --- the line reader's bounds ------------------------------------------------------------------------
 
 def test_line_reader_bounds(tmp_path):
-    from pinmon.infile import InputError, LineReader
+    from pinmon.recording.infile import InputError, LineReader
 
     p = tmp_path / "x.txt"
     p.write_bytes(b"a\n" + b"b" * 100 + b"\nc")
@@ -245,7 +245,7 @@ def test_line_reader_bounds(tmp_path):
 
 
 def test_line_reader_joins_a_line_across_chunks(tmp_path, monkeypatch):
-    from pinmon import infile
+    from pinmon.recording import infile
 
     monkeypatch.setattr(infile, "CHUNK_BYTES", 7)
     p = tmp_path / "x.txt"
@@ -262,7 +262,7 @@ def _gzip_members(piece: bytes, n: int) -> bytes:
 
 
 def test_gzip_bombs_stop_at_the_caps(tmp_path, monkeypatch):
-    from pinmon import infile
+    from pinmon.recording import infile
 
     one_line = tmp_path / "line.jsonl.gz"
     one_line.write_bytes(_gzip_members(b"x" * (1 << 20), 8))  # 8 MiB, no line break

@@ -1,7 +1,7 @@
 """The advisor's thresholds: one frozen dataclass whose field names are the config file's API.
 
 Every field carries its unit in its name and a ``kind`` in its metadata ("fraction", "bytes",
-"bytes_per_s", "per_s", "seconds") that ``pinmon.config`` uses to validate a ``[thresholds]`` table
+"bytes_per_s", "per_s", "seconds") that ``pinmon.cli.config`` uses to validate a ``[thresholds]`` table
 and the rule docs use to print its default, plus a one-line ``doc`` that starts with the id of the
 rule reading it (the rule declares it too: ``registry``). Changing a name breaks users' config
 files: add, never rename.

@@ -92,7 +92,7 @@ def size_arg(text: str) -> int:
 
 def load_config(path: Optional[str]):
     """The config file at ``path`` (default: the user's); UsageError naming what is wrong with it."""
-    from ..config import ConfigError, load_config as load
+    from .config import ConfigError, load_config as load
 
     try:
         return load(path)
@@ -124,7 +124,7 @@ def plural(n: int, word: str) -> str:
 
 def open_replay(path: str):
     """A ``ReplaySource`` of the recording at ``path``; UsageError when it cannot be read."""
-    from ..collect.replay import ReplaySource
+    from ..recording.replay import ReplaySource
     from ..recording import RecordingError
 
     try:

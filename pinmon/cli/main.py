@@ -80,7 +80,7 @@ def run_default(args) -> int:
     config = load_config(args.config)
     if not sys.stdout.isatty():
         return check.report(check.measure(window_s=1.0), config)
-    from ..collect.collector import LiveCollector
+    from ..collect.live import LiveCollector
 
     col = LiveCollector(interval_s=args.interval or config.interval_s)
     try:

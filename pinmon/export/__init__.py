@@ -5,7 +5,7 @@ snapshot, advisor) -> ``ExportState`` -> ``PinmonCollector`` (built at scrape ti
 state, so a scrape never waits for collection) -> ``MetricsServer``. The exporter never calls NVML
 or CUDA itself: the live collector and the probe engine do.
 """
-from .collector import PinmonCollector, build_registry, metrics_text
+from .prometheus import PinmonCollector, build_registry, metrics_text
 from .refresher import Refresher
 from .server import MetricsServer, parse_listen
 from .state import ExportState

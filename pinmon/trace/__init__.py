@@ -3,7 +3,7 @@
 ``import pinmon.trace; pinmon.trace.install()`` (idempotent) wraps CuPy's and PyTorch's pinned
 memory and host<->device copy functions as soon as the program imports them (installing imports
 neither), and starts a daemon thread that writes this process's figures every 0.5 s to
-``<runtime dir>/<pid>.json`` (see ``report.py``), where ``pinmon`` picks them up and shows the
+``<runtime dir>/<pid>.json`` (see ``report_file.py``), where ``pinmon`` picks them up and shows the
 process as "traced". ``pinmon trace -- CMD`` and ``python -P -m pinmon.trace prog.py args...`` run a
 program with the tracer started at its first import of a CUDA library (``start_on_cuda_import``):
 a Python process that never imports one is left untouched. The report thread is ended before a
@@ -41,7 +41,7 @@ import atexit  # noqa: E402  (after the working directory left sys.path, on purp
 import threading  # noqa: E402
 from typing import Optional
 
-from .report import ReportWriter
+from .report_file import ReportWriter
 from .state import get_state
 
 __all__ = ["install", "installed", "writer", "engine", "ENGINES"]
@@ -170,7 +170,7 @@ def _builder(state):
 
 
 def _env_interval() -> float:
-    from .report import INTERVAL_S
+    from .report_file import INTERVAL_S
 
     try:
         v = float(os.environ.get("PINMON_TRACE_INTERVAL", INTERVAL_S))

@@ -58,7 +58,7 @@ def main(argv: list[str]) -> None:
         sys.stderr.write(USAGE)
         raise SystemExit(0 if argv else 2)
     import pinmon.trace
-    from pinmon.trace.report import warn_if_unusable
+    from pinmon.trace.report_file import warn_if_unusable
 
     bad = pinmon.trace.bad_engine_env()
     if bad:

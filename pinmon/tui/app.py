@@ -24,7 +24,7 @@ from textual.screen import Screen
 from textual.widgets import TabbedContent, Tabs
 
 from ..model import Finding, ProbeResult, Snapshot
-from ..source import Source
+from ..model.source import Source
 from ..units import printable
 from .keys import BINDINGS, palette_commands
 from .layout import MainScreen, compose_main, pane_of

@@ -19,9 +19,9 @@ from typing import Callable, Iterable, NamedTuple, Optional, Protocol, Sequence
 
 from ..advise.thresholds import Thresholds
 from ..model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
-from ..probe_join import with_probe
+from ..model.probe_join import with_probe
 from .format import SPARK_SAMPLES
-from .probe_link import join_link, link_join_due
+from .shared_link import join_link, link_join_due
 from .state import ProbeView, ViewState
 
 # The advisor looks back ~10 minutes at 1 s; the sparklines need the last 60 on top of that.

@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 from textual.message import Message
 
-from ..source import Source
+from ..model.source import Source
 from ..model import ProbeResult, Snapshot
 from .session import Session
 

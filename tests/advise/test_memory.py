@@ -7,7 +7,7 @@ import pytest
 
 from pinmon.advise import RULE_DOCS, Thresholds, advise
 from pinmon.advise import memory
-from pinmon.config import parse_config
+from pinmon.cli.config import parse_config
 from pinmon.units import GIB, MIB
 
 from tests import factories as make

@@ -134,7 +134,7 @@ def test_pinned_maps_file(tmp_path, capsys):
 
 def test_pinned_total_is_capped_at_ram_as_in_the_live_collector(capsys, monkeypatch):
     # Two copies of one process's maps count its 256 MiB twice: together more than a 300 MiB machine.
-    monkeypatch.setattr("pinmon.collect.host.read_host_memory",
+    monkeypatch.setattr("pinmon.collect.host.memory.read_host_memory",
                         lambda root="/": ({"mem_total_bytes": 300 << 20}, []))
     path = os.path.join(FIXTURES, "default_256m.maps")
     assert main(["pinned", "--maps-file", path, "--maps-file", path, "--json"]) == 0
@@ -422,7 +422,7 @@ def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval,
     clock = _FakeClock()
     monkeypatch.setattr(record, "time", clock)
     monkeypatch.setattr(record, "wait_for_stop", lambda stop, seconds: clock.sleep(seconds))
-    monkeypatch.setattr("pinmon.collect.collector.LiveCollector", _FakeLiveCollector)
+    monkeypatch.setattr("pinmon.collect.live.LiveCollector", _FakeLiveCollector)
     out = tmp_path / "r.jsonl"
     assert main(["record", "-o", str(out), "--interval", interval, "--duration", duration]) == 0
     assert clock.now - 1000.0 == pytest.approx(float(duration))  # ran exactly --duration
@@ -479,7 +479,7 @@ def test_check_probe_result_joins_the_snapshot(monkeypatch, capsys, status):
     import pinmon.probe
     result = make.box_probe() if status == "ok" else ProbeResult(time=1.0, status=status, reason="no CuPy")
     calls = []
-    monkeypatch.setattr("pinmon.collect.collector.LiveCollector", _FakeLiveCollector)
+    monkeypatch.setattr("pinmon.collect.live.LiveCollector", _FakeLiveCollector)
     monkeypatch.setattr(pinmon.probe, "run_probe", lambda kind, **kw: calls.append((kind, kw)) or result)
     main(["check", "--probe", "--json", "--window", "0.01", "--max-pinned", "8M"])
     out = json.loads(capsys.readouterr().out)
@@ -562,7 +562,7 @@ def test_a_misplaced_option_is_told_where_it_belongs(capsys, argv, code, words):
 def test_ctrl_c_in_checks_window_reports_what_was_counted(monkeypatch, capsys):
     from pinmon.cli.commands import check
 
-    monkeypatch.setattr("pinmon.collect.collector.LiveCollector", _FakeLiveCollector)
+    monkeypatch.setattr("pinmon.collect.live.LiveCollector", _FakeLiveCollector)
 
     def interrupted(seconds):
         raise KeyboardInterrupt

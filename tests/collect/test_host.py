@@ -1,8 +1,8 @@
 """Host memory readers on fake /proc and /sys trees: meminfo, cgroup v1/v2 limits, containers."""
 import os
 
-from pinmon.collect import host as host_mod
-from pinmon.collect.host import (HostMemoryReader, cgroup_memory_limit, parse_cgroup_limit, parse_meminfo,
+from pinmon.collect.host import memory as host_mod
+from pinmon.collect.host.memory import (HostMemoryReader, cgroup_memory_limit, parse_cgroup_limit, parse_meminfo,
                                  read_host_memory)
 
 GIB = 1 << 30

@@ -14,12 +14,12 @@ import time
 import pytest
 
 from pinmon.advise import advise
-from pinmon.collect.collector import LiveCollector
-from pinmon.collect.kernel_pins import KernelPinsReader, parse_pinned_pages, read_pinned_bytes
-from pinmon.collect.pinned_total import host_wide_notice, maps_pinned_total, pinned_figures
-from pinmon.collect.procmaps import PinnedEstimate
-from pinmon.collect.kernel_pins import KernelPins
-from pinmon.config import load_config
+from pinmon.collect.live import LiveCollector
+from pinmon.collect.host.kernel_pins import KernelPinsReader, parse_pinned_pages, read_pinned_bytes
+from pinmon.collect.host.pinned_total import host_wide_notice, maps_pinned_total, pinned_figures
+from pinmon.collect.processes.procmaps import PinnedEstimate
+from pinmon.collect.host.kernel_pins import KernelPins
+from pinmon.cli.config import load_config
 from pinmon.model import ProcessPinned
 from tests import iouring
 
@@ -258,7 +258,7 @@ def test_collected_figure_moves_by_exactly_the_pinned_pages(kernel_reader):
 
 
 def test_kept_file_reads_fresh_text_each_time(tmp_path):
-    from pinmon.collect.kernel_pins import KeptFile
+    from pinmon.collect.host.kernel_pins import KeptFile
 
     path = tmp_path / "vmstat"
     path.write_bytes(b"nr_foll_pin_acquired 5\nnr_foll_pin_released 1\n")
@@ -274,7 +274,7 @@ def test_kept_file_reads_fresh_text_each_time(tmp_path):
 
 
 def test_reader_reuses_a_reading_younger_than_half_a_second(tmp_path):
-    from pinmon.collect.kernel_pins import MIN_READ_INTERVAL_S
+    from pinmon.collect.host.kernel_pins import MIN_READ_INTERVAL_S
 
     clock = [0.0]
     root = write_tree(tmp_path, total=(10, 0), nodes=[(10, 0)])

@@ -5,8 +5,8 @@ import sys
 import pytest
 
 from pinmon.advise import advise
-from pinmon.collect.collector import LiveCollector
-from pinmon.collect.pci import count_nvidia_gpus
+from pinmon.collect.live import LiveCollector
+from pinmon.collect.host.pci import count_nvidia_gpus
 from pinmon.model import Snapshot, worst_severity
 from pinmon.outputs.text import format_check
 from tests import factories as make
@@ -109,7 +109,7 @@ def test_the_exporter_serves_the_finding_and_the_count(tmp_path):
 def test_check_exit_code(pci_gpus, monkeypatch, capsys):
     from pinmon import cli
     from pinmon.cli.commands import check
-    from pinmon.collect import collector
+    from pinmon.collect import live as collector
 
     monkeypatch.setitem(sys.modules, "pynvml", _failing_nvml("library_not_found"))
     monkeypatch.setattr(collector, "count_nvidia_gpus", lambda root="/sys": pci_gpus)

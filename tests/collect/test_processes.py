@@ -2,7 +2,7 @@
 import os
 import shutil
 
-from pinmon.collect.processes import ProcessScanner, scan_notice
+from pinmon.collect.processes.scan import ProcessScanner, scan_notice
 from pinmon.collect.rawfile import READ_CHUNK
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "maps")
@@ -40,7 +40,7 @@ def test_churn_between_scans(tmp_path):
 
 def test_permission_denied_is_counted(tmp_path, monkeypatch):
     root = fake_proc(tmp_path, {5: "default_256m"})
-    import pinmon.collect.processes as mod
+    import pinmon.collect.processes.scan as mod
 
     def deny(pid, proc_root):
         raise PermissionError(13, "denied")
@@ -68,7 +68,7 @@ def test_real_proc_scan_does_not_raise():
 
 
 def test_unchanged_maps_keep_their_estimate_without_a_parse(tmp_path, monkeypatch):
-    import pinmon.collect.processes as mod
+    import pinmon.collect.processes.scan as mod
 
     root = fake_proc(tmp_path, {7: "context_only", 8: "default_256m"})
     parsed = []
@@ -89,7 +89,7 @@ def test_unchanged_maps_keep_their_estimate_without_a_parse(tmp_path, monkeypatc
 
 
 def test_descriptions_are_cached_for_a_while_and_dropped_with_the_process(tmp_path, monkeypatch):
-    import pinmon.collect.processes as mod
+    import pinmon.collect.processes.scan as mod
 
     root = fake_proc(tmp_path, {7: "context_only"})
     calls = []
@@ -109,7 +109,7 @@ def test_descriptions_are_cached_for_a_while_and_dropped_with_the_process(tmp_pa
 
 
 def test_maps_are_read_whole_past_one_read_chunk(tmp_path):
-    import pinmon.collect.processes as mod
+    import pinmon.collect.processes.scan as mod
 
     root = fake_proc(tmp_path, {9: "small_4k_x1000"})
     data = mod.read_maps(9, root)
@@ -119,7 +119,7 @@ def test_maps_are_read_whole_past_one_read_chunk(tmp_path):
 
 
 def _count_maps_reads(monkeypatch):
-    import pinmon.collect.processes as mod
+    import pinmon.collect.processes.scan as mod
 
     reads = []
     real = mod.read_maps
@@ -147,7 +147,7 @@ def test_a_non_cuda_process_is_reread_only_when_its_size_changes(tmp_path, monke
 
 
 def test_an_unchanged_non_cuda_process_is_still_reread_now_and_then(tmp_path, monkeypatch):
-    import pinmon.collect.processes as mod
+    import pinmon.collect.processes.scan as mod
 
     root = fake_proc(tmp_path, {7: "non_cuda_shared_anon"})
     (tmp_path / "7" / "statm").write_text("4969 4153 1671 1 0 2850 0\n")
@@ -166,7 +166,7 @@ def test_an_unchanged_non_cuda_process_is_still_reread_now_and_then(tmp_path, mo
 
 
 def test_recheck_times_are_spread_over_the_period():
-    import pinmon.collect.processes as mod
+    import pinmon.collect.processes.scan as mod
 
     delays = [mod._recheck_after_s(pid) for pid in range(1, 2001)]
     assert min(delays) >= mod.PLAIN_RECHECK_S / 2 and max(delays) <= mod.PLAIN_RECHECK_S
@@ -195,7 +195,7 @@ def test_a_vanished_plain_process_is_forgotten(tmp_path, monkeypatch):
 def test_a_described_live_process_without_cuda_is_kept_for_a_while(tmp_path, monkeypatch):
     # A traced process is described on request even when its maps show no CUDA yet: once per
     # DESCRIBE_TTL_S, not once per scan.
-    import pinmon.collect.processes as mod
+    import pinmon.collect.processes.scan as mod
 
     root = fake_proc(tmp_path, {7: "non_cuda_shared_anon"})
     calls = []
@@ -217,7 +217,7 @@ def test_a_described_live_process_without_cuda_is_kept_for_a_while(tmp_path, mon
 
 
 def test_a_kernel_thread_is_not_read_again_until_its_recheck(tmp_path, monkeypatch):
-    import pinmon.collect.processes as mod
+    import pinmon.collect.processes.scan as mod
 
     root = fake_proc(tmp_path, {2: None, 7: "non_cuda_shared_anon"})
     (tmp_path / "2" / "maps").write_text("")  # a kernel thread: no address space

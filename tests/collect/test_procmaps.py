@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from pinmon.collect.procmaps import churn, estimate_pinned, parse_maps
+from pinmon.collect.processes.procmaps import churn, estimate_pinned, parse_maps
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "maps")
 MIB = 1 << 20

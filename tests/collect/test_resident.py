@@ -4,9 +4,9 @@ import shutil
 
 import pytest
 
-from pinmon.collect.collector import LiveCollector
-from pinmon.collect.processes import ProcessScanner, scan_notice
-from pinmon.collect.resident import (CAP_SLACK_BYTES, Resident, cap_estimate, capped_totals,
+from pinmon.collect.live import LiveCollector
+from pinmon.collect.processes.scan import ProcessScanner, scan_notice
+from pinmon.collect.processes.resident import (CAP_SLACK_BYTES, Resident, cap_estimate, capped_totals,
                                      parse_status_rss)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "maps")
@@ -111,7 +111,7 @@ def test_without_status_ram_still_caps(tmp_path):
 
 
 def test_resident_is_read_every_scan_but_only_for_pinned_holders(tmp_path, monkeypatch):
-    import pinmon.collect.processes as mod
+    import pinmon.collect.processes.scan as mod
 
     no_pinned = ("7f3a00000000-7f3a00200000 rw-s 00000000 00:05 78 /dev/nvidia0\n"
                  "7f3a40000000-7f3a50000000 rw-p 00000000 00:00 0\n")
@@ -158,7 +158,7 @@ def test_live_totals_never_exceed_ram(tmp_path, shared):
 
 
 def test_no_row_of_any_source_is_above_ram():
-    from pinmon.collect.collector import cap_rows_to_ram
+    from pinmon.collect.live import cap_rows_to_ram
     from pinmon.model import ProcessPinned
 
     rows = [ProcessPinned(pid=1, pinned_bytes=10 * TIB, source="traced"),

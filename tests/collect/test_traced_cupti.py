@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from pinmon.collect.traced import TracedProcess
-from pinmon.collect.traced_cupti import cupti_fields
+from pinmon.collect.traced.reader import TracedProcess
+from pinmon.collect.traced.cupti_fields import cupti_fields
 from pinmon.model import ProcessPinned
 from pinmon.trace.cupti_figures import CuptiFigures
 from pinmon.trace.merge import merged
@@ -94,7 +94,7 @@ def test_odd_values_become_unknown_never_an_error(path, value):
 # --- transfers: per direction and host memory kind, for either engine -------------------------
 
 def test_transfers_of_a_cupti_report():
-    from pinmon.collect.traced_cupti import transfer_fields
+    from pinmon.collect.traced.cupti_fields import transfer_fields
 
     t = transfer_fields(report())["transfers"]
     assert set(t) == {"h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable"}
@@ -110,7 +110,7 @@ def test_transfers_of_a_cupti_report():
 
 
 def test_transfers_of_a_hooks_report_have_rates_but_no_gpu_times():
-    from pinmon.collect.traced_cupti import transfer_fields
+    from pinmon.collect.traced.cupti_fields import transfer_fields
     from pinmon.trace.state import PINNED
 
     clock = iter([0.0, 2.0]).__next__
@@ -131,7 +131,7 @@ def test_transfers_of_a_hooks_report_have_rates_but_no_gpu_times():
                                     {"h2d": {"pinned": {"bytes_per_s": float("inf"), "rate_p50": -1,
                                                         "achieved_bytes_per_s": True, "rate_p10": "9"}}}])
 def test_odd_transfer_values_become_unknown(copies):
-    from pinmon.collect.traced_cupti import transfer_fields
+    from pinmon.collect.traced.cupti_fields import transfer_fields
 
     t = transfer_fields({"copies": copies})["transfers"]
     if not isinstance(copies, dict):
@@ -162,7 +162,7 @@ def test_a_plausible_rate_stays():
 
 
 def test_rates_above_any_host_link_are_unknown():
-    from pinmon.collect.traced_cupti import MAX_BYTES_PER_S, transfer_fields
+    from pinmon.collect.traced.cupti_fields import MAX_BYTES_PER_S, transfer_fields
 
     rep = copy.deepcopy(report())
     rep["cupti"]["window"]["copies"]["h2d"]["pinned"]["bytes_per_s"] = 1e300

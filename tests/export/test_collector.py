@@ -153,7 +153,7 @@ def test_findings_and_status():
 
 
 def test_a_failing_section_is_counted_and_the_rest_served(monkeypatch):
-    from pinmon.export import gpu as gpu_section
+    from pinmon.export.families import gpu as gpu_section
 
     def boom(view):
         raise RuntimeError("bad value")

@@ -6,8 +6,8 @@ import dataclasses
 from prometheus_client.core import GaugeMetricFamily
 
 from pinmon.advise import advise
-from pinmon.export import families as families_mod
-from pinmon.export import status as status_mod
+from pinmon.export.families import base as families_mod
+from pinmon.export.families import status as status_mod
 from pinmon.units import GIB, MIB
 from tests import factories as make
 

@@ -16,7 +16,7 @@ MIB = 1 << 20
 def test_gpm_and_counters_count_a_known_load():
     import cupy as cp
 
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
 
     size = 64 * MIB
     host = cp.cuda.alloc_pinned_memory(size)

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from pinmon.collect.procmaps import estimate_pinned
+from pinmon.collect.processes.procmaps import estimate_pinned
 from pinmon.outputs.probe_text import format_probe, headline
 from pinmon.probe import break_even_transfers, held_pinned_bytes, plan, probe_available, run_probe
 

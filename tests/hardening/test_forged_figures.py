@@ -17,12 +17,12 @@ import threading
 import pytest
 
 from pinmon.advise import advise
-from pinmon.collect import traced
-from pinmon.collect.collector import LiveCollector
-from pinmon.collect.kernel_objects import KernelObjects, learn
-from pinmon.collect.processes import ProcessScanner
-from pinmon.collect.trace_report import proc_identity
-from pinmon.trace import report as R
+from pinmon.collect.traced import reader as traced
+from pinmon.collect.live import LiveCollector
+from pinmon.collect.processes.kernel_objects import KernelObjects, learn
+from pinmon.collect.processes.scan import ProcessScanner
+from pinmon.collect.traced.report_checks import proc_identity
+from pinmon.trace import report_file as R
 from tests.trace.fakeproc import fake_proc
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
@@ -167,7 +167,7 @@ def test_the_pinned_estimate_never_exceeds_the_hosts_shmem(tmp_path):
 
 
 def test_numa_placement_of_a_repeated_mapping_adds_up_to_the_row_at_most():
-    from pinmon.collect.numa import within
+    from pinmon.collect.host.numa import within
 
     assert within({"0": 200 * GIB, "1": 50 * GIB}, GIB) == {"0": GIB * 4 // 5, "1": GIB // 5}
     assert within({"0": GIB}, 2 * GIB) == {"0": GIB}
@@ -233,7 +233,7 @@ def test_the_kernels_shmem_device_is_learned_from_pinmons_own_mapping():
 
 
 def test_a_control_device_mapping_of_a_containers_own_node_is_asked_of_the_kernel():
-    from pinmon.collect.procmaps import Mapping
+    from pinmon.collect.processes.procmaps import Mapping
 
     class St:
         def __init__(self, mode, rdev):
@@ -329,7 +329,7 @@ def test_a_flood_of_pinmon_directories_in_tmp_cannot_hide_a_victims_reports(tmp_
 def test_the_collector_hands_the_uids_of_live_processes_to_the_reader(tmp_path, monkeypatch):
     seen = []
     real = traced.read_all
-    monkeypatch.setattr("pinmon.collect.collector.read_all",
+    monkeypatch.setattr("pinmon.collect.live.read_all",
                         lambda **kw: seen.append(set(kw.get("uids", ()))) or real(**kw))
     with LiveCollector(use_nvml=False, pids=[os.getpid()]) as col:
         col.snapshot()

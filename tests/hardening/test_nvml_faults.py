@@ -168,7 +168,7 @@ def test_collector(function, error, mode, tmp_path):
 def injected(monkeypatch):
     """A fresh fake installed as the ``pynvml`` module that the live collector imports, on a PCI
     bus that holds its three GPUs (whatever this box's own sysfs says)."""
-    from pinmon.collect import collector
+    from pinmon.collect import live as collector
 
     fake = make_fake()
     monkeypatch.setitem(sys.modules, "pynvml", fake)
@@ -245,7 +245,7 @@ TUI_CELLS = [
 
 @pytest.mark.parametrize("function, error, mode", TUI_CELLS)
 async def test_tui(function, error, mode, tmp_path):
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
     from pinmon.tui.app import PinmonApp
     from pinmon.tui.widgets.notices import NoticeBar
     from tests.tui.util import screen_text, text_of

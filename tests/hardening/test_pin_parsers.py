@@ -3,9 +3,9 @@ the bytes, and never report negative sizes."""
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pinmon.collect.kernel_pins import parse_pinned_pages
-from pinmon.collect.locked import parse_vm_locked
-from pinmon.collect.numa import parse_node_list, parse_numa_maps
+from pinmon.collect.host.kernel_pins import parse_pinned_pages
+from pinmon.collect.processes.locked import parse_vm_locked
+from pinmon.collect.host.numa import parse_node_list, parse_numa_maps
 
 FUZZ = settings(max_examples=300, deadline=None, database=None)
 

@@ -48,9 +48,9 @@ def test_exporter_listens_on_loopback_by_default():
 
 # --- tracer report files ----------------------------------------------------------------------------
 
-report = pytest.importorskip("pinmon.trace.report", reason="no tracer in this tree")
-traced = pytest.importorskip("pinmon.collect.traced", reason="no tracer reader in this tree")
-trace_report = pytest.importorskip("pinmon.collect.trace_report", reason="no tracer reader in this tree")
+report = pytest.importorskip("pinmon.trace.report_file", reason="no tracer in this tree")
+traced = pytest.importorskip("pinmon.collect.traced.reader", reason="no tracer reader in this tree")
+trace_report = pytest.importorskip("pinmon.collect.traced.report_checks", reason="no tracer reader in this tree")
 from tests.trace.fakeproc import fake_meminfo, fake_proc  # noqa: E402
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make files of another user")
@@ -490,7 +490,7 @@ def test_python_m_pinmon_trace_warns_too(tmp_path):
 
 
 def test_the_reader_says_when_its_own_directory_is_unusable(tmp_path, monkeypatch):
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
 
     d = tmp_path / "open"
     d.mkdir()

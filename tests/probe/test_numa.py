@@ -152,7 +152,7 @@ def test_numa_text():
 
 
 def test_command_on_one_node_says_so_and_exits_0(monkeypatch, capsys, fake):
-    import pinmon.collect.numa as numa
+    import pinmon.collect.host.numa as numa
     from pinmon.cli.commands import probe as cmd
 
     monkeypatch.setattr(numa, "list_nodes", lambda root="/", which="online": (0,))
@@ -167,7 +167,7 @@ def test_command_on_one_node_says_so_and_exits_0(monkeypatch, capsys, fake):
 
 
 def test_command_without_a_gpu_says_it_could_not_measure(monkeypatch, capsys):
-    import pinmon.collect.numa as numa
+    import pinmon.collect.host.numa as numa
 
     monkeypatch.setattr(numa, "list_nodes", lambda root="/", which="online": (0,))
     monkeypatch.setitem(sys.modules, "cupy", None)  # no CuPy: no GPU to compare anything for
@@ -180,7 +180,7 @@ def test_command_without_a_gpu_says_it_could_not_measure(monkeypatch, capsys):
 
 
 def test_command_on_two_nodes(monkeypatch, capsys, fake, nodes):
-    import pinmon.collect.numa as numa
+    import pinmon.collect.host.numa as numa
     import pinmon.collect.nvml as nvml
     from pinmon.cli.commands import probe as cmd
 

@@ -8,9 +8,9 @@ import sys
 import time
 
 from pinmon.advise import Thresholds, advise
-from pinmon.collect.traced import merge_traced, read_reports
+from pinmon.collect.traced.reader import merge_traced, read_reports
 from pinmon.model import ProcessPinned, Snapshot
-from pinmon.trace import report as R
+from pinmon.trace import report_file as R
 
 MIB = 1 << 20
 

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from pinmon.collect.traced import merge_traced, read_reports
+from pinmon.collect.traced.reader import merge_traced, read_reports
 from pinmon.model import ProcessPinned
-from pinmon.trace import report as R
+from pinmon.trace import report_file as R
 from pinmon.trace.state import TracerState
 
 from .conftest import FAKES
@@ -130,7 +130,7 @@ def test_merge_replaces_estimates_and_adds_traced_only_processes(report_dir):
 
 
 def test_the_collector_shows_traced_processes(report_dir, monkeypatch):
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
 
     monkeypatch.setenv("PINMON_TRACE_DIR", report_dir)
     R.write_report(report_dir, os.getpid(), own_report())
@@ -219,7 +219,7 @@ def test_pinmon_pinned_shows_traced_processes(report_dir, monkeypatch, capsys):
     (row,) = [p for p in out["processes"] if p["pid"] == os.getpid()]
     # This process maps no pinned memory: the report's bytes are held to what the kernel counts
     # and no mapping explains (no report reaches the totals).
-    from pinmon.collect.kernel_pins import KernelPinsReader
+    from pinmon.collect.host.kernel_pins import KernelPinsReader
 
     counted = KernelPinsReader().read().pinned_bytes
     assert row["source"] == "traced" and row["median_alloc_bytes"] == 4096
@@ -230,7 +230,7 @@ def test_pinmon_pinned_shows_traced_processes(report_dir, monkeypatch, capsys):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make directories of two other uids")
 def test_root_looks_up_the_directory_of_each_uid_with_a_live_process(tmp_path):
-    from pinmon.collect import traced as mod
+    from pinmon.collect.traced import reader as mod
 
     tmp = str(tmp_path)
     for name, uid in (("pinmon-1000", 1000), ("pinmon-0", 0), ("other", 1000), ("pinmon-1002", 1003),

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from pinmon.trace import report as R
+from pinmon.trace import report_file as R
 from pinmon.trace.state import TracerState
 
 

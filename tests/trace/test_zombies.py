@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from pinmon.collect.processes import ProcessScanner
-from pinmon.collect.traced import read_reports
-from pinmon.trace import report as R
+from pinmon.collect.processes.scan import ProcessScanner
+from pinmon.collect.traced.reader import read_reports
+from pinmon.trace import report_file as R
 
 from .fakeproc import fake_proc
 from .test_discovery import own_report, write
@@ -63,7 +63,7 @@ def test_the_report_of_an_exited_unreaped_program_is_dropped_and_removed(report_
 
 
 def test_the_collector_shows_no_row_for_a_zombie(report_dir, zombie_maker, monkeypatch):
-    from pinmon.collect.collector import LiveCollector
+    from pinmon.collect.live import LiveCollector
 
     start, kill = zombie_maker
     p = start()

@@ -9,7 +9,7 @@ import dataclasses
 import threading
 from typing import Optional, Sequence
 
-from pinmon.link import theoretical_bytes_per_s
+from pinmon.model.link import theoretical_bytes_per_s
 from pinmon.model import Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeResult, ProcessPinned, Snapshot
 
 from tests.factories import (GEN4_X8, GEN5_X16, GIB, MIB, NODE_SPLIT, T0, traced_cupti_process,  # noqa: F401

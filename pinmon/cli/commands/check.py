@@ -57,13 +57,13 @@ def _saved_snapshot(path: str):
 
 def measure(window_s: float, probe: bool = False, max_pinned: Optional[int] = None):
     """A live snapshot after ``window_s`` of counting, with a quick probe's result when ``probe``."""
-    from ...collect.collector import LiveCollector
+    from ...collect.live import LiveCollector
 
     # The kernel's pinned count is read fresh: a one-shot check has no earlier reading to reuse.
     with LiveCollector(interval_s=window_s, kernel_read_every_s=0.0) as col:
         snap = live_snapshot(col, window_s)
         if probe:
-            from ...probe_join import with_probe
+            from ...model.probe_join import with_probe
 
             snap = with_probe(snap, _quick_probe(max_pinned, snap))
     return snap

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from ...export.processes import DEFAULT_TOP
+from ...export.families.processes import DEFAULT_TOP
 from ...export.server import DEFAULT_LISTEN, parse_listen
 from ...units import printable
 from ..common import (UsageError, advise, interval_arg, load_config, open_replay, print_notices, probe_every_arg,
@@ -146,7 +146,7 @@ def run(args) -> int:
                 reason = getattr(e, "strerror", None) or " ".join(str(e).split())
                 raise UsageError(f"cannot listen on {_show_listen(host, port)}: {reason}") from None
         if source is None:
-            from ...collect.collector import LiveCollector
+            from ...collect.live import LiveCollector
 
             source = LiveCollector(interval_s=interval)
         refresher = Refresher(source, state, lambda h: advise(h, config), interval_s=interval,
@@ -206,7 +206,7 @@ def _serve(args, source, refresher, server) -> int:
 
 
 def _start_prober(args, source, state):
-    from ...export.prober import ProbeLoop
+    from ...export.background_probe import ProbeLoop
     from ...probe import probe_available
 
     ok, reason = probe_available()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ...collect.resident import CAPPED_TOTAL_NOTICE, capped_totals
+from ...collect.processes.resident import CAPPED_TOTAL_NOTICE, capped_totals
 from ...limits import MAX_MAPS_BYTES
 from ..common import UsageError, dumps, pid_arg
 
@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ...collect.collector import cap_rows_to_ram
+    from ...collect.live import cap_rows_to_ram
     from ...model import ProcessPinned
 
     file_rows: list[ProcessPinned] = []
@@ -52,7 +52,7 @@ def run(args) -> int:
         notes += [f"pid {pid}: not a CUDA process (no /dev/nvidia* mapping) or not readable"
                   for pid in args.pid or [] if pid not in found]
     else:
-        from ...collect.host import read_host_memory
+        from ...collect.host.memory import read_host_memory
 
         mem_total = read_host_memory()[0].get("mem_total_bytes")
     file_rows = cap_rows_to_ram(file_rows, mem_total)
@@ -83,7 +83,7 @@ def _live_snapshot(pids):
     """A snapshot of this machine's CUDA processes (only ``pids`` when given), host memory and the
     kernel's pinned count, by the live collector without NVML: a traced process's row carries its
     tracer's figures, within what the kernel shows."""
-    from ...collect.collector import LiveCollector
+    from ...collect.live import LiveCollector
 
     for pid in pids or []:
         if not os.path.exists(f"/proc/{pid}"):
@@ -108,8 +108,8 @@ def _print_table(rows, notes) -> None:
 
 def _estimate_maps_file(path: str):
     """The pinned estimate of a saved /proc/PID/maps file; UsageError for anything else."""
-    from ...collect.procmaps import estimate_pinned, parse_maps
-    from ...infile import InputError, read_capped
+    from ...collect.processes.procmaps import estimate_pinned, parse_maps
+    from ...recording.infile import InputError, read_capped
 
     try:
         text = read_capped(path, MAX_MAPS_BYTES, "a maps file").decode("utf-8", errors="replace")

@@ -133,7 +133,7 @@ def run(args) -> int:
         return EXIT_UNAVAILABLE
     nodes: tuple = ()
     if getattr(args, "numa", False):
-        from ...collect.numa import list_nodes
+        from ...collect.host.numa import list_nodes
 
         nodes = list_nodes(which="has_memory") or ()
         if len(nodes) < 2:

@@ -46,7 +46,7 @@ def wait_for_stop(stop: threading.Event, seconds: float) -> None:
 
 
 def run(args) -> int:
-    from ...collect.collector import LiveCollector
+    from ...collect.live import LiveCollector
     from ...recording import Recorder, RecordingError
 
     config = load_config(args.config)

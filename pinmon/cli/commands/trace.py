@@ -103,7 +103,7 @@ def run(args) -> int:
             raise UsageError(f"trace: {bad}")
     engine = engine_mode(args.engine)
     env = traced_env(trace_dir=args.trace_dir, engine=args.engine)
-    from ...trace.report import warn_if_unusable
+    from ...trace.report_file import warn_if_unusable
 
     warn_if_unusable(env.get("PINMON_TRACE_DIR"), "pinmon: trace")
     if engine != "hooks":

@@ -15,7 +15,7 @@ from textual.widgets import ProgressBar, Static
 from ...model import EXACT_PCIE_METHODS, ProbeResult
 from ...units import fmt_bytes, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds, printable
 from ..format import fmt_time, other_measurements, probe_rows, sweep_sizes
-from ..probe_link import shared_directions
+from ..shared_link import shared_directions
 from ..state import ProbeView, ViewState
 from .base import CompositeView, NoLinks, View, lines, set_content
 

@@ -12,7 +12,7 @@ from pinmon.collect.cgroups.limits import CgroupMemoryReader
 from pinmon.collect.cgroups.ownership import KIND_DOCKER, CgroupPaths
 from pinmon.collect.cgroups.proc_owner import read_owner
 from pinmon.collect.cgroups.vmpin import parse_vmpin
-from pinmon.collect.host import parse_meminfo
+from pinmon.collect.host.memory import parse_meminfo
 
 from .realcg import Child, memory_cgroup
 

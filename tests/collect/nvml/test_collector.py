@@ -480,7 +480,7 @@ def test_the_link_maximum_is_asked_once_and_again_only_after_a_failure(no_sysfs)
 
 
 def test_the_link_width_is_read_again_after_its_time_or_when_the_generation_moves(no_sysfs):
-    from pinmon.collect.nvml.collector import LINK_WIDTH_TTL_S
+    from pinmon.collect.nvml.gpus import LINK_WIDTH_TTL_S
 
     fake = FakeNvml(1)
     c = collector(fake, no_sysfs)

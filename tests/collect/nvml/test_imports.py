@@ -4,7 +4,7 @@ the collector."""
 from tests.import_graph import cycles, graph
 
 LOWER = ("call", "values", "sysfs", "counters", "gpm", "sampled")
-UPPER = {"pinmon.collect.nvml.sampler", "pinmon.collect.nvml.collector"}
+UPPER = {"pinmon.collect.nvml.sampler", "pinmon.collect.nvml.gpus"}
 
 
 def test_no_import_cycle_in_collect_or_its_nvml_package():
@@ -16,4 +16,4 @@ def test_lower_modules_never_import_the_sampler_or_the_collector():
     g = graph("collect/nvml")
     for name in LOWER:
         assert not g[f"pinmon.collect.nvml.{name}"] & UPPER, name
-    assert "pinmon.collect.nvml.collector" not in g["pinmon.collect.nvml.sampler"]
+    assert "pinmon.collect.nvml.gpus" not in g["pinmon.collect.nvml.sampler"]

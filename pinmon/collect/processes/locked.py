@@ -1,0 +1,72 @@
+"""mlock()ed memory of CUDA processes: ``VmLck`` from ``/proc/PID/status``.
+
+Locked is not pinned: ``mlock()`` keeps pages resident but the CUDA driver does not know them, so
+its copies from them go through its pageable path. CUDA's own pinning does not show in ``VmLck``
+(measured on the H200 box), so a large ``VmLck`` in a CUDA process is memory that was meant to be
+fast and is not. The file is short and built without the process's mmap lock; it is read for the
+CUDA process rows only, and again for each only every ``LOCKED_TTL_S``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Callable, Iterable, Optional
+
+from ...model import ProcessPinned
+from ..rawfile import read_bytes
+
+_KEY = b"\nVmLck:"
+# A process's VmLck is read again after this many seconds.
+LOCKED_TTL_S = 10.0
+
+
+def parse_vm_locked(data: bytes) -> Optional[int]:
+    """Bytes of the ``VmLck:   123 kB`` line of a status file; None when absent or malformed."""
+    at = data.find(_KEY)
+    if at < 0:
+        return None
+    end = data.find(b"\n", at + 1)
+    parts = data[at + len(_KEY):end if end >= 0 else None].split()
+    if not parts:
+        return None
+    try:
+        value = int(parts[0])
+    except ValueError:
+        return None
+    if value < 0:
+        return None
+    unit = parts[1].lower() if len(parts) > 1 else b"kb"
+    return value * 1024 if unit == b"kb" else value
+
+
+def read_vm_locked(pid: int, proc_root: str = "/proc") -> Optional[int]:
+    try:
+        return parse_vm_locked(read_bytes(os.path.join(proc_root, str(pid), "status")))
+    except (OSError, ValueError):
+        return None
+
+
+class LockedReader:
+    """``VmLck`` of the process rows, each read again after ``LOCKED_TTL_S``: mlock()ed memory is a
+    slow habit, not a spike, and the read costs as much as a /proc/meminfo read per process."""
+
+    def __init__(self, proc_root: str = "/proc", clock: Callable[[], float] = time.monotonic):
+        self.proc_root = proc_root
+        self._clock = clock
+        self._cache: dict[tuple, tuple[float, Optional[int]]] = {}
+
+    def annotate(self, rows: Iterable[ProcessPinned]) -> list[ProcessPinned]:
+        """The rows with ``vm_locked_bytes`` filled in where /proc tells it."""
+        now = self._clock()
+        cache: dict[tuple, tuple[float, Optional[int]]] = {}
+        out = []
+        for r in rows:
+            key = (r.pid, r.name)  # a pid reused by another program is read anew
+            hit = self._cache.get(key)
+            if hit is None or now - hit[0] >= LOCKED_TTL_S:
+                hit = (now, read_vm_locked(r.pid, self.proc_root))
+            cache[key] = hit
+            out.append(dataclasses.replace(r, vm_locked_bytes=hit[1]) if hit[1] is not None else r)
+        self._cache = cache  # pids no longer listed are forgotten
+        return out
