@@ -32,6 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from overhead import COLLECT_LOOP, WARMUP_S, spawn, stop_spawned  # noqa: E402  (the same programs as overhead.py)
+
 from provenance import portable_argv, provenance  # noqa: E402
 
 PTY_SIZE = (160, 48)

@@ -813,8 +813,8 @@ def w_torch_compile(ctx):
 
 
 def w_jax_device_put(ctx):
-    import numpy as np
     import jax
+    import numpy as np
     t = ctx.truth
     dev = jax.devices()[0]
     ctx.extra["jax_device"] = str(dev)

@@ -6,7 +6,6 @@ bytes really moved. This script finds out on a GPU box: support, accuracy agains
 host-to-device load (and against the 32-bit counters read at 50 Hz in a thread), and the CPU cost of
 each NVML call pinmon makes per snapshot. Usage: python3 bench/gpm_facts.py OUT.json
 """
-import ctypes
 import json
 import os
 import sys

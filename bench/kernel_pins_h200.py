@@ -431,10 +431,10 @@ def snapshot_ab(col, n: int) -> dict:
 def run_cpu(n: int = SNAPSHOTS) -> dict:
     """CPU per snapshot of the new reads against a whole snapshot, with a CUDA process holding
     pinned memory (when CUDA works), so the VmLck and numa_maps reads have a real row to read."""
-    from pinmon.collect.live import LiveCollector
     from pinmon.collect.host.kernel_pins import KernelPinsReader, read_pinned_bytes
-    from pinmon.collect.processes.locked import read_vm_locked
     from pinmon.collect.host.numa import NODE_DIR, read_pinned_placement
+    from pinmon.collect.live import LiveCollector
+    from pinmon.collect.processes.locked import read_vm_locked
 
     out: dict = {"snapshots_per_arm": n}
     c = None

@@ -14,8 +14,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from provenance import provenance  # noqa: E402
 from pinmon.collect.live import LiveCollector  # noqa: E402
+from provenance import provenance  # noqa: E402
 
 
 def per_snapshot(col, n=30):

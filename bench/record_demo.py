@@ -9,7 +9,6 @@ a zombie, and a recording should show a program only while it runs. The reader a
 as dead, so a traced example's row ends when the example does either way.
 """
 import argparse
-import dataclasses
 import os
 import subprocess
 import sys
@@ -20,8 +19,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from pinmon.collect.live import LiveCollector  # noqa: E402
-from pinmon.recording import Recorder  # noqa: E402
 from pinmon.probe import run_probe  # noqa: E402
+from pinmon.recording import Recorder  # noqa: E402
 
 HOG = r"""
 import sys, time, cupy as cp

@@ -35,8 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pinmon.model import (Gpu, GpuProcess, HostMemory, Link, Pcie, ProcessPinned,  # noqa: E402
-                          Snapshot)
+from pinmon.model import Gpu, GpuProcess, HostMemory, Link, Pcie, ProcessPinned, Snapshot  # noqa: E402
 from provenance import provenance  # noqa: E402
 
 GIB = 1 << 30

@@ -91,9 +91,8 @@ def per_call_ns(cupy, n: int) -> dict:
 
     The pinned buffers are allocated again once the hooks are in, so that the traced calls find
     them in the tracer's range table (pinned copies) as a traced program would."""
-    import numpy as np
-
     import cupyx
+    import numpy as np
 
     rt = cupy.cuda.runtime
     small = np.ones(4096, np.uint8)
@@ -194,9 +193,8 @@ def copy_round(cupy, round_index: int, switch=None, per_size: Optional[dict] = N
     first alternating. Each half starts with one 1-byte copy outside its time, in both halves alike:
     the first copy after CUPTI's activities are turned on pays its start, which a traced program pays
     once. ``per_size`` collects {size: [traced / plain of each round]}."""
-    import numpy as np
-
     import cupyx
+    import numpy as np
 
     from pinmon.trace.state import TracerState
 
@@ -285,7 +283,7 @@ def main() -> int:
     }
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
-    print(f"per call overhead (ns): " + ", ".join(f"{k} {v['overhead_ns']:.0f}" for k, v in per_call.items()))
+    print("per call overhead (ns): " + ", ".join(f"{k} {v['overhead_ns']:.0f}" for k, v in per_call.items()))
     print(f"{args.engine}: copy loop: plain {result['loop']['plain_median_s']:.4f} s, traced {result['loop']['traced_median_s']:.4f} s,"
           f" slowdown {slowdown * 100:+.2f}% (median of {len(ratios)} rounds; quartiles"
           f" {quartiles[0] * 100 - 100:+.2f}%..{quartiles[2] * 100 - 100:+.2f}%; per-call costs explain"

@@ -130,8 +130,9 @@ def make_jax():
 
 def make_cudart12():
     """The CUDA 12 runtime through ctypes: the library of ``PACED_CUDART`` (preloaded)."""
-    import cuda.bindings  # noqa: F401  (cuda-python: the import that starts the tracer)
     import mmap
+
+    import cuda.bindings  # noqa: F401  (cuda-python: the import that starts the tracer)
 
     rt = ctypes.CDLL(os.environ.get("PACED_CUDART") or "libcudart.so.12")
     vp, sz = ctypes.c_void_p, ctypes.c_size_t

@@ -21,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import trace_overhead as T  # noqa: E402  the hooks, the loop's copies
+
 from provenance import provenance  # noqa: E402
 
 MIB = 1 << 20

@@ -27,6 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from overhead import tree_cpu_s, tree_rss  # noqa: E402  (the same process-tree accounting)
+
 from provenance import portable_argv, provenance  # noqa: E402
 
 

@@ -22,9 +22,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Optional
 
+from pinmon.model import (
+    Finding,
+    Gpu,
+    GpuProcess,
+    HostMemory,
+    Link,
+    Pcie,
+    ProbeMeasurement,
+    ProbeResult,
+    ProcessPinned,
+    Snapshot,
+)
 from pinmon.model.link import theoretical_bytes_per_s
-from pinmon.model import (Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeMeasurement, ProbeResult,
-                          ProcessPinned, Snapshot)
 from pinmon.units import GIB, MIB
 
 __all__ = ["GIB", "MIB", "T0", "GEN5_X16", "GEN4_X8", "UUID0", "UUID1", "NODE_SPLIT",

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from pinmon.cli import config as config_mod
 from pinmon.advise import RULES, Thresholds
 from pinmon.advise.thresholds import threshold_fields
+from pinmon.cli import config as config_mod
 from pinmon.cli.config import Config, ConfigError, load_config, parse_config
 from pinmon.units import GIB, MIB
 

@@ -187,7 +187,7 @@ def _named_results(text: str) -> set[str]:
 
 def _result_basenames() -> set[str]:
     out = set()
-    for base, dirs, files in os.walk(RESULTS):
+    for _base, dirs, files in os.walk(RESULTS):
         out |= set(files) | {d + "/" for d in dirs}
     return out
 

@@ -3,8 +3,20 @@ import json
 
 import pytest
 
-from pinmon.model import (Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeMeasurement, ProbeResult,
-                          ProcessPinned, SchemaError, Snapshot, worst_severity)
+from pinmon.model import (
+    Finding,
+    Gpu,
+    GpuProcess,
+    HostMemory,
+    Link,
+    Pcie,
+    ProbeMeasurement,
+    ProbeResult,
+    ProcessPinned,
+    SchemaError,
+    Snapshot,
+    worst_severity,
+)
 
 REQUIRED_HOST = {"hostname", "mem_total_bytes", "mem_available_bytes", "effective_mem_limit_bytes",
                  "swap_used_bytes", "shmem_bytes", "mlocked_bytes", "pinned_bytes_est", "memlock_limit_bytes"}

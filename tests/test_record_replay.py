@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from pinmon.recording.replay import ReplaySource
 from pinmon.model import HostMemory, Snapshot
-from pinmon.recording import Recorder, RecordingError, RecordingReader, default_recording_path, read_snapshot_file
 from pinmon.model.source import Source
+from pinmon.recording import Recorder, RecordingError, RecordingReader, default_recording_path, read_snapshot_file
+from pinmon.recording.replay import ReplaySource
 
 
 def snap(t):

@@ -1,8 +1,23 @@
 """Formatting at the edge: binary GiB for memory, decimal GB/s for bandwidth, n/a for unknown."""
 import pytest
 
-from pinmon.units import (MIB, fmt_bytes, fmt_link, fmt_main_node, fmt_nodes, fmt_pct, fmt_rate, fmt_ratio,
-                          fmt_seconds, fmt_share, fmt_traffic, main_node, node_key, parse_size, share)
+from pinmon.units import (
+    MIB,
+    fmt_bytes,
+    fmt_link,
+    fmt_main_node,
+    fmt_nodes,
+    fmt_pct,
+    fmt_rate,
+    fmt_ratio,
+    fmt_seconds,
+    fmt_share,
+    fmt_traffic,
+    main_node,
+    node_key,
+    parse_size,
+    share,
+)
 
 
 def test_fmt_bytes():

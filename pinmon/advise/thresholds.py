@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 
 from ..units import GIB, MIB
 
+
 def _t(default, kind: str, doc: str):
     return field(default=default, metadata={"kind": kind, "doc": doc})
 

@@ -12,8 +12,16 @@ import json
 import sys
 from typing import Callable, Optional
 
-from ..limits import (MAX_DURATION_S, MAX_INTERVAL_S, MAX_PROBE_EVERY_S, MAX_SPEED, MAX_WINDOW_S, MIN_INTERVAL_S,
-                      MIN_PROBE_EVERY_S, MIN_SPEED)
+from ..limits import (
+    MAX_DURATION_S,
+    MAX_INTERVAL_S,
+    MAX_PROBE_EVERY_S,
+    MAX_SPEED,
+    MAX_WINDOW_S,
+    MIN_INTERVAL_S,
+    MIN_PROBE_EVERY_S,
+    MIN_SPEED,
+)
 
 EXIT_BAD_INPUT = 2
 # pinmon check follows the Nagios convention: 0 ok, 1 warning, 2 critical, 3 unknown (could not assess).
@@ -92,7 +100,8 @@ def size_arg(text: str) -> int:
 
 def load_config(path: Optional[str]):
     """The config file at ``path`` (default: the user's); UsageError naming what is wrong with it."""
-    from .config import ConfigError, load_config as load
+    from .config import ConfigError
+    from .config import load_config as load
 
     try:
         return load(path)
@@ -124,8 +133,8 @@ def plural(n: int, word: str) -> str:
 
 def open_replay(path: str):
     """A ``ReplaySource`` of the recording at ``path``; UsageError when it cannot be read."""
-    from ..recording.replay import ReplaySource
     from ..recording import RecordingError
+    from ..recording.replay import ReplaySource
 
     try:
         return ReplaySource(path)

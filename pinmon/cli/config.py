@@ -30,8 +30,8 @@ from typing import Any, Optional
 
 from ..advise.registry import RULES
 from ..advise.thresholds import Thresholds, threshold_fields
-from ..recording.infile import InputError, read_capped
 from ..limits import MAX_CONFIG_BYTES, MAX_DURATION_S, MAX_INTERVAL_S, MAX_SIZE_BYTES, MIN_INTERVAL_S
+from ..recording.infile import InputError, read_capped
 from ..units import parse_size
 
 if sys.version_info >= (3, 11):

@@ -15,8 +15,7 @@ from typing import Optional, Sequence
 from ..limits import MAX_INTERVAL_S, MIN_INTERVAL_S
 from ..units import printable
 from .commands import COMMANDS, check
-from .common import (EXIT_BAD_INPUT, UsageError, dumps, interval_arg, load_config, probe_every_arg, run_app,
-                     size_arg)
+from .common import EXIT_BAD_INPUT, UsageError, dumps, interval_arg, load_config, probe_every_arg, run_app, size_arg
 
 # The schema of each command's --json output; an error is printed in the same envelope.
 JSON_SCHEMAS = {name: module.JSON_SCHEMA for name, module in COMMANDS.items() if hasattr(module, "JSON_SCHEMA")}

@@ -19,9 +19,9 @@ from ..model.probe_join import kept_probe, with_probe
 from .host.memory import HostMemoryReader
 from .host.pci import count_nvidia_gpus
 from .host.pinned_total import PinnedTotals, maps_pinned_total
+from .processes.resident import CAPPED_TOTAL_NOTICE, cap_estimate, capped_totals
 from .processes.scan import ProcessScanner, scan_notice
 from .traced.bounds import Backing, bound_reports, bounded_notice
-from .processes.resident import CAPPED_TOTAL_NOTICE, cap_estimate, capped_totals
 from .traced.reader import merge_traced, read_all
 
 

@@ -11,9 +11,25 @@
 Nothing here does I/O.
 """
 from .serial import SchemaError
-from .snapshot import (CHECK_SCHEMA, EXACT_PCIE_METHODS, SEVERITY_RANK, SNAPSHOT_SCHEMA, TRANSFER_FIGURES,
-                       TRANSFER_KEYS, Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeMeasurement,
-                       ProbeResult, ProcessPinned, Snapshot, worst_severity)
+from .snapshot import (
+                       CHECK_SCHEMA,
+                       EXACT_PCIE_METHODS,
+                       SEVERITY_RANK,
+                       SNAPSHOT_SCHEMA,
+                       TRANSFER_FIGURES,
+                       TRANSFER_KEYS,
+                       Finding,
+                       Gpu,
+                       GpuProcess,
+                       HostMemory,
+                       Link,
+                       Pcie,
+                       ProbeMeasurement,
+                       ProbeResult,
+                       ProcessPinned,
+                       Snapshot,
+                       worst_severity,
+)
 
 __all__ = ["CHECK_SCHEMA", "EXACT_PCIE_METHODS", "SEVERITY_RANK", "SNAPSHOT_SCHEMA", "TRANSFER_FIGURES",
            "TRANSFER_KEYS", "Finding", "Gpu", "GpuProcess", "HostMemory", "Link", "Pcie", "ProbeMeasurement",

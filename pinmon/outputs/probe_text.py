@@ -9,8 +9,8 @@ from __future__ import annotations
 import textwrap
 from typing import Optional
 
-from ..model.link import link_name
 from ..model import ProbeResult
+from ..model.link import link_name
 from ..probe import analysis as A
 from ..units import NA, fmt_bytes, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds
 

@@ -12,8 +12,7 @@ import time
 from typing import Sequence
 
 from ..model import Finding, Gpu, HostMemory, ProcessPinned, Snapshot, worst_severity
-from ..units import (fmt_bytes, fmt_int, fmt_link, fmt_main_node, fmt_nodes, fmt_rate, fmt_share, fmt_traffic,
-                     printable)
+from ..units import fmt_bytes, fmt_int, fmt_link, fmt_main_node, fmt_nodes, fmt_rate, fmt_share, fmt_traffic, printable
 
 # Longest a finding's message or advice may print (it wraps); names and notices are shorter.
 _MAX_TEXT = 2000
@@ -106,9 +105,9 @@ def format_check(snapshot: Snapshot, findings: Sequence[Finding], width: int = 1
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.time))
     out = [f"pinmon check: {status.upper()}   host {printable(snapshot.host.hostname, 80)}   {when}"
            + ("   (from a saved snapshot)" if snapshot.source != "live" else ""), ""]
-    out += ["Host memory"] + ["  " + l for l in host_lines(snapshot)] + [""]
+    out += ["Host memory"] + ["  " + line for line in host_lines(snapshot)] + [""]
     if snapshot.gpus:
-        out += ["GPUs"] + ["  " + l for g in snapshot.gpus for l in gpu_line(g).splitlines()] + [""]
+        out += ["GPUs"] + ["  " + line for g in snapshot.gpus for line in gpu_line(g).splitlines()] + [""]
     elif snapshot.nvidia_pci_gpus and snapshot.nvml_error:
         out += [f"GPUs: none monitored ({snapshot.nvidia_pci_gpus} on the PCI bus; NVML could not start)", ""]
     else:
@@ -116,7 +115,7 @@ def format_check(snapshot: Snapshot, findings: Sequence[Finding], width: int = 1
     if snapshot.processes:
         out += ["CUDA processes (pinned from /proc/PID/maps unless traced)"]
         multi_node = snapshot.host.numa_nodes is not None and len(snapshot.host.numa_nodes) > 1
-        out += ["  " + l for l in process_table(snapshot.processes, nodes=multi_node)] + [""]
+        out += ["  " + line for line in process_table(snapshot.processes, nodes=multi_node)] + [""]
     if snapshot.probe is not None:
         from .probe_text import headline
         out += ["Probe", "  " + printable(headline(snapshot.probe), _MAX_TEXT), ""]

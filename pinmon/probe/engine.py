@@ -14,6 +14,7 @@ runs at a time per process (``safety.PROBE_LOCK``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import threading
 import time
@@ -176,10 +177,10 @@ class _Run:
         view = buf.view(n)
         try:
             if step.op == "cpu_read":
-                samples = wall_samples(lambda: np.copyto(scratch, view), step.repeats)
+                samples = wall_samples(functools.partial(np.copyto, scratch, view), step.repeats)
                 note = "numpy copy out of the buffer into ordinary memory"
             else:
-                samples = wall_samples(lambda: np.copyto(view, scratch), step.repeats)
+                samples = wall_samples(functools.partial(np.copyto, view, scratch), step.repeats)
                 note = "numpy copy from ordinary memory into the buffer"
         finally:
             del view  # never outlives the buffer

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from typing import Any
+from typing import Any, Optional
 
 from ..limits import MAX_SNAPSHOT_FILE_BYTES
 from ..model import CHECK_SCHEMA, SchemaError, Snapshot

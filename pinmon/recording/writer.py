@@ -18,7 +18,6 @@ from typing import IO, Optional
 from ..model import Snapshot
 from .reader import RecordingError
 
-
 # A recording holds every user's command lines: readable by its owner only.
 RECORDING_MODE = 0o600
 _CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)

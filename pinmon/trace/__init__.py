@@ -39,10 +39,10 @@ PYTHON_M_CWD_ENTRY = _python_m_cwd_entry()
 
 import atexit  # noqa: E402  (after the working directory left sys.path, on purpose)
 import threading  # noqa: E402
-from typing import Optional
+from typing import Optional  # noqa: E402
 
-from .report_file import ReportWriter
-from .state import get_state
+from .report_file import ReportWriter  # noqa: E402
+from .state import get_state  # noqa: E402
 
 __all__ = ["install", "installed", "writer", "engine", "ENGINES"]
 

@@ -15,9 +15,8 @@ so a module there cannot stand in for one the tracer imports.
 from __future__ import annotations
 
 import os
-import sys
-
 import runpy
+import sys
 
 USAGE = "usage: python -P -m pinmon.trace [--] PROG.py [ARGS...] | -m MODULE [ARGS...]\n"
 
@@ -45,6 +44,7 @@ def imported_from_unsafe_cwd(cwd_entry, package_file: str, cwd: str) -> str | No
 def main(argv: list[str]) -> None:
     import pinmon
     import pinmon.trace
+
     from ..units import printable
 
     unsafe = imported_from_unsafe_cwd(pinmon.trace.PYTHON_M_CWD_ENTRY, pinmon.__file__, os.getcwd())

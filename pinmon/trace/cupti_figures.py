@@ -23,8 +23,7 @@ import threading
 from collections import deque
 from typing import Iterable, Optional
 
-from .cupti_raw import (CONTEXT_FIELDS, KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, MEMCPY_FIELDS,
-                        MEMORY_FIELDS, Parsed)
+from .cupti_raw import CONTEXT_FIELDS, KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, MEMCPY_FIELDS, MEMORY_FIELDS, Parsed
 
 # CUPTI enum values (cupti_activity.h; the same in cupti-python's IntEnums).
 COPY_HTOD, COPY_DTOH = 1, 2

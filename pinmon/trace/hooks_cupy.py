@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ctypes
 
-from .state import POOL, PINNED, WRITE_COMBINED, TracerState
+from .state import PINNED, POOL, WRITE_COMBINED, TracerState
 from .wrap import guard, patch
 
 HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2

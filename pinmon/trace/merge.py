@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+
 def merged(hooks: dict, cupti: Optional[dict], state: Optional[str] = None,
            notice: Optional[str] = None) -> dict:
     """The report body: ``hooks`` with CUPTI's figures (``cupti``, None when CUPTI never ran)."""

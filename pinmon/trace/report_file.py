@@ -157,7 +157,7 @@ def write_report(directory: str, pid: int, payload: dict) -> str:
 
 def _open_temp(directory: str, pid: int) -> tuple[int, str]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    for attempt in range(100):
+    for _attempt in range(100):
         tmp = os.path.join(directory, f".{pid}.{os.urandom(4).hex()}.tmp")
         try:
             return os.open(tmp, flags, 0o600), tmp

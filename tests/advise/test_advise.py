@@ -8,7 +8,6 @@ import pytest
 from pinmon.advise import RULE_DOCS, RULES, Thresholds, advise, sort_findings
 from pinmon.model import Finding, Snapshot
 from pinmon.units import GIB, MIB
-
 from tests import factories as make
 
 T = Thresholds()

@@ -8,7 +8,6 @@ import pytest
 from pinmon.advise import RULE_DOCS, RULES, Thresholds, advise
 from pinmon.advise.copies import copy_gpu, slow_pinned_copies
 from pinmon.model import Pcie
-
 from tests import factories as make
 
 T = Thresholds()

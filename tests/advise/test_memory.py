@@ -5,11 +5,9 @@ import dataclasses
 
 import pytest
 
-from pinmon.advise import RULE_DOCS, Thresholds, advise
-from pinmon.advise import memory
+from pinmon.advise import RULE_DOCS, Thresholds, advise, memory
 from pinmon.cli.config import parse_config
 from pinmon.units import GIB, MIB
-
 from tests import factories as make
 
 T = Thresholds()

@@ -1,10 +1,8 @@
 """Rules on the GPUs on the PCI bus (``advise.pcie``) at, just below and just above their thresholds."""
 import pytest
 
-from pinmon.advise import Thresholds
-from pinmon.advise import pcie
+from pinmon.advise import Thresholds, pcie
 from pinmon.model import Pcie
-
 from tests import factories as make
 
 T = Thresholds()

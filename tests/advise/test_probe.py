@@ -3,7 +3,6 @@ import pytest
 
 from pinmon.advise import Thresholds
 from pinmon.advise import probe as probe_rules
-
 from tests import factories as make
 
 T = Thresholds()

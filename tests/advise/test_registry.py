@@ -17,7 +17,6 @@ from pinmon.advise.rule import SEVERITIES, Found, Rule, rule
 from pinmon.advise.thresholds import threshold_fields
 from pinmon.model import SEVERITY_RANK
 from pinmon.units import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
-
 from tests import factories as make
 
 

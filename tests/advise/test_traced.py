@@ -5,10 +5,8 @@ import dataclasses
 
 import pytest
 
-from pinmon.advise import RULE_DOCS, Thresholds, advise
-from pinmon.advise import traced
+from pinmon.advise import RULE_DOCS, Thresholds, advise, traced
 from pinmon.units import GIB, MIB
-
 from tests import factories as make
 
 T = Thresholds()

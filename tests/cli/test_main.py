@@ -12,7 +12,6 @@ import pytest
 
 from pinmon.cli import main
 from pinmon.model import Gpu, HostMemory, Link, Pcie, ProbeResult, ProcessPinned, Snapshot
-
 from tests import factories as make
 
 GIB = 1 << 30

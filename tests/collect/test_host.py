@@ -2,8 +2,13 @@
 import os
 
 from pinmon.collect.host import memory as host_mod
-from pinmon.collect.host.memory import (HostMemoryReader, cgroup_memory_limit, parse_cgroup_limit, parse_meminfo,
-                                 read_host_memory)
+from pinmon.collect.host.memory import (
+    HostMemoryReader,
+    cgroup_memory_limit,
+    parse_cgroup_limit,
+    parse_meminfo,
+    read_host_memory,
+)
 
 GIB = 1 << 30
 

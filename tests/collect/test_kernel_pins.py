@@ -14,12 +14,11 @@ import time
 import pytest
 
 from pinmon.advise import advise
-from pinmon.collect.live import LiveCollector
-from pinmon.collect.host.kernel_pins import KernelPinsReader, parse_pinned_pages, read_pinned_bytes
-from pinmon.collect.host.pinned_total import host_wide_notice, maps_pinned_total, pinned_figures
-from pinmon.collect.processes.procmaps import PinnedEstimate
-from pinmon.collect.host.kernel_pins import KernelPins
 from pinmon.cli.config import load_config
+from pinmon.collect.host.kernel_pins import KernelPins, KernelPinsReader, parse_pinned_pages
+from pinmon.collect.host.pinned_total import host_wide_notice, maps_pinned_total, pinned_figures
+from pinmon.collect.live import LiveCollector
+from pinmon.collect.processes.procmaps import PinnedEstimate
 from pinmon.model import ProcessPinned
 from tests import iouring
 

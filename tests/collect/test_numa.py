@@ -13,8 +13,8 @@ import shutil
 import pytest
 
 from pinmon.advise import Thresholds, advise
-from pinmon.collect.live import LiveCollector
 from pinmon.collect.host.numa import PinnedPlacement, list_nodes, parse_node_list, parse_numa_maps
+from pinmon.collect.live import LiveCollector
 from pinmon.model import ProcessPinned
 from tests.fakes.fake_pynvml import FakeGpu, FakeNvml
 

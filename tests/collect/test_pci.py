@@ -5,8 +5,8 @@ import sys
 import pytest
 
 from pinmon.advise import advise
-from pinmon.collect.live import LiveCollector
 from pinmon.collect.host.pci import count_nvidia_gpus
+from pinmon.collect.live import LiveCollector
 from pinmon.model import Snapshot, worst_severity
 from pinmon.outputs.text import format_check
 from tests import factories as make

@@ -5,9 +5,8 @@ import shutil
 import pytest
 
 from pinmon.collect.live import LiveCollector
+from pinmon.collect.processes.resident import CAP_SLACK_BYTES, Resident, cap_estimate, capped_totals, parse_status_rss
 from pinmon.collect.processes.scan import ProcessScanner, scan_notice
-from pinmon.collect.processes.resident import (CAP_SLACK_BYTES, Resident, cap_estimate, capped_totals,
-                                     parse_status_rss)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "maps")
 MIB = 1 << 20

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from pinmon.collect.traced.reader import TracedProcess
 from pinmon.collect.traced.cupti_fields import cupti_fields
+from pinmon.collect.traced.reader import TracedProcess
 from pinmon.model import ProcessPinned
 from pinmon.trace.cupti_figures import CuptiFigures
 from pinmon.trace.merge import merged

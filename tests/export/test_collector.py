@@ -5,7 +5,6 @@ import pytest
 
 from pinmon.export import ExportState, Refresher, build_registry, metrics_text
 from pinmon.model import HostMemory, Snapshot
-
 from tests import factories as make
 from tests.factories import GIB, MIB, UUID0, UUID1
 

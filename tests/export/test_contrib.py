@@ -8,7 +8,6 @@ import subprocess
 import pytest
 
 from pinmon.export import ExportState
-
 from tests import factories as make
 
 from .helpers import names, render

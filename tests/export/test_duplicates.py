@@ -1,7 +1,6 @@
 """A recording that lists a GPU or a pid twice: each is exported once (its first entry), so the scrape
 stays valid and byte counters are not doubled."""
 from pinmon.model import ProcessPinned
-
 from tests import factories as make
 from tests.factories import MIB, UUID0, UUID1
 

@@ -6,7 +6,6 @@ from pinmon.cli.commands import export as export_cmd
 from pinmon.export import ExportState
 from pinmon.export.background_probe import ProbeLoop
 from pinmon.model import ProbeResult
-
 from tests import factories as make
 
 

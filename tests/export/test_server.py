@@ -16,13 +16,11 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 
 from pinmon.export import ExportState, MetricsServer, build_registry
 from pinmon.export import server as server_mod
-
 from tests import factories as make
 
 from .helpers import recording_snapshots, write_recording

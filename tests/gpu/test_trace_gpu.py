@@ -6,7 +6,6 @@ Outputs (check JSON, the tracer's report, the example's stdout/stderr) are saved
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time

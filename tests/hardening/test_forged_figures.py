@@ -17,10 +17,10 @@ import threading
 import pytest
 
 from pinmon.advise import advise
-from pinmon.collect.traced import reader as traced
 from pinmon.collect.live import LiveCollector
 from pinmon.collect.processes.kernel_objects import KernelObjects, learn
 from pinmon.collect.processes.scan import ProcessScanner
+from pinmon.collect.traced import reader as traced
 from pinmon.collect.traced.report_checks import proc_identity
 from pinmon.trace import report_file as R
 from tests.trace.fakeproc import fake_proc

@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pinmon.cli.config import ConfigError, parse_config
 from pinmon.collect.host.memory import cgroup_memory_limit, parse_cgroup_limit, parse_meminfo, read_host_memory
 from pinmon.collect.processes.procmaps import estimate_pinned, parse_maps
-from pinmon.recording.replay import ReplaySource
-from pinmon.cli.config import ConfigError, parse_config
 from pinmon.model import SchemaError, Snapshot
 from pinmon.recording import RecordingError, read_snapshot_file
+from pinmon.recording.replay import ReplaySource
 from pinmon.units import parse_size
 from tests import factories as make  # box_*: a realistic two-GPU snapshot
 

@@ -24,8 +24,17 @@ from pinmon.outputs.text import format_check
 from tests.fakes.fake_pynvml import _ERROR_TEXT, ERRORS
 from tests.fakes.fake_sysfs import nvidia_gpus
 
-from .nvml_matrix import (AT_CLOSE, GLOBAL_FUNCTIONS, MATRIX_ERRORS, MODES, drive, inject_of,
-                          make_fake, recorded_functions, target_of)
+from .nvml_matrix import (
+    AT_CLOSE,
+    GLOBAL_FUNCTIONS,
+    MATRIX_ERRORS,
+    MODES,
+    drive,
+    inject_of,
+    make_fake,
+    recorded_functions,
+    target_of,
+)
 
 FUNCTIONS = recorded_functions()
 MATRIX = [(f, e, m) for f in FUNCTIONS for e in MATRIX_ERRORS for m in MODES]

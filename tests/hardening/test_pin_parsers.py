@@ -4,8 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pinmon.collect.host.kernel_pins import parse_pinned_pages
-from pinmon.collect.processes.locked import parse_vm_locked
 from pinmon.collect.host.numa import parse_node_list, parse_numa_maps
+from pinmon.collect.processes.locked import parse_vm_locked
 
 FUZZ = settings(max_examples=300, deadline=None, database=None)
 

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from pinmon.collect.processes import scan as processes
-from pinmon.collect.live import LiveCollector
 from pinmon.collect.host.memory import read_host_memory
+from pinmon.collect.live import LiveCollector
+from pinmon.collect.processes import scan as processes
 from pinmon.collect.processes.scan import ProcessScanner, scan_notice
 
 CUDA_MAPS = ("7f3a00000000-7f3a00200000 rw-s 00000000 00:05 78 /dev/nvidia0\n"

@@ -14,8 +14,16 @@ import pytest
 
 from pinmon.trace import cupti_raw
 from pinmon.trace.cupti_figures import CuptiFigures, parse_objects
-from pinmon.trace.cupti_raw import (KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, BufferParser, Layout, LayoutError,
-                                    RawCallbacks, layouts_of)
+from pinmon.trace.cupti_raw import (
+    KIND_CONTEXT,
+    KIND_MEMCPY,
+    KIND_MEMORY2,
+    BufferParser,
+    Layout,
+    LayoutError,
+    RawCallbacks,
+    layouts_of,
+)
 
 from . import cupti_records as rec
 

@@ -14,8 +14,7 @@ from typing import Optional
 from ...limits import MAX_WINDOW_S
 from ...model import CHECK_SCHEMA
 from ...units import fmt_seconds
-from ..common import (EXIT_CHECK_UNKNOWN, UsageError, advise, dumps, load_config, size_arg,
-                      window_arg)
+from ..common import EXIT_CHECK_UNKNOWN, UsageError, advise, dumps, load_config, size_arg, window_arg
 
 JSON_SCHEMA = CHECK_SCHEMA
 

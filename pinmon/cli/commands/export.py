@@ -16,8 +16,17 @@ import time
 from ...export.families.processes import DEFAULT_TOP
 from ...export.server import DEFAULT_LISTEN, parse_listen
 from ...units import printable
-from ..common import (UsageError, advise, interval_arg, load_config, open_replay, print_notices, probe_every_arg,
-                      size_arg, speed_arg)
+from ..common import (
+    UsageError,
+    advise,
+    interval_arg,
+    load_config,
+    open_replay,
+    print_notices,
+    probe_every_arg,
+    size_arg,
+    speed_arg,
+)
 
 MAX_TOP_PROCESSES = 1000
 

@@ -117,8 +117,8 @@ class ProgressBar:
 
 
 def run(args) -> int:
-    from ...outputs.probe_text import format_probe, unavailable_text
     from ...collect.nvml import sysfs_pci_address
+    from ...outputs.probe_text import format_probe, unavailable_text
     from ...probe import cuda_devices, run_probe
 
     max_pinned = args.sub_max_pinned if args.sub_max_pinned is not None else args.max_pinned

@@ -12,8 +12,7 @@ import sys
 from collections import deque
 from typing import Optional
 
-from ..common import (ADVISOR_WINDOW, advise, dumps, load_config, open_replay, plural, print_notices, run_app,
-                      speed_arg)
+from ..common import ADVISOR_WINDOW, advise, dumps, load_config, open_replay, plural, print_notices, run_app, speed_arg
 
 # --json prints JSON lines without a schema id; an error is printed as a JSON object all the same.
 JSON_SCHEMA = None

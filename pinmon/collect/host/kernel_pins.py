@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .numa import NODE_DIR, list_nodes, system_page_size
 from ..rawfile import READ_CHUNK, READ_FLAGS, read_bytes
+from .numa import NODE_DIR, list_nodes, system_page_size
 
 ACQUIRED = b"nr_foll_pin_acquired"
 RELEASED = b"nr_foll_pin_released"

@@ -17,10 +17,10 @@ from typing import Callable, Iterable, Optional
 
 from ...model import ProcessPinned
 from ...units import fmt_bytes
-from .kernel_pins import KernelPins, KernelPinsReader
 from ..processes.locked import LockedReader
-from .numa import PinnedPlacement
 from ..processes.procmaps import PinnedEstimate, extents_bytes
+from .kernel_pins import KernelPins, KernelPinsReader
+from .numa import PinnedPlacement
 
 
 def maps_pinned_total(rows: Iterable[ProcessPinned], estimate: Callable[[int], Optional[PinnedEstimate]],

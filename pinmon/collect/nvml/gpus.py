@@ -19,14 +19,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from ...model.link import theoretical_bytes_per_s
 from ...model import EXACT_PCIE_METHODS, Gpu, Link, Pcie
+from ...model.link import theoretical_bytes_per_s
 from .call import START_REASONS, NvmlFailure, call_nvml, failure_notice
 from .counters import WRAP_BYTES, counter_hz_for_link
 from .sampler import ERROR_PERIOD_S, PcieSampler
 from .sysfs import sysfs_numa_node
 from .values import bytes_value, format_cpu_list, processes, small_int, str_or_none
-
 
 # The current link width is read again after this many seconds (at once when the generation moves).
 LINK_WIDTH_TTL_S = 10.0

@@ -26,8 +26,8 @@ import stat
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .procmaps import NVIDIACTL_PATH, PINNED_PATH, Mapping, parse_maps
 from ..rawfile import read_bytes
+from .procmaps import NVIDIACTL_PATH, PINNED_PATH, Mapping, parse_maps
 
 # The NVIDIA driver's fixed character device numbers: major 195, the control device is minor 255.
 NVIDIA_MAJOR = 195

@@ -38,9 +38,9 @@ import psutil
 
 from ...model import ProcessPinned
 from ..host.memory import parse_meminfo
+from ..rawfile import READ_FLAGS, read_bytes, read_to_end
 from .kernel_objects import KernelObjects, learn
 from .procmaps import PinnedEstimate, churn, estimate_pinned
-from ..rawfile import READ_FLAGS, read_bytes, read_to_end
 from .resident import cap_estimate, read_resident
 
 _NVIDIA_MARK = b"/dev/nvidia"

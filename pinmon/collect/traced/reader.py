@@ -41,8 +41,16 @@ from typing import Iterable, Optional
 
 from ...trace.report_file import UnsafeDirError, check_dir_stat, runtime_dir
 from ...units import fmt_bytes, printable
-from .report_checks import (MAX_PID, MAX_REPORT_BYTES, MAX_UID, TracedProcess, decimal, mem_total, proc_identity,
-                            read_report_file)
+from .report_checks import (
+    MAX_PID,
+    MAX_REPORT_BYTES,
+    MAX_UID,
+    TracedProcess,
+    decimal,
+    mem_total,
+    proc_identity,
+    read_report_file,
+)
 
 __all__ = ["Limits", "ReadResult", "ReportReader", "TracedProcess", "merge_traced", "read_all",
            "read_reports", "report_dirs"]

@@ -8,8 +8,8 @@ names thousands cannot make as many series.
 """
 from __future__ import annotations
 
-from .base import Counter, Gauge, emit
 from ..state import StateView, gpu_key, unique_gpus
+from .base import Counter, Gauge, emit
 
 LABELS = ("gpu", "uuid", "pci_bus_id")
 MAX_COUNTERS_PER_GPU = 16

@@ -6,8 +6,8 @@ Unknown values are not exported. ``memlock_limit_bytes`` is absent when the limi
 """
 from __future__ import annotations
 
-from .base import Gauge, emit
 from ..state import StateView
+from .base import Gauge, emit
 
 # (metric name, HostMemory field, help)
 FIELDS = (

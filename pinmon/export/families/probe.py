@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .base import Gauge, emit
 from ..state import StateView
+from .base import Gauge, emit
 
 DIRECTIONS = ("h2d", "d2h")
 

@@ -7,8 +7,8 @@ and shares over it are stable. A pid listed twice (a damaged recording) counts o
 """
 from __future__ import annotations
 
-from .base import Gauge, emit
 from ..state import StateView, unique_processes
+from .base import Gauge, emit
 
 LABELS = ("pid", "name", "user", "source")
 DEFAULT_TOP = 10

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ...advise.registry import REGISTRY
 from ...model import SEVERITY_RANK, worst_severity
-from .base import Counter, Gauge, emit
 from ..state import StateView
+from .base import Counter, Gauge, emit
 
 MAX_FINDING_SERIES = 100
 

@@ -10,7 +10,6 @@ import urllib.request
 import pytest
 
 from pinmon.cli import main
-
 from tests.export.helpers import recording_snapshots, value, write_recording
 from tests.factories import GIB
 

@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from pinmon.cli import main
-from pinmon.collect.nvml import sysfs_pci_address
 from pinmon.cli.commands import probe as cmd
+from pinmon.collect.nvml import sysfs_pci_address
 from pinmon.probe import engine as E
 from tests.fakes.fake_cupy import assert_all_freed, make_fake_cupy
 

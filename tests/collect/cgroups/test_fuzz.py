@@ -7,8 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pinmon.collect.cgroups.mounts import Mount, parse_mountinfo, to_dir
-from pinmon.collect.cgroups.names import (NAME_MAX_CHARS, names_from_docker_config, names_from_oci_spec,
-                                          parse_container_log_name, parse_pod_log_dir)
+from pinmon.collect.cgroups.names import (
+    NAME_MAX_CHARS,
+    names_from_docker_config,
+    names_from_oci_spec,
+    parse_container_log_name,
+    parse_pod_log_dir,
+)
 from pinmon.collect.cgroups.ownership import DISPLAY_MAX_CHARS, KINDS, owner_of
 from pinmon.collect.cgroups.vmpin import parse_vmpin
 

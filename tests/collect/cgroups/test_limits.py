@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pinmon.collect.cgroups.limits import (CgroupMemoryReader, parse_counter, parse_keyed, parse_limit)
+from pinmon.collect.cgroups.limits import CgroupMemoryReader, parse_counter, parse_keyed, parse_limit
 from pinmon.collect.cgroups.ownership import CgroupPaths, owner_of
 
 from .fakecg import fake_root, v1_group, v2_group

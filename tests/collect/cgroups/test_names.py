@@ -9,9 +9,17 @@ import threading
 
 import pytest
 
-from pinmon.collect.cgroups.names import (MAX_STATE_FILE_BYTES, NAME_MAX_CHARS, NO_NAMES, NameResolver,
-                                          Names, names_from_docker_config, names_from_oci_spec,
-                                          parse_container_log_name, parse_pod_log_dir)
+from pinmon.collect.cgroups.names import (
+    MAX_STATE_FILE_BYTES,
+    NAME_MAX_CHARS,
+    NO_NAMES,
+    NameResolver,
+    Names,
+    names_from_docker_config,
+    names_from_oci_spec,
+    parse_container_log_name,
+    parse_pod_log_dir,
+)
 from pinmon.collect.cgroups.ownership import owner_of
 
 from .fakecg import FIXTURES

@@ -6,9 +6,19 @@ import os
 
 import pytest
 
-from pinmon.collect.cgroups.ownership import (DISPLAY_MAX_CHARS, KIND_CGROUP, KIND_DOCKER, KIND_POD,
-                                              KIND_PODMAN, KIND_SLURM, KIND_SYSTEMD, KIND_UNKNOWN,
-                                              CgroupPaths, owner_of, parse_proc_cgroup)
+from pinmon.collect.cgroups.ownership import (
+    DISPLAY_MAX_CHARS,
+    KIND_CGROUP,
+    KIND_DOCKER,
+    KIND_POD,
+    KIND_PODMAN,
+    KIND_SLURM,
+    KIND_SYSTEMD,
+    KIND_UNKNOWN,
+    CgroupPaths,
+    owner_of,
+    parse_proc_cgroup,
+)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                         "fixtures", "cgroups", "proc_cgroup")

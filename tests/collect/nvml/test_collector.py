@@ -7,14 +7,19 @@ import pytest
 
 from pinmon.collect.nvml import NVML_FUNCTIONS, NvmlCollector
 from tests.fakes import fake_pynvml
-from tests.fakes.fake_pynvml import (ERRORS, NVML_ERROR_NOT_SUPPORTED, NVML_FI_DEV_PCIE_COUNT_BAD_TLP,
-                                     NVML_FI_DEV_PCIE_COUNT_NAKS_SENT,
-                                     NVML_FI_DEV_PCIE_COUNT_RECEIVER_ERROR,
-                                     NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER,
-                                     NVML_FI_DEV_PCIE_REPLAY_COUNTER, FakeGpu, FakeNvml)
+from tests.fakes.fake_pynvml import (
+    ERRORS,
+    NVML_ERROR_NOT_SUPPORTED,
+    NVML_FI_DEV_PCIE_COUNT_BAD_TLP,
+    NVML_FI_DEV_PCIE_COUNT_NAKS_SENT,
+    NVML_FI_DEV_PCIE_COUNT_RECEIVER_ERROR,
+    NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER,
+    NVML_FI_DEV_PCIE_REPLAY_COUNTER,
+    FakeGpu,
+    FakeNvml,
+)
 
 from .helpers import collector, ticks
-
 
 # --- a healthy GPU -----------------------------------------------------------------------------
 

@@ -3,9 +3,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from pinmon.collect.nvml.counters import (MASK_32, MAX_COUNTER_HZ, MIN_COUNTER_HZ, UNKNOWN_LINK_COUNTER_HZ,
-                                          CounterUnwrapper, LinkBytes, byte_values, counter_hz_for_link,
-                                          fold_errors)
+from pinmon.collect.nvml.counters import (
+    MASK_32,
+    MAX_COUNTER_HZ,
+    MIN_COUNTER_HZ,
+    UNKNOWN_LINK_COUNTER_HZ,
+    CounterUnwrapper,
+    LinkBytes,
+    byte_values,
+    counter_hz_for_link,
+    fold_errors,
+)
 
 WRAP = 1 << 32
 

@@ -6,8 +6,7 @@ import pytest
 from pinmon.collect.nvml import NvmlCollector, call_nvml
 from pinmon.collect.nvml.gpm import MIN_INTERVAL_S, GpmReader
 from pinmon.collect.nvml.sampler import GPM_GIVE_UP_S
-from tests.fakes.fake_pynvml import (NVML_FI_DEV_PCIE_COUNT_RX_BYTES, NVML_SUCCESS, FakeGpu,
-                                     FakeNvml)
+from tests.fakes.fake_pynvml import NVML_FI_DEV_PCIE_COUNT_RX_BYTES, NVML_SUCCESS, FakeGpu, FakeNvml
 
 from .helpers import collector
 

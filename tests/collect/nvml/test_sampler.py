@@ -6,9 +6,14 @@ import pytest
 
 from pinmon.collect.nvml import call_nvml
 from pinmon.collect.nvml.sampler import PcieSampler
-from tests.fakes.fake_pynvml import (NVML_FI_DEV_PCIE_COUNT_BAD_TLP, NVML_FI_DEV_PCIE_COUNT_NAKS_SENT,
-                                     NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER,
-                                     NVML_FI_DEV_PCIE_REPLAY_COUNTER, FakeHandle, FakeNvml)
+from tests.fakes.fake_pynvml import (
+    NVML_FI_DEV_PCIE_COUNT_BAD_TLP,
+    NVML_FI_DEV_PCIE_COUNT_NAKS_SENT,
+    NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER,
+    NVML_FI_DEV_PCIE_REPLAY_COUNTER,
+    FakeHandle,
+    FakeNvml,
+)
 
 # 1/64 s is exact in binary, so intervals compare exactly; at 50 Hz the real period is 20 ms.
 TICK_S = 1 / 64

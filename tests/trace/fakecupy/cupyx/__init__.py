@@ -2,7 +2,6 @@
 import ctypes
 
 import numpy
-
 from cupy import cuda
 
 
