@@ -268,6 +268,7 @@ def allocation_row(name: str, truth: int, readings: dict, est, snap_host, row, r
         "row_pinned_bytes": None if row is None else row.pinned_bytes,
         "row_write_combined_bytes": None if row is None else row.write_combined_bytes,
         "row_estimate_capped": None if row is None else row.estimate_capped,
+        "row_vm_pinned_bytes": None if row is None else row.vm_pinned_bytes,
         "resident_kib": resident,
         "pinned_bytes_total": None if snap_host is None else snap_host.pinned_bytes_total,
         "pinned_bytes_source": None if snap_host is None else snap_host.pinned_bytes_source,

@@ -258,10 +258,12 @@ def _pinned_samples(rows: Sequence[tuple[float, ProcessPinned]], latest: Process
 
 @rule("pinned-unattributed",
       "{unattributed_min_bytes}+ and {unattributed_min_fraction}+ of the kernel's pinned count explained by no"
-      " process (registered, RDMA, io_uring)",
+      " process's mappings or VmPin (cudaHostRegister, VFIO)",
       thresholds=("unattributed_min_bytes", "unattributed_min_fraction"))
 def pinned_unattributed(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
-    """Pinned pages the kernel counts that no process row explains (registered, RDMA, VFIO, io_uring)."""
+    """Pinned pages the kernel counts that neither a process's mappings nor its VmPin explain
+    (cudaHostRegister, VFIO, drivers). A tracer's report is the traced process's own word: what it
+    claims as registered is said, and never counted as explained."""
     host = snap.host
     kernel, unattributed = host.kernel_pinned_bytes, host.unattributed_pinned_bytes
     if kernel is None or unattributed is None or kernel <= 0:
@@ -271,16 +273,21 @@ def pinned_unattributed(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
         return
     explained = max(0, kernel - unattributed)
     message = (f"{fmt_bytes(unattributed)} ({fmt_pct(fraction)}) of the {fmt_bytes(kernel)} the kernel counts as"
-               f" pinned is explained by no process; CUDA processes' pinned mappings and traced figures"
-               f" explain {fmt_bytes(explained)}")
+               f" pinned is explained by no process; CUDA processes' pinned mappings and VmPin (io_uring,"
+               f" RDMA) explain {fmt_bytes(explained)}")
+    claimed = [p for p in snap.processes if p.source == "traced" and p.registered_bytes]
+    if claimed:
+        top = max(claimed, key=lambda p: p.registered_bytes or 0)
+        message += (f"; tracer reports say {fmt_bytes(sum(p.registered_bytes or 0 for p in claimed))} is"
+                    f" registered (cudaHostRegister), the most by {process_subject(top)}")
     if _in_limited_cgroup(host):
         message += " (the kernel's count is host-wide: memory pinned outside this cgroup is in it)"
     advice = ("Memory pinned in place leaves no trace in /proc/PID/maps: cudaHostRegister (the host"
-              " offloading of vLLM, SGLang and DeepSpeed, PyTorch's `pinned_use_cuda_host_register`), RDMA"
-              " memory registration (ibverbs, as used by NCCL, UCX or MPI), VFIO device passthrough and"
-              " io_uring registered buffers. Run the job under `pinmon trace`, which attributes registered"
-              " memory to its process and call site, and check that every exit path calls"
-              " cudaHostUnregister (or frees the pinned buffer).")
+              " offloading of vLLM, SGLang and DeepSpeed, PyTorch's `pinned_use_cuda_host_register`), VFIO"
+              " device passthrough and some drivers' pins (RDMA memory regions and io_uring buffers show"
+              " in their process's VmPin and are explained). Run the job under `pinmon trace`, which"
+              " attributes registered memory to its process and call site, and check that every exit"
+              " path calls cudaHostUnregister (or frees the pinned buffer).")
     yield Found("warning", message, advice,
                 kernel_pinned_bytes=kernel, unattributed_pinned_bytes=unattributed,
                 explained_pinned_bytes=explained, fraction=fraction)

@@ -8,7 +8,7 @@ equal to them) and the exporter's per-rule family.
 """
 from __future__ import annotations
 
-from . import copies, memory, pcie, probe, traced
+from . import cgroups, copies, memory, pcie, probe, traced
 from .rule import Rule
 
 REGISTRY: tuple[Rule, ...] = (
@@ -29,6 +29,8 @@ REGISTRY: tuple[Rule, ...] = (
     memory.pinned_unattributed,
     memory.mlock_not_pinned,
     memory.pinned_numa_remote,
+    cgroups.pinned_cgroup_share,
+    cgroups.cgroup_oom_kills,
 )
 
 RULES: dict[str, Rule] = {r.id: r for r in REGISTRY}

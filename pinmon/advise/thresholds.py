@@ -77,6 +77,11 @@ class Thresholds:
     # mlock-not-pinned
     mlock_min_bytes: int = _t(
         1 * GIB, "bytes", "mlock-not-pinned: VmLck of a CUDA process at or above which to warn")
+    # pinned-cgroup-share
+    cgroup_pinned_warning_fraction: float = _t(
+        0.30, "fraction", "pinned-cgroup-share: warning when a group's pinned bytes / its memory limit is at or above this")
+    cgroup_pinned_critical_fraction: float = _t(
+        0.50, "fraction", "pinned-cgroup-share: critical when a group's pinned bytes / its memory limit is above this")
     # pinned-numa-remote
     numa_remote_min_bytes: int = _t(
         256 * MIB, "bytes", "pinned-numa-remote: a process's pinned bytes on nodes other than its GPUs', at or above which to warn")

@@ -16,11 +16,13 @@ from typing import Optional
 
 from ..model import GpuProcess, HostMemory, ProbeResult, ProcessPinned, Snapshot
 from ..model.probe_join import kept_probe, with_probe
+from .cgroups.groups import GroupCollector
 from .host.memory import HostMemoryReader
 from .host.pci import count_nvidia_gpus
 from .host.pinned_total import PinnedTotals, maps_pinned_total
 from .processes.resident import CAPPED_TOTAL_NOTICE, cap_estimate, capped_totals
 from .processes.scan import ProcessScanner, scan_notice
+from .processes.vmpin_scan import VmPinScan
 from .traced.bounds import Backing, bound_reports, bounded_notice
 from .traced.reader import merge_traced, read_all
 
@@ -39,6 +41,8 @@ class LiveCollector:
         # kernel_read_every_s: how old a reading of the kernel's pinned count may be reused (the
         # reader's default suits a monitor; a one-shot reading passes 0 for a fresh figure).
         self.pinned = PinnedTotals(host_root=host_root, proc_root=proc_root, kernel_read_every_s=kernel_read_every_s)
+        self.vmpin = VmPinScan(proc_root)
+        self.groups = GroupCollector(proc_root=proc_root, host_root=host_root)
         self._probe: Optional[ProbeResult] = None
         self._lock = threading.Lock()
         self._nvml = None
@@ -74,11 +78,15 @@ class LiveCollector:
         note = scan_notice(scan)
         if note:
             notices.append(note)
-        # What the kernel shows: the scan's rows, before any report touches them.
+        # What the kernel shows: the scan's rows, before any report touches them, and VmPin (io_uring,
+        # RDMA) of every process while the kernel counts pinned pages that the mappings do not explain.
         est_rows = cap_rows_to_ram(scan.processes, mem_total)
         pinned = maps_pinned_total(est_rows, self.scanner.estimate, host_fields.get("shmem_bytes"))
         kernel = self.pinned.read_kernel()
-        unexplained = None if kernel.pinned_bytes is None else max(0, kernel.pinned_bytes - pinned)
+        vmpin = self.vmpin.read(scan.pids, None if kernel.pinned_bytes is None else kernel.pinned_bytes - pinned)
+        explained = pinned + sum(vmpin.values())
+        unexplained = None if kernel.pinned_bytes is None else max(0, kernel.pinned_bytes - explained)
+        est_rows = with_vmpin(est_rows, vmpin, self.scanner.describe, self.scanner.only_pids)
         # In-process tracer reports fill in the rows of the pids they cover, within those bounds.
         proc_root = self.scanner.proc_root
         traced = read_all(proc_root=proc_root, clean=proc_root == "/proc", uids=scan.uids)
@@ -89,19 +97,21 @@ class LiveCollector:
         if note:
             notices.append(note)
         processes = self.pinned.annotate(merge_gpu_processes(cap_rows_to_ram(rows, mem_total), gpus))
+        processes, groups = self.groups.annotate(processes)
         wc = write_combined_total(processes, mem_total, host_fields.get("mem_available_bytes"))
         pinned, wc, capped = capped_totals([pinned], [wc], mem_total)
         if capped:
             notices.append(f"host: {CAPPED_TOTAL_NOTICE}")
-        # The kernel's exact count of pinned pages, and how much of it the mappings explain.
-        totals, total_notices = self.pinned.host_fields(kernel, pinned, pinned, wc, host_fields)
+        # The kernel's exact count of pinned pages, and how much of it the mappings and VmPin explain.
+        totals, total_notices = self.pinned.host_fields(kernel, explained, pinned, wc, host_fields)
         notices += total_notices
         host = HostMemory(**host_fields, pinned_bytes_est=pinned, write_combined_bytes_est=wc, **totals)
         with self._lock:
             probe = self._probe
         snap = Snapshot(time=now, host=host, gpus=tuple(gpus), processes=tuple(processes),
                         notices=tuple(notices), interval_s=self.interval_s,
-                        source="live", nvidia_pci_gpus=self.nvidia_pci_gpus, nvml_error=nvml_error)
+                        source="live", nvidia_pci_gpus=self.nvidia_pci_gpus, nvml_error=nvml_error,
+                        cgroups=groups)
         return with_probe(snap, probe)
 
     def _backing(self, est_rows: list[ProcessPinned]) -> dict[int, Backing]:
@@ -114,6 +124,7 @@ class LiveCollector:
 
     def close(self) -> None:
         self.pinned.close()
+        self.groups.close()
         nvml, self._nvml = self._nvml, None
         if nvml is not None:
             nvml.close()
@@ -148,6 +159,22 @@ def cap_rows_to_ram(rows: list[ProcessPinned], mem_total_bytes) -> list[ProcessP
                 write_combined_bytes=None if r.write_combined_bytes is None else c.write_combined_bytes,
                 estimate_capped=True)
         out.append(r)
+    return out
+
+
+def with_vmpin(rows: list[ProcessPinned], vmpin: dict[int, int], describe,
+               only_pids: Optional[list[int]] = None) -> list[ProcessPinned]:
+    """The rows with their VmPin from the full scan, and a row for each other process that has some
+    (an io_uring or RDMA user that maps no CUDA memory)."""
+    if not vmpin:
+        return rows
+    out = [dataclasses.replace(r, vm_pinned_bytes=vmpin[r.pid]) if r.pid in vmpin else r for r in rows]
+    have = {r.pid for r in rows}
+    for pid in sorted(vmpin):
+        if pid in have or (only_pids is not None and pid not in only_pids):
+            continue
+        name, user, cmdline = describe(pid)
+        out.append(ProcessPinned(pid=pid, name=name, user=user, cmdline=cmdline, vm_pinned_bytes=vmpin[pid]))
     return out
 
 

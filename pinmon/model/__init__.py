@@ -18,6 +18,7 @@ from .snapshot import (
                        SNAPSHOT_SCHEMA,
                        TRANSFER_FIGURES,
                        TRANSFER_KEYS,
+                       Cgroup,
                        Finding,
                        Gpu,
                        GpuProcess,
@@ -32,5 +33,5 @@ from .snapshot import (
 )
 
 __all__ = ["CHECK_SCHEMA", "EXACT_PCIE_METHODS", "SEVERITY_RANK", "SNAPSHOT_SCHEMA", "TRANSFER_FIGURES",
-           "TRANSFER_KEYS", "Finding", "Gpu", "GpuProcess", "HostMemory", "Link", "Pcie", "ProbeMeasurement",
+           "TRANSFER_KEYS", "Cgroup", "Finding", "Gpu", "GpuProcess", "HostMemory", "Link", "Pcie", "ProbeMeasurement",
            "ProbeResult", "ProcessPinned", "SchemaError", "Snapshot", "worst_severity"]

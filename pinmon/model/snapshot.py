@@ -174,6 +174,11 @@ class ProcessPinned(Serial):
     pinned_bytes_by_node: Optional[dict[str, int]] = None
     # VmLck from /proc/PID/status: mlock()ed bytes, which are not CUDA-pinned.
     vm_locked_bytes: Optional[int] = None
+    # VmPin from /proc/PID/status: pages pinned through the kernel's own accounting (io_uring
+    # registered buffers, RDMA memory regions); CUDA's pinning does not move it.
+    vm_pinned_bytes: Optional[int] = None
+    # The key of its group in Snapshot.cgroups (pod container, container, Slurm step, unit, cgroup).
+    cgroup: Optional[str] = None
     # Traced with CUPTI ("cupti") or the CuPy/PyTorch hooks alone ("hooks"); None: not traced.
     trace_engine: Optional[str] = None
     # From CUPTI, over the tracer's window (about 5 s of GPU time): this process's host<->device copy
@@ -199,6 +204,35 @@ class ProcessPinned(Serial):
 
 TRANSFER_KEYS = ("h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable")
 TRANSFER_FIGURES = ("bytes_per_s", "achieved_bytes_per_s", "rate_p50", "rate_p10")
+
+
+@dataclass(frozen=True)
+class Cgroup(Serial):
+    """A group of processes under one memory limit: a pod's container, a Docker or Podman container,
+    a Slurm job step, a systemd unit, or a plain cgroup. Its text is printable and bounded."""
+
+    key: str                                  # stable identity; ProcessPinned.cgroup names it
+    kind: str                                 # "pod", "docker", "podman", "slurm", "systemd", "cgroup", "unknown"
+    name: str                                 # what to call it: "ns/pod/container", a job step, a unit, a path
+    path: Optional[str] = None                # its cgroup, as /proc/PID/cgroup writes it
+    pod: Optional[str] = None
+    namespace: Optional[str] = None
+    container: Optional[str] = None           # the container's name where the node says it
+    container_id: Optional[str] = None
+    pod_uid: Optional[str] = None
+    job: Optional[str] = None                 # Slurm job id
+    step: Optional[str] = None                # Slurm step: a number, "batch", "extern", "interactive"
+    unit: Optional[str] = None                # systemd unit
+    memory_limit_bytes: Optional[int] = None  # the tightest limit on its path; None: none (or unknown)
+    limit_path: Optional[str] = None          # the cgroup that sets that limit
+    memory_current_bytes: Optional[int] = None
+    oom_kills: Optional[int] = None           # the kernel's count of OOM kills in it
+    oom_kills_at_start: Optional[int] = None  # that count when pinmon first saw the group
+    pinned_bytes: Optional[int] = None        # its processes' pinned bytes (est. or traced) and VmPin
+    write_combined_bytes: Optional[int] = None
+    vm_pinned_bytes: Optional[int] = None     # of which VmPin (io_uring, RDMA)
+    processes: int = 0                        # its processes in the snapshot's rows
+    notes: tuple[str, ...] = ()               # why a figure is unknown
 
 
 @dataclass(frozen=True)
@@ -271,6 +305,8 @@ class Snapshot(Serial):
     # Why NVML gives no GPU data (it could not start, or sees no GPU); None when it runs or was
     # not asked. With nvidia_pci_gpus > 0 it means GPUs that nothing monitors.
     nvml_error: Optional[str] = None
+    # The groups (containers, pods, jobs) of the processes above, each with its own memory limit.
+    cgroups: tuple[Cgroup, ...] = ()
 
     def to_dict(self) -> dict:
         d = to_json(self)

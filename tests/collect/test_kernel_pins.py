@@ -295,26 +295,29 @@ def _config(tmp_path, **values):
     return str(path)
 
 
-def test_pinned_unattributed_fires_on_registered_memory(tmp_path, kernel_reader):
-    cfg = load_config(_config(tmp_path, unattributed_min_bytes="32M", unattributed_min_fraction=0.01))
+def test_io_uring_pins_are_explained_by_the_processs_vmpin(tmp_path, kernel_reader):
+    # io_uring's registered buffers are FOLL_PIN pages no mapping shows, but the kernel accounts them
+    # in the process's VmPin: they are explained, and pinned-unattributed stays silent even with its
+    # thresholds lowered to a few MiB.
+    cfg = load_config(_config(tmp_path, unattributed_min_bytes="4M", unattributed_min_fraction=0.01))
     with LiveCollector(use_nvml=False, pids=[os.getpid()]) as c:
         buf = _pin()
         try:
             snap = c.snapshot()
             deadline = time.monotonic() + 3
-            while snap.host.unattributed_pinned_bytes < PIN_BYTES // 2 and time.monotonic() < deadline:
+            while time.monotonic() < deadline and not (
+                    snap.host.kernel_pinned_bytes >= PIN_BYTES // 2 and _own_vmpin(snap) >= PIN_BYTES):
                 time.sleep(0.1)
                 snap = c.snapshot()
         finally:
             buf.close()
-    findings = [f for f in advise([snap], cfg.thresholds) if f.rule == "pinned-unattributed"]
-    assert len(findings) == 1, snap.host
-    f = findings[0]
-    assert f.severity == "warning" and f.subject == "host"
-    assert f.values["unattributed_pinned_bytes"] >= PIN_BYTES // 2
-    assert "cudaHostRegister" in f.advice and "pinmon trace" in f.advice
-    # With the default thresholds (1 GiB) 64 MiB stays silent.
-    assert not [f for f in advise([snap]) if f.rule == "pinned-unattributed"]
+    assert _own_vmpin(snap) >= PIN_BYTES, snap.processes
+    assert snap.host.unattributed_pinned_bytes < PIN_BYTES // 2, snap.host
+    assert not [f for f in advise([snap], cfg.thresholds) if f.rule == "pinned-unattributed"]
+
+
+def _own_vmpin(snap) -> int:
+    return sum(p.vm_pinned_bytes or 0 for p in snap.processes if p.pid == os.getpid())
 
 
 def test_check_goes_critical_on_registered_memory_alone(tmp_path, kernel_reader):
@@ -350,4 +353,4 @@ def test_check_goes_critical_on_registered_memory_alone(tmp_path, kernel_reader)
     h = doc["snapshot"]["host"]
     assert h["pinned_bytes_source"] == "kernel" and h["kernel_pinned_bytes"] >= PIN_BYTES // 2
     assert h["unattributed_pinned_bytes"] is not None
-    assert "pinned-unattributed" in {f["rule"] for f in doc["findings"]}
+    assert "pinned-unattributed" not in {f["rule"] for f in doc["findings"]}  # explained by its VmPin

@@ -1,10 +1,11 @@
-"""mlock()ed memory of CUDA processes: ``VmLck`` from ``/proc/PID/status``.
+"""mlock()ed and kernel-pinned memory of the process rows: ``VmLck`` and ``VmPin`` from ``/proc/PID/status``.
 
 Locked is not pinned: ``mlock()`` keeps pages resident but the CUDA driver does not know them, so
 its copies from them go through its pageable path. CUDA's own pinning does not show in ``VmLck``
 (measured on the H200 box), so a large ``VmLck`` in a CUDA process is memory that was meant to be
-fast and is not. The file is short and built without the process's mmap lock; it is read for the
-CUDA process rows only, and again for each only every ``LOCKED_TTL_S``.
+fast and is not. ``VmPin`` (``cgroups/vmpin.py``) is what the kernel's own accounting pinned for it:
+io_uring registered buffers, RDMA memory regions. The file is short and built without the
+process's mmap lock; it is read for the rows only, and again for each only every ``LOCKED_TTL_S``.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 from typing import Callable, Iterable, Optional
 
 from ...model import ProcessPinned
+from ..cgroups.vmpin import parse_vmpin
 from ..rawfile import read_bytes
 
 _KEY = b"\nVmLck:"
@@ -41,32 +43,45 @@ def parse_vm_locked(data: bytes) -> Optional[int]:
 
 
 def read_vm_locked(pid: int, proc_root: str = "/proc") -> Optional[int]:
+    return read_locked_and_pinned(pid, proc_root)[0]
+
+
+def read_locked_and_pinned(pid: int, proc_root: str = "/proc") -> tuple[Optional[int], Optional[int]]:
+    """(VmLck, VmPin) of a process in bytes; None for what its status does not say."""
     try:
-        return parse_vm_locked(read_bytes(os.path.join(proc_root, str(pid), "status")))
+        data = read_bytes(os.path.join(proc_root, str(pid), "status"))
     except (OSError, ValueError):
-        return None
+        return None, None
+    return parse_vm_locked(data), parse_vmpin(data)
 
 
 class LockedReader:
-    """``VmLck`` of the process rows, each read again after ``LOCKED_TTL_S``: mlock()ed memory is a
-    slow habit, not a spike, and the read costs as much as a /proc/meminfo read per process."""
+    """``VmLck`` and ``VmPin`` of the process rows, each read again after ``LOCKED_TTL_S``: mlock()ed
+    and registered memory are slow habits, not spikes, and the read costs as much as a
+    /proc/meminfo read per process. A row that already carries its ``VmPin`` (the full scan's) keeps it."""
 
     def __init__(self, proc_root: str = "/proc", clock: Callable[[], float] = time.monotonic):
         self.proc_root = proc_root
         self._clock = clock
-        self._cache: dict[tuple, tuple[float, Optional[int]]] = {}
+        self._cache: dict[tuple, tuple[float, tuple[Optional[int], Optional[int]]]] = {}
 
     def annotate(self, rows: Iterable[ProcessPinned]) -> list[ProcessPinned]:
-        """The rows with ``vm_locked_bytes`` filled in where /proc tells it."""
+        """The rows with ``vm_locked_bytes`` and ``vm_pinned_bytes`` filled in where /proc tells them."""
         now = self._clock()
-        cache: dict[tuple, tuple[float, Optional[int]]] = {}
+        cache: dict[tuple, tuple[float, tuple[Optional[int], Optional[int]]]] = {}
         out = []
         for r in rows:
             key = (r.pid, r.name)  # a pid reused by another program is read anew
             hit = self._cache.get(key)
             if hit is None or now - hit[0] >= LOCKED_TTL_S:
-                hit = (now, read_vm_locked(r.pid, self.proc_root))
+                hit = (now, read_locked_and_pinned(r.pid, self.proc_root))
             cache[key] = hit
-            out.append(dataclasses.replace(r, vm_locked_bytes=hit[1]) if hit[1] is not None else r)
+            locked, pinned = hit[1]
+            changes = {}
+            if locked is not None:
+                changes["vm_locked_bytes"] = locked
+            if pinned is not None and r.vm_pinned_bytes is None:
+                changes["vm_pinned_bytes"] = pinned
+            out.append(dataclasses.replace(r, **changes) if changes else r)
         self._cache = cache  # pids no longer listed are forgotten
         return out

@@ -62,6 +62,8 @@ class ScanResult:
     capped: list[int] = field(default_factory=list)
     # the owners of the live processes (of their /proc/PID directories): whose trace reports to read
     uids: set[int] = field(default_factory=set)
+    # every pid listed (the VmPin scan reads them when it must)
+    pids: list[int] = field(default_factory=list)
 
 
 def _open_proc(pid: int, name: str, proc_root: str) -> int:
@@ -168,6 +170,7 @@ class ProcessScanner:
         no_mm: dict[int, float] = {}
         owners: dict[int, tuple[int, float]] = {}
         pids = self._pids()
+        result.pids = pids
         for pid in pids:
             owner = self._owner.get(pid)
             if owner is None or now >= owner[1]:

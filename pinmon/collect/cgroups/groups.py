@@ -1,0 +1,137 @@
+"""The snapshot's groups: each process row's owner (pod container, container, Slurm step, unit,
+cgroup), and per group its memory limit, usage, OOM kills and pinned bytes.
+
+Pinned pages are charged to the cgroup of the process that pinned them and cannot be reclaimed, so
+the OOM killer acts at the group's own limit, long before the host's RAM is short. A group's pinned
+bytes are its rows' pinned bytes (the ``/proc`` estimate, or a traced figure within the kernel's
+bounds), ``VmPin`` and write-combined bytes. The first two are pages charged to the group, so where
+the kernel gives the group's usage they are held to it.
+
+Cost: each row's owner comes from ``OwnerCache`` (a pid's cgroup file read once a minute, or when
+the process's name changes), each group's files once per snapshot (``CgroupMemoryReader``), each
+container's names once (``NameResolver``). A group whose processes are gone stays in the snapshot for
+``GONE_KEEP_S`` with its limit and OOM count still read, so an OOM kill that ended its last process
+shows (``cgroup-oom-kills``). The OOM count pinmon first saw for a group is kept with it
+(``oom_kills_at_start``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable, Iterable, Optional
+
+from ...model import Cgroup, ProcessPinned
+from ...units import printable
+from .limits import CgroupMemory, CgroupMemoryReader
+from .names import NameResolver, Names
+from .ownership import KIND_POD, KIND_SLURM, KIND_SYSTEMD, Owner, bounded_path
+from .proc_owner import OwnerCache
+
+# How long a group whose processes are gone stays in the snapshots.
+GONE_KEEP_S = 300.0
+# Groups kept in all: past this, those gone longest are dropped first.
+MAX_GROUPS = 4096
+NAME_CHARS = 64
+
+
+def group_name(owner: Owner, names: Names) -> str:
+    """What to call a group: ``namespace/pod/container`` where the node says, else the owner's own words."""
+    if owner.kind == KIND_POD and names.pod_name:
+        parts = [names.namespace, names.pod_name, names.container_name]
+        text = "/".join(p for p in parts if p)
+        if owner.helper:
+            text += f" ({owner.helper})"
+        return printable(text, NAME_CHARS)
+    if names.container_name:
+        return printable(f"{owner.kind} {names.container_name}", NAME_CHARS)
+    return printable(owner.display, NAME_CHARS)
+
+
+def _sum(values: Iterable[Optional[int]]) -> Optional[int]:
+    vals = [v for v in values if v is not None]
+    return sum(vals) if vals else None
+
+
+class GroupCollector:
+    """``annotate(rows)`` -> (rows with their group's key, the groups)."""
+
+    def __init__(self, proc_root: str = "/proc", host_root: str = "/",
+                 clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self.owners = OwnerCache(proc_root, clock=clock)
+        self.memory = CgroupMemoryReader(root=host_root, clock=clock)
+        self.names = NameResolver(root=host_root, clock=clock)
+        # key -> (owner, names, when last seen with a process, OOM count first seen)
+        self._known: dict[str, tuple[Owner, Names, float, Optional[int]]] = {}
+
+    def annotate(self, rows: list[ProcessPinned]) -> tuple[list[ProcessPinned], tuple[Cgroup, ...]]:
+        now = self._clock()
+        owners = self.owners.owners([r.pid for r in rows], {r.pid: r.name for r in rows})
+        self.owners.prune(owners)
+        members: dict[str, list[ProcessPinned]] = {}
+        out = []
+        for r in rows:
+            owner = owners.get(r.pid)
+            if owner is None:  # gone, or its cgroup file unreadable: no group
+                out.append(r)
+                continue
+            key = owner.key
+            known = self._known.get(key)
+            if known is None or known[0] != owner:
+                names = self.names.names(owner)
+                at_start = known[3] if known is not None else None
+                known = (owner, names, now, at_start)
+            self._known[key] = (known[0], known[1], now, known[3])
+            r = dataclasses.replace(r, cgroup=key)
+            members.setdefault(key, []).append(r)
+            out.append(r)
+        self._forget(now)
+        memory = self.memory.read(k[0].cgroup for k in self._known.values())
+        groups = []
+        for key, (owner, names, _seen, at_start) in self._known.items():
+            mem = memory.get(owner.cgroup)
+            if at_start is None and mem is not None and mem.oom_kills is not None:
+                at_start = mem.oom_kills
+                self._known[key] = (owner, names, self._known[key][2], at_start)
+            groups.append(self._group(key, owner, names, mem, members.get(key, []), at_start))
+        groups.sort(key=lambda g: (-(g.pinned_bytes or 0) - (g.write_combined_bytes or 0), g.key))
+        return out, tuple(groups)
+
+    def _forget(self, now: float) -> None:
+        gone = [k for k, v in self._known.items() if now - v[2] > GONE_KEEP_S]
+        for k in gone:
+            del self._known[k]
+        if len(self._known) > MAX_GROUPS:
+            for k, _ in sorted(self._known.items(), key=lambda kv: kv[1][2])[: len(self._known) - MAX_GROUPS]:
+                del self._known[k]
+
+    @staticmethod
+    def _group(key: str, owner: Owner, names: Names, mem: Optional[CgroupMemory],
+               rows: list[ProcessPinned], at_start: Optional[int]) -> Cgroup:
+        charged = _sum([*(r.pinned_bytes for r in rows), *(r.vm_pinned_bytes for r in rows)])
+        notes: tuple[str, ...] = ()
+        current = limit = ooms = None
+        path = limit_path = None
+        if mem is not None:
+            current, limit, ooms, notes = mem.current_bytes, mem.limit_bytes, mem.oom_kills, mem.notes
+            path = bounded_path(mem.path) if mem.path else None
+            limit_path = bounded_path(mem.limit_path) if mem.limit_path else None
+        if charged is not None and current is not None and charged > current:
+            # Pinned pages are charged to the group and resident: its usage bounds them.
+            charged = current
+        step = owner.slurm_step
+        return Cgroup(
+            key=printable(key, 200), kind=owner.kind, name=group_name(owner, names), path=path,
+            pod=names.pod_name, namespace=names.namespace, container=names.container_name,
+            container_id=owner.container_id, pod_uid=owner.pod_uid,
+            job=str(owner.slurm_job) if owner.kind == KIND_SLURM and owner.slurm_job is not None else None,
+            step=step if owner.kind == KIND_SLURM else None,
+            unit=owner.unit if owner.kind == KIND_SYSTEMD else None,
+            memory_limit_bytes=limit, limit_path=limit_path, memory_current_bytes=current,
+            oom_kills=ooms, oom_kills_at_start=at_start, pinned_bytes=charged,
+            write_combined_bytes=_sum(r.write_combined_bytes for r in rows),
+            vm_pinned_bytes=_sum(r.vm_pinned_bytes for r in rows), processes=len(rows),
+            notes=tuple(printable(n, 200) for n in notes))
+
+    def close(self) -> None:
+        self.memory.close()
