@@ -23,6 +23,7 @@ import dataclasses
 from typing import Iterable, Optional
 
 from pinmon.model import (
+    Cgroup,
     Finding,
     Gpu,
     GpuProcess,
@@ -42,7 +43,7 @@ __all__ = ["GIB", "MIB", "T0", "GEN5_X16", "GEN4_X8", "UUID0", "UUID1", "NODE_SP
            "null_snapshot", "pinned_series",
            "full_host", "full_gpu", "full_probe", "full_processes", "full_snapshot",
            "box_snapshot", "box_kernel_snapshot", "box_probe", "traced_cupti_process",
-           "quick_result", "alloc_rows"]
+           "quick_result", "alloc_rows", "cgroup", "box_groups_snapshot"]
 
 T0 = 1_780_000_000.0  # a fixed epoch: a header's time comes from here, never the wall clock
 # The rounded link rates the hand-made scenes state; link() computes the exact ones (Gen5 x16 is
@@ -100,6 +101,11 @@ def gpu(index: int = 0, *, gen: Optional[int] = 5, width: Optional[int] = 16, ge
 def process(pid: int = 1234, name: Optional[str] = "python", **overrides) -> ProcessPinned:
     """A process row; every reading not given is unknown."""
     return ProcessPinned(pid=pid, name=name, **overrides)
+
+
+def cgroup(key: str = "docker/" + "ab" * 32, kind: str = "docker", name: str = "docker trainer", **overrides) -> Cgroup:
+    """A group; every reading not given is unknown."""
+    return Cgroup(key=key, kind=kind, name=name, **overrides)
 
 
 def copy_row(memory: str, direction: str, rate: float, size: int = 256 * MIB, repeats: Optional[int] = 10,
@@ -361,3 +367,27 @@ def quick_result(**overrides) -> ProbeResult:
                   duration_s=0.31, max_pinned_bytes=256 * MIB, measurements=rows)
     fields.update(overrides)
     return ProbeResult(**fields)
+
+
+POD_KEY = "pod/0a1b2c3d-0000-4000-8000-00000000abcd/" + "cd" * 32
+JOB_KEY = "slurm/4711/0"
+
+
+def box_groups_snapshot(i: int = 0, oom_kills: int = 0) -> Snapshot:
+    """The box's snapshot with its processes in groups: alice's trainer and loader in one pod container
+    with a 512 GiB limit (78% pinned: critical), bob's inference in a Slurm step with 64 GiB (33%:
+    warning), carol's notebook in no group; ``oom_kills`` since start in the pod."""
+    snap = box_snapshot(i)
+    pod = cgroup(POD_KEY, "pod", "ml/trainer-7f9c/worker", path="/kubepods.slice/kubepods-pod0a1b.slice/cri-containerd-cdcd.scope",
+                 pod="trainer-7f9c", namespace="ml", container="worker", container_id="cd" * 32,
+                 pod_uid="0a1b2c3d-0000-4000-8000-00000000abcd", memory_limit_bytes=512 * GIB,
+                 limit_path="/kubepods.slice/kubepods-pod0a1b.slice", memory_current_bytes=430 * GIB,
+                 oom_kills=oom_kills, oom_kills_at_start=0, pinned_bytes=400 * GIB, write_combined_bytes=1 * GIB,
+                 processes=2)
+    job = cgroup(JOB_KEY, "slurm", "job 4711.0", path="/system.slice/slurmstepd.scope/job_4711/step_0",
+                 job="4711", step="0", memory_limit_bytes=64 * GIB, limit_path="/system.slice/slurmstepd.scope/job_4711",
+                 memory_current_bytes=30 * GIB, oom_kills=0, oom_kills_at_start=0, pinned_bytes=20 * GIB,
+                 write_combined_bytes=1 * GIB, processes=1)
+    keys = {4242: POD_KEY, 5151: POD_KEY, 6060: JOB_KEY}
+    procs = tuple(dataclasses.replace(p, cgroup=keys.get(p.pid)) for p in snap.processes)
+    return dataclasses.replace(snap, processes=procs, cgroups=(pod, job))

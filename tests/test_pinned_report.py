@@ -26,7 +26,7 @@ def test_check_text_with_the_kernel_count():
                                              pinned_bytes_by_node={"0": GIB, "1": 3 * GIB}),))
     text = format_check(snap, [])
     assert "pinned   12.0 GiB (kernel's count) + write-combined 256.0 MiB (est.) = 10% of effective RAM" in text
-    assert "CUDA processes explain 4.0 GiB, unattributed 8.0 GiB; by node: node0 5.0 GiB, node1 7.0 GiB" in text
+    assert "processes' mappings and VmPin explain 4.0 GiB, unattributed 8.0 GiB; by node: node0 5.0 GiB, node1 7.0 GiB" in text
     assert "GPU 0  NVIDIA H200  n/a  NUMA node 1" in text
     assert "NODE" in text and "1 (75%)" in text  # a node column on a two-node host
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import textwrap
 import time
-from typing import Sequence
+from typing import Optional, Sequence
 
-from ..model import Finding, Gpu, HostMemory, ProcessPinned, Snapshot, worst_severity
+from ..model import Cgroup, Finding, Gpu, HostMemory, ProcessPinned, Snapshot, worst_severity
 from ..units import fmt_bytes, fmt_int, fmt_link, fmt_main_node, fmt_nodes, fmt_rate, fmt_share, fmt_traffic, printable
 
 # Longest a finding's message or advice may print (it wraps); names and notices are shorter.
@@ -47,7 +47,7 @@ def pinned_lines(h: HostMemory) -> list[str]:
         explained = max(0, h.kernel_pinned_bytes - h.unattributed_pinned_bytes)
     lines = [f"pinned   {fmt_bytes(h.kernel_pinned_bytes)} (kernel's count) + {wc}"
              f" = {fmt_share(h.pinned_bytes_total, eff)} of effective RAM",
-             f"         CUDA processes explain {fmt_bytes(explained)},"
+             f"         processes' mappings and VmPin explain {fmt_bytes(explained)},"
              f" unattributed {fmt_bytes(h.unattributed_pinned_bytes)}"]
     by_node = h.kernel_pinned_bytes_by_node
     if by_node and len(by_node) > 1:
@@ -71,19 +71,65 @@ def gpu_line(g: Gpu) -> str:
             f"    PCIe errors since start: {', '.join(errs) if errs else 'none'}")
 
 
+def held_bytes(p: ProcessPinned) -> int:
+    """A row's pinned, VmPin and write-combined bytes together: what it is sorted by."""
+    return (p.pinned_bytes or 0) + (p.vm_pinned_bytes or 0) + (p.write_combined_bytes or 0)
+
+
 def process_table(procs: Sequence[ProcessPinned], limit: int = 10, nodes: bool = False) -> list[str]:
-    """The top ``limit`` rows by pinned bytes; ``nodes``: a NODE column (multi-node hosts)."""
-    rows = sorted(procs, key=lambda p: -(p.pinned_bytes or 0))[:limit]
+    """The top ``limit`` rows by pinned bytes; ``nodes``: a NODE column (multi-node hosts); a VMPIN
+    column where a row has VmPin (io_uring, RDMA)."""
+    rows = sorted(procs, key=lambda p: -held_bytes(p))[:limit]
     node_head = f" {'NODE':<9}" if nodes else ""
-    out = [f"{'PID':>7} {'USER':<10} {'PINNED':>10} {'WC':>10} {'MAPS':>5}{node_head} {'SRC':<6} COMMAND"]
+    vmpin = any(p.vm_pinned_bytes for p in procs)
+    vmpin_head = f" {'VMPIN':>10}" if vmpin else ""
+    out = [f"{'PID':>7} {'USER':<10} {'PINNED':>10}{vmpin_head} {'WC':>10} {'MAPS':>5}{node_head} {'SRC':<6} COMMAND"]
     for p in rows:
         node = f" {fmt_main_node(p.pinned_bytes_by_node):<9}" if nodes else ""
+        pin = f" {fmt_bytes(p.vm_pinned_bytes):>10}" if vmpin else ""
         pid = p.pid if p.pid else "-"  # pid 0: a row read from a saved maps file, no process
-        out.append(f"{pid:>7} {printable(p.user, 10):<10} {fmt_bytes(p.pinned_bytes):>10}"
+        out.append(f"{pid:>7} {printable(p.user, 10):<10} {fmt_bytes(p.pinned_bytes):>10}{pin}"
                    f" {fmt_bytes(p.write_combined_bytes):>10} {fmt_int(p.pinned_mappings):>5}{node}"
                    f" {printable(p.source, 6):<6} {printable(p.name, 30)}")
     if len(procs) > limit:
         out.append(f"... and {len(procs) - limit} more")
+    return out
+
+
+def group_head(g: Cgroup) -> str:
+    """A group's line: its name, its limit and its pinned share of that limit, OOM kills."""
+    held = (g.pinned_bytes or 0) + (g.write_combined_bytes or 0)
+    limit = (f"limit {fmt_bytes(g.memory_limit_bytes)}, pinned {fmt_bytes(held)} ="
+             f" {fmt_share(held, g.memory_limit_bytes)} of it") if g.memory_limit_bytes else \
+        f"no limit, pinned {fmt_bytes(held)}"
+    kills = ""
+    if g.oom_kills is not None and g.oom_kills_at_start is not None and g.oom_kills > g.oom_kills_at_start:
+        kills = f", {fmt_int(g.oom_kills - g.oom_kills_at_start)} OOM kill(s) since start"
+    return f"{printable(g.kind, 10)} {printable(g.name, 64)}: {limit}{kills}"
+
+
+def grouped_process_lines(procs: Sequence[ProcessPinned], groups: Sequence[Cgroup], limit: int = 10,
+                          nodes: bool = False, max_groups: int = 10) -> list[str]:
+    """The process table, one block per group (container, pod, job) with the group's limit and
+    pinned share; as one table where the snapshot has no groups."""
+    if not groups:
+        return process_table(procs, limit=limit, nodes=nodes)
+    by_key: dict[Optional[str], list[ProcessPinned]] = {}
+    for p in procs:
+        by_key.setdefault(p.cgroup, []).append(p)
+    shown = [g for g in groups if g.key in by_key][:max_groups]
+    out: list[str] = []
+    for g in shown:
+        out.append(group_head(g))
+        out += ["  " + line for line in process_table(by_key[g.key], limit=limit, nodes=nodes)]
+    rest = [g for g in groups if g.key in by_key][max_groups:]
+    if rest:
+        out.append(f"... and {len(rest)} more group{'s' if len(rest) != 1 else ''}")
+    loose = by_key.get(None, []) + [p for k, ps in by_key.items()
+                                     if k is not None and k not in {g.key for g in groups} for p in ps]
+    if loose:
+        out.append("no group")
+        out += ["  " + line for line in process_table(loose, limit=limit, nodes=nodes)]
     return out
 
 
@@ -113,9 +159,11 @@ def format_check(snapshot: Snapshot, findings: Sequence[Finding], width: int = 1
     else:
         out += ["GPUs: none found", ""]
     if snapshot.processes:
-        out += ["CUDA processes (pinned from /proc/PID/maps unless traced)"]
+        by_group = " by container, pod or job," if snapshot.cgroups else ""
+        out += [f"Processes holding pinned memory,{by_group} (pinned from /proc/PID/maps unless traced)"]
         multi_node = snapshot.host.numa_nodes is not None and len(snapshot.host.numa_nodes) > 1
-        out += ["  " + line for line in process_table(snapshot.processes, nodes=multi_node)] + [""]
+        out += ["  " + line for line in grouped_process_lines(snapshot.processes, snapshot.cgroups,
+                                                              nodes=multi_node)] + [""]
     if snapshot.probe is not None:
         from .probe_text import headline
         out += ["Probe", "  " + printable(headline(snapshot.probe), _MAX_TEXT), ""]

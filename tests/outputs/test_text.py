@@ -1,6 +1,8 @@
-"""The check report's GPU lines: link labels, traffic and its share of the link."""
+"""The check report's GPU lines (link labels, traffic and its share of the link) and its processes
+by group (container, pod, job) with each group's limit and pinned share."""
 from pinmon.model import Gpu, Link, Pcie
 from pinmon.outputs.text import gpu_line
+from tests import factories as make
 
 GEN5_X16 = 63.0e9
 
@@ -40,3 +42,33 @@ def test_odd_node_keys_from_a_snapshot_file_print():
         processes=(ProcessPinned(pid=1, name="python", pinned_bytes=8 << 30, pinned_bytes_by_node=by_node),)).to_dict())
     text = format_check(snap, [])
     assert "by node: node0 3.0 GiB, node\u00b2 5.0 GiB" in text and "\u00b2 (62%)" in text
+
+
+# --- processes by group -------------------------------------------------------------------------------
+
+def test_check_groups_processes_by_container_pod_and_job_with_each_limit():
+    from pinmon.outputs.text import format_check
+
+    text = format_check(make.box_groups_snapshot(), [])
+    lines = text.splitlines()
+    pod = lines.index(next(ln for ln in lines if "pod ml/trainer-7f9c/worker" in ln))
+    job = lines.index(next(ln for ln in lines if "slurm job 4711.0" in ln))
+    loose = lines.index(next(ln for ln in lines if ln.strip() == "no group"))
+    assert "limit 512.0 GiB, pinned 401.0 GiB = 78% of it" in lines[pod]
+    assert "limit 64.0 GiB, pinned 21.0 GiB = 33% of it" in lines[job]
+    assert pod < job < loose
+    pids = {int(ln.split()[0]): i for i, ln in enumerate(lines) if ln[:12].strip().isdigit()}
+    assert pod < pids[4242] < job and pod < pids[5151] < job and job < pids[6060] < loose < pids[7070]
+
+
+def test_a_group_says_its_oom_kills_and_its_hostile_name_is_printable():
+    import dataclasses
+
+    from pinmon.outputs.text import group_head
+
+    g = make.cgroup(name="evil\x1b]0;PWNED\x07", memory_limit_bytes=None, pinned_bytes=make.GIB,
+                    oom_kills=3, oom_kills_at_start=1)
+    head = group_head(g)
+    assert "\x1b" not in head and "\\x1b" in head and "no limit, pinned 1.0 GiB" in head
+    assert "2 OOM kill(s) since start" in head
+    assert "OOM" not in group_head(dataclasses.replace(g, oom_kills=1))

@@ -41,10 +41,12 @@ def run(args) -> int:
         if not est.is_cuda:
             notes.append(f"{path}: no /dev/nvidia* mapping: not a CUDA process, nothing counted")
     live_rows: list[ProcessPinned] = []
+    groups: tuple = ()
     live_pinned = live_wc = 0
     if args.pid or not args.maps_file:
         snap = _live_snapshot(args.pid)
         live_rows = list(snap.processes)
+        groups = snap.cgroups
         notes += list(snap.notices)
         live_pinned, live_wc = snap.host.pinned_bytes_est or 0, snap.host.write_combined_bytes_est or 0
         mem_total = snap.host.mem_total_bytes
@@ -71,11 +73,11 @@ def run(args) -> int:
             if i < len(file_rows):
                 d.update(pid=None, maps_file=args.maps_file[i])
             procs.append(d)
-        print(dumps({"schema": JSON_SCHEMA, "processes": procs,
+        print(dumps({"schema": JSON_SCHEMA, "processes": procs, "cgroups": [g.to_dict() for g in groups],
                      "total_pinned_bytes": total_pinned, "total_write_combined_bytes": total_wc,
                      "notices": notes}, indent=1))
     else:
-        _print_table(rows, notes)
+        _print_table(rows, groups, notes)
     return 0
 
 
@@ -92,18 +94,18 @@ def _live_snapshot(pids):
         return col.snapshot()
 
 
-def _print_table(rows, notes) -> None:
-    from ...outputs.text import process_table
+def _print_table(rows, groups, notes) -> None:
+    from ...outputs.text import grouped_process_lines
     from ...units import printable
 
     if rows:
-        print("\n".join(process_table(rows, limit=len(rows))))
+        print("\n".join(grouped_process_lines(rows, groups, limit=len(rows), max_groups=len(groups))))
     else:
         print("no CUDA processes with pinned memory found")
     for n in notes:
         print(f"note: {printable(n, 2000)}")
     print("pinned = shared /dev/zero mappings, WC = user /dev/nvidiactl mappings (est.;"
-          " cudaHostRegister'ed memory is invisible here)")
+          " cudaHostRegister'ed memory is invisible here), VMPIN = the kernel's VmPin (io_uring, RDMA)")
 
 
 def _estimate_maps_file(path: str):
