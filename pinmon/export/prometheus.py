@@ -13,7 +13,7 @@ import threading
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.registry import Collector
 
-from .families import gpu, host, probe, processes, status
+from .families import cgroups, gpu, host, probe, processes, status
 from .families.base import Counter, served
 from .families.processes import DEFAULT_TOP
 from .state import ExportState
@@ -33,7 +33,8 @@ class PinmonCollector(Collector):
 
     def _sections(self, view):
         return (lambda: gpu.families(view), lambda: host.families(view),
-                lambda: processes.families(view, self.top_processes), lambda: probe.families(view),
+                lambda: processes.families(view, self.top_processes),
+                lambda: cgroups.families(view, self.top_processes), lambda: probe.families(view),
                 lambda: status.families(view))
 
     def collect(self):

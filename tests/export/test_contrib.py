@@ -1,4 +1,5 @@
 """contrib/: the alert rules pass promtool (syntax and unit tests), the dashboard asks only for served metrics."""
+import dataclasses
 import json
 import os
 import re
@@ -22,7 +23,11 @@ def served_names():
     """Every sample name the exporter serves for a full snapshot (probe, processes, findings, replay)."""
     state = ExportState(live=False)
     state.finish_replay()
-    return names(render([make.full_snapshot()], [make.finding()], state=state))
+    group = make.cgroup(memory_limit_bytes=4 << 30, memory_current_bytes=3 << 30, oom_kills=1,
+                        oom_kills_at_start=0, pinned_bytes=2 << 30, write_combined_bytes=1 << 20,
+                        vm_pinned_bytes=1 << 20, processes=1)
+    snap = dataclasses.replace(make.full_snapshot(), cgroups=(group,))
+    return names(render([snap], [make.finding()], state=state))
 
 
 def dashboard_exprs():

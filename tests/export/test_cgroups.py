@@ -1,0 +1,40 @@
+"""Per-group series: labels from the group (the Slurm job as ``slurm_job``, never ``job``), the top N
+groups with the rest summed, untrusted names printable and cut, process series carrying their group's labels."""
+import dataclasses
+
+from tests import factories as make
+
+from .helpers import render, samples
+
+
+def _series(text, name):
+    return [(dict(labels), value) for (n, labels), value in samples(text).items() if n == name]
+
+
+def test_groups_are_served_with_their_limit_oom_count_and_names():
+    text = render([make.box_groups_snapshot(oom_kills=2)])
+    pinned = dict((lab["cgroup"], v) for lab, v in _series(text, "pinmon_cgroup_pinned_bytes"))
+    assert pinned["pod/0a1b2c3d-0000-4000-8000-00000000abcd/cdcdcdcdcdcd"] == 400 * make.GIB
+    assert pinned["other"] == 0
+    (pod,) = [lab for lab, _ in _series(text, "pinmon_cgroup_memory_limit_bytes") if lab["kind"] == "pod"]
+    assert pod["pod"] == "trainer-7f9c" and pod["namespace"] == "ml" and pod["container"] == "worker"
+    (job,) = [lab for lab, _ in _series(text, "pinmon_cgroup_memory_limit_bytes") if lab["kind"] == "slurm"]
+    assert job["slurm_job"] == "4711" and "job" not in job
+    assert dict((lab["kind"], v) for lab, v in _series(text, "pinmon_cgroup_oom_kills_total"))["pod"] == 2
+    # The trainer's process series carries its pod's labels; carol's notebook, in no group, none.
+    procs = {lab["pid"]: lab for lab, _ in _series(text, "pinmon_process_pinned_bytes")}
+    assert procs["4242"]["pod"] == "trainer-7f9c" and procs["6060"]["slurm_job"] == "4711"
+    assert procs["7070"].get("pod", "") == ""
+
+
+def test_group_series_are_bounded_and_their_names_printable():
+    groups = tuple(make.cgroup(key=f"docker/{i:064x}", name="x\x1b]0;PWNED\x07" + "y" * 200, pod="p\x1b[2J",
+                               pinned_bytes=(i + 1) << 20) for i in range(50))
+    snap = dataclasses.replace(make.box_snapshot(), cgroups=groups)
+    text = render([snap], top=5)
+    pinned = _series(text, "pinmon_cgroup_pinned_bytes")
+    assert len(pinned) == 6  # 5 groups and "other"
+    other = next(v for lab, v in pinned if lab["cgroup"] == "other")
+    assert other == sum(range(1, 46)) << 20
+    assert "\x1b" not in text and "\x07" not in text
+    assert all(len(lab.get("pod", "")) <= 64 for lab, _ in pinned)
