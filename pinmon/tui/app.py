@@ -254,6 +254,11 @@ class PinmonApp(App[int]):
         self.refresh_views()
         self.action_tab("gpus")
 
+    def action_open_gpu(self) -> None:
+        """Enter on the overview: the selected GPU's detail (its row is marked ▶; g moves it)."""
+        if self.screen is self._main_screen and self._tabs().active == "overview" and self.session.gpu_count():
+            self.on_gpu_row_selected(GpuRow.Selected(self.session.selected_gpu))
+
     def on_gpu_row_selected(self, message: GpuRow.Selected) -> None:
         self.session.select_gpu(message.position)
         self.refresh_views()

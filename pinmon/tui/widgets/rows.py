@@ -22,6 +22,9 @@ from textual.widget import Widget
 
 from .base import NoLinks, lines
 
+# Looks at the height after a layout was asked for, each after a refresh (see ``_check_height``).
+HEIGHT_CHECKS = 3
+
 
 def as_rows(content: Content | str) -> tuple[Content, ...]:
     """One Content per line of ``content``."""
@@ -44,6 +47,7 @@ class RowsWidget(NoLinks, Widget):
         self._strips: Optional[list[list[Strip]]] = None  # per row, its lines at _key
         self._key: Optional[tuple] = None  # (width, visual style) the strips were rendered with
         self._flat: list[Strip] = []
+        self._height_checks = 0  # looks left at the height after a layout was asked for
 
     @property
     def rows(self) -> tuple[Content, ...]:
@@ -68,13 +72,16 @@ class RowsWidget(NoLinks, Widget):
         strips, key = self._strips, self._key
         if changed is None or self._may_change_size(old, new):
             self._strips = None
-            self.refresh(layout=True)
+            self._relayout()
             return
         if strips is None or key != self._render_key():
             # Nothing drawn yet, or at another width: draw it all (a row that may wrap may also
             # take another number of lines).
             self._strips = None
-            self.refresh(layout=self._may_wrap([new[i] for i in changed]))
+            if self._may_wrap([new[i] for i in changed]):
+                self._relayout()
+            else:
+                self.refresh()
             return
         width = key[0]
         dirty = []
@@ -85,7 +92,7 @@ class RowsWidget(NoLinks, Widget):
                 rendered = self._render_row(i, row, width)
                 if len(rendered) != count:  # it wraps onto more or fewer lines: the height changes
                     self._strips = None
-                    self.refresh(layout=True)
+                    self._relayout()
                     return
                 strips[i] = rendered
                 if dirty and dirty[-1].bottom == start:  # adjacent rows: one region
@@ -95,6 +102,42 @@ class RowsWidget(NoLinks, Widget):
             start += count
         self._flat = [s for row in strips for s in row]
         self.refresh(*dirty)
+
+    def _relayout(self) -> None:
+        """A layout pass for rows that may take another size. Textual keeps a widget's content
+        height per width (``Static.update`` clears it, a plain Widget must): without the clear, rows
+        that grow at the same width keep the old height."""
+        self.clear_cached_dimensions()
+        self.refresh(layout=True)
+        self._height_checks = HEIGHT_CHECKS
+        self.call_after_refresh(self._check_height)
+
+    def _lines(self) -> Optional[int]:
+        """The lines the rows take at the width drawn; None where not known yet."""
+        if self._strips is not None and self._key is not None and self._key[0] == self.size.width:
+            return len(self._flat)
+        if getattr(self.styles, "text_wrap", "wrap") == "nowrap":
+            return len(self._rows)  # one line each
+        return None
+
+    def _check_height(self) -> None:
+        """Lay out once more where the height on screen is not the lines drawn. A layout asked for
+        while the screen's own is pending (at start-up, as the breakpoint class arrives) can be
+        missed, and an auto height then keeps the old line count until something else lays the
+        screen out."""
+        if self._height_checks <= 0 or not self.is_mounted:
+            return
+        self._height_checks -= 1
+        height = self.styles.height
+        if height is not None and not height.is_auto:
+            return
+        lines = self._lines()
+        if lines is None:
+            self.call_after_refresh(self._check_height)  # not drawn yet: after the next refresh
+        elif self.content_size.height != lines:
+            self.clear_cached_dimensions()
+            self.refresh(layout=True)
+            self.call_after_refresh(self._check_height)
 
     def _may_change_size(self, old: tuple[Content, ...], new: tuple[Content, ...]) -> bool:
         """Whether the new rows may need another size: a layout pass costs far more than a repaint.
