@@ -301,3 +301,20 @@ async def test_rows_that_grow_after_a_lost_layout_request_still_get_their_height
         await pilot.pause()
         assert dropped["n"] == 1
         assert memory.content_size.height == len(memory.rows)
+
+
+def test_readme_measurement_and_help_give_one_meaning_of_percent_of_link():
+    """The help's term, the README and docs/measurement.md say the same: a share of the link's rate,
+    of link bytes on GPU rows and of payload in the probe, with the same pair of figures."""
+    import os
+
+    from pinmon.advise.thresholds import Thresholds
+    from pinmon.tui.screens.help import terms
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    parts = [dict(terms(Thresholds()))["% of link"]]
+    for path in (("README.md",), ("docs", "measurement.md")):
+        flat = " ".join(open(os.path.join(root, *path)).read().split())
+        parts.append(flat[flat.index('"% of link"'):][:600])
+    for part in parts:
+        assert "link bytes" in part and "payload" in part and "88%" in part and "94%" in part, part
