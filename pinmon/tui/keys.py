@@ -27,6 +27,8 @@ BINDINGS = [
     Binding("minus,underscore", "speed(-1)", "Slower", key_display="-"),
     Binding("escape", "clear_filter", "Clear filter", show=False),
     Binding("n", "notices", "Notices", show=False, tooltip="Every notice in full (the bar shows the first)"),
+    # As in a shell: back to it, the app stopped; fg brings it back (Textual's suspend action).
+    Binding("ctrl+z", "suspend_process", show=False),
     # Enter where no widget takes it (the overview, whatever has the focus there): the selected
     # GPU's detail. A GPU row, a finding or a process answers its own Enter first.
     Binding("enter", "open_gpu", show=False),

@@ -8,7 +8,7 @@ The containers that only arrange others (no border, no text of their own: the sc
 tab's pane, the grids, the overview's right column) are ``BLANK`` (Textual's switch for such
 widgets): each screen update otherwise renders every line of every container around a changed
 line, and at 1 Hz most of the update is those containers (bench/tui_frame.py). Textual releases
-without the switch ignore it.
+without the switch ignore it (``textual_compat``, part 7).
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from textual.containers import Container, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
-from textual.widgets.tabbed_content import ContentTabs
 
 from ..advise.thresholds import Thresholds
+from .textual_compat import CONTENT_TABS
 from .widgets.findings import FindingsPanel
 from .widgets.gpu_detail import GpuDetail
 from .widgets.gpu_list import BareGpuList, GpuList
@@ -63,7 +63,7 @@ class MainTabs(TabbedContent):
         placed = False
         for widget in super().compose():
             yield widget
-            if not placed and isinstance(widget, ContentTabs):
+            if not placed and isinstance(widget, CONTENT_TABS):
                 placed = True
                 yield from self._between
         if not placed:

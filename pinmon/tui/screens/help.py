@@ -29,6 +29,7 @@ KEYS = (
     ("r", "start / stop recording snapshots to a file"),
     ("+ / -", "replay speed"),
     ("ctrl+p", "command palette: every action by name"),
+    ("ctrl+z", "suspend to the shell; fg resumes"),
     ("Tab", "move between panels; arrows scroll"),
 )
 

@@ -20,10 +20,8 @@ from textual.strip import Strip
 from textual.visual import Visual
 from textual.widget import Widget
 
+from ..textual_compat import ask_layout, paint_all
 from .base import NoLinks, lines
-
-# Looks at the height after a layout was asked for, each after a refresh (see ``_check_height``).
-HEIGHT_CHECKS = 3
 
 
 def as_rows(content: Content | str) -> tuple[Content, ...]:
@@ -47,7 +45,6 @@ class RowsWidget(NoLinks, Widget):
         self._strips: Optional[list[list[Strip]]] = None  # per row, its lines at _key
         self._key: Optional[tuple] = None  # (width, visual style) the strips were rendered with
         self._flat: list[Strip] = []
-        self._height_checks = 0  # looks left at the height after a layout was asked for
 
     @property
     def rows(self) -> tuple[Content, ...]:
@@ -104,13 +101,8 @@ class RowsWidget(NoLinks, Widget):
         self.refresh(*dirty)
 
     def _relayout(self) -> None:
-        """A layout pass for rows that may take another size. Textual keeps a widget's content
-        height per width (``Static.update`` clears it, a plain Widget must): without the clear, rows
-        that grow at the same width keep the old height."""
-        self.clear_cached_dimensions()
-        self.refresh(layout=True)
-        self._height_checks = HEIGHT_CHECKS
-        self.call_after_refresh(self._check_height)
+        """A layout pass for rows that may take another height (``textual_compat.ask_layout``)."""
+        ask_layout(self, self._lines)
 
     def _lines(self) -> Optional[int]:
         """The lines the rows take at the width drawn; None where not known yet."""
@@ -119,25 +111,6 @@ class RowsWidget(NoLinks, Widget):
         if getattr(self.styles, "text_wrap", "wrap") == "nowrap":
             return len(self._rows)  # one line each
         return None
-
-    def _check_height(self) -> None:
-        """Lay out once more where the height on screen is not the lines drawn. A layout asked for
-        while the screen's own is pending (at start-up, as the breakpoint class arrives) can be
-        missed, and an auto height then keeps the old line count until something else lays the
-        screen out."""
-        if self._height_checks <= 0 or not self.is_mounted:
-            return
-        self._height_checks -= 1
-        height = self.styles.height
-        if height is not None and not height.is_auto:
-            return
-        lines = self._lines()
-        if lines is None:
-            self.call_after_refresh(self._check_height)  # not drawn yet: after the next refresh
-        elif self.content_size.height != lines:
-            self.clear_cached_dimensions()
-            self.refresh(layout=True)
-            self.call_after_refresh(self._check_height)
 
     def _may_change_size(self, old: tuple[Content, ...], new: tuple[Content, ...]) -> bool:
         """Whether the new rows may need another size: a layout pass costs far more than a repaint.
@@ -180,7 +153,7 @@ class RowsWidget(NoLinks, Widget):
             width, height = self.size
             strips = Visual.to_strips(self, self.render(), width, height, self.visual_style)
             return strips[y] if y < len(strips) else Strip.blank(width, self.visual_style.rich_style)
-        self._dirty_regions.clear()  # Widget.render_line's cue to render everything again
+        paint_all(self)  # every line is drawn here: Textual need not track which
         key = self._render_key()
         if self._strips is None or key != self._key:
             # First draw, a new width, or new styles (theme, focus, a class): every row again.
