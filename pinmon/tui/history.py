@@ -127,3 +127,46 @@ def per_column_for(width: int, interval_s: float, span_s: float = GRAPH_SPAN_S) 
     if width <= 0 or not interval_s or interval_s <= 0:
         return 1
     return max(1, math.ceil(span_s / interval_s / width))
+
+
+class ColumnCache:
+    """``columns`` for one series drawn again and again: the mean of a group that is complete and
+    wholly kept never changes, so it is computed once; each call computes only the newest group (and
+    the oldest, while it scrolls off). At 1 Hz a graph then costs a few dictionary looks per column."""
+
+    def __init__(self):
+        self._per_column = 0
+        self._done: dict[int, Optional[float]] = {}
+
+    def values(self, series: Series, first_index: int, per_column: int, width: int) -> list[Optional[float]]:
+        per_column = max(1, per_column)
+        if width <= 0:
+            return []
+        if per_column != self._per_column:
+            self._per_column, self._done = per_column, {}
+        if not series:
+            return [None] * width
+        last = first_index + len(series) - 1
+        newest = last // per_column
+        oldest_kept = -(-first_index // per_column)  # the first group that starts inside the history
+        done = self._done
+        out: list[Optional[float]] = []
+        for group in range(newest - width + 1, newest + 1):
+            if group >= oldest_kept and group in done:  # (an older one is losing readings)
+                out.append(done[group])
+                continue
+            lo = max(group * per_column, first_index) - first_index
+            hi = min((group + 1) * per_column, last + 1) - first_index
+            if hi <= 0 or lo >= hi:
+                out.append(None)
+                continue
+            group_values = series[lo:hi]
+            if None in group_values:
+                group_values = [v for v in group_values if v is not None]
+            mean = sum(group_values) / len(group_values) if group_values else None
+            if group < newest and group >= oldest_kept:
+                done[group] = mean  # complete and wholly kept: it stays so
+            out.append(mean)
+        for group in [g for g in done if g < oldest_kept or g < newest - width]:
+            del done[group]  # losing readings, or scrolled off the graph
+        return out

@@ -26,7 +26,8 @@ where a Textual release differs. Nothing here imports a private Textual module o
 4. Heights that Textual may leave stale (``ask_layout``): a plain widget's content height is cached
    per width until ``clear_cached_dimensions()``, and a layout asked for while the screen's own one is
    pending (at start-up in a real terminal, as the breakpoint class arrives) was seen to be lost. The
-   rows widgets clear the cache and look at their height after the next refreshes, asking again.
+   rows widgets and text set through ``widgets.base.set_content`` clear the cache and look at their
+   height after the next refreshes, asking again.
 5. Repainting all of a widget (``paint_all``): ``Widget.render_line`` renders again only the
    widget's dirty regions; a widget that renders its own lines clears them (``_dirty_regions``)
    when it draws everything anew.

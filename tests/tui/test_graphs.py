@@ -150,3 +150,25 @@ def test_command_brief_falls_back_to_the_name_and_is_bounded():
     assert command_brief(ProcessPinned(pid=1, name=None, cmdline="")) == "n/a"
     assert command_brief(ProcessPinned(pid=1, cmdline="python3 " + "a" * 500), 40).endswith("…")
     assert len(command_brief(ProcessPinned(pid=1, cmdline="python3 " + "a" * 500), 40)) == 40
+
+
+def test_the_column_cache_gives_what_columns_gives_as_readings_come_and_go():
+    import random
+
+    from pinmon.tui.history import ColumnCache
+
+    rng = random.Random(7)
+    cache = ColumnCache()
+    h = History(interval_s=1.0)
+    for i in range(700):  # past the kept history, so groups scroll off at the left too
+        s = make_snapshot(i)
+        if i % 37 == 5:
+            s = dataclasses.replace(s, gpus=(dataclasses.replace(s.gpus[0], lost=True), s.gpus[1]))
+        rx = rng.uniform(0, 63e9)
+        s = dataclasses.replace(s, gpus=(dataclasses.replace(s.gpus[0], pcie=dataclasses.replace(
+            s.gpus[0].pcie, rx_bytes_per_s=rx)),) + s.gpus[1:])
+        h.add(s)
+        g = h.frozen([0])
+        width, per_column = (60, 5) if i < 400 else (45, 7)  # a resize on the way
+        assert cache.values(g.rx[0], g.first_index, per_column, width) == \
+            columns(g.rx[0], g.first_index, per_column, width), i

@@ -318,3 +318,39 @@ def test_readme_measurement_and_help_give_one_meaning_of_percent_of_link():
         parts.append(flat[flat.index('"% of link"'):][:600])
     for part in parts:
         assert "link bytes" in part and "payload" in part and "88%" in part and "94%" in part, part
+
+
+async def test_text_that_changes_size_after_a_lost_layout_request_still_gets_its_height(monkeypatch):
+    """The same for a text widget (``set_content``): the probe's summary kept the height of its first,
+    wrapped text at 120x30 and pushed the process list out of its column."""
+    from textual.app import App
+    from textual.widgets import Static
+
+    from pinmon.tui.widgets.base import set_content
+
+    class OneText(App):
+        def compose(self):
+            yield Static(id="text")
+            yield Static("below", id="below")
+
+    app = OneText()
+    async with app.run_test(size=(40, 12)) as pilot:
+        text = app.query_one("#text", Static)
+        set_content(text, "one\ntwo\nthree\nfour\nfive\nsix")
+        await pilot.pause()
+        assert text.content_size.height == 6
+        real = Static.refresh
+        dropped = {"n": 0}
+
+        def lossy(self, *regions, **kw):
+            if kw.get("layout") and self is text and not dropped["n"]:
+                dropped["n"] += 1
+                kw["layout"] = False  # the request that goes missing
+            return real(self, *regions, **kw)
+
+        monkeypatch.setattr(Static, "refresh", lossy)
+        set_content(text, "one\ntwo")
+        for _ in range(4):
+            await pilot.pause()
+        assert dropped["n"] == 1 and text.content_size.height == 2
+        assert app.query_one("#below").region.y == 2  # the widget below moved up with it

@@ -1,11 +1,14 @@
 """The one method every view implements, so the app can refresh them all the same way."""
 from __future__ import annotations
 
+from functools import partial
+from typing import Optional
+
 from textual.content import Content
 from textual.reactive import Reactive
 
 from ..state import ViewState
-from ..textual_compat import drawn, needs_layout, remember_drawn
+from ..textual_compat import ask_layout, drawn, needs_layout, remember_drawn
 
 
 class View:
@@ -67,7 +70,18 @@ def set_content(widget, content: Content | str) -> None:
         return
     shape = _shape(content)
     remember_drawn(widget, key, shape)
-    widget.update(content, layout=last is None or needs_layout(widget, last[1], shape))
+    layout = last is None or needs_layout(widget, last[1], shape)
+    widget.update(content, layout=layout)
+    if layout and widget.is_mounted:
+        ask_layout(widget, partial(_content_lines, widget))
+
+
+def _content_lines(widget) -> Optional[int]:
+    """The lines the widget's text takes at its width now; None before it has one."""
+    width = widget.content_size.width
+    if not width:
+        return None
+    return widget.get_content_height(widget.size, widget.app.size, width)
 
 
 def lines(*rows: Content | str) -> Content:

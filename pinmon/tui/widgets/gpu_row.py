@@ -19,7 +19,7 @@ from ...advise.thresholds import Thresholds
 from ...model import Gpu
 from ...units import fmt_link, fmt_pct, fmt_rate, printable, share
 from ..format import error_text, error_total, link_state, method_label
-from ..history import GraphHistory, columns, per_column_for
+from ..history import ColumnCache, GraphHistory, per_column_for
 from .rows import RowsWidget
 from .sparkline import axis_text, graph_runs, runs_content, spark_runs, spark_segments
 
@@ -94,6 +94,7 @@ class GpuRow(RowsWidget, can_focus=True):
         # text, with what they were built from: at 1 Hz the styles stay and idle bars repeat.
         self._colours: Optional[tuple] = None
         self._bars: dict[str, tuple] = {}
+        self._columns = {label: ColumnCache() for label, _ in DIRECTIONS}  # the graphs' column values
 
     def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
                 selected: bool, thresholds: Thresholds, graph: Optional[GraphSpec] = None) -> None:
@@ -131,8 +132,10 @@ class GpuRow(RowsWidget, can_focus=True):
         if graph is not None:  # one line each, over the graph's minutes: a column per few readings
             h = graph.history
             per_column = per_column_for(spark_cells, h.interval_s)
-            rx = columns(h.rx.get(gpu.index, ()), h.first_index, per_column, spark_cells)
-            tx = columns(h.tx.get(gpu.index, ()), h.first_index, per_column, spark_cells)
+            rx = self._columns[DIRECTIONS[0][0]].values(h.rx.get(gpu.index, ()), h.first_index, per_column,
+                                                        spark_cells)
+            tx = self._columns[DIRECTIONS[1][0]].values(h.tx.get(gpu.index, ()), h.first_index, per_column,
+                                                        spark_cells)
         low, high = self._spark_colours()
         for (label, field), series in zip(DIRECTIONS, (rx, tx)):
             text = direction_content(label, getattr(p, field), link_rate, p.method).truncate(RATE_CELLS, pad=True)
@@ -155,7 +158,7 @@ class GpuRow(RowsWidget, can_focus=True):
         p = gpu.pcie
         for (label, field), by_gpu in zip(DIRECTIONS, (h.rx, h.tx)):
             series = by_gpu.get(gpu.index, ())
-            values = columns(series, h.first_index, per_column, cells)
+            values = self._columns[label].values(series, h.first_index, per_column, cells)
             peak = max((v for v in series[-span:] if v is not None), default=None)
             texts = [direction_content(label, getattr(p, field), gpu.link.theoretical_bytes_per_s, p.method),
                      Content.assemble(("  peak ", "dim"), fmt_rate(peak))]

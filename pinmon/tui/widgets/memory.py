@@ -22,7 +22,7 @@ from textual.content import Content
 from ...advise.thresholds import Thresholds
 from ...model import Finding, HostMemory
 from ...units import fmt_bytes, fmt_nodes, fmt_pct, share
-from ..history import GraphHistory, columns, per_column_for, pinned_figure
+from ..history import ColumnCache, GraphHistory, columns, per_column_for, pinned_figure
 from ..sizing import pinned_band_rows
 from ..state import ViewState
 from .bar import bar
@@ -223,11 +223,14 @@ def pinned_graph(graphs: GraphHistory, t: Thresholds, band: int, width: int,
     return rows
 
 
-def pinned_graph_key(graphs: GraphHistory, t: Thresholds, band: int, width: int) -> tuple:
-    """What ``pinned_graph`` draws from, as far as it can change what it draws: the columns' values."""
+def pinned_graph_key(graphs: GraphHistory, t: Thresholds, band: int, width: int,
+                     cache: Optional[ColumnCache] = None) -> tuple:
+    """What ``pinned_graph`` draws from, as far as it can change what it draws: the columns' values
+    (through ``cache`` where given)."""
     cells = width - GRAPH_LABEL_CELLS
     per_column = per_column_for(cells, graphs.interval_s)
-    return (tuple(columns(graphs.pinned, graphs.first_index, per_column, cells)), per_column, graphs.interval_s,
+    values = (cache.values if cache is not None else columns)(graphs.pinned, graphs.first_index, per_column, cells)
+    return (tuple(values), per_column, graphs.interval_s,
             t.pinned_ram_critical_fraction, t.pinned_ram_warning_fraction, band, width)
 
 
@@ -241,6 +244,7 @@ class MemoryPanel(RowsWidget, View):
         self.graph = graph
         self._state: Optional[ViewState] = None
         self._graph_rows: tuple = (None, [])  # (what they were drawn from, the rows)
+        self._graph_columns = ColumnCache()
 
     def on_resize(self) -> None:
         if self.compact and self._state is not None:
@@ -260,7 +264,7 @@ class MemoryPanel(RowsWidget, View):
     def _pinned_graph(self, state: ViewState, width: int) -> list[Content]:
         """``pinned_graph``, built again only when its columns change (at 1 Hz they mostly do not)."""
         band = pinned_band_rows(self.app.size.height)
-        key = pinned_graph_key(state.graphs, state.thresholds, band, width)
+        key = pinned_graph_key(state.graphs, state.thresholds, band, width, self._graph_columns)
         if self._graph_rows[0] != key:
             self._graph_rows = (key, pinned_graph(state.graphs, state.thresholds, band, width, key[0]))
         return self._graph_rows[1]
