@@ -135,8 +135,10 @@ def accuracy(load: dict, watch: dict, *, link_overhead: float = LINK_OVERHEAD,
 _SVG_TEXT = re.compile(r'<text[^>]*?\bx="([\d.]+)"[^>]*?\btextLength="([\d.]+)"[^>]*?'
                        r'clip-path="url\(#[\w-]*?-line-(\d+)\)"[^>]*>(.*?)</text>', re.S)
 _ROW_HEAD = re.compile(r"GPU (\d+) \S")
-_ROW_RX = re.compile(r"RX H2D\s+([\d.]+) (GB/s|MB/s|kB/s|B/s)")
-_SUMMARY = re.compile(r"^.?(\d+) Gen\S* x\S+.*?RX ([\d.]+) (GB/s|MB/s|kB/s|B/s)")
+# A GPU row's RX line ("RX in", earlier screens "RX H2D"), and the overview's one-line summaries
+# ("▶ GPU 0 Gen5 x16  RX ...", earlier "▶0 Gen5 x16  RX ...").
+_ROW_RX = re.compile(r"RX (?:in|H2D)\s+([\d.]+) (GB/s|MB/s|kB/s|B/s)")
+_SUMMARY = re.compile(r"^.{0,2}(?:GPU )?(\d+) Gen\S* x\S+.*?RX ([\d.]+) (GB/s|MB/s|kB/s|B/s)")
 _UNITS = {"GB/s": 1e9, "MB/s": 1e6, "kB/s": 1e3, "B/s": 1.0}
 
 

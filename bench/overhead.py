@@ -6,7 +6,7 @@ Parts (``--parts``, default all):
   (a) a ``pinmon check``-style loop (LiveCollector snapshot every 1 s), (b) ``pinmon --no-probe`` live
   app on a pseudo-terminal, (c) ``pinmon export`` scraped every 15 s, (d) ``nvitop`` on a
   pseudo-terminal (where it imports), (e) ``nvidia-smi dmon -s t -d 1``; ``tui_stock`` is (b) with
-  ``PINMON_QUIET_INPUT=0`` (Textual's own input thread instead of ``pinmon/tui/driver.py``). CPU share: user+system
+  ``PINMON_QUIET_INPUT=0`` (Textual's own input thread instead of ``pinmon/tui/textual_compat.py``). CPU share: user+system
   seconds of the process tree (psutil) over the window after a 3 s warm-up, divided by the window
   (1.0 = one core). RSS: peak of the tree's summed RSS, sampled every second.
 - ``accuracy``: a CuPy pinned host-to-device copy loop moves a counted number of bytes, steadily and

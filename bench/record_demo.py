@@ -1,12 +1,29 @@
-"""Record the bundled demo on a real GPU: idle, pinned and pageable traffic, a write-combined buffer,
-traced examples (small pinned allocations, pageable copies, a WC readback), and a pinned-memory hog that crosses 30% and then 50% of RAM, with live quick probes.
+"""Record the bundled demo on a real GPU, showing what pinmon shows today.
 
-Usage (GPU machine): python bench/record_demo.py OUT.jsonl.gz [--hog-fraction 0.55]
-Every figure in the recording is what pinmon measured live; nothing is synthesised.
+Usage (GPU machine, as root): python3 bench/record_demo.py OUT.jsonl.gz [--hog-fraction 0.55]
+    [--hog-step-s 0.5] [--engine auto|cupti|hooks] [--probe-every 30]
+Then: python3 bench/check_demo.py OUT.jsonl.gz CHECK.json   (what the recording shows, and what it lacks)
 
-Each workload is reaped as soon as it exits (``poll`` every tick): an exited child left unreaped is
-a zombie, and a recording should show a program only while it runs. The reader also counts a zombie
-as dead, so a traced example's row ends when the example does either way.
+The plan, in seconds from the start (each workload its own process, reaped as soon as it exits: an
+exited child left unreaped is a zombie, and a recording should show a program only while it runs):
+
+- 0-8 idle; 8: pinned host-to-device traffic (bench/transfer_load.py) for 18 s;
+- 20: traced ``examples/small_pinned_allocs.py`` (pinned-small-allocs);
+- 30: pageable traffic, and traced ``examples/pageable_copies.py`` (pageable-bulk-copies: its pop-up
+  shows the copy table and the rate the finding quotes);
+- 50: device-to-host traffic, a write-combined buffer held (wc-cpu-readback, info) and traced
+  ``examples/wc_readback.py`` (wc-cpu-readback, warning);
+- 66: traced ``examples/rounding_waste.py`` with PyTorch (pinned-rounding-waste);
+- 84: 4 GiB of ordinary memory ``cudaHostRegister``ed for 40 s: in the kernel's pinned count, in no
+  process's maps (the memory panel's unattributed line, pinned-unattributed);
+- 130: a process that pins 1 GiB every ``--hog-step-s`` up to ``--hog-fraction`` of effective RAM
+  and holds it 25 s (pinned-ram-share warning then critical, and pinned-growth: a leak that fills RAM
+  in about a minute);
+- quick probes: one at the start, then every ``--probe-every`` seconds.
+
+The traced examples run under ``python3 -m pinmon trace`` (the documented form, not ``-m
+pinmon.trace``) with ``--engine``; their reports go to the default report directory, which the
+collector reads. Every figure in the recording is what pinmon measured live; nothing is synthesised.
 """
 import argparse
 import os
@@ -16,7 +33,8 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
 
 from pinmon.collect.live import LiveCollector  # noqa: E402
 from pinmon.probe import run_probe  # noqa: E402
@@ -24,12 +42,12 @@ from pinmon.recording import Recorder  # noqa: E402
 
 HOG = r"""
 import sys, time, cupy as cp
-target = int(sys.argv[1]); hold = float(sys.argv[2]); step = 1 << 30
+target = int(sys.argv[1]); hold = float(sys.argv[2]); step_s = float(sys.argv[3]); step = 1 << 30
 ptrs = []
 try:
     while len(ptrs) * step < target:
         ptrs.append(cp.cuda.runtime.hostAlloc(step, 0))
-        time.sleep(0.25)
+        time.sleep(step_s)
     time.sleep(hold)
 finally:
     for p in ptrs:
@@ -42,22 +60,31 @@ p = cp.cuda.runtime.hostAlloc(256 << 20, cp.cuda.runtime.hostAllocWriteCombined)
 time.sleep(float(sys.argv[1])); cp.cuda.runtime.freeHost(p)
 """
 
+# Ordinary memory pinned in place: the kernel counts its pages (FOLL_PIN); /proc/PID/maps shows an
+# ordinary anonymous mapping, so no process row explains it.
+REGISTER = r"""
+import sys, time, numpy as np, cupy as cp
+size = int(sys.argv[1]); hold = float(sys.argv[2])
+buf = np.ones(size, dtype=np.uint8)  # touched: resident before it is pinned
+cp.cuda.runtime.hostRegister(buf.ctypes.data, size, 0)
+try:
+    time.sleep(hold)
+finally:
+    cp.cuda.runtime.hostUnregister(buf.ctypes.data)
+"""
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("out")
-    ap.add_argument("--hog-fraction", type=float, default=0.55)
-    ap.add_argument("--probe-every", type=float, default=30.0)
-    a = ap.parse_args()
-    py = sys.executable
+REGISTER_BYTES = 4 << 30
+
+
+def plan(py: str, engine: str, hog_bytes: int, hog_step_s: float) -> list[tuple[float, list[str]]]:
+    """(start s, argv) of each workload, relative to the start of the recording."""
     load = os.path.join(HERE, "transfer_load.py")
-    # (start s, argv) of each workload, relative to the start of the recording.
-    examples = os.path.join(os.path.dirname(HERE), "examples")
+    examples = os.path.join(ROOT, "examples")
 
     def traced(name, *args):  # an example under the tracer: its row reads "traced", its figures exact
-        return [py, "-m", "pinmon.trace", os.path.join(examples, name), *args]
+        return [py, "-m", "pinmon", "trace", "--engine", engine, "--", py, os.path.join(examples, name), *args]
 
-    plan = [
+    return [
         (8, [py, load, "18"]),
         (20, traced("small_pinned_allocs.py", "--seconds", "25")),
         (30, [py, load, "18", "--pageable"]),
@@ -65,11 +92,40 @@ def main():
         (50, [py, load, "10", "--d2h"]),
         (50, [py, "-c", WC, "40"]),
         (50, traced("wc_readback.py", "--seconds", "14")),
+        (66, traced("rounding_waste.py", "--seconds", "15")),
+        (84, [py, "-c", REGISTER, str(REGISTER_BYTES), "40"]),
+        (130, [py, "-c", HOG, str(hog_bytes), "25", str(hog_step_s)]),
     ]
+
+
+def duration_s(hog_bytes: int, hog_step_s: float) -> float:
+    """The hog's start, its growth (1 GiB a step, each step's allocation ~0.2 s), its hold, a tail."""
+    return 130 + (hog_bytes / (1 << 30)) * (hog_step_s + 0.2) + 25 + 10
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument("--hog-fraction", type=float, default=0.55)
+    ap.add_argument("--hog-step-s", type=float, default=0.5)
+    ap.add_argument("--engine", choices=("auto", "cupti", "hooks"), default="auto")
+    ap.add_argument("--probe-every", type=float, default=30.0)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("record_demo: run as root, so the demo shows every process as pinmon run by root does",
+              file=sys.stderr)
+        return 2
+    py = sys.executable
     col = LiveCollector(interval_s=1.0)
-    total = col.snapshot().host.effective_mem_limit_bytes
-    plan.append((64, [py, "-c", HOG, str(int(total * a.hog_fraction)), "25"]))
-    duration = 64 + a.hog_fraction * total / (1 << 30) * 0.8 + 40
+    first = col.snapshot()
+    if first.host.kernel_pinned_bytes is None:
+        print("record_demo: this kernel has no pinned-page count (FOLL_PIN in /proc/vmstat): the demo"
+              " would lack the kernel and unattributed lines", file=sys.stderr)
+        return 2
+    total = first.host.effective_mem_limit_bytes or first.host.mem_total_bytes
+    hog_bytes = int(total * a.hog_fraction)
+    pending = sorted(plan(py, a.engine, hog_bytes, a.hog_step_s), key=lambda p: p[0])
+    end = duration_s(hog_bytes, a.hog_step_s)
     rec = Recorder(a.out)
     procs = []
     probe_lock = threading.Lock()
@@ -85,13 +141,12 @@ def main():
 
     t0 = time.time()
     threading.Thread(target=probe, daemon=True).start()
-    pending = sorted(plan, key=lambda p: p[0])
     next_t = t0 + 1.0
     try:
-        while time.time() - t0 < duration:
+        while time.time() - t0 < end:
             now = time.time() - t0
             while pending and pending[0][0] <= now:
-                procs.append(subprocess.Popen(pending.pop(0)[1], stdout=subprocess.DEVNULL))
+                procs.append(subprocess.Popen(pending.pop(0)[1], stdout=subprocess.DEVNULL, cwd=ROOT))
             procs = [p for p in procs if p.poll() is None]  # reap the workloads that ended
             if last_probe[0] and time.time() - last_probe[0] > a.probe_every and not probe_lock.locked():
                 threading.Thread(target=probe, daemon=True).start()
@@ -99,8 +154,11 @@ def main():
             next_t += 1.0
             s = col.snapshot()
             rec.write(s)
-            print(f"{time.time()-t0:6.1f}s pinned={s.host.pinned_bytes_est/2**30:6.2f}GiB "
-                  f"rx={[(g.pcie.rx_bytes_per_s or 0)/1e9 for g in s.gpus]}", flush=True)
+            h = s.host
+            print(f"{time.time() - t0:6.1f}s kernel={(h.kernel_pinned_bytes or 0) / 2**30:6.2f}GiB"
+                  f" unattributed={(h.unattributed_pinned_bytes or 0) / 2**30:6.2f}GiB"
+                  f" rx={[round((g.pcie.rx_bytes_per_s or 0) / 1e9, 1) for g in s.gpus]}"
+                  f" traced={[p.pid for p in s.processes if p.source == 'traced']}", flush=True)
     finally:
         for p in procs:
             p.terminate()
@@ -109,7 +167,8 @@ def main():
         rec.close()
         col.close()
     print("wrote", a.out, rec.count, "snapshots")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

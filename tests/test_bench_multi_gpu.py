@@ -289,7 +289,7 @@ def test_svg_lines_keep_columns(summ):
     with open(os.path.join(SNAPS, "test_eight_gpus_tabs[overview-80x24].svg"), encoding="utf-8") as f:
         lines = summ.svg_lines(f.read())
     assert len(lines) == 24
-    assert any(line.startswith(" 2 Gen4 x16 DEGRADED  RX 15.2 GB/s") for line in lines)
+    assert any(line.startswith("  GPU 2 Gen4 x16 DEGRADED  RX 15.2 GB/s") for line in lines)
 
 
 def test_overhead_scale_probe_numa_verdicts(summ):

@@ -81,11 +81,13 @@ class PinmonApp(App[int]):
     # --- layout ------------------------------------------------------------------------------
 
     def get_driver_class(self):
-        """The quiet input thread (``driver.py``) where Textual's driver has the public parts it
-        builds on, else Textual's own (also with ``PINMON_QUIET_INPUT=0``)."""
+        """The quiet input thread (``textual_compat.QuietLinuxDriver``) where Textual's driver has the
+        parts it builds on, else Textual's own (also with ``PINMON_QUIET_INPUT=0``)."""
         stock = super().get_driver_class()
-        from .driver_choice import choose_driver
-
+        try:
+            from .textual_compat import choose_driver
+        except Exception:  # the module cannot load on this Textual: its own driver
+            return stock
         return choose_driver(stock)
 
     def get_default_screen(self) -> Screen:
@@ -254,6 +256,11 @@ class PinmonApp(App[int]):
         self.refresh_views()
         self.action_tab("gpus")
 
+    def action_open_gpu(self) -> None:
+        """Enter on the overview: the selected GPU's detail (its row is marked ▶; g moves it)."""
+        if self.screen is self._main_screen and self._tabs().active == "overview" and self.session.gpu_count():
+            self.on_gpu_row_selected(GpuRow.Selected(self.session.selected_gpu))
+
     def on_gpu_row_selected(self, message: GpuRow.Selected) -> None:
         self.session.select_gpu(message.position)
         self.refresh_views()
@@ -356,7 +363,8 @@ class PinmonApp(App[int]):
             # The terminal is gone: restoring it can block for ever (Textual's writer thread dies
             # on the closed pty and its queue fills). The recording is closed and every other
             # resource is the kernel's to reclaim, so end the process if a clean exit stalls.
-            # run_app cancels it once the app has returned and its threads have stopped.
+            # run_app cancels it once the app has returned and its threads have stopped (and
+            # leaves it armed while an input thread of Textual's lingers).
             self.hangup_watchdog = threading.Timer(HANGUP_GRACE_S, os._exit, (0,))
             self.hangup_watchdog.daemon = True
             self.hangup_watchdog.start()
@@ -384,6 +392,19 @@ def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding
         app.shutdown()
         app.poll_done.wait(join_timeout_s)
         app.probe_done.wait(join_timeout_s)
-        if app.hangup_watchdog is not None:
+        if app.hangup_watchdog is not None and not _input_threads_linger():
+            # Everything stopped: the watchdog would only cut short what the caller does next.
+            # Where an input thread of Textual's lingers, it stays armed: that thread would keep
+            # the interpreter from exiting, and the terminal is gone.
             app.hangup_watchdog.cancel()
+    if code is None and app.return_code:
+        return int(app.return_code)  # the app failed (Textual printed why): not a clean exit
     return int(code or 0)
+
+
+def _input_threads_linger() -> bool:
+    try:
+        from .textual_compat import lingering_input_threads
+    except Exception:  # the module cannot load on this Textual: nothing known to linger
+        return False
+    return bool(lingering_input_threads())

@@ -6,6 +6,7 @@ unit-tested without an app. Where a rule's threshold decides it, the threshold i
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
@@ -149,6 +150,48 @@ def command_text(p: ProcessPinned, max_len: int = 200) -> str:
     """The command line (else the name) as one printable line: a ``python -c`` script's newlines
     become spaces and terminal escapes are shown, not sent."""
     return printable(p.cmdline or p.name or None, max_len)
+
+
+# Programs that run a script named among their arguments: the script is what tells their rows apart.
+_INTERPRETER = re.compile(r"^(python|pypy|ipython|node|ruby|perl|php|julia|bash|sh|zsh|Rscript|torchrun|"
+                          r"accelerate|deepspeed)[0-9.]*$")
+# Interpreter options that take the next argument as their value (python -X opt, -W arg, -m module...).
+_OPTION_WITH_VALUE = frozenset({"-X", "-W", "-Q", "-O", "--nproc_per_node", "--nproc-per-node", "--nnodes",
+                                "--master_port", "--master-port", "--config_file", "--num_processes"})
+
+
+def command_brief(p: ProcessPinned, max_len: int = 200) -> str:
+    """The command line's meaningful part as one printable line: the program's name without its
+    directory, and for an interpreter the script without its directory ("python3 train.py --lr 3"),
+    or its module ("python3 -m pinmon.trace train.py"); the other arguments as they are. Falls back
+    to the name when the command line is unknown (a kernel thread, a process that denied it)."""
+    line = printable(p.cmdline or None, 4096) if p.cmdline else ""
+    args = line.split(" ") if line.strip() else []
+    if not args:
+        return printable(p.name or None, max_len)
+    out = [_base(args[0])]
+    rest = args[1:]
+    if _INTERPRETER.match(out[0]):
+        # Options stay (-u, -m module); the first argument that is no option is the script.
+        i = 0
+        while i < len(rest) and rest[i].startswith("-") and rest[i] != "-c":
+            option = rest[i]
+            takes_value = option in _OPTION_WITH_VALUE or option == "-m"
+            out += rest[i:i + 2] if takes_value else [option]
+            i += 2 if takes_value else 1
+            if option == "-m":
+                break  # the module's own arguments follow: its script among them
+        rest = rest[i:]
+        if rest and not rest[0].startswith("-"):
+            rest = [_base(rest[0])] + rest[1:]
+    text = " ".join(out + [a for a in rest if a != ""])
+    return printable(text, max_len)
+
+
+def _base(arg: str) -> str:
+    """``/opt/venv/bin/python3`` -> ``python3``; an argument ending in "/" keeps its last part."""
+    base = arg.rstrip("/").rsplit("/", 1)[-1]
+    return base or arg
 
 
 def name_text(p: ProcessPinned) -> str:

@@ -27,6 +27,11 @@ BINDINGS = [
     Binding("minus,underscore", "speed(-1)", "Slower", key_display="-"),
     Binding("escape", "clear_filter", "Clear filter", show=False),
     Binding("n", "notices", "Notices", show=False, tooltip="Every notice in full (the bar shows the first)"),
+    # As in a shell: back to it, the app stopped; fg brings it back (Textual's suspend action).
+    Binding("ctrl+z", "suspend_process", show=False),
+    # Enter where no widget takes it (the overview, whatever has the focus there): the selected
+    # GPU's detail. A GPU row, a finding or a process answers its own Enter first.
+    Binding("enter", "open_gpu", show=False),
     # Tried when the visible binding for the same key is disabled (check_action), so the key
     # still answers: p in a replay says why there is no probe, + live says why there is no speed.
     Binding("p,s", "no_probe", show=False),

@@ -8,7 +8,7 @@ The containers that only arrange others (no border, no text of their own: the sc
 tab's pane, the grids, the overview's right column) are ``BLANK`` (Textual's switch for such
 widgets): each screen update otherwise renders every line of every container around a changed
 line, and at 1 Hz most of the update is those containers (bench/tui_frame.py). Textual releases
-without the switch ignore it.
+without the switch ignore it (``textual_compat``, part 7).
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from textual.containers import Container, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
-from textual.widgets.tabbed_content import ContentTabs
 
 from ..advise.thresholds import Thresholds
+from .textual_compat import CONTENT_TABS
 from .widgets.findings import FindingsPanel
 from .widgets.gpu_detail import GpuDetail
 from .widgets.gpu_list import BareGpuList, GpuList
@@ -29,7 +29,7 @@ from .widgets.gpu_summary import GpuSummary
 from .widgets.header import StatusHeader
 from .widgets.memory import MemoryPanel, memory_title
 from .widgets.notices import NoticeBar
-from .widgets.probe import ProbePanel, ProbeSummary
+from .widgets.probe import ProbePanel, ProbeSummary, probe_title
 from .widgets.processes import ProcessPanel
 from .widgets.top_findings import TopFindings
 from .widgets.top_processes import TopProcesses
@@ -63,7 +63,7 @@ class MainTabs(TabbedContent):
         placed = False
         for widget in super().compose():
             yield widget
-            if not placed and isinstance(widget, ContentTabs):
+            if not placed and isinstance(widget, CONTENT_TABS):
                 placed = True
                 yield from self._between
         if not placed:
@@ -94,21 +94,8 @@ def compose_main(thresholds: Thresholds) -> ComposeResult:
     with MainTabs(StatusHeader(id="status"), NoticeBar(id="notices"), initial="overview", id="tabs"):
         with Pane(TABS[0][1], id="overview"):
             with Grid(id="overview-grid"):
-                with Vertical(id="ov-gpus", classes="panel") as box:
-                    box.border_title = "GPUs"
-                    yield GpuSummary(classes="narrow-only")
-                    yield BareGpuList(classes="wide-only")
-                yield _titled(MemoryPanel(compact=True, id="ov-memory", classes="panel"), memory_title(thresholds))
-                with Vertical(id="ov-findings", classes="panel") as box:
-                    box.border_title = "Advisor (6: all findings)"
-                    yield TopFindings(limit=3, classes="narrow-only")
-                    yield TopFindings(limit=12, detailed=True, classes="wide-only")
-                with Column(id="ov-right"):
-                    with Vertical(id="ov-processes", classes="panel") as box:
-                        box.border_title = "Pinned memory by process (4: table)"
-                        yield TopProcesses(limit=30, fit=True, classes="narrow-only")
-                        yield TopProcesses(limit=30, classes="wide-only")
-                    yield _titled(ProbeSummary(id="ov-probe", classes="panel wide-only"), "Probe (5: detail)")
+                yield from _overview_narrow(thresholds)
+                yield from _overview_wide(thresholds)
         with Pane(TABS[1][1], id="gpus"):
             with Grid(id="gpus-grid"):
                 yield _titled(GpuList(id="gpu-list", classes="panel"), "PCIe per GPU (Enter: detail, g: next)")
@@ -120,11 +107,47 @@ def compose_main(thresholds: Thresholds) -> ComposeResult:
             yield ProcessPanel(id="process-panel")
         with Pane(TABS[4][1], id="probe"):
             with VerticalScroll(id="probe-scroll", classes="tab-scroll"):
-                yield _titled(ProbePanel(id="probe-panel", classes="panel"), "Probe: measured on this box")
+                yield _titled(ProbePanel(id="probe-panel", classes="panel"), probe_title(live=True))
         with Pane(TABS[5][1], id="advisor"):
             yield _titled(FindingsPanel(id="findings"), "Advisor findings, worst first (Enter: full text)")
     # The palette stays on ctrl+p; its footer entry would push keys off an 80-column footer.
     yield Footer(compact=True, show_command_palette=False)
+
+
+def _overview_narrow(thresholds: Thresholds) -> ComposeResult:
+    """Under 120 columns, one column: the GPUs in a line each, memory, the worst findings in a line
+    each, and the processes in the rows left over (so nothing scrolls at 80x24)."""
+    with Column(id="ov-narrow", classes="narrow-only"):
+        with Vertical(id="ov-gpus-narrow", classes="panel") as box:
+            box.border_title = "GPUs"
+            yield GpuSummary(classes="narrow-only")
+        yield _titled(MemoryPanel(compact=True, id="ov-memory-narrow", classes="panel narrow-only"),
+                      memory_title(thresholds))
+        with Vertical(id="ov-findings-narrow", classes="panel") as box:
+            box.border_title = "Advisor (6: all findings)"
+            yield TopFindings(limit=3, classes="narrow-only")
+        with Vertical(id="ov-processes-narrow", classes="panel") as box:
+            box.border_title = "Pinned memory by process (4: table)"
+            yield TopProcesses(limit=30, fit=True, classes="narrow-only")
+
+
+def _overview_wide(thresholds: Thresholds) -> ComposeResult:
+    """From 120 columns, two: the GPUs with their RX/TX graphs over the advisor's findings in full;
+    host memory with the pinned share's graph over the processes and the latest probe."""
+    with Column(id="ov-left", classes="wide-only"):
+        with Vertical(id="ov-gpus", classes="panel") as box:
+            box.border_title = "GPUs: RX/TX link bytes, last minutes; % of link rate"
+            yield BareGpuList(classes="wide-only")
+        with Vertical(id="ov-findings", classes="panel") as box:
+            box.border_title = "Advisor (6: all findings)"
+            yield TopFindings(limit=12, detailed=True, classes="wide-only")
+    with Column(id="ov-right", classes="wide-only"):
+        yield _titled(MemoryPanel(compact=True, graph=True, id="ov-memory", classes="panel wide-only"),
+                      memory_title(thresholds))
+        with Vertical(id="ov-processes", classes="panel") as box:
+            box.border_title = "Pinned memory by process (4: table)"
+            yield TopProcesses(limit=30, fit=True, classes="wide-only")
+        yield _titled(ProbeSummary(id="ov-probe", classes="panel wide-only"), "Probe (5: detail; % of link: payload)")
 
 
 def pane_of(widget) -> Optional[str]:

@@ -55,11 +55,19 @@ def _fig(v: Optional[float]) -> str:
     return f"{fmt_rate(v):>{FIGURE_CELLS}}"
 
 
-def transfer_rows(p: ProcessPinned) -> list[DetailRow]:
-    """The copy table: per direction and kind, now (window), achieved, p50 and p10 per copy."""
+def transfer_rows(p: ProcessPinned, found: Sequence[Finding] = ()) -> list[DetailRow]:
+    """The copy table: per direction and kind, now (window), achieved, p50 and p10 per copy; then
+    the pageable rate both ways, the figure ``pageable-bulk-copies`` reads (highlighted while it
+    fires). A report without the table (an older tracer's) still gives that rate."""
     t = p.transfers
+    pageable = p.pageable_copy_bytes_per_s
+    flagged = "warning" if _active(found, "pageable-bulk-copies") else ""
     if not t:
-        return [DetailRow("copies", "n/a (no copy figures in the tracer's report)", "dim")]
+        if pageable is None:
+            return [DetailRow("copies", "n/a (no copy figures in the tracer's report)", "dim")]
+        return [DetailRow("copies", f"pageable {fmt_rate(pageable)} now, both directions", flagged or "head"),
+                DetailRow("", "over the tracer's last ~5 s; this report splits copies by neither direction"
+                              " nor memory kind", "dim")]
     head = "".join(f"{h:>{FIGURE_CELLS}}" for h in ("now", "achieved", "p50/copy", "p10/copy"))
     rows = [DetailRow("copies", head, "head")]
     for key in KIND_ORDER:
@@ -67,11 +75,13 @@ def transfer_rows(p: ProcessPinned) -> list[DetailRow]:
         d, mem = key.split(".")
         rows.append(DetailRow(f"{DIRECTION_LABEL[d]} {mem}", "".join(
             _fig(row.get(name)) for name in ("bytes_per_s", "achieved_bytes_per_s", "rate_p50", "rate_p10"))))
+    if pageable is not None:
+        rows.append(DetailRow("pageable", f"{fmt_rate(pageable)} now, both directions", flagged))
     if p.trace_engine == "cupti":
         rows.append(DetailRow("", "now: last ~5 s; achieved: bytes / GPU time, all copies",
                               "dim"))
     else:
-        rows.append(DetailRow("", "achieved rates need GPU times: trace with CUPTI", "dim"))
+        rows.append(DetailRow("", "now: last ~5 s; achieved rates need GPU times: trace with CUPTI", "dim"))
     return rows
 
 
@@ -134,11 +144,13 @@ def _alloc_text(p: ProcessPinned) -> Optional[str]:
 
 
 def _gpus_text(p: ProcessPinned, gpus: Sequence[Gpu]) -> str:
+    """"518.0 MiB on GPU 0 (node 1)": the GPU named with its index, never a bare number after "GPUs"
+    (which reads as a count)."""
     if not p.gpu_indices:
-        return f"n/a; GPU memory {fmt_bytes(p.gpu_memory_bytes)}"
+        return f"{fmt_bytes(p.gpu_memory_bytes)} (which GPU: n/a)"
     nodes = {g.index: g.numa_node for g in gpus}
     names = ", ".join(f"{i}" + (f" (node {nodes[i]})" if nodes.get(i) is not None else "") for i in p.gpu_indices)
-    return f"{names}; GPU memory {fmt_bytes(p.gpu_memory_bytes)}"
+    return f"{fmt_bytes(p.gpu_memory_bytes)} on GPU{'s' if len(p.gpu_indices) > 1 else ''} {names}"
 
 
 def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
@@ -154,11 +166,11 @@ def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
     if alloc is not None:
         rows.append(DetailRow("allocs", alloc))
     if p.source == "traced":
-        rows += transfer_rows(p)
+        rows += transfer_rows(p, found)
         rows += probe_rows(p, snapshot, found)
     else:
         rows.append(DetailRow("copies", "not traced (`pinmon trace` gives its copies and rates)", "dim"))
-    rows.append(DetailRow("GPUs", _gpus_text(p, gpus)))
+    rows.append(DetailRow("GPU memory", _gpus_text(p, gpus)))
     if p.pinned_bytes_by_node:
         local = local_share(p, gpus)
         tail = f"; local to its GPUs {fmt_pct(local)}" if local is not None else ""

@@ -21,6 +21,7 @@ from ..advise.thresholds import Thresholds
 from ..model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
 from ..model.probe_join import with_probe
 from .format import SPARK_SAMPLES
+from .history import GraphHistory, History
 from .shared_link import join_link, link_join_due
 from .state import ProbeView, ViewState
 
@@ -85,6 +86,9 @@ class Session:
         self.selected_gpu = 0  # position in the displayed snapshot's GPUs
         self.recorder: Optional[Recorder] = None
         self._series: tuple[dict, dict] = ({}, {})
+        # The graphs' readings, every snapshot taken; frozen for the views at each one shown.
+        self._history = History(self.interval_s)
+        self._graphs = GraphHistory(interval_s=self.interval_s)
         self._notices: dict[str, str] = {}
 
         self.probe_running: Optional[str] = None
@@ -113,6 +117,7 @@ class Session:
             # Probe results join the snapshot, so the advisor and a recording see them too.
             snapshot = with_probe(snapshot, self._probe_latest_ok)
         self.history.append(snapshot)
+        self._history.add(snapshot)
         self.latest = snapshot
         self._notices.pop("source", None)
         if self.recorder is not None:
@@ -145,6 +150,7 @@ class Session:
         if gpus and self.selected_gpu >= len(gpus):
             self.selected_gpu = len(gpus) - 1
         self._series = sparkline_series(list(self.history)[-SPARK_SAMPLES:], [g.index for g in gpus])
+        self._graphs = self._history.frozen([g.index for g in gpus])
 
     def _advise(self) -> tuple[Finding, ...]:
         try:
@@ -175,7 +181,7 @@ class Session:
                          speed=self.speed, interval_s=self.interval_s,
                          recording_path=getattr(self.recorder, "path", None) if self.recorder else None,
                          ended=self.ended, selected_gpu=self.selected_gpu, rx_series=self._series[0],
-                         tx_series=self._series[1], notices=self.notices(), probe=probe,
+                         tx_series=self._series[1], graphs=self._graphs, notices=self.notices(), probe=probe,
                          thresholds=self.thresholds)
 
     # --- the user's keys ---------------------------------------------------------------------

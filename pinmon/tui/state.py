@@ -9,6 +9,7 @@ from typing import Optional
 
 from ..advise.thresholds import Thresholds
 from ..model import Finding, Gpu, ProbeResult, Snapshot
+from .history import GraphHistory
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class ViewState:
     # GPU index -> the last SPARK_SAMPLES readings (None where there was no reading).
     rx_series: dict[int, tuple[Optional[float], ...]] = field(default_factory=dict)
     tx_series: dict[int, tuple[Optional[float], ...]] = field(default_factory=dict)
+    # The last minutes of each shown GPU's RX/TX and of the pinned share, for the overview's graphs.
+    graphs: GraphHistory = field(default_factory=GraphHistory)
     notices: tuple[str, ...] = ()
     probe: ProbeView = field(default_factory=ProbeView)
     # The advisor's thresholds (the configured ones, else the defaults), for views that mark them

@@ -713,3 +713,10 @@ def test_run_app_exits_on_sighup_with_threads_stopped(monkeypatch):
     assert calls > 0
     threading.Event().wait(0.5)
     assert src.calls == calls  # nothing polls the source after run_app returns
+
+
+def test_run_app_reports_an_app_that_failed(monkeypatch):
+    """An app that cannot start (here its stylesheet is missing) ends with a non-zero code, not 0."""
+    monkeypatch.setattr(PinmonApp, "CSS_PATH", "no-such-file.tcss")
+    code = run_app(FakeSource(), fake_advisor, probe_every_s=None, headless=True)
+    assert code != 0

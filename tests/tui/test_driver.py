@@ -16,13 +16,13 @@ import pytest
 from textual import events
 from textual.drivers.linux_driver import LinuxDriver
 
-from pinmon.tui import driver as quiet
+from pinmon.tui import textual_compat as quiet
 from pinmon.tui.app import PinmonApp
-from pinmon.tui.driver_choice import ENV
+from pinmon.tui.textual_compat import ENV
 
 from .fakes import FakeSource, fake_advisor
 
-pytestmark = pytest.mark.skipif(not quiet.supported(), reason="this Textual's driver differs")
+pytestmark = pytest.mark.skipif(not quiet.quiet_input_supported(), reason="this Textual's driver differs")
 
 
 class RecordingDriver(quiet.QuietLinuxDriver):
@@ -223,21 +223,29 @@ def test_a_textual_whose_loop_does_not_ask_the_event_keeps_its_own_driver(monkey
             pass
 
     monkeypatch.setattr(LinuxDriver, "run_input_thread", run_input_thread)
-    assert not quiet.supported()
+    assert not quiet.quiet_input_supported()
     app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
     assert app.driver_class is LinuxDriver
 
 
-def test_a_textual_without_the_driver_module_keeps_its_own(monkeypatch):
+def test_a_textual_without_the_linux_driver_module_keeps_its_own(monkeypatch):
+    """Where ``textual.drivers.linux_driver`` does not import (it moved), the quiet driver has
+    nothing to build on: Textual's own driver runs."""
+    monkeypatch.setattr(quiet, "LinuxDriver", None)
+    assert not quiet.quiet_input_supported()
+    assert quiet.choose_driver(LinuxDriver) is LinuxDriver
+
+
+def test_an_app_whose_compat_module_cannot_load_keeps_textuals_driver(monkeypatch):
     import builtins
 
     real_import = builtins.__import__
 
-    def no_pinmon_driver(name, globals=None, locals=None, fromlist=(), level=0):
-        if level and fromlist and "driver" in fromlist:
-            raise ImportError("no driver module")
+    def no_compat(name, globals=None, locals=None, fromlist=(), level=0):
+        if level and fromlist and "choose_driver" in fromlist:
+            raise ImportError("no compat module")
         return real_import(name, globals, locals, fromlist, level)
 
-    monkeypatch.setattr(builtins, "__import__", no_pinmon_driver)
+    monkeypatch.setattr(builtins, "__import__", no_compat)
     app = PinmonApp(FakeSource(), fake_advisor, start_polling=False)
     assert app.driver_class is LinuxDriver

@@ -24,8 +24,8 @@ SAMPLES = 60
 
 RATE = r"\d+(?:\.\d+)? [KMGT]?B/s"
 ROW_HEAD = re.compile(r"(▶)? GPU (\d+) NVIDIA H200  Gen")
-ROW_RX = re.compile(rf"RX H2D\s+({RATE})")
-SUMMARY = re.compile(rf"([▶ ])(\d+) Gen\d x\d+(?: DEGRADED)?  RX ({RATE})  TX ({RATE})")
+ROW_RX = re.compile(rf"RX in\s+({RATE})")
+SUMMARY = re.compile(rf"([▶ ]) GPU (\d+) Gen\d x\d+(?: DEGRADED)?  RX ({RATE})  TX ({RATE})")
 DETAIL_TITLE = re.compile(r"GPU (\d+) detail")
 DETAIL_TRAFFIC = re.compile(rf"traffic   RX ({RATE})  TX ({RATE})")
 

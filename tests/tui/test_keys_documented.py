@@ -25,7 +25,8 @@ def test_every_help_key_is_in_the_readme():
         for token in re.split(r" / | … ", key):
             if token in ("ctrl+p",):
                 continue  # the command palette is described below the table
-            wanted = f"`{token}`" if len(token) == 1 or token == "space" else token
+            wanted = (_readme_key(token) if token.startswith("ctrl+") else
+                      f"`{token}`" if len(token) == 1 or token == "space" else token)
             assert wanted in keys, f"{key!r}: {wanted!r} not in the README's Keys table"
 
 

@@ -11,6 +11,7 @@ from textual.widgets import DataTable
 
 from pinmon.advise import advise
 from pinmon.advise.thresholds import Thresholds
+from pinmon.tui.format import fmt_time
 from pinmon.tui.app import PinmonApp
 from pinmon.tui.format import node_cell
 from pinmon.tui.screens.process import ProcessScreen
@@ -266,7 +267,9 @@ async def test_the_popup_follows_new_snapshots_and_closes():
         assert f"H2D {fmt_rate(51.0e9)} =" in screen_text(app)
         app.apply_snapshot(make_kernel_snapshot(22, traced=False))  # the process has exited
         await pilot.pause()
-        assert "process 8080 (gone: its last figures)" in screen_text(app)
+        text = screen_text(app)
+        gone_at = make_kernel_snapshot(22, traced=False).time
+        assert f"process 8080 (gone at {fmt_time(gone_at, with_date=False)}: its last figures, as of" in text
         assert f"H2D {fmt_rate(51.0e9)} =" in screen_text(app)
         await pilot.press("escape")
         await pilot.pause()

@@ -95,7 +95,7 @@ def test_an_untraced_process_says_how_to_trace_it_and_shows_its_estimate():
     assert rows["pinned"][0].text == (f"{fmt_bytes(p.pinned_bytes)} held in 1,200 mappings,"
                                       f" write-combined {fmt_bytes(p.write_combined_bytes)}")
     assert "pinmon trace" in rows["copies"][0].text
-    assert rows["GPUs"][0].text == f"0 (node 0); GPU memory {fmt_bytes(p.gpu_memory_bytes)}"
+    assert rows["GPU memory"][0].text == f"{fmt_bytes(p.gpu_memory_bytes)} on GPU 0 (node 0)"
     assert rows["NUMA"][0].text == (f"node0 {fmt_bytes(240 * GIB)}, node1 {fmt_bytes(60 * GIB)};"
                                     f" local to its GPUs {fmt_pct(0.8)}")
 

@@ -9,6 +9,7 @@ from textual.app import App
 from textual.content import Content
 from textual.widgets import Static
 
+from pinmon.tui.textual_compat import screen_strips
 from pinmon.tui.widgets.base import lines
 from pinmon.tui.widgets.rows import RowsWidget
 
@@ -39,7 +40,7 @@ class Pair(App):
 
 
 def drawn(app, widget) -> list:
-    strips = app.screen._compositor.render_strips()
+    strips = screen_strips(app)
     r = widget.region
     return [[(seg.text, seg.style) for seg in strips[y].crop(r.x, r.right).simplify()]
             for y in range(r.y, r.bottom)]

@@ -6,6 +6,8 @@ import time
 
 from rich.console import Console
 
+from pinmon.tui.textual_compat import screen_update
+
 
 def text_of(widget) -> str:
     return str(widget.render())
@@ -15,7 +17,7 @@ def screen_text(app) -> str:
     width, height = app.size
     console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, record=True,
                       legacy_windows=False, safe_box=False)
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    console.print(screen_update(app))
     return console.export_text()
 
 

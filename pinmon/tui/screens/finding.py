@@ -1,7 +1,14 @@
-"""One finding in full: rule id (stable, what users alert on), message, advice and its numbers."""
+"""One finding in full: rule id (stable, what users alert on), message, advice and its numbers.
+
+The pop-up follows the advisor while it is open (``update``, from the Advisor tab's panel): the
+finding's figures move with each snapshot, and a line says which snapshot they are from. When the
+advisor stops reporting it, the last figures stay, marked CLEARED with the time, and where the
+finding was about a process that has exited, that is said too: a figure such as "held now" is
+then the last one read, not one that still holds.
+"""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, Sequence
 
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -9,9 +16,10 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ...model import Finding
+from ...model import Finding, Snapshot
 from ...units import fmt_bytes, fmt_pct, fmt_rate, printable
-from ..format import SEVERITY_STYLE
+from ..format import SEVERITY_STYLE, fmt_time
+from ..widgets.base import set_content
 
 
 # The full text is shown here, but one screen's worth: a runaway message stays bounded.
@@ -31,15 +39,32 @@ def _value(key: str, v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else f"{v:,}"
 
 
-def finding_text(f: Finding) -> Content:
+def same_finding(a: Finding, b: Finding) -> bool:
+    """The same finding at another snapshot: its rule, its subject and (for a process) its pid."""
+    return a.rule == b.rule and a.subject == b.subject and a.values.get("pid") == b.values.get("pid")
+
+
+def status_rows(read_at: Optional[float], cleared_at: Optional[float], gone_pid: Optional[int]) -> list[Content]:
+    """When the figures were read, and whether the finding has cleared (and its process exited)."""
+    if cleared_at is None:
+        return [Content.styled(f"figures as of {fmt_time(read_at)} (the snapshot shown)", "dim")]
+    why = f": process {gone_pid} has exited" if gone_pid is not None else ": the advisor no longer reports it"
+    return [Content.assemble((" CLEARED ", "bold reverse $success"), f" at {fmt_time(cleared_at)}{why}"),
+            Content.styled(f"below: its last figures, as of {fmt_time(read_at)}", "dim")]
+
+
+def finding_text(f: Finding, read_at: Optional[float] = None, cleared_at: Optional[float] = None,
+                 gone_pid: Optional[int] = None) -> Content:
     """The finding in full; the labels stand on lines of their own, so the text under them wraps
     from the same column as it starts."""
     style = SEVERITY_STYLE.get(f.severity, "")
     rows = [Content.assemble((f" {printable(f.severity, 10).upper()} ", f"bold reverse {style}"), " ",
                              (printable(f.rule, 80), "bold")),
-            Content.assemble(("subject  ", "dim"), printable(f.subject, 200)), Content(""),
-            Content(printable(f.message, TEXT_CHARS)), Content(""),
-            Content.styled("advice", "bold $accent"), Content(printable(f.advice, TEXT_CHARS))]
+            Content.assemble(("subject  ", "dim"), printable(f.subject, 200))]
+    if read_at is not None or cleared_at is not None:
+        rows += status_rows(read_at, cleared_at, gone_pid)
+    rows += [Content(""), Content(printable(f.message, TEXT_CHARS)), Content(""),
+             Content.styled("advice", "bold $accent"), Content(printable(f.advice, TEXT_CHARS))]
     if f.values:
         rows += [Content(""), Content.styled("numbers", "bold")]
         keys = {k: printable(str(k), 40) for k in f.values}
@@ -53,12 +78,33 @@ class FindingScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
 
-    def __init__(self, finding: Finding):
+    def __init__(self, finding: Finding, read_at: Optional[float] = None):
         super().__init__()
         self.finding = finding
+        self.read_at = read_at  # the time of the snapshot the figures are from
+        self.cleared_at: Optional[float] = None
+        self.gone_pid: Optional[int] = None
 
     def compose(self):
         with VerticalScroll(id="finding-box") as box:
             box.border_title = "finding"
             box.border_subtitle = "Esc / Enter / q: close"
-            yield Static(finding_text(self.finding), id="finding-text")
+            yield Static(self._text(), id="finding-text")
+
+    def _text(self) -> Content:
+        return finding_text(self.finding, self.read_at, self.cleared_at, self.gone_pid)
+
+    def update(self, findings: Sequence[Finding], snapshot: Optional[Snapshot]) -> None:
+        """The advisor's findings at a newer snapshot: this finding's new figures, or CLEARED."""
+        if snapshot is None:
+            return
+        now = next((f for f in findings if same_finding(f, self.finding)), None)
+        if now is not None:
+            self.finding, self.read_at, self.cleared_at, self.gone_pid = now, snapshot.time, None, None
+        elif self.cleared_at is None:
+            self.cleared_at = snapshot.time
+            pid = self.finding.values.get("pid")
+            if isinstance(pid, int) and all(p.pid != pid for p in snapshot.processes):
+                self.gone_pid = pid
+        if self.is_mounted:
+            set_content(self.query_one("#finding-text", Static), self._text())

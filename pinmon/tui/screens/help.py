@@ -29,6 +29,7 @@ KEYS = (
     ("r", "start / stop recording snapshots to a file"),
     ("+ / -", "replay speed"),
     ("ctrl+p", "command palette: every action by name"),
+    ("ctrl+z", "suspend to the shell; fg resumes"),
     ("Tab", "move between panels; arrows scroll"),
 )
 
@@ -39,6 +40,14 @@ def terms(t: Thresholds) -> tuple[tuple[str, str], ...]:
         ("est.", "estimate: /proc/PID/maps for pinned, 20 ms sample for PCIe"),
         ("exact", "PCIe bytes from the link counters over the interval"),
         ("traced", "pinned bytes from the in-process tracer (exact)"),
+        ("RX in", "bytes the GPU's link received (link bytes: packet headers included): host-to-device"
+                  " copies' data, and what the GPU reads from host memory"),
+        ("TX out", "bytes the GPU's link sent: device-to-host copies' data, and also the read requests a"
+                   " host-to-device copy makes the GPU send (on the H200, TX read 1.28x the device-to-host"
+                   " payload under mixed copies), so TX is not device-to-host copies alone"),
+        ("% of link", "a rate against the link's line rate (GT/s x lanes x encoding: 63.0 GB/s at Gen5 x16)."
+                      " GPU rows count link bytes, headers included; the probe counts its copies' payload."
+                      " A pinned copy at 55 GB/s of payload reads 88% in the probe and ~94% as RX"),
         ("DEGRADED", f"below max gen/width while moving >= {fmt_rate(t.link_degraded_traffic_bytes_per_s)}"),
         ("idle", "below max while idle: power saving, retrains on load"),
         (f"┃ {fmt_pct(t.pinned_ram_critical_fraction)}",
@@ -48,12 +57,33 @@ def terms(t: Thresholds) -> tuple[tuple[str, str], ...]:
     )
 
 
+# The process table's columns (4: Processes).
+COLUMN_TERMS = (
+    ("PINNED", "pinned host memory the process holds, write-combined apart (WC)"),
+    ("WC", "write-combined pinned memory: fast for the GPU to read, on bare metal very slow for the CPU to read"),
+    ("MAPS", "its pinned mappings in /proc/PID/maps (at 100 columns and wider)"),
+    ("CHURN", "pinned mappings that appeared or went since the last scan: allocating and freeing in a"
+              " loop shows here"),
+    ("GPU MEM", "device memory it uses (NVML)"),
+    ("NODE", "NUMA node with most of its pinned pages, and that share (hosts with several nodes)"),
+    ("SRC", "where its figures come from: est. (/proc/PID/maps) or traced (pinmon trace)"),
+    ("COMMAND", "the program and its script; the line under the table has the whole command line"),
+)
+
+
 def help_items(thresholds: Optional[Thresholds] = None) -> list:
-    """The help's lines: headings as they are, each key and term with its text wrapped under it."""
-    items: list = [Content.styled("keys", "bold")]
-    items += [(Content.styled(f"  {k:<8}", "bold $accent"), v) for k, v in KEYS]
-    items += [Content(""), Content.styled("terms", "bold")]
-    items += [(Content.styled(f"  {k:<8}", "bold"), v) for k, v in terms(thresholds if thresholds is not None else Thresholds())]
+    """The help's lines: headings as they are, each key and term with its text wrapped under it.
+    Each section's names take the width of its longest one and a gap, so none runs into its text."""
+    items: list = []
+    sections = (("keys", KEYS, "bold $accent"),
+                ("terms", terms(thresholds if thresholds is not None else Thresholds()), "bold"),
+                ("process table", COLUMN_TERMS, "bold"))
+    for n, (heading, rows, style) in enumerate(sections):
+        if n:
+            items.append(Content(""))
+        items.append(Content.styled(heading, "bold"))
+        width = max(len(k) for k, _ in rows) + 2
+        items += [(Content.styled(f"  {k:<{width}}", style), v) for k, v in rows]
     items += [Content(""), Content.styled("no GPU here? `pinmon demo` plays a recorded H200 session", "dim")]
     return items
 

@@ -1,10 +1,14 @@
 """The one method every view implements, so the app can refresh them all the same way."""
 from __future__ import annotations
 
+from functools import partial
+from typing import Optional
+
 from textual.content import Content
 from textual.reactive import Reactive
 
 from ..state import ViewState
+from ..textual_compat import ask_layout, drawn, needs_layout, remember_drawn
 
 
 class View:
@@ -52,42 +56,32 @@ def _shape(content) -> tuple[int, int]:
     return len(rows), max(len(r) for r in rows)
 
 
-def _needs_layout(widget, old: tuple[int, int], new: tuple[int, int]) -> bool:
-    """Whether new text of shape ``new`` (lines, widest line) could change the widget's size.
-
-    A layout pass costs far more than a repaint (the whole screen is arranged again), and at 1 Hz
-    most new text is the same lines with other numbers in them. Only an auto width follows the
-    widest line; an auto height follows the line count, and also the widest line where a line
-    longer than the widget wraps onto a row of its own.
-    """
-    if old[0] != new[0]:
-        return True
-    if old[1] == new[1]:
-        return False
-    width = getattr(widget.styles, "width", None)  # None: not set, the widget fills its parent
-    if width is not None and width.is_auto:
-        return True
-    if getattr(widget.styles, "text_wrap", "wrap") == "nowrap":
-        return False  # long lines are cut (ellipsis), never wrapped onto more rows
-    room = widget.content_region.width
-    return room <= 0 or max(old[1], new[1]) > room
-
-
 def set_content(widget, content: Content | str) -> None:
     """``Static.update`` only when the text or its styles changed, and a layout pass only when the
-    widget's size could change with it (``_needs_layout``): most of a 1 s refresh repeats what is
+    widget's size could change with it (``textual_compat.needs_layout``): most of a 1 s refresh repeats what is
     on screen, and most of the rest is new numbers in lines of the same count.
 
     A ``str`` is plain text, never markup: a "[cuda12]" in a message is shown, not swallowed."""
     if not isinstance(content, Content):
         content = Content(content)
     key = (content.plain, tuple(content.spans))
-    last = getattr(widget, "_pinmon_drawn", None)
+    last = drawn(widget)
     if last is not None and last[0] == key:
         return
     shape = _shape(content)
-    widget._pinmon_drawn = (key, shape)
-    widget.update(content, layout=last is None or _needs_layout(widget, last[1], shape))
+    remember_drawn(widget, key, shape)
+    layout = last is None or needs_layout(widget, last[1], shape)
+    widget.update(content, layout=layout)
+    if layout and widget.is_mounted:
+        ask_layout(widget, partial(_content_lines, widget))
+
+
+def _content_lines(widget) -> Optional[int]:
+    """The lines the widget's text takes at its width now; None before it has one."""
+    width = widget.content_size.width
+    if not width:
+        return None
+    return widget.get_content_height(widget.size, widget.app.size, width)
 
 
 def lines(*rows: Content | str) -> Content:

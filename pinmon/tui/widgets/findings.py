@@ -40,10 +40,15 @@ def finding_prompt(f: Finding, width: Optional[int] = None) -> Content:
 
 
 class FindingsPanel(OptionList, View):
+    """The list; Enter opens a finding, and the open pop-up gets every newer state (its figures
+    move, or it is marked cleared)."""
+
     def __init__(self, **kw):
         super().__init__(**kw)
         self.findings: tuple[Finding, ...] = ()
         self._shown: Optional[tuple[tuple[Finding, ...], int]] = None
+        self._snapshot_time: Optional[float] = None
+        self._popup: Optional[FindingScreen] = None
 
     def _text_width(self) -> int:
         """Cells an option's text has: the list's content width less the options' padding."""
@@ -58,7 +63,14 @@ class FindingsPanel(OptionList, View):
 
     def show(self, state: ViewState) -> None:
         self.findings = state.findings
+        self._snapshot_time = state.snapshot.time if state.snapshot is not None else None
         self._fill()
+        popup = self._popup
+        if popup is not None:
+            if popup in self.app.screen_stack:
+                popup.update(state.findings, state.snapshot)
+            else:
+                self._popup = None
 
     def _fill(self) -> None:
         width = self._text_width()
@@ -78,4 +90,5 @@ class FindingsPanel(OptionList, View):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         if 0 <= event.option_index < len(self.findings):
-            self.app.push_screen(FindingScreen(self.findings[event.option_index]))
+            self._popup = FindingScreen(self.findings[event.option_index], self._snapshot_time)
+            self.app.push_screen(self._popup)

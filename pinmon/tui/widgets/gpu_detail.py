@@ -1,7 +1,7 @@
 """The selected GPU in full: bus id, CPU affinity, NUMA node, memory, its processes.
 
-Each process is one line, its command line cut to the panel's width: a multi-line ``python -c``
-script would otherwise fill the panel.
+Each process is one line, its command line's meaningful part (``command_brief``) cut to the panel's
+width: a multi-line ``python -c`` script would otherwise fill the panel.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from ...units import fmt_bytes, fmt_link, fmt_rate, fmt_traffic, printable
-from ..format import command_text, error_text, error_total, link_state, method_label
+from ..format import command_brief, error_text, error_total, link_state, method_label
 from ..state import ViewState
 from .base import NoLinks, View, lines, set_content
 
@@ -54,6 +54,7 @@ class GpuDetail(NoLinks, Static, View):
                              f" = {fmt_rate(link.max_theoretical_bytes_per_s)}", _state_note(link_state(gpu, state.thresholds))),
             Content.assemble(("traffic   ", "dim"), f"{fmt_traffic(gpu.pcie.rx_bytes_per_s, gpu.pcie.tx_bytes_per_s)}"
                              f"  ({_method_note(gpu.pcie.method)})"),
+            Content.styled("          TX also counts the read requests of host-to-device copies", "dim"),
             Content.assemble(("PCIe      ", "dim"), (error_text(gpu), "bold $error" if error_total(gpu) else ""),
                              (" since pinmon started", "dim")),
         ]
@@ -63,7 +64,7 @@ class GpuDetail(NoLinks, Static, View):
             for gp in sorted(gpu.processes, key=lambda p: -(p.gpu_memory_bytes or 0)):
                 proc = names.get(gp.pid)
                 rows.append(f"{gp.pid:>8}  {fmt_bytes(gp.gpu_memory_bytes):>10}  "
-                            f"{command_text(proc, command_cells) if proc else 'n/a'}")
+                            f"{command_brief(proc, command_cells) if proc else 'n/a'}")
         else:
             rows.append(Content.styled("no compute processes on this GPU", "dim"))
         set_content(self, lines(*rows))

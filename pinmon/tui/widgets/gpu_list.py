@@ -1,13 +1,22 @@
-"""All GPUs, one ``GpuRow`` each; rows are rebuilt only when the set of GPUs changes."""
+"""All GPUs, one ``GpuRow`` each; rows are rebuilt only when the set of GPUs changes.
+
+Under 120 columns each row has a one-line sparkline of the last readings, one per cell. From 120
+each has the last minutes, a few readings per column: a graph as tall as the terminal leaves room
+for (``sizing.gpu_graph_rows``), or where there is room for one line only (many GPUs), a sparkline
+of the same minutes; on the GPUs tab and in the wide overview (``BareGpuList``) alike.
+"""
 from __future__ import annotations
+
+from typing import Optional
 
 from textual.containers import Vertical
 from textual.widgets import Static
 
 from ..format import NO_GPU_HINT
+from ..sizing import WIDE_CELLS, gpu_graph_rows
 from ..state import ViewState
 from .base import CompositeView, set_content
-from .gpu_row import GpuRow
+from .gpu_row import GpuRow, GraphSpec
 
 
 class GpuList(Vertical, CompositeView):
@@ -18,11 +27,18 @@ class GpuList(Vertical, CompositeView):
         self._indices: tuple[int, ...] | None = None
         self._rows: list[GpuRow] = []
         self._empty = Static("no GPUs", classes="empty")
+        self._state: Optional[ViewState] = None
 
     def compose(self):
         yield self._empty
 
+    def graph_rows(self, gpu_count: int) -> int:
+        """Rows of graph per direction; 1: the sparkline."""
+        size = self.app.size
+        return gpu_graph_rows(size.width, size.height, gpu_count)
+
     def draw(self, state: ViewState) -> None:
+        self._state = state
         gpus = state.gpus
         indices = tuple(g.index for g in gpus)
         self._empty.display = not gpus
@@ -35,13 +51,15 @@ class GpuList(Vertical, CompositeView):
                 row.remove()
             self._rows = [GpuRow(i) for i in range(len(gpus))]
             self.mount_all(self._rows)
+        size = self.app.size
+        graph = (GraphSpec(self.graph_rows(len(gpus)), state.graphs) if size.width >= WIDE_CELLS else None)
         for row, g in zip(self._rows, gpus):
             row.set_gpu(g, state.rx_series.get(g.index, ()), state.tx_series.get(g.index, ()),
-                        row.position == state.selected_gpu, state.thresholds)
+                        row.position == state.selected_gpu, state.thresholds, graph)
 
 
 class BareGpuList(GpuList):
-    """The overview's list, inside the GPUs panel: no border or text of its own, so ``BLANK``
+    """The wide overview's list, inside the GPUs panel: no border or text of its own, so ``BLANK``
     (see ``layout.py``)."""
 
     BLANK = True

@@ -1,7 +1,14 @@
-"""One GPU: link now vs max, RX and TX with a 60-sample sparkline each, method, error deltas."""
+"""One GPU: link now vs max, RX and TX with their history, method, error deltas.
+
+The history is a one-line sparkline of the last readings (one per cell), or with ``GraphSpec`` a
+bar graph some rows tall of the last minutes (``history.GRAPH_SPAN_S``), each column the mean of a
+few readings, under a time axis; both are scaled to the link's rated rate, so a downshifted or idle
+link shows as low bars. RX is what the GPU's link received, TX what it sent: TX carries the read
+requests of host-to-device copies as well as device-to-host data (see the help's terms).
+"""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 from textual.binding import Binding
 from textual.content import Content
@@ -12,13 +19,22 @@ from ...advise.thresholds import Thresholds
 from ...model import Gpu
 from ...units import fmt_link, fmt_pct, fmt_rate, printable, share
 from ..format import error_text, error_total, link_state, method_label
+from ..history import ColumnCache, GraphHistory, per_column_for
 from .rows import RowsWidget
-from .sparkline import runs_content, spark_runs, spark_segments
+from .sparkline import axis_text, graph_runs, runs_content, spark_runs, spark_segments
 
 _LINK_STYLE = {"degraded": "bold $warning", "downshift": "dim", "full": "", "unknown": "dim", "lost": "bold $error"}
 _LINK_NOTE = {"degraded": " DEGRADED", "downshift": " idle"}
-# The rate column ("RX H2D  12.3 GB/s  45% exact"); the bars fill the rest of the row.
+# The rate column ("RX in   12.3 GB/s  45% exact"); the bars fill the rest of the row.
 RATE_CELLS = 32
+# The two directions: (label, Pcie field). RX: received by the GPU's link; TX: sent by it.
+DIRECTIONS = (("RX in ", "rx_bytes_per_s"), ("TX out", "tx_bytes_per_s"))
+
+
+class GraphSpec(NamedTuple):
+    """A graph instead of the sparkline: ``rows`` per direction, drawn from ``history``."""
+    rows: int
+    history: GraphHistory
 
 
 def head_content(gpu: Gpu, selected: bool, thresholds: Thresholds) -> Content:
@@ -44,6 +60,12 @@ def direction_content(label: str, rate: Optional[float], link_rate: Optional[flo
     pct_text = "" if pct is None else fmt_pct(pct)
     return Content.assemble((label, "bold"), f" {fmt_rate(rate):>10} ", (f"{pct_text:>4}", ""),
                             (f" {est:<5}", "dim"))
+
+
+def axis_content(span_s: float, scale: Optional[float], cells: int) -> Content:
+    """The graphs' time axis under their columns: how long ago the left edge is, the scale, now."""
+    middle = f"top: {fmt_rate(scale)}, the link's rate" if scale else "top: the peak"
+    return Content(" " * RATE_CELLS) + Content.styled(axis_text(span_s, middle, cells), "dim")
 
 
 class GpuRow(RowsWidget, can_focus=True):
@@ -72,10 +94,12 @@ class GpuRow(RowsWidget, can_focus=True):
         # text, with what they were built from: at 1 Hz the styles stay and idle bars repeat.
         self._colours: Optional[tuple] = None
         self._bars: dict[str, tuple] = {}
+        self._columns = {label: ColumnCache() for label, _ in DIRECTIONS}  # the graphs' column values
 
     def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
-                selected: bool, thresholds: Thresholds) -> None:
-        data = (gpu, tuple(rx), tuple(tx), selected, thresholds)
+                selected: bool, thresholds: Thresholds, graph: Optional[GraphSpec] = None) -> None:
+        """``rx``/``tx``: the sparkline's readings, newest last; ``graph``: draw a graph instead."""
+        data = (gpu, tuple(rx), tuple(tx), selected, thresholds, graph)
         if data == self._data:
             return
         self._data = data
@@ -90,13 +114,12 @@ class GpuRow(RowsWidget, can_focus=True):
     def _build(self, width: int, focused: bool) -> list[Content]:
         if self._data is None:
             return [Content.styled("waiting for the first snapshot…", "dim")]
-        gpu, rx, tx, selected, thresholds = self._data
+        gpu, rx, tx, selected, thresholds, graph = self._data
         head = head_content(gpu, selected, thresholds)
         if focused:
             head = head.stylize_before("bold")
         if gpu.lost:
             return [head]
-        low, high = self._spark_colours()
         link_rate = gpu.link.theoretical_bytes_per_s
         # One scale for both directions: the link as rated, so a downshift shows as lower bars.
         scale = gpu.link.max_theoretical_bytes_per_s or link_rate
@@ -104,16 +127,61 @@ class GpuRow(RowsWidget, can_focus=True):
         spark_cells = max(0, width - RATE_CELLS)
         rows = [head]
         self._bar_rows = {}
-        for label, rate, series in (("RX H2D", p.rx_bytes_per_s, rx), ("TX D2H", p.tx_bytes_per_s, tx)):
-            text = direction_content(label, rate, link_rate, p.method).truncate(RATE_CELLS, pad=True)
+        if graph is not None and graph.rows > 1 and spark_cells > 0:
+            return self._graph(rows, gpu, graph, scale, spark_cells)
+        if graph is not None:  # one line each, over the graph's minutes: a column per few readings
+            h = graph.history
+            per_column = per_column_for(spark_cells, h.interval_s)
+            rx = self._columns[DIRECTIONS[0][0]].values(h.rx.get(gpu.index, ()), h.first_index, per_column,
+                                                        spark_cells)
+            tx = self._columns[DIRECTIONS[1][0]].values(h.tx.get(gpu.index, ()), h.first_index, per_column,
+                                                        spark_cells)
+        low, high = self._spark_colours()
+        for (label, field), series in zip(DIRECTIONS, (rx, tx)):
+            text = direction_content(label, getattr(p, field), link_rate, p.method).truncate(RATE_CELLS, pad=True)
             runs = spark_runs(series, scale, spark_cells)
             kept = self._bars.get(label)
             if kept is None or kept[:3] != (runs, low, high):
                 kept = self._bars[label] = (runs, low, high, runs_content(runs, low, high))
-            row = text + kept[3]
-            self._bar_rows[len(rows)] = (row, text, runs, low, high)
-            rows.append(row)
+            self._add_bars(rows, text, runs, low, high, kept[3])
         return rows
+
+    def _graph(self, rows: list[Content], gpu: Gpu, graph: GraphSpec, scale: Optional[float],
+               cells: int) -> list[Content]:
+        """The head, then per direction ``graph.rows`` rows of bars (the rate and the span's peak
+        beside them), then the time axis. The peak, not a mean: a mean over minutes moves every
+        second and would redraw its row each time, where the bars already show the level."""
+        h = graph.history
+        per_column = per_column_for(cells, h.interval_s)
+        span = per_column * cells  # readings the graph covers
+        colours = self._row_colours(graph.rows)
+        p = gpu.pcie
+        for (label, field), by_gpu in zip(DIRECTIONS, (h.rx, h.tx)):
+            series = by_gpu.get(gpu.index, ())
+            values = self._columns[label].values(series, h.first_index, per_column, cells)
+            peak = max((v for v in series[-span:] if v is not None), default=None)
+            texts = [direction_content(label, getattr(p, field), gpu.link.theoretical_bytes_per_s, p.method),
+                     Content.assemble(("  peak ", "dim"), fmt_rate(peak))]
+            for r, runs in enumerate(graph_runs(values, scale, graph.rows)):
+                text = (texts[r] if r < len(texts) else Content("")).truncate(RATE_CELLS, pad=True)
+                colour = colours[graph.rows - 1 - r]
+                key = (label, r)
+                kept = self._bars.get(key)
+                if kept is None or kept[:3] != (runs, colour, colour):
+                    kept = self._bars[key] = (runs, colour, colour, runs_content(runs, colour, colour))
+                self._add_bars(rows, text, runs, colour, colour, kept[3])
+        rows.append(axis_content(span * h.interval_s, scale, cells))
+        return rows
+
+    def _add_bars(self, rows: list[Content], text: Content, runs, low, high, bars: Content) -> None:
+        row = text + bars
+        self._bar_rows[len(rows)] = (row, text, runs, low, high)
+        rows.append(row)
+
+    def _row_colours(self, count: int) -> list:
+        """Each graph row's colour, the bottom one first: from the low colour up to the high one."""
+        low, high = self._spark_colours()
+        return [low.blend(high, r / max(1, count - 1)) for r in range(count)]
 
     def _spark_colours(self) -> tuple:
         """(low, high) colours of the bars on this row's background, read again when its styles

@@ -38,15 +38,15 @@ class GpuSummary(NoLinks, Static, View):
         positions = listed_positions(len(state.gpus), state.selected_gpu)
         for pos in positions:
             g = state.gpus[pos]
-            marker = ("▶", "bold $accent") if pos == state.selected_gpu else " "
+            marker = ("▶ ", "bold $accent") if pos == state.selected_gpu else "  "
             name = printable(g.name or None, 60)
             if g.lost:
-                rows.append(Content.assemble(marker, f"{g.index} {name} ", (" LOST ", "bold reverse $error")))
+                rows.append(Content.assemble(marker, f"GPU {g.index} {name} ", (" LOST ", "bold reverse $error")))
                 continue
             st = link_state(g, state.thresholds)
             est = " est." if g.pcie.method == "sampled" else ""
             rows.append(Content.assemble(
-                marker, (f"{g.index}", "bold"), " ",
+                marker, (f"GPU {g.index}", "bold"), " ",
                 (fmt_link(g.link.gen, g.link.width) + _LINK_NOTE.get(st, ""), _LINK_STYLE[st]),
                 f"  {fmt_traffic(g.pcie.rx_bytes_per_s, g.pcie.tx_bytes_per_s)}{est}",
                 (f"  errors +{error_total(g)}", "bold $error") if error_total(g) else "",

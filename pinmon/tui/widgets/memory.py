@@ -8,6 +8,10 @@ process rows explain and how much no process does; that figure is highlighted wh
 ``pinned-unattributed`` finding is active, and the pinned bar is coloured by the thresholds of
 ``pinned-ram-share``, so the view follows the thresholds the user configured.
 Multi-node hosts get the count's split by NUMA node. Wording as in ``pinmon check``.
+
+The compact form (the overview) fits its column: on a narrow one the bars are shorter and the RAM
+and pinned lines drop their words before their figures. In the wide overview (``graph``) a graph
+of the pinned share over the last minutes follows, drawn against the critical share's line.
 """
 from __future__ import annotations
 
@@ -18,13 +22,21 @@ from textual.content import Content
 from ...advise.thresholds import Thresholds
 from ...model import Finding, HostMemory
 from ...units import fmt_bytes, fmt_nodes, fmt_pct, share
+from ..history import ColumnCache, GraphHistory, columns, per_column_for, pinned_figure
+from ..sizing import pinned_band_rows
 from ..state import ViewState
 from .bar import bar
 from .base import View
 from .rows import RowsWidget
+from .sparkline import BARS, axis_text
 
 BAR_CELLS = 20
 BAR_CELLS_COMPACT = 14
+# A compact column narrower than this takes shorter bars.
+SHORT_BARS_BELOW = 56
+BAR_CELLS_SHORT = 10
+# The pinned graph's scale labels ("100%", " 50%", "  0%") and a space.
+GRAPH_LABEL_CELLS = 5
 # The overview's node line names at most this many nodes (fewer where its width holds fewer), then
 # "+N more" (the Memory tab has them all).
 COMPACT_NODES = 4
@@ -49,13 +61,6 @@ def pinned_level(fraction: Optional[float], t: Thresholds) -> str:
 def memory_title(t: Thresholds) -> str:
     """The panel's border title: what the bar's mark stands for."""
     return f"Host memory (┃ = {fmt_pct(t.pinned_ram_critical_fraction)} of RAM)"
-
-
-def pinned_figure(h: HostMemory) -> tuple:
-    """(bytes, label) of the pinned bar: the best figure and its source, else the estimate."""
-    if h.pinned_bytes_total is not None and h.pinned_bytes_source in ("kernel", "est."):
-        return h.pinned_bytes_total, h.pinned_bytes_source
-    return h.pinned_bytes_est, "est."
 
 
 def explained_bytes(h: HostMemory):
@@ -111,19 +116,25 @@ def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding
     used_share = share(used, h.mem_total_bytes)
     pinned, source = pinned_figure(h)
     pinned_share = share(pinned, effective)
-    cells = BAR_CELLS_COMPACT if compact else BAR_CELLS
+    cells = BAR_CELLS if not compact else BAR_CELLS_SHORT if width and width < SHORT_BARS_BELOW else BAR_CELLS_COMPACT
     ram_tail = ([f"used {fmt_bytes(used)}  ", ("avail ", "dim"), (fmt_bytes(h.mem_available_bytes), "bold")]
                 if compact else
                 [f"{fmt_bytes(used)} used, ", (fmt_bytes(h.mem_available_bytes), "bold"),
                  f" available of {fmt_bytes(h.mem_total_bytes)}"])
-    rows = [
-        Content.assemble(("RAM    ", "bold"), bar(used_share, cells, _level(used_share, 0.8, 0.95)),
-                         f" {fmt_pct(used_share):>4}  ", *ram_tail),
-        Content.assemble(("pinned ", "bold"),
-                         bar(pinned_share, cells, pinned_level(pinned_share, thresholds), mark=mark),
-                         f" {fmt_pct(pinned_share):>4}  ", (fmt_bytes(pinned), "bold"),
-                         f" {source} of ", fmt_bytes(effective), "" if compact else " effective RAM"),
-    ]
+    ram = Content.assemble(("RAM    ", "bold"), bar(used_share, cells, _level(used_share, 0.8, 0.95)),
+                           f" {fmt_pct(used_share):>4}  ", *ram_tail)
+    if compact and width and ram.cell_length > width:  # the share says what "used" did
+        ram = Content.assemble(("RAM    ", "bold"), bar(used_share, cells, _level(used_share, 0.8, 0.95)),
+                               f" {fmt_pct(used_share):>4}  ", ("avail ", "dim"),
+                               (fmt_bytes(h.mem_available_bytes), "bold"))
+    pinned_bar = bar(pinned_share, cells, pinned_level(pinned_share, thresholds), mark=mark)
+    pinned_line = Content.assemble(("pinned ", "bold"), pinned_bar, f" {fmt_pct(pinned_share):>4}  ",
+                                   (fmt_bytes(pinned), "bold"), f" {source} of ", fmt_bytes(effective),
+                                   "" if compact else " effective RAM")
+    if compact and width and pinned_line.cell_length > width:  # the title says what it is a share of
+        pinned_line = Content.assemble(("pinned ", "bold"), pinned_bar, f" {fmt_pct(pinned_share):>4}  ",
+                                       (fmt_bytes(pinned), "bold"), f" {source}")
+    rows = [ram, pinned_line]
     rows += kernel_rows(h, compact, unattributed_alert(findings), width)
     kernel = h.kernel_pinned_bytes is not None
     memlock = "unlimited" if h.memlock_unlimited else fmt_bytes(h.memlock_limit_bytes)
@@ -139,7 +150,8 @@ def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding
     if compact:
         for pair in (extra[i:i + 2] for i in range(0, len(extra), 2)):
             # A label at least one space from its value, even one longer than the column ("cgroup limit").
-            rows.append(Content.assemble(*[p for k, v in pair for p in ((f"{k} ".ljust(8), "dim"), f"{v:<18}")]))
+            rows.append(Content.assemble(*[p for k, v in pair for p in ((f"{k} ".ljust(8), "dim"), f"{v:<18}")])
+                        .rstrip())
     else:
         rows += [Content.assemble((f"{k:<13}", "dim"), v) for k, v in extra]
         if kernel:
@@ -154,13 +166,85 @@ def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding
     return rows
 
 
-class MemoryPanel(RowsWidget, View):
-    """Row by row: each second mostly the RAM line changes, and only it is redrawn."""
+def _cell_runs(cells: list[tuple[str, str]]) -> Content:
+    """Cells of (character, style) as Content, one span per run of equal cells."""
+    parts: list[tuple[str, str]] = []
+    for char, style in cells:
+        if parts and parts[-1][1] == style:
+            parts[-1] = (parts[-1][0] + char, style)
+        else:
+            parts.append((char, style))
+    return Content.assemble(*parts)
 
-    def __init__(self, compact: bool = False, **kw):
+
+def _eighths(fraction: float, rows: int) -> int:
+    return 8 * rows if fraction >= 1 else max(0, int(fraction * 8 * rows))
+
+
+def pinned_graph(graphs: GraphHistory, t: Thresholds, band: int, width: int,
+                 values: Optional[Sequence[Optional[float]]] = None) -> list[Content]:
+    """The pinned share of effective RAM over the last minutes: ``band`` rows above the critical
+    share's line (up to 100%), the line, ``band`` rows below it, and the time axis; each column the
+    mean of a few readings, coloured as the pinned bar colours that share. [] without the room."""
+    cells = width - GRAPH_LABEL_CELLS
+    if band <= 0 or cells < 12:
+        return []
+    mark = t.pinned_ram_critical_fraction
+    per_column = per_column_for(cells, graphs.interval_s)
+    if values is None:
+        values = columns(graphs.pinned, graphs.first_index, per_column, cells)
+    upper = [None if v is None else _eighths((v - mark) / (1 - mark), band) if v > mark and mark < 1 else 0
+             for v in values]
+    lower = [None if v is None else _eighths(v / mark, band) if mark > 0 else 8 * band for v in values]
+    rows: list[Content] = []
+
+    def band_row(levels, r: int, bottom: bool, styles) -> Content:
+        out = []
+        for e, style in zip(levels, styles):
+            fill = None if e is None else min(8, e - 8 * r)
+            if fill is not None and fill > 0:
+                out.append((BARS[fill - 1], style))
+            elif fill is not None and bottom and r == 0:
+                out.append((BARS[0], style))  # a known share too small to see: the floor
+            else:
+                out.append((" ", ""))
+        return _cell_runs(out)
+
+    label = lambda text: Content.styled(f"{text:>4} ", "dim")  # noqa: E731
+    low_styles = [pinned_level(v, t) for v in values]
+    for r in range(band - 1, -1, -1):
+        rows.append(label("100%" if r == band - 1 else "") + band_row(upper, r, False, ["$error"] * cells))
+    line = [("█", "$error") if v is not None and v >= mark else ("┄", "$error 60%") for v in values]
+    rows.append(label(fmt_pct(mark)) + _cell_runs(line))
+    for r in range(band - 1, -1, -1):
+        rows.append(label("0%" if r == 0 else "") + band_row(lower, r, True, low_styles))
+    axis = axis_text(per_column * cells * graphs.interval_s, "pinned, share of RAM", cells)
+    rows.append(Content(" " * GRAPH_LABEL_CELLS) + Content.styled(axis, "dim"))
+    return rows
+
+
+def pinned_graph_key(graphs: GraphHistory, t: Thresholds, band: int, width: int,
+                     cache: Optional[ColumnCache] = None) -> tuple:
+    """What ``pinned_graph`` draws from, as far as it can change what it draws: the columns' values
+    (through ``cache`` where given)."""
+    cells = width - GRAPH_LABEL_CELLS
+    per_column = per_column_for(cells, graphs.interval_s)
+    values = (cache.values if cache is not None else columns)(graphs.pinned, graphs.first_index, per_column, cells)
+    return (tuple(values), per_column, graphs.interval_s,
+            t.pinned_ram_critical_fraction, t.pinned_ram_warning_fraction, band, width)
+
+
+class MemoryPanel(RowsWidget, View):
+    """Row by row: each second mostly the RAM line changes, and only it is redrawn. ``graph``: the
+    pinned share's history below the figures, as tall as the terminal's height allows."""
+
+    def __init__(self, compact: bool = False, graph: bool = False, **kw):
         super().__init__(**kw)
         self.compact = compact
+        self.graph = graph
         self._state: Optional[ViewState] = None
+        self._graph_rows: tuple = (None, [])  # (what they were drawn from, the rows)
+        self._graph_columns = ColumnCache()
 
     def on_resize(self) -> None:
         if self.compact and self._state is not None:
@@ -172,5 +256,15 @@ class MemoryPanel(RowsWidget, View):
             self.set_rows([Content.styled("waiting for the first snapshot…", "dim")])
             return
         width = self.content_size.width if self.is_mounted else None
-        self.set_rows(memory_rows(state.snapshot.host, self.compact, state.findings, width or None,
-                                  state.thresholds))
+        rows = memory_rows(state.snapshot.host, self.compact, state.findings, width or None, state.thresholds)
+        if self.graph and width:
+            rows += self._pinned_graph(state, width)
+        self.set_rows(rows)
+
+    def _pinned_graph(self, state: ViewState, width: int) -> list[Content]:
+        """``pinned_graph``, built again only when its columns change (at 1 Hz they mostly do not)."""
+        band = pinned_band_rows(self.app.size.height)
+        key = pinned_graph_key(state.graphs, state.thresholds, band, width, self._graph_columns)
+        if self._graph_rows[0] != key:
+            self._graph_rows = (key, pinned_graph(state.graphs, state.thresholds, band, width, key[0]))
+        return self._graph_rows[1]

@@ -1,4 +1,5 @@
-"""Probe results measured on this box: pinned vs pageable copies, speedup, share of the link.
+"""Probe results: pinned vs pageable copies, speedup, share of the link; measured on this box live,
+on the recorded host in a replay (the title says which).
 
 With no probe engine the panel says why and shows no numbers: a made-up figure here would be
 read as a measurement. Beside a result stands the link traffic the collector read while the probe
@@ -47,26 +48,50 @@ def link_rows(result: ProbeResult, pending: bool = False) -> list[Content]:
                              (f" ({how}, incl. the probe's own)", "dim"))] + ([shared] if shared else [])
 
 
-def result_rows(result: ProbeResult, link_bytes_per_s: Optional[float], recorded: bool) -> list[Content]:
+# A probe table this narrow or narrower takes the short form (the overview's column at 120x30).
+SHORT_TABLE_CELLS = 60
+
+
+def result_head(result: ProbeResult, recorded: bool, width: Optional[int] = None) -> Content:
+    """"quick probe, GPU 0, 2026-12-03 07:19:28, took 175.8 ms (from the recording)", shorter
+    where ``width`` is less: without the date, then without the duration."""
     where = "GPU n/a" if result.gpu_index is None else f"GPU {result.gpu_index}"
-    head = Content.assemble((f"{printable(result.kind, 20)} probe", "bold"), f", {where}, {fmt_time(result.time)}",
-                            f", took {fmt_seconds(result.duration_s)}" if result.duration_s is not None else "",
-                            (" (from the recording)", "dim") if recorded else "")
+    took = f", took {fmt_seconds(result.duration_s)}" if result.duration_s is not None else ""
+    for with_date, with_took, tag in ((True, True, " (from the recording)"), (False, True, " (recorded)"),
+                                      (False, False, " (recorded)")):
+        head = Content.assemble((f"{printable(result.kind, 20)} probe", "bold"),
+                                f", {where}, {fmt_time(result.time, with_date=with_date)}",
+                                took if with_took else "", (tag, "dim") if recorded else "")
+        if not width or head.cell_length <= width:
+            break
+    return head
+
+
+def result_rows(result: ProbeResult, link_bytes_per_s: Optional[float], recorded: bool,
+                width: Optional[int] = None) -> list[Content]:
+    """The probe's table: pinned and pageable copy rates per direction, the speedup, and the
+    pinned copies' payload as a share of the link's rate (the GPU rows' share counts link bytes,
+    headers included; see the help). Narrower than ``SHORT_TABLE_CELLS``: shorter headings."""
+    head = result_head(result, recorded, width)
     if result.status != "ok":
         return [head, Content.assemble(("probe did not run: ", "$warning"),
                                        printable(result.reason or "no reason given", 400))]
+    short = bool(width) and width < SHORT_TABLE_CELLS
+    rate, share_cells, share_head = (10, 8, "of link") if short else (11, 19, "payload % of link")
     rows = [head,
-            Content.styled(f"{'':<4} {'pinned':>11} {'pageable':>11} {'speedup':>8} {'pinned % of link':>17}", "bold")]
+            Content.styled(f"{'':<4} {'pinned':>{rate}} {'pageable':>{rate}} {'speedup':>8}"
+                           f"{share_head:>{share_cells}}", "bold")]
     for r in probe_rows(result, link_bytes_per_s):
         slow = r.speedup is not None and r.speedup >= 1.5
         rows.append(Content.assemble(
-            (f"{r.direction.upper():<4}", "bold"), f" {fmt_rate(r.pinned_bytes_per_s):>11}",
-            f" {fmt_rate(r.pageable_bytes_per_s):>11}",
+            (f"{r.direction.upper():<4}", "bold"), f" {fmt_rate(r.pinned_bytes_per_s):>{rate}}",
+            f" {fmt_rate(r.pageable_bytes_per_s):>{rate}}",
             (f" {fmt_ratio(r.speedup):>8}", "bold $warning" if slow else ""),
-            f" {fmt_pct(r.pinned_share_of_link):>17}"))
+            f"{fmt_pct(r.pinned_share_of_link):>{share_cells}}"))
     link = result.link_theoretical_bytes_per_s or link_bytes_per_s
     cap = f", pinned buffers capped at {fmt_bytes(result.max_pinned_bytes)}" if result.max_pinned_bytes else ""
-    rows.append(Content.styled(f"link {fmt_rate(link)} theoretical{cap}", "dim"))
+    rows.append(Content.styled(f"% of link: the pinned copies' payload against the link's {fmt_rate(link)}"
+                               f" (the GPU rows count link bytes, headers included){cap}", "dim"))
     return rows
 
 
@@ -89,6 +114,14 @@ def duty_row(p: ProbeView) -> Content:
                             f" {p.count} run{'s' if p.count != 1 else ''})")
 
 
+def probe_title(live: bool, host: Optional[str] = None) -> str:
+    """The Probe tab's title: where the figures were measured. A replay's come from the host and
+    the time of the recording, not from the machine that plays it."""
+    if live:
+        return "Probe: measured on this box"
+    return f"Probe: measured on {printable(host, 64)} when it was recorded (not this box)"
+
+
 class ProbePanel(Vertical, CompositeView):
     """The progress bar exists only while a probe runs: an idle ProgressBar still animates its
     indeterminate bar 15 times a second (hidden or not), the app's largest cost on an idle box."""
@@ -101,6 +134,8 @@ class ProbePanel(Vertical, CompositeView):
 
     def draw(self, state: ViewState) -> None:
         p = state.probe
+        host = state.snapshot.host.hostname if state.snapshot is not None else None
+        self.border_title = probe_title(state.live, host)
         running = p.running_kind is not None
         label = self.query_one("#probe-progress-label", Static)
         body = self.query_one("#probe-body", Static)
@@ -152,7 +187,14 @@ def probe_body(state: ViewState) -> list[Content]:
 class ProbeSummary(NoLinks, Static, View):
     """The latest probe in a few lines, for the overview on large terminals."""
 
+    _state: Optional[ViewState] = None
+
+    def on_resize(self) -> None:
+        if self._state is not None:
+            self.show(self._state)  # the table's headings follow the width
+
     def show(self, state: ViewState) -> None:
+        self._state = state
         p = state.probe
         recorded = state.snapshot.probe if state.snapshot is not None else None
         latest = p.latest or recorded
@@ -162,8 +204,11 @@ class ProbeSummary(NoLinks, Static, View):
             done = "" if not p.progress_total else f" {fmt_pct((p.progress_done or 0) / p.progress_total)}"
             rows.append(Content.styled(f"{printable(p.running_kind, 20)} probe running{done}", "bold $accent"))
         if latest is not None:
-            # Without the last row (the link's theoretical rate): the overview has little room.
-            rows += result_rows(latest, sel.link.theoretical_bytes_per_s if sel else None, p.latest is None)[:-1]
+            # Without the last row (what the share means: the panel's title says it): the overview
+            # has little room.
+            width = self.content_size.width if self.is_mounted else None
+            rows += result_rows(latest, sel.link.theoretical_bytes_per_s if sel else None, p.latest is None,
+                                width or None)[:-1]
             shared = shared_row(latest)
             if shared is not None:
                 rows.append(shared)

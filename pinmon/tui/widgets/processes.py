@@ -22,17 +22,18 @@ from textual.widgets import DataTable, Input, Static
 
 from ...model import Finding, ProcessPinned, Snapshot
 from ...units import fmt_bytes, fmt_int, printable
-from ..format import (SORT_COLUMNS, command_text, filter_processes, multi_node, node_cell, sort_processes,
-                      user_text)
+from ..format import (SORT_COLUMNS, command_brief, command_text, filter_processes, multi_node, node_cell,
+                      sort_processes, user_text)
 from ..state import ViewState
 from .base import CompositeView, set_content
 from ..screens.process import ProcessScreen
 
 # (sort key or None, header, right-aligned, width). Fixed widths fit the widest value a column can
-# print ("1023.9 GiB", pid 4194304) plus one space of gutter, so at 80 columns every number is whole;
-# COMMAND (None) gets the rest of the table's width. Nothing is re-measured on refresh.
+# print ("1023.9 GiB", pid 4194304) and the header with its sort mark ("CHURN ▼"), plus one space of
+# gutter, so at 80 columns every number is whole and no two headers touch; COMMAND (None) gets the
+# rest of the table's width. Nothing is re-measured on refresh.
 COLUMNS = (("pid", "PID", True, 8), ("user", "USER", False, 9), ("pinned", "PINNED", True, 11),
-           ("wc", "WC", True, 10), (None, "MAPS", True, 7), ("churn", "CHURN", True, 7),
+           ("wc", "WC", True, 10), (None, "MAPS", True, 7), ("churn", "CHURN", True, 8),
            ("gpu_mem", "GPU MEM", True, 10), (None, "SRC", False, 7), ("command", "COMMAND", False, None))
 # A table narrower than this leaves MAPS out (the count of pinned mappings: the least read column),
 # so that COMMAND keeps a readable width at 80 columns.
@@ -41,7 +42,7 @@ NARROW_COLUMNS = tuple(c for c in COLUMNS if c[1] != "MAPS")
 # NODE ("12 (100%)" and a space) goes before SRC on multi-node hosts, in a table at least this wide:
 # at 80 columns COMMAND would shrink below its least width (the pop-up on Enter has the node split).
 NODE_COLUMN = (None, "NODE", False, 10)
-NODE_TABLE_CELLS = 90
+NODE_TABLE_CELLS = 91
 # COMMAND's width before the table is laid out, and its least width on a very narrow terminal.
 DEFAULT_COMMAND_CELLS = 40
 MIN_COMMAND_CELLS = 10
@@ -83,14 +84,14 @@ def table_layout(room: int, nodes: bool = False) -> tuple[tuple, int]:
 
 def process_cells(p: ProcessPinned, command_cells: int = DEFAULT_COMMAND_CELLS,
                   columns: tuple = COLUMNS) -> tuple[Text, ...]:
-    """The row's cells for ``columns``; the command line cut to ``command_cells`` (its cell brings
-    one space)."""
+    """The row's cells for ``columns``; the command line's meaningful part (``command_brief``) cut to
+    ``command_cells`` (its cell brings one space); the line under the table has it whole."""
     churn = fmt_int(p.mappings_churn)
     values = {"PID": str(p.pid), "USER": user_text(p)[:8], "PINNED": fmt_bytes(p.pinned_bytes),
               "WC": fmt_bytes(p.write_combined_bytes), "MAPS": fmt_int(p.pinned_mappings),
               "CHURN": churn if not p.mappings_churn else f"±{churn}", "GPU MEM": fmt_bytes(p.gpu_memory_bytes),
               "SRC": printable(p.source, 6), "NODE": node_cell(p),
-              "COMMAND": command_text(p, max(1, command_cells - 1))}
+              "COMMAND": command_brief(p, max(1, command_cells - 1))}
     return tuple(_cell(values[header], right) for _, header, right, _ in columns)
 
 

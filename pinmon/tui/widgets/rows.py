@@ -20,6 +20,7 @@ from textual.strip import Strip
 from textual.visual import Visual
 from textual.widget import Widget
 
+from ..textual_compat import ask_layout, paint_all
 from .base import NoLinks, lines
 
 
@@ -68,13 +69,16 @@ class RowsWidget(NoLinks, Widget):
         strips, key = self._strips, self._key
         if changed is None or self._may_change_size(old, new):
             self._strips = None
-            self.refresh(layout=True)
+            self._relayout()
             return
         if strips is None or key != self._render_key():
             # Nothing drawn yet, or at another width: draw it all (a row that may wrap may also
             # take another number of lines).
             self._strips = None
-            self.refresh(layout=self._may_wrap([new[i] for i in changed]))
+            if self._may_wrap([new[i] for i in changed]):
+                self._relayout()
+            else:
+                self.refresh()
             return
         width = key[0]
         dirty = []
@@ -85,7 +89,7 @@ class RowsWidget(NoLinks, Widget):
                 rendered = self._render_row(i, row, width)
                 if len(rendered) != count:  # it wraps onto more or fewer lines: the height changes
                     self._strips = None
-                    self.refresh(layout=True)
+                    self._relayout()
                     return
                 strips[i] = rendered
                 if dirty and dirty[-1].bottom == start:  # adjacent rows: one region
@@ -95,6 +99,18 @@ class RowsWidget(NoLinks, Widget):
             start += count
         self._flat = [s for row in strips for s in row]
         self.refresh(*dirty)
+
+    def _relayout(self) -> None:
+        """A layout pass for rows that may take another height (``textual_compat.ask_layout``)."""
+        ask_layout(self, self._lines)
+
+    def _lines(self) -> Optional[int]:
+        """The lines the rows take at the width drawn; None where not known yet."""
+        if self._strips is not None and self._key is not None and self._key[0] == self.size.width:
+            return len(self._flat)
+        if getattr(self.styles, "text_wrap", "wrap") == "nowrap":
+            return len(self._rows)  # one line each
+        return None
 
     def _may_change_size(self, old: tuple[Content, ...], new: tuple[Content, ...]) -> bool:
         """Whether the new rows may need another size: a layout pass costs far more than a repaint.
@@ -137,7 +153,7 @@ class RowsWidget(NoLinks, Widget):
             width, height = self.size
             strips = Visual.to_strips(self, self.render(), width, height, self.visual_style)
             return strips[y] if y < len(strips) else Strip.blank(width, self.visual_style.rich_style)
-        self._dirty_regions.clear()  # Widget.render_line's cue to render everything again
+        paint_all(self)  # every line is drawn here: Textual need not track which
         key = self._render_key()
         if self._strips is None or key != self._key:
             # First draw, a new width, or new styles (theme, focus, a class): every row again.

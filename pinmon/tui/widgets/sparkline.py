@@ -90,3 +90,61 @@ def spark_segments(runs: Sequence[Run], base: Style, min_color: Color, max_color
             style = rich[level] = (base + level_style(level, min_color, max_color)).rich_style
         out.append(Segment(" " * cells if level is None else BARS[level] * cells, style))
     return out
+
+
+def graph_runs(values: Sequence[Optional[float]], scale_max: Optional[float], height: int) -> list[list[Run]]:
+    """A bar graph ``height`` rows tall of ``values`` (one column each, 0 .. ``scale_max``), as runs
+    per row, the top row first. A column fills ``value / scale_max`` of the height in eighths of a
+    row; a known value too small for one eighth draws the bottom row's lowest bar (an idle link
+    looks idle, not absent), an unknown one (None) draws blanks in every row.
+
+    Without a scale the graph scales to the values' peak, as ``spark_runs`` does."""
+    height = max(1, height)
+    scale = scale_max or max((v for v in values if v is not None), default=0.0)
+    eighths_max = 8 * height
+    levels: list[Optional[int]] = []  # per column: eighths filled (0 .. 8 * height), None unknown
+    for v in values:
+        if v is None:
+            levels.append(None)
+        elif scale > 0:
+            ratio = v / scale
+            levels.append(eighths_max if ratio >= 1 or ratio != ratio else int(ratio * eighths_max) if ratio > 0 else 0)
+        else:
+            levels.append(0)
+    rows: list[list[Run]] = []
+    top = max((e for e in levels if e is not None), default=0)
+    for r in range(height - 1, -1, -1):  # r: rows above the bottom one
+        if r and top <= 8 * r:
+            rows.append([(None, len(levels))] if levels else [])  # above every bar: blank
+            continue
+        runs: list[Run] = []
+        level: Optional[int] = None
+        count = 0
+        for e in levels:
+            if e is None:
+                new = None
+            else:
+                fill = min(8, e - 8 * r)
+                new = fill - 1 if fill > 0 else (0 if r == 0 else None)
+            if new == level:
+                count += 1
+                continue
+            if count:
+                runs.append((level, count))
+            level, count = new, 1
+        if count:
+            runs.append((level, count))
+        rows.append(runs)
+    return rows
+
+
+def axis_text(span_s: float, middle: str, cells: int) -> str:
+    """A graph's time axis, ``cells`` wide: "└ 5 min ago", ``middle`` where it fits, "now ┘"."""
+    from ...units import fmt_seconds
+
+    left, right = f"└ {fmt_seconds(span_s, 0)} ago", "now ┘"
+    gap = cells - len(left) - len(right)
+    if gap < len(middle) + 2:
+        return (left + " " * max(1, gap) + right)[:cells]
+    pad = gap - len(middle)
+    return left + " " * (pad // 2) + middle + " " * (pad - pad // 2) + right

@@ -2,7 +2,9 @@
 
 With ``fit`` the list takes the rows its panel has left (the narrow overview gives it what the
 panels above leave over) and says how many more there are, so it never pushes the screen into a
-scroll.
+scroll. The columns follow the width: COMMAND (the command line's meaningful part,
+``format.command_brief``) keeps at least ``MIN_COMMAND_CELLS``, and USER, then GPU MEM, leave
+where it would have less; a wide panel gives COMMAND everything the others leave.
 """
 from __future__ import annotations
 
@@ -11,10 +13,47 @@ from typing import Optional
 from textual.content import Content
 from textual.widgets import Static
 
+from ...model import ProcessPinned
 from ...units import fmt_bytes, printable
-from ..format import SORT_COLUMNS, name_text, sort_processes, user_text
+from ..format import SORT_COLUMNS, command_brief, sort_processes, user_text
 from ..state import ViewState
 from .base import NoLinks, View, lines, set_content
+
+# (header, cells, right-aligned) of the columns before COMMAND, each with its leading space.
+COLUMNS = (("PID", 8, True), ("USER", 10, False), ("PINNED", 11, True), ("GPU MEM", 11, True))
+# Dropped in this order while COMMAND would get fewer cells than MIN_COMMAND_CELLS.
+DROP_ORDER = ("USER", "GPU MEM")
+MIN_COMMAND_CELLS = 24
+# COMMAND's width before the panel is laid out.
+DEFAULT_WIDTH = 78
+
+
+def columns_for(width: int) -> tuple[tuple, int]:
+    """The columns a list ``width`` cells wide shows, and COMMAND's cells (after its two spaces)."""
+    columns = list(COLUMNS)
+    for name in DROP_ORDER:
+        if width - sum(c[1] for c in columns) - 2 >= MIN_COMMAND_CELLS:
+            break
+        columns = [c for c in columns if c[0] != name]
+    return tuple(columns), max(1, width - sum(c[1] for c in columns) - 2)
+
+
+def _cells(p: ProcessPinned) -> dict[str, str]:
+    return {"PID": str(p.pid), "USER": user_text(p)[:9], "PINNED": fmt_bytes(p.pinned_bytes),
+            "GPU MEM": fmt_bytes(p.gpu_memory_bytes)}
+
+
+def process_line(p: ProcessPinned, columns: tuple, command_cells: int) -> Content:
+    values = _cells(p)
+    lead = "".join(f"{values[h]:>{w}}" if right else f" {values[h]:<{w - 1}}" for h, w, right in columns)
+    tag = "" if p.source == "est." else f" [{printable(p.source, 10)}]"
+    command = command_brief(p, max(1, command_cells - len(tag)))
+    return Content.assemble(lead, "  ", command, (tag, "dim"))
+
+
+def header_line(columns: tuple) -> Content:
+    return Content.styled("".join(f"{h:>{w}}" if right else f" {h:<{w - 1}}" for h, w, right in columns)
+                          + "  COMMAND", "bold")
 
 
 class TopProcesses(NoLinks, Static, View):
@@ -25,8 +64,8 @@ class TopProcesses(NoLinks, Static, View):
         self._state: Optional[ViewState] = None
 
     def on_resize(self) -> None:
-        if self.fit and self._state is not None:
-            self.show(self._state)
+        if self._state is not None:
+            self.show(self._state)  # rows (fit) and columns follow the new size
 
     def _room(self) -> int:
         """How many processes to list: ``limit``, or fewer where the height (with the header row
@@ -43,11 +82,10 @@ class TopProcesses(NoLinks, Static, View):
             return
         room = self._room()
         shown = room if len(procs) <= room else max(0, room - 1)  # the last row says how many more
-        rows = [Content.styled(f"{'PID':>8} {'USER':<9} {'PINNED':>10} {'GPU MEM':>10}  COMMAND", "bold")]
-        for p in sort_processes(procs, SORT_COLUMNS[0])[:shown]:
-            src = "" if p.source == "est." else f" [{printable(p.source, 10)}]"
-            rows.append(Content(f"{p.pid:>8} {user_text(p)[:9]:<9} {fmt_bytes(p.pinned_bytes):>10}"
-                                f" {fmt_bytes(p.gpu_memory_bytes):>10}  {name_text(p)}{src}"))
+        width = self.content_size.width if self.is_mounted and self.content_size.width else DEFAULT_WIDTH
+        columns, command_cells = columns_for(width)
+        rows = [header_line(columns)]
+        rows += [process_line(p, columns, command_cells) for p in sort_processes(procs, SORT_COLUMNS[0])[:shown]]
         if len(procs) > shown:
             rows.append(Content.styled(f"… {len(procs) - shown} more (4: Processes)", "dim"))
         set_content(self, lines(*rows))

@@ -1,0 +1,151 @@
+"""The real app on a pseudo-terminal it controls, through what a terminal session does to it: keys
+after a quiet spell, a resize, a paste, SIGTSTP then fg (SIGCONT), Ctrl-Z then fg, a SIGCONT alone,
+and a closed terminal (SIGHUP with SIGCONT). Every key typed arrives exactly once, and the app ends
+within seconds of the hang-up.
+
+Run with each input thread: the quiet one (the default where it is supported) and Textual's own
+(``PINMON_QUIET_INPUT=0``), on whichever Textual is installed; .ci/run runs the TUI tests on the
+oldest Textual allowed as well as the newest.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+import pytest
+
+from pinmon.tui.textual_compat import quiet_input_supported
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+STEP_S = 10.0  # the longest any one step may take before the test calls it a hang
+
+
+class Session:
+    """The app on a new pseudo-terminal, as its session's controlling terminal."""
+
+    def __init__(self, tmp_path, env_extra):
+        self.log = tmp_path / "events.log"
+        self.master, slave = os.openpty()
+        self.set_size(80, 24, slave)
+        env = {**os.environ, "TERM": "xterm-256color", "PYTHONPATH": ROOT, **env_extra}
+        env.pop("COLUMNS", None)
+        env.pop("LINES", None)
+
+        def controlling_tty():  # the child: a session of its own, this terminal its controlling one
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "pty_app.py"), str(self.log)],
+                                     stdin=slave, stdout=slave, stderr=slave, env=env, cwd=str(tmp_path),
+                                     start_new_session=True, preexec_fn=controlling_tty, close_fds=True)
+        os.close(slave)
+        os.set_blocking(self.master, False)
+
+    def set_size(self, cols, rows, fd=None):
+        fcntl.ioctl(self.master if fd is None else fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    def drain(self):
+        """Read what the app drew, so its writes never block on a full terminal."""
+        try:
+            while os.read(self.master, 65536):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def type(self, data: bytes):
+        os.write(self.master, data)
+
+    def lines(self) -> list[str]:
+        try:
+            return self.log.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def wait(self, predicate, what: str, timeout: float = STEP_S):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.drain()
+            if predicate():
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"{what}: not within {timeout} s; the app's log: {self.lines()}")
+
+    def wait_line(self, line: str, count: int = 1):
+        self.wait(lambda: self.lines().count(line) >= count, repr(line))
+
+    def state(self) -> str:
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return "gone"
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+        os.close(self.master)
+
+
+@pytest.fixture(params=["quiet", "textual"])
+def session(request, tmp_path):
+    if request.param == "quiet" and not quiet_input_supported():
+        pytest.skip("this Textual's driver differs: the app runs Textual's own input thread")
+    s = Session(tmp_path, {"PINMON_QUIET_INPUT": "1" if request.param == "quiet" else "0"})
+    s.input_thread = request.param
+    yield s
+    s.close()
+
+
+def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
+    s = session
+    s.wait_line("mounted")
+    driver = next(line for line in s.lines() if line.startswith("driver "))
+    assert (driver == "driver QuietLinuxDriver") == (s.input_thread == "quiet"), driver
+
+    s.type(b"x")
+    s.wait_line("key x")
+    time.sleep(2.5)  # a quiet spell: the quiet thread is asleep in select()
+    s.type(b"y")
+    s.wait_line("key y")
+
+    s.set_size(100, 30)  # the kernel sends SIGWINCH to the terminal's foreground process group
+    s.wait_line("resize 100x30")
+    s.type(b"\x1b[A")  # an escape sequence: one key
+    s.wait_line("key up")
+
+    s.type(b"\x1b[200~pasted text\x1b[201~")
+    s.wait_line("paste 'pasted text'")
+    s.type(b"v")
+    s.wait_line("key v")
+
+    for how, key in ((lambda: os.kill(s.proc.pid, signal.SIGTSTP), "w"), (lambda: s.type(b"\x1a"), "k")):
+        how()  # SIGTSTP from outside, then Ctrl-Z typed: the app stops itself
+        s.wait(lambda: s.state() == "T", "stopped")
+        os.kill(s.proc.pid, signal.SIGCONT)  # fg
+        s.wait(lambda: s.state() in ("S", "R"), "running again")
+        s.type(key.encode())
+        s.wait_line(f"key {key}")
+
+    os.kill(s.proc.pid, signal.SIGCONT)  # a SIGCONT alone: Textual resumes without having suspended
+    time.sleep(0.3)
+    s.type(b"j")
+    s.wait_line("key j")
+
+    typed = ["x", "y", "up", "v", "w", "k", "j"]
+    keys = [line[4:] for line in s.lines() if line.startswith("key ")]
+    assert [k for k in keys if k != "ctrl+z"] == typed  # each once, in order: none lost, none twice
+
+    os.killpg(s.proc.pid, signal.SIGHUP)  # the terminal closes: SIGHUP, then SIGCONT, to the session
+    os.killpg(s.proc.pid, signal.SIGCONT)
+    end = time.monotonic() + STEP_S
+    while s.proc.poll() is None and time.monotonic() < end:
+        s.drain()
+        time.sleep(0.05)
+    assert s.proc.poll() is not None, f"still running {STEP_S} s after the hang-up; log: {s.lines()}"
