@@ -25,10 +25,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from provenance import portable_argv, provenance  # noqa: E402
-
 from pinmon.advise import advise  # noqa: E402
 from pinmon.recording import RecordingError, RecordingReader  # noqa: E402
+from provenance import portable_argv, provenance  # noqa: E402
 
 ADVISOR_WINDOW = 600
 EXPECTED_RULES = ("pinned-small-allocs", "pageable-bulk-copies", "wc-cpu-readback", "pinned-rounding-waste",

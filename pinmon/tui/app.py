@@ -36,8 +36,7 @@ from .widgets.findings import FindingsPanel
 from .widgets.gpu_list import GpuList
 from .widgets.gpu_row import GpuRow
 from .widgets.processes import ProcessPanel
-from .workers import (Poller, ProbeFinished, ProbeProgress, SnapshotReady, SourceEnded, SourceFailed,
-                      run_probe)
+from .workers import Poller, ProbeFinished, ProbeProgress, SnapshotReady, SourceEnded, SourceFailed, run_probe
 
 # After SIGHUP, how long a clean exit may take before the process ends itself.
 HANGUP_GRACE_S = 3.0
@@ -382,7 +381,8 @@ def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding
     caller may close the source.
     """
     if options.get("recorder_factory") is None:
-        from ..recording import Recorder as FileRecorder, default_recording_path
+        from ..recording import Recorder as FileRecorder
+        from ..recording import default_recording_path
 
         options["recorder_factory"] = lambda: FileRecorder(default_recording_path())
     app = PinmonApp(source, advisor, install_signal_handlers=True, **options)

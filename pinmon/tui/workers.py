@@ -13,8 +13,8 @@ from typing import Callable, Optional
 
 from textual.message import Message
 
-from ..model.source import Source
 from ..model import ProbeResult, Snapshot
+from ..model.source import Source
 from .session import Session
 
 

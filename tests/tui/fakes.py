@@ -9,13 +9,12 @@ import dataclasses
 import threading
 from typing import Optional, Sequence
 
-from pinmon.model.link import theoretical_bytes_per_s
 from pinmon.model import Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeResult, ProcessPinned, Snapshot
-
-from tests.factories import (GEN4_X8, GEN5_X16, GIB, MIB, NODE_SPLIT, T0, traced_cupti_process,  # noqa: F401
-                             box_kernel_snapshot as make_kernel_snapshot, box_probe as make_probe_result,
-                             box_snapshot as make_snapshot)
-
+from pinmon.model.link import theoretical_bytes_per_s
+from tests.factories import GEN4_X8, GEN5_X16, GIB, MIB, NODE_SPLIT, T0, traced_cupti_process  # noqa: F401
+from tests.factories import box_kernel_snapshot as make_kernel_snapshot
+from tests.factories import box_probe as make_probe_result
+from tests.factories import box_snapshot as make_snapshot
 
 # --- an eight-GPU box: each GPU its own load, so a figure shown under the wrong GPU is caught ----
 

@@ -23,8 +23,18 @@ from pinmon.tui.widgets.notices import NoticeBar
 from pinmon.tui.widgets.probe import ProbePanel
 from pinmon.units import fmt_rate
 
-from .fakes import (T0, FakeProbeRunner, FakeRecorder, FakeSource, FlakySource, NoGpuSource, fake_advisor,
-                    make_probe_result, make_snapshot, no_findings)
+from .fakes import (
+    T0,
+    FakeProbeRunner,
+    FakeRecorder,
+    FakeSource,
+    FlakySource,
+    NoGpuSource,
+    fake_advisor,
+    make_probe_result,
+    make_snapshot,
+    no_findings,
+)
 from .util import StepClock, screen_text, text_of, wait_for
 
 SIZE = (80, 24)

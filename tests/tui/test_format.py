@@ -5,8 +5,15 @@ import dataclasses
 
 from pinmon.advise.thresholds import Thresholds
 from pinmon.model import Gpu, Link, Pcie, ProbeMeasurement, ProbeResult, ProcessPinned
-from pinmon.tui.format import (SORT_COLUMNS, error_text, filter_processes, link_state, other_measurements, probe_rows,
-                               sort_processes)
+from pinmon.tui.format import (
+    SORT_COLUMNS,
+    error_text,
+    filter_processes,
+    link_state,
+    other_measurements,
+    probe_rows,
+    sort_processes,
+)
 from pinmon.tui.screens.finding import _value
 from pinmon.tui.state import ProbeView, ViewState
 from pinmon.tui.widgets.header import header_content

@@ -14,7 +14,6 @@ from pinmon.tui.widgets.sparkline import BARS, graph_runs
 
 from .fakes import make_snapshot
 
-
 # --- the readings kept ---------------------------------------------------------------------------
 
 def test_history_keeps_minutes_of_each_gpu_and_the_pinned_share():

@@ -8,7 +8,7 @@ import dataclasses
 import re
 
 import pytest
-from textual.widgets import DataTable, TabbedContent
+from textual.widgets import TabbedContent
 
 from pinmon.advise import advise
 from pinmon.model import Finding, ProcessPinned
@@ -246,7 +246,7 @@ def test_help_names_run_clear_of_their_text_and_explain_the_columns():
 
 
 def test_sorted_headers_never_touch_their_neighbour():
-    for _, header, right, width in COLUMNS + (NODE_COLUMN,):
+    for _, header, _right, width in COLUMNS + (NODE_COLUMN,):
         if width is not None:
             assert len(header + " ▼") + 1 <= width, header
 

@@ -11,17 +11,24 @@ from textual.widgets import DataTable
 
 from pinmon.advise import advise
 from pinmon.advise.thresholds import Thresholds
-from pinmon.tui.format import fmt_time
 from pinmon.tui.app import PinmonApp
-from pinmon.tui.format import node_cell
+from pinmon.tui.format import fmt_time, node_cell
 from pinmon.tui.screens.process import ProcessScreen
 from pinmon.tui.widgets.gpu_detail import GpuDetail
 from pinmon.tui.widgets.memory import memory_rows, memory_title, pinned_level
 from pinmon.tui.widgets.processes import NODE_TABLE_CELLS, table_layout
 from pinmon.units import fmt_bytes, fmt_nodes, fmt_pct, fmt_rate
 
-from .fakes import (GIB, T0, FakeProbeRunner, FakeSource, fake_advisor, make_kernel_snapshot, make_probe_result,
-                    make_snapshot)
+from .fakes import (
+    GIB,
+    T0,
+    FakeProbeRunner,
+    FakeSource,
+    fake_advisor,
+    make_kernel_snapshot,
+    make_probe_result,
+    make_snapshot,
+)
 from .util import screen_text, text_of
 
 SMALL, LARGE = (80, 24), (160, 48)
@@ -259,7 +266,7 @@ async def test_the_popup_follows_new_snapshots_and_closes():
     app = make_app()
     async with app.run_test(size=SMALL) as pilot:
         await show(app, pilot, make_kernel_snapshot(20))
-        screen = await open_process(app, pilot, 8080)
+        await open_process(app, pilot, 8080)
         s = make_kernel_snapshot(21)
         faster = dataclasses.replace(s.processes[-1], h2d_pinned_bulk_bytes_per_s=51.0e9)
         app.apply_snapshot(dataclasses.replace(s, processes=s.processes[:-1] + (faster,)))

@@ -4,8 +4,14 @@ import dataclasses
 import pytest
 
 from pinmon.model import Gpu, Link, Pcie, ProbeMeasurement, ProbeResult, Snapshot
-from pinmon.tui.shared_link import (SHARED_MIN_BYTES_PER_S, join_link, link_join_due, other_traffic, probe_own_bytes,
-                                   shared_directions)
+from pinmon.tui.shared_link import (
+    SHARED_MIN_BYTES_PER_S,
+    join_link,
+    link_join_due,
+    other_traffic,
+    probe_own_bytes,
+    shared_directions,
+)
 
 from .fakes import GEN5_X16, MIB, T0, make_snapshot
 

@@ -21,7 +21,6 @@ from ...units import fmt_bytes, fmt_pct, fmt_rate, printable
 from ..format import SEVERITY_STYLE, fmt_time
 from ..widgets.base import set_content
 
-
 # The full text is shown here, but one screen's worth: a runaway message stays bounded.
 TEXT_CHARS = 4000
 

@@ -16,9 +16,9 @@ from textual.widgets.option_list import Option
 from ...model import Finding
 from ...units import printable
 from ..format import SEVERITY_LABEL, SEVERITY_STYLE
+from ..screens.finding import FindingScreen
 from ..state import ViewState
 from .base import View
-from ..screens.finding import FindingScreen
 from .wrap import hanging
 
 MAX_LINES = 3

@@ -15,7 +15,6 @@ from ..format import command_brief, error_text, error_total, link_state, method_
 from ..state import ViewState
 from .base import NoLinks, View, lines, set_content
 
-
 # "    4242    80.0 GiB  ": the columns before COMMAND.
 PROCESS_LEAD_CELLS = 22
 # A command line's cut before the panel is laid out (its width still unknown).

@@ -22,11 +22,19 @@ from textual.widgets import DataTable, Input, Static
 
 from ...model import Finding, ProcessPinned, Snapshot
 from ...units import fmt_bytes, fmt_int, printable
-from ..format import (SORT_COLUMNS, command_brief, command_text, filter_processes, multi_node, node_cell,
-                      sort_processes, user_text)
+from ..format import (
+    SORT_COLUMNS,
+    command_brief,
+    command_text,
+    filter_processes,
+    multi_node,
+    node_cell,
+    sort_processes,
+    user_text,
+)
+from ..screens.process import ProcessScreen
 from ..state import ViewState
 from .base import CompositeView, set_content
-from ..screens.process import ProcessScreen
 
 # (sort key or None, header, right-aligned, width). Fixed widths fit the widest value a column can
 # print ("1023.9 GiB", pid 4194304) and the header with its sort mark ("CHURN ▼"), plus one space of
