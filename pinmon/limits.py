@@ -17,8 +17,10 @@ Why these figures:
   recording holds at most ``MAX_RECORDING_LINES`` lines (blank ones count): 115 days at one snapshot
   a second.
 - Snapshots. A real server has at most a few dozen GPUs;
-  256 leaves margin. 65,536 processes with CUDA mappings is well above what a box runs. Snapshot
+  256 leaves margin (a CUDA device index, probe --gpu, is below it too). 65,536 processes with CUDA mappings is well above what a box runs. Snapshot
   times lie between the Unix epoch and the end of year 9999 (what a calendar can print).
+- Counts. A pid is at most the kernel's PID_MAX_LIMIT (4M). The exporter gives at most 1000 processes
+  series of their own: each is a handful of series per scrape, and Prometheus's cost grows with them.
 
 Nesting needs no figure: a snapshot is at most 5 levels deep, and a JSON or TOML document nested past
 the parser's recursion limit is refused as such (the readers catch ``RecursionError``).
@@ -36,6 +38,8 @@ MAX_SPEED = 1000.0
 
 MAX_SIZE_BYTES = 1 << 60         # any byte figure: --max-pinned, config sizes, snapshot fields
 MAX_COUNT = (1 << 63) - 1        # any other integer in a snapshot (counters, pids)
+MAX_PID = 1 << 22                # --pid: the kernel's largest pid_max
+MAX_TOP_PROCESSES = 1000         # export --top-processes
 
 MAX_CONFIG_BYTES = 1 << 20
 MAX_MAPS_BYTES = 64 << 20

@@ -74,7 +74,8 @@ def _found(p: ProcessPinned, d: str, rate: float, busy: float, ref: float, gpu: 
     label = "H2D" if d == "h2d" else "D2H"
     message = (f"{label} copies of 1 MiB+ from pinned memory ran at {fmt_rate(rate)} (CUPTI, {fmt_seconds(busy)} of"
                f" copying), {fmt_share(rate, ref)} of the {fmt_rate(ref)} the probe measured on GPU {gpu.index}")
-    causes, values = [], {}
+    causes: list[str] = []
+    values: dict[str, object] = {}
     link = gpu.pcie.rx_bytes_per_s if d == "h2d" else gpu.pcie.tx_bytes_per_s
     own = p.h2d_copy_bytes_per_s if d == "h2d" else p.d2h_copy_bytes_per_s
     if link is not None:
@@ -105,4 +106,4 @@ def _found(p: ProcessPinned, d: str, rate: float, busy: float, ref: float, gpu: 
     advice = "Likely causes, with this snapshot's figures: " + "; ".join(causes) + "."
     values.update(pid=p.pid, direction=d, achieved_bytes_per_s=rate, busy_s=busy,
                   probe_pinned_bytes_per_s=ref, gpu_index=gpu.index, fraction=rate / ref)
-    return Found("warning", message, advice, **values)
+    return Found.with_values("warning", message, advice, values)

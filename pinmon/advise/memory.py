@@ -19,7 +19,7 @@ from .thresholds import Thresholds
 
 def _top_pinned(processes: Sequence[ProcessPinned]) -> Optional[ProcessPinned]:
     rows = [p for p in processes if p.pinned_bytes]
-    return max(rows, key=lambda p: p.pinned_bytes) if rows else None
+    return max(rows, key=lambda p: p.pinned_bytes or 0) if rows else None  # each row's is set
 
 
 def _top_holder_sentence(processes: Sequence[ProcessPinned]) -> str:
@@ -354,7 +354,7 @@ def pinned_numa_remote(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Itera
               f" process bound to its GPU's node (`numactl --cpunodebind={n} --membind={n} <command>`; with"
               " one process per GPU, each on its own GPU's node), or allocate the pinned buffers from a"
               " thread running there. `pinmon probe --numa` measures the difference on this host.")
-    yield Found("warning", message, advice,
-                pid=p.pid, remote_pinned_bytes=remote, remote_fraction=fraction,
-                gpu_node=int(n) if n.isdigit() else None,
-                **{f"node{printable(k, 12)}_pinned_bytes": v for k, v in by_node.items()})
+    yield Found.with_values("warning", message, advice,
+                            {"pid": p.pid, "remote_pinned_bytes": remote, "remote_fraction": fraction,
+                             "gpu_node": int(n) if n.isdigit() else None,
+                             **{f"node{printable(k, 12)}_pinned_bytes": v for k, v in by_node.items()}})

@@ -61,13 +61,13 @@ def pcie_link_degraded(g: Gpu, snap: Snapshot, t: Thresholds) -> Iterator[Found]
                   max_theoretical_bytes_per_s=link.max_theoretical_bytes_per_s)
     if traffic is not None and traffic >= t.link_degraded_traffic_bytes_per_s:
         message = f"link {now} under {fmt_rate(traffic)} of traffic, rated {rated}{rates}"
-        yield Found("warning", message, advice, **values)
+        yield Found.with_values("warning", message, advice, values)
     elif link.width_below_max:
         # An idle GPU lowering its generation is power saving; its width rarely changes for that.
         load = f"at {fmt_rate(traffic)} of traffic" if traffic is not None else "with traffic unknown"
         message = (f"link {now} {load}, rated {rated}{rates}: the width is below the slot's rating,"
                    f" which power saving rarely explains")
-        yield Found("info", message, advice, **values)
+        yield Found.with_values("info", message, advice, values)
 
 
 @rule("pcie-errors", "PCIe replay or error counters rose since start (info: link recoveries alone)",

@@ -21,8 +21,8 @@ An empty history gives no findings, so a check never sees one. The doc is a temp
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass, fields
-from typing import Callable, Iterable, Optional, Sequence
+from dataclasses import MISSING, Field, dataclass, fields
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from ..model import Finding, Snapshot
 from ..units import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
@@ -39,12 +39,20 @@ class Found:
 
     __slots__ = ("severity", "message", "advice", "subject", "values")
 
-    def __init__(self, severity: str, message: str, advice: str, subject: Optional[str] = None, **values):
+    def __init__(self, severity: str, message: str, advice: str, subject: Optional[str] = None,
+                 **values: object):
         self.severity = severity
         self.message = message
         self.advice = advice
         self.subject = subject
         self.values = {k: v for k, v in values.items() if v is not None}
+
+    @classmethod
+    def with_values(cls, severity: str, message: str, advice: str, values: Mapping[str, object],
+                    subject: Optional[str] = None) -> Found:
+        """A ``Found`` whose figures come as a mapping: figures gathered while the message is built,
+        or named at run time."""
+        return cls(severity, message, advice, subject, **values)
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,14 @@ class ThresholdDefault:
         return f"{self.default:g}"
 
 
-_DEFAULTS = {f.name: ThresholdDefault(f.name, f.default, f.metadata["kind"]) for f in fields(Thresholds)}
+def _threshold_default(f: Field[Any]) -> ThresholdDefault:
+    # Every field of Thresholds has a plain default (``Thresholds()`` is the default configuration).
+    if f.default is MISSING:
+        raise TypeError(f"Thresholds.{f.name} has no default")
+    return ThresholdDefault(f.name, f.default, f.metadata["kind"])
+
+
+_DEFAULTS = {f.name: _threshold_default(f) for f in fields(Thresholds)}
 
 
 @dataclass(frozen=True)
@@ -114,7 +129,7 @@ class Rule:
             return [self._finding(f, f.subject) for f in self.check(history, t)]
         if self.over == "snapshot":
             return [self._finding(f, f.subject or "host") for f in self.check(snap, t)]
-        out = []
+        out: list[Finding] = []
         if self.over == "gpus":
             for g in snap.gpus:
                 if not g.lost:

@@ -132,7 +132,8 @@ def pageable_bulk_copies(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Ite
     rate = p.pageable_copy_bytes_per_s
     if rate is None or rate < t.pageable_copy_bytes_per_s:
         return
-    speedup_text, speedup_values = "", {}
+    speedup_text = ""
+    speedup_values: dict[str, float] = {}
     probe = probe_ok(snap)
     if probe is not None:
         pinned, pageable = probe.rate("h2d", "pinned"), probe.rate("h2d", "pageable")
@@ -147,8 +148,8 @@ def pageable_bulk_copies(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Ite
     advice = ("Copies from pageable memory go through the driver's own pinned bounce buffer at a fraction"
               " of the link's speed. Pin the staging buffer (cudaHostAlloc, `cupyx.empty_pinned`,"
               " PyTorch `pin_memory()`), or cudaHostRegister a buffer that is reused." + speedup_text)
-    yield Found("warning", message, advice, pid=p.pid, pageable_copy_bytes_per_s=rate, call_site=site,
-                **speedup_values)
+    yield Found.with_values("warning", message, advice, {"pid": p.pid, "pageable_copy_bytes_per_s": rate,
+                                                         "call_site": site, **speedup_values})
 
 
 @rule("pinned-rounding-waste",

@@ -10,13 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from ..limits import (
     MAX_DURATION_S,
+    MAX_GPUS,
     MAX_INTERVAL_S,
+    MAX_PID,
     MAX_PROBE_EVERY_S,
     MAX_SPEED,
+    MAX_TOP_PROCESSES,
     MAX_WINDOW_S,
     MIN_INTERVAL_S,
     MIN_PROBE_EVERY_S,
@@ -26,7 +29,6 @@ from ..limits import (
 EXIT_BAD_INPUT = 2
 # pinmon check follows the Nagios convention: 0 ok, 1 warning, 2 critical, 3 unknown (could not assess).
 EXIT_CHECK_UNKNOWN = 3
-MAX_PID = 1 << 22  # the kernel's largest pid_max
 # The advisor sees the last 600 snapshots (10 minutes at 1 s), as in the terminal app.
 ADVISOR_WINDOW = 600
 
@@ -75,15 +77,30 @@ def speed_arg(text: str) -> float:
     return v
 
 
-def pid_arg(text: str) -> int:
-    """An argparse type: a process id the kernel could hand out."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a process id: {text!r}") from None
-    if not 0 < v <= MAX_PID:
-        raise argparse.ArgumentTypeError(f"not a process id: {text!r}")
-    return v
+def int_arg(low: int, high: int, what: Optional[str] = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high`` (the caps in pinmon.limits). With
+    ``what`` ("a process id"), anything else is "not a process id: 'TEXT'"; without it, text that is not
+    a whole number says so, and a number out of range gets the range."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what or 'a whole number'}: {text!r}") from None
+        if not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}" if what else
+                                             f"must be {low}-{high}, got {text!r}")
+        return v
+    return parse
+
+
+pid_arg = int_arg(1, MAX_PID, "a process id")  # one the kernel could hand out
+top_processes_arg = int_arg(0, MAX_TOP_PROCESSES)
+_cuda_index_arg = int_arg(0, MAX_GPUS - 1, "a CUDA device index or 'all'")
+
+
+def cuda_device_arg(text: str) -> Union[int, str]:
+    """An argparse type: a CUDA device index (CUDA's numbering, below ``MAX_GPUS``) or ``"all"``."""
+    return "all" if text == "all" else _cuda_index_arg(text)
 
 
 def size_arg(text: str) -> int:

@@ -10,7 +10,7 @@ READ_CHUNK = 1 << 16
 
 def read_to_end(fd: int) -> bytes:
     """Everything left to read from ``fd`` (a /proc file is built as it is read: read until empty)."""
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, READ_CHUNK)
         if not chunk:

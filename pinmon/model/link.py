@@ -47,7 +47,7 @@ def theoretical_bytes_per_s(gen: Optional[int], width: Optional[int]) -> Optiona
     g, w = _valid_int(gen), _valid_int(width)
     if g is None or w is None or g not in _LANE_RATE_GT_S:
         return None
-    return lane_rate_gt_s(g) * 1e9 * w * encoding_efficiency(g) / 8
+    return _LANE_RATE_GT_S[g] * 1e9 * w * float(_ENCODING[g]) / 8  # the two tables hold the same generations
 
 
 # Widths a link trains to, for naming a link from its rate.

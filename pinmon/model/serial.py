@@ -79,7 +79,7 @@ def _convert(tp: Any, value: Any, path: str, name: str = "") -> Any:
         return _convert(inner[0], value, path, name)
     if value is None:
         raise SchemaError(f"{path}: null is not allowed")
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a class, never an instance, in type hints
         return from_dict_of(tp, value, path)
     if origin is tuple:
         if not isinstance(value, (list, tuple)):

@@ -26,9 +26,8 @@ from ..common import (
     probe_every_arg,
     size_arg,
     speed_arg,
+    top_processes_arg,
 )
-
-MAX_TOP_PROCESSES = 1000
 
 
 def _listen(text: str):
@@ -46,16 +45,6 @@ def _listen(text: str):
         shown = host if len(host) <= 40 else host[:39] + "…"
         raise argparse.ArgumentTypeError(f"not a host name or address: {shown!r}")
     return host, port
-
-
-def _top(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 0 <= v <= MAX_TOP_PROCESSES:
-        raise argparse.ArgumentTypeError(f"must be 0-{MAX_TOP_PROCESSES}, got {text!r}")
-    return v
 
 
 def add_parser(sub) -> None:
@@ -80,7 +69,7 @@ def add_parser(sub) -> None:
                    help="run a quick pinned-vs-pageable probe on CUDA device 0 every S seconds (default: off)")
     p.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
                    help="cap on pinned bytes a probe may allocate (default 256M, never over 5%% of available RAM)")
-    p.add_argument("--top-processes", type=_top, default=DEFAULT_TOP, metavar="N",
+    p.add_argument("--top-processes", type=top_processes_arg, default=DEFAULT_TOP, metavar="N",
                    help=f"per-process series for the N processes with most pinned memory, the rest summed "
                         f"as pid=\"other\" (default {DEFAULT_TOP})")
     p.add_argument("--once", action="store_true",

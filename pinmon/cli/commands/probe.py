@@ -10,29 +10,16 @@ bad arguments.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
 from typing import Optional, TextIO
 
-from ..common import UsageError, size_arg
+from ..common import UsageError, cuda_device_arg, size_arg
 
 PROBE_SCHEMA = "pinmon.probe/1"
 JSON_SCHEMA = PROBE_SCHEMA
 EXIT_UNAVAILABLE = 3
-
-
-def _gpu_choice(text: str):
-    if text == "all":
-        return "all"
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a CUDA device index or 'all': {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"not a CUDA device index or 'all': {text!r}")
-    return v
 
 
 def add_parser(sub) -> None:
@@ -49,7 +36,7 @@ def add_parser(sub) -> None:
     p.add_argument("--numa", action="store_true",
                    help="instead of the quick probe, copy with the host buffer on each NUMA node (local vs "
                         "remote to the GPU); on a one-node host say so and exit 0")
-    p.add_argument("--gpu", type=_gpu_choice, default=0, metavar="N|all",
+    p.add_argument("--gpu", type=cuda_device_arg, default=0, metavar="N|all",
                    help="CUDA device index (CUDA's numbering, as in CUDA_VISIBLE_DEVICES), or all (default 0)")
     p.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
                    help="cap on pinned bytes (default 256M, never over 5%% of available RAM)")

@@ -222,8 +222,8 @@ class NameResolver:
     def _path(self, parts: tuple) -> str:
         return os.path.join(self.root, *parts)
 
-    def _state(self, owner: Owner) -> Optional[Names]:
-        cid = owner.container_id
+    def _state(self, owner: Owner, cid: str) -> Optional[Names]:
+        """The names the runtime's state files give container ``cid`` of ``owner`` (cached)."""
         now = self._clock()
         cached = self._by_id.get(cid)
         if cached is not None and (cached[1] is not None or now - cached[0] < self.negative_recheck_s):
@@ -265,7 +265,7 @@ class NameResolver:
     def names(self, owner: Owner) -> Names:
         if owner.kind == KIND_POD:
             if owner.container_id and not owner.helper:
-                found = self.containers.get(owner.container_id) or self._state(owner)
+                found = self.containers.get(owner.container_id) or self._state(owner, owner.container_id)
                 if found is not None:
                     return found
             if owner.pod_uid:
@@ -274,5 +274,5 @@ class NameResolver:
                     return found
             return NO_NAMES
         if owner.kind == KIND_DOCKER and owner.container_id and not owner.helper:
-            return self._state(owner) or NO_NAMES
+            return self._state(owner, owner.container_id) or NO_NAMES
         return NO_NAMES

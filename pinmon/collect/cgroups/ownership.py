@@ -282,7 +282,7 @@ def _find_slurm(comps: list[str]) -> Optional[_Found]:
             return None  # slurmd's own cgroup, no job
         if not _NUM.match(comps[j][4:]):
             return _Found("bad", 0, ())
-        fields = [("slurm_job", int(comps[j][4:])), ("user_uid", uid)]
+        fields: list[tuple[str, object]] = [("slurm_job", int(comps[j][4:])), ("user_uid", uid)]
         depth = j + 1
         if depth < len(comps) and comps[depth].startswith("step_"):
             step = comps[depth][5:]
@@ -309,7 +309,7 @@ def _find_unit(comps: list[str]) -> Optional[_Found]:
             continue
         if not _UNIT.match(comp):
             return _Found("bad", 0, ())
-        fields = [("unit", comp)]
+        fields: list[tuple[str, object]] = [("unit", comp)]
         uid = _user_uid(comps[:i + 1])
         if uid is not None:
             fields.append(("user_uid", uid))
@@ -396,9 +396,9 @@ def owner_of(text: str) -> Owner:
         return Owner(KIND_CGROUP, bounded_path(plain, DISPLAY_MAX_CHARS), CgroupPaths(v2, v1_mem))
     fields = dict(chosen.fields)
     paths = []
-    for path in (v2, v1_mem):
-        found = classified(path) if path is not None else None
+    for group_path in (v2, v1_mem):
+        found = classified(group_path) if group_path is not None else None
         same = found is not None and found.kind == chosen.kind and found.fields == chosen.fields
-        paths.append(_cut(path, found) if same else path)
+        paths.append(_cut(group_path, found) if same else group_path)
     return Owner(chosen.kind, _display(chosen.kind, fields, None), CgroupPaths(*paths),
                  **{k: v for k, v in fields.items() if v is not None})

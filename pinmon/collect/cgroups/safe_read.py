@@ -272,7 +272,7 @@ def list_beneath(base: str, parts: Sequence[str], max_entries: int, *,
         if dir_fd is None:
             return None, why
         try:
-            names = []
+            names: list[str] = []
             with os.scandir(dir_fd) as it:
                 for entry in it:
                     if len(names) >= max_entries:

@@ -170,11 +170,12 @@ def _host_memory(root: str, tight: Optional[tuple[int, str, str]]) -> tuple[dict
     cg = tight[0] if tight else None
     candidates = [v for v in (total, cg) if v is not None]
     effective = min(candidates) if candidates else None
-    if cg is not None and available is not None:
+    if tight is not None and available is not None:
         # MemAvailable is host-wide; inside a tight cgroup the room left is bounded by the limit.
-        usage = _cgroup_usage(tight[1], tight[2])
+        limit, cgroup_dir, usage_name = tight
+        usage = _cgroup_usage(cgroup_dir, usage_name)
         if usage is not None:
-            available = min(available, max(0, cg - usage))
+            available = min(available, max(0, limit - usage))
     lock, unlimited = memlock_limit()
     fields = {
         "hostname": socket.gethostname(),

@@ -138,9 +138,8 @@ class PinnedPlacement:
                 continue
             sig = (r.name, r.pinned_bytes, r.pinned_mappings)
             last = self._cache.get(r.pid)
-            unchanged = (last is not None and last[0] == sig and not r.mappings_churn
-                         and now - last[1] < PLACEMENT_REFRESH_S)
-            if unchanged:
+            if (last is not None and last[0] == sig and not r.mappings_churn
+                    and now - last[1] < PLACEMENT_REFRESH_S):
                 cache[r.pid] = last
             else:
                 self.reads += 1

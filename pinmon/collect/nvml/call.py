@@ -72,8 +72,9 @@ _WHAT = {
     "nvmlGpmSampleFree": "a GPM sample buffer",
 }
 
-# Why NVML could not start, for the "no NVIDIA GPU monitoring: ..." notice.
-START_REASONS = {
+# Why NVML could not start, for the "no NVIDIA GPU monitoring: ..." notice. Looked up by
+# NvmlFailure.code, which is None for an exception that is not an NVMLError (no reason then).
+START_REASONS: dict[Optional[int], str] = {
     NVML_ERROR_LIBRARY_NOT_FOUND: "NVML library not found (is the NVIDIA driver installed?)",
     NVML_ERROR_DRIVER_NOT_LOADED: "the NVIDIA kernel driver is not loaded",
     NVML_ERROR_NO_PERMISSION: "no permission to use NVML (check access to /dev/nvidia*)",

@@ -66,17 +66,20 @@ class GpmReader:
         """``(rx_bytes, tx_bytes, interval_s)`` since the previous take; None without a new reading
         (too soon after the last sample, or a failed call: those bytes then join the next take).
         A direction GPM could not compute is None."""
-        if self._base is None or not self.due(self._clock()):
+        base_time = self._base_time  # set together with _base (start, take, close)
+        if self._base is None or base_time is None or not self.due(self._clock()):
             return None
         nxt = 1 - self._base
         _, failure = self._nvml("nvmlGpmSampleGet", self._handle, self._samples[nxt])
         if failure is not None:
-            return self._failed()
+            self._failed()
+            return None
         now = self._clock()
         rates = self._rates(self._samples[self._base], self._samples[nxt])
         if rates is None:
-            return self._failed()
-        interval_s = now - self._base_time
+            self._failed()
+            return None
+        interval_s = now - base_time
         self._base, self._base_time = nxt, now
         self._failing_since = None
         rx_rate, tx_rate = rates

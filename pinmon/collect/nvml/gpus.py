@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, TypedDict
 
 from ...model import EXACT_PCIE_METHODS, Gpu, Link, Pcie
 from ...model.link import theoretical_bytes_per_s
@@ -29,6 +29,14 @@ from .values import bytes_value, format_cpu_list, processes, small_int, str_or_n
 
 # The current link width is read again after this many seconds (at once when the generation moves).
 LINK_WIDTH_TTL_S = 10.0
+
+
+class _PcieErrors(TypedDict):
+    """The error-counter fields of ``Pcie``, the same whatever method measured the traffic."""
+    replay_delta: Optional[int]
+    recovery_delta: Optional[int]
+    error_delta: Optional[int]
+    counter_deltas: dict[str, Optional[int]]
 
 
 @dataclass
@@ -321,10 +329,10 @@ class NvmlCollector:
         notices: list[str] = []
         deltas = sampler.error_deltas(st.index)
         others = [v for k, v in deltas.items() if k not in ("replay", "l0_to_recovery") and v is not None]
-        errors = dict(replay_delta=deltas.get("replay"), recovery_delta=deltas.get("l0_to_recovery"),
-                      # An alarm figure: a few counters overlap (correctable errors include bad
-                      # TLPs), so it is not a count of distinct events; counter_deltas has each.
-                      error_delta=sum(others) if others else None, counter_deltas=deltas)
+        errors = _PcieErrors(replay_delta=deltas.get("replay"), recovery_delta=deltas.get("l0_to_recovery"),
+                             # An alarm figure: a few counters overlap (correctable errors include bad
+                             # TLPs), so it is not a count of distinct events; counter_deltas has each.
+                             error_delta=sum(others) if others else None, counter_deltas=deltas)
         method = sampler.method(st.index)
         if method in EXACT_PCIE_METHODS:
             taken = sampler.take(st.index)

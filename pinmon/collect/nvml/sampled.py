@@ -6,6 +6,7 @@ never waits.
 """
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
@@ -102,7 +103,7 @@ class ThroughputSampler:
                     self._in_flight.add(gpu)
                     jobs.append(gpu)
         for gpu in jobs:
-            pool.submit(lambda gpu=gpu: self._sample(gpu))
+            pool.submit(functools.partial(self._sample, gpu))
 
     def sample_now(self, gpu: int) -> None:
         """Sample ``gpu`` on the calling thread."""

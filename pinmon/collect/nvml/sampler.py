@@ -89,7 +89,7 @@ class PcieSampler:
         self._start_failures: dict[int, list[tuple[Any, int]]] = {}
         self._started = False
         byte_ids = [getattr(nvml, name, None) for name in BYTE_FIELDS]  # None: not in this pynvml
-        self._byte_fields = None if None in byte_ids else byte_ids
+        self._byte_fields: Optional[list[Any]] = None if None in byte_ids else byte_ids
         self._error_fields = [(fid, short) for (name, short) in ERROR_FIELDS
                               if (fid := getattr(nvml, name, None)) is not None]
 
@@ -222,13 +222,17 @@ class PcieSampler:
             self._cpu_s += time.thread_time() - t0
 
     def _poll_bytes(self, g: _Gpu) -> None:
-        values, _ = self._nvml(g, "nvmlDeviceGetFieldValues", g.handle, list(self._byte_fields))
+        # Only a "counters" GPU is polled: the byte fields exist and its first reading is in link_bytes.
+        byte_fields, link_bytes = self._byte_fields, g.link_bytes
+        if byte_fields is None or link_bytes is None:
+            return
+        values, _ = self._nvml(g, "nvmlDeviceGetFieldValues", g.handle, list(byte_fields))
         raws = byte_values(values)
         if raws is None:
             return  # a failed read: the next good one catches up, unless a wrap was missed
         now = self._clock()
         with self._lock:
-            g.link_bytes.update(raws, now)
+            link_bytes.update(raws, now)
 
     def poll_errors(self) -> None:
         """Read the error counters of every GPU now (the thread spreads them over ``error_period_s``)."""

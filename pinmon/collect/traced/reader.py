@@ -131,7 +131,7 @@ class ReportReader:
         env = os.environ.get("PINMON_TRACE_DIR")
         if env:
             return [(env, uid, True)]
-        dirs = [(runtime_dir(uid), uid, True)]
+        dirs: list[tuple[str, Optional[int], bool]] = [(runtime_dir(uid), uid, True)]
         if uid == 0:
             dirs += [(path, owner, False) for owner, path in self._tmp_dirs(uids)]
         return dirs

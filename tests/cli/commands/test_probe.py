@@ -53,6 +53,15 @@ def test_unknown_device_is_bad_input(fake, capsys):
     assert err.count("\n") == 1 and "no CUDA device 3: CuPy sees 1" in err
 
 
+def test_a_device_index_past_any_box_is_a_bad_argument_before_cupy_is_asked(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # without CuPy the probe would exit 3 (unavailable)
+    with pytest.raises(SystemExit) as e:
+        main(["probe", "--gpu", "256"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a CUDA device index or 'all': '256'" in err
+
+
 def test_no_cupy_exits_3_with_one_line(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "cupy", None)
     assert main(["probe", "--json"]) == 3
