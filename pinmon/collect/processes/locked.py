@@ -77,11 +77,10 @@ class LockedReader:
                 hit = (now, read_locked_and_pinned(r.pid, self.proc_root))
             cache[key] = hit
             locked, pinned = hit[1]
-            changes = {}
-            if locked is not None:
-                changes["vm_locked_bytes"] = locked
-            if pinned is not None and r.vm_pinned_bytes is None:
-                changes["vm_pinned_bytes"] = pinned
-            out.append(dataclasses.replace(r, **changes) if changes else r)
+            vm_locked = locked if locked is not None else r.vm_locked_bytes
+            vm_pinned = r.vm_pinned_bytes if r.vm_pinned_bytes is not None else pinned
+            if (vm_locked, vm_pinned) != (r.vm_locked_bytes, r.vm_pinned_bytes):
+                r = dataclasses.replace(r, vm_locked_bytes=vm_locked, vm_pinned_bytes=vm_pinned)
+            out.append(r)
         self._cache = cache  # pids no longer listed are forgotten
         return out
