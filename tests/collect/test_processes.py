@@ -50,10 +50,12 @@ def test_permission_denied_is_counted(tmp_path, monkeypatch):
     assert res.processes == [] and res.denied == 1
     assert "denied" in scan_notice(res)
     # The hint to run as root is for users who are not root; root is told why root was refused.
-    assert scan_notice(res, euid=1000) == ("process scan: skipped 1 denied access"
+    # The denied process is named, from its comm (readable where its maps are not).
+    assert res.denied_pids == [(5, "n/a")]
+    assert scan_notice(res, euid=1000) == ("process scan: skipped 1 denied access: pid 5 (n/a)"
                                            " (run as root to see every process)")
     as_root = scan_notice(res, euid=0)
-    assert as_root.startswith("process scan: skipped 1 denied access (even as root")
+    assert as_root.startswith("process scan: skipped 1 denied access: pid 5 (n/a) (even as root")
     assert "run as root" not in as_root and "CAP_SYS_PTRACE" in as_root
 
 
@@ -250,3 +252,19 @@ def test_non_ascii_digit_names_in_proc_are_not_pids(tmp_path):
     (tmp_path / "\u0663").mkdir()  # ARABIC-INDIC DIGIT THREE: int() takes it, /proc never has it
     res = ProcessScanner(proc_root=root).scan()
     assert [p.pid for p in res.processes] == [101] and res.vanished == 0
+
+
+def test_denied_processes_are_named_by_their_comm_printable_and_few(tmp_path, monkeypatch):
+    import pinmon.collect.processes.scan as mod
+
+    root = fake_proc(tmp_path, {pid: "default_256m" for pid in range(10, 18)})
+    for pid in range(10, 18):
+        (tmp_path / str(pid) / "comm").write_text("evil\x1b[2J\n" if pid == 10 else f"job{pid}\n")
+
+    def deny(pid, proc_root):
+        raise PermissionError(13, "denied")
+
+    monkeypatch.setattr(mod, "read_maps", deny)
+    res = ProcessScanner(proc_root=root).scan()
+    note = scan_notice(res, euid=0)
+    assert "pid 10 (evil\\x1b[2J), pid 11 (job11)" in note and "and 3 more" in note and "\x1b" not in note

@@ -64,8 +64,8 @@ def test_vanished_denied_and_odd_entries_make_one_notice(tmp_path, monkeypatch):
     scan = ProcessScanner(proc_root=root).scan()
     assert [p.pid for p in scan.processes] == [100]
     assert scan.denied == 1 and scan.vanished == 3
-    assert scan_notice(scan, euid=1000) == ("process scan: skipped 1 denied access (run as root to see"
-                                            " every process), 3 exited during the scan")
+    assert scan_notice(scan, euid=1000) == ("process scan: skipped 1 denied access: pid 102 (n/a) (run as root"
+                                            " to see every process), 3 exited during the scan")
 
 
 def test_proc_root_missing_or_unlistable(tmp_path):

@@ -37,6 +37,7 @@ from typing import Callable, Optional
 import psutil
 
 from ...model import ProcessPinned
+from ...units import printable
 from ..host.memory import parse_meminfo
 from ..rawfile import READ_FLAGS, read_bytes, read_to_end
 from .kernel_objects import KernelObjects, learn
@@ -56,6 +57,7 @@ CAPPED_PIDS_SHOWN = 5
 class ScanResult:
     processes: list[ProcessPinned] = field(default_factory=list)
     denied: int = 0
+    denied_pids: list[tuple[int, str]] = field(default_factory=list)  # (pid, name) of the first few
     vanished: int = 0
     scanned: int = 0
     # pids whose estimate was lowered to what they have resident, or to RAM (see resident.py)
@@ -89,6 +91,18 @@ def read_statm_size(pid: int, proc_root: str = "/proc") -> bytes:
         return os.read(fd, 256).split(b" ", 1)[0]
     finally:
         os.close(fd)
+
+
+def _comm(pid: int, proc_root: str) -> str:
+    """A process's name from /proc/PID/comm (readable when its maps are not), printable, short."""
+    try:
+        fd = _open_proc(pid, "comm", proc_root)
+        try:
+            return printable(os.read(fd, 64).decode("utf-8", "replace").strip(), 32)
+        finally:
+            os.close(fd)
+    except OSError:
+        return "n/a"
 
 
 def _recheck_after_s(pid: int) -> float:
@@ -205,6 +219,8 @@ class ProcessScanner:
                 text = read_maps(pid, self.proc_root)
             except PermissionError:
                 result.denied += 1
+                if len(result.denied_pids) < CAPPED_PIDS_SHOWN:
+                    result.denied_pids.append((pid, _comm(pid, self.proc_root)))
                 continue
             except (FileNotFoundError, ProcessLookupError):
                 result.vanished += 1
@@ -292,7 +308,11 @@ def scan_notice(result: ScanResult, euid: Optional[int] = None) -> Optional[str]
     if result.denied:
         why = ("run as root to see every process" if euid != 0 else
                "even as root: pinmon lacks CAP_SYS_PTRACE, or a security module refuses")
-        parts.append(f"{result.denied} denied access ({why})")
+        named = ", ".join(f"pid {pid} ({name})" for pid, name in result.denied_pids)
+        more = result.denied - len(result.denied_pids)
+        if named and more > 0:
+            named += f" and {more} more"
+        parts.append(f"{result.denied} denied access{': ' + named if named else ''} ({why})")
     if result.vanished:
         parts.append(f"{result.vanished} exited during the scan")
     lines = ["skipped " + ", ".join(parts)] if parts else []
