@@ -1,10 +1,21 @@
-"""Shared pytest set-up: GPU tests are skipped unless CuPy can see a CUDA device, and a run that
-leaves new ``pinmon-*`` entries in the system's temporary directory fails (tests clean up)."""
-import glob
+"""Shared pytest set-up: Hypothesis profiles, GPU tests skipped unless CuPy can see a CUDA device,
+and a run that leaves new ``pinmon-*`` entries in the system's temporary directory fails
+(tests/tmp_leftovers.py).
+
+Hypothesis profiles: ``quick`` (the default) runs 300 examples where a test does not set its own
+count; ``full`` runs 10,000, which ``.ci/run`` uses on the parser fuzzers
+(``--hypothesis-profile full``, or ``PINMON_HYPOTHESIS_PROFILE=full``). No deadline in either: a
+loaded machine must not fail an example for being slow.
+"""
 import os
-import tempfile
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("quick", max_examples=300, deadline=None)
+settings.register_profile("full", max_examples=10_000, deadline=None)
+# --hypothesis-profile (Hypothesis's pytest option) overrides this when the run starts.
+settings.load_profile(os.environ.get("PINMON_HYPOTHESIS_PROFILE", "quick"))
 
 
 def _gpu_available() -> bool:
@@ -23,18 +34,6 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
-def pinmon_temp_entries() -> set:
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "pinmon-*")))
-
-
-@pytest.fixture(scope="session", autouse=True)
-def no_pinmon_leftovers_in_tmp():
-    """Fails the run (an error in the last test's teardown) if the tests left new ``pinmon-*``
-    files or directories in the temporary directory: a test uses ``tmp_path`` or removes what it
-    made. Entries that were there before the run are not counted."""
-    before = pinmon_temp_entries()
-    yield
-    left = sorted(pinmon_temp_entries() - before)
-    if left:
-        pytest.fail(f"the tests left {len(left)} pinmon-* entries in {tempfile.gettempdir()}:"
-                    f" {', '.join(left[:5])}", pytrace=False)
+def pytest_configure(config):
+    # A run that leaves pinmon-* entries in the temporary directory fails (tests/tmp_leftovers.py).
+    config.pluginmanager.import_plugin("tests.tmp_leftovers")

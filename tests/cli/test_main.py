@@ -6,13 +6,13 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 
 import pytest
 
 from pinmon.cli import main
 from pinmon.model import Gpu, HostMemory, Link, Pcie, ProbeResult, ProcessPinned, Snapshot
 from tests import factories as make
+from tests.waiting import wait_until
 
 GIB = 1 << 30
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -430,16 +430,22 @@ def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval,
     assert f"recorded {count} {noun} to" in capsys.readouterr().err
 
 
+def catches(pid: int, sig: int) -> bool:
+    """Whether process ``pid`` has a handler for ``sig`` (its SigCgt mask in /proc)."""
+    with open(f"/proc/{pid}/status") as f:
+        mask = next(int(line.split()[1], 16) for line in f if line.startswith("SigCgt:"))
+    return bool(mask >> (sig - 1) & 1)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_record_takes_a_last_snapshot_when_stopped(tmp_path, sig):
     out = tmp_path / "r.jsonl"
     p = subprocess.Popen([sys.executable, "-m", "pinmon", "record", "-o", str(out), "--interval", "3600"],
                          stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while not out.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(1.0)  # past the first snapshot, long before the second
+        # Sent once record has its own handlers (it installs SIGINT, SIGTERM, then SIGHUP's): before
+        # that SIGTERM and SIGHUP would kill it and SIGINT raise KeyboardInterrupt.
+        wait_until(lambda: catches(p.pid, signal.SIGHUP), what="record's signal handlers")
         p.send_signal(sig)
         err = p.communicate(timeout=30)[1]
     finally:

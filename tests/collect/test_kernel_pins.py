@@ -21,6 +21,7 @@ from pinmon.collect.live import LiveCollector
 from pinmon.collect.processes.procmaps import PinnedEstimate
 from pinmon.model import ProcessPinned
 from tests import iouring
+from tests.waiting import NotYet, wait_until
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 PIN_BYTES = 64 << 20
@@ -235,6 +236,8 @@ def test_io_uring_helper_reports_refusals_as_unavailable():
             pass
 
 
+# Pins pages or reads the host-wide pinned count: one worker runs all such tests, one at a time.
+@pytest.mark.xdist_group("host-pinned-pages")
 def test_collected_figure_moves_by_exactly_the_pinned_pages(kernel_reader):
     # One collector throughout: its vmstat file stays open and is read again from offset 0.
     with LiveCollector(use_nvml=False, pids=[os.getpid()]) as c:
@@ -295,6 +298,8 @@ def _config(tmp_path, **values):
     return str(path)
 
 
+# Pins pages or reads the host-wide pinned count: one worker runs all such tests, one at a time.
+@pytest.mark.xdist_group("host-pinned-pages")
 def test_io_uring_pins_are_explained_by_the_processs_vmpin(tmp_path, kernel_reader):
     # io_uring's registered buffers are FOLL_PIN pages no mapping shows, but the kernel accounts them
     # in the process's VmPin: they are explained, and pinned-unattributed stays silent even with its
@@ -302,13 +307,15 @@ def test_io_uring_pins_are_explained_by_the_processs_vmpin(tmp_path, kernel_read
     cfg = load_config(_config(tmp_path, unattributed_min_bytes="4M", unattributed_min_fraction=0.01))
     with LiveCollector(use_nvml=False, pids=[os.getpid()]) as c:
         buf = _pin()
-        try:
+
+        def pinned_seen():
             snap = c.snapshot()
-            deadline = time.monotonic() + 3
-            while time.monotonic() < deadline and not (
-                    snap.host.kernel_pinned_bytes >= PIN_BYTES // 2 and _own_vmpin(snap) >= PIN_BYTES):
-                time.sleep(0.1)
-                snap = c.snapshot()
+            if snap.host.kernel_pinned_bytes < PIN_BYTES // 2 or _own_vmpin(snap) < PIN_BYTES:
+                raise NotYet(snap.host)
+            return snap
+
+        try:
+            snap = wait_until(pinned_seen, interval_s=0.1, what="the registered pages in the count and in VmPin")
         finally:
             buf.close()
     assert _own_vmpin(snap) >= PIN_BYTES, snap.processes
@@ -320,6 +327,8 @@ def _own_vmpin(snap) -> int:
     return sum(p.vm_pinned_bytes or 0 for p in snap.processes if p.pid == os.getpid())
 
 
+# Pins pages or reads the host-wide pinned count: one worker runs all such tests, one at a time.
+@pytest.mark.xdist_group("host-pinned-pages")
 def test_check_goes_critical_on_registered_memory_alone(tmp_path, kernel_reader):
     """pinned-ram-share, thresholds lowered in a config file, fires on pages no /proc/PID/maps shows."""
     with LiveCollector(use_nvml=False, pids=[os.getpid()]) as c:
@@ -334,15 +343,17 @@ def test_check_goes_critical_on_registered_memory_alone(tmp_path, kernel_reader)
     cmd = [sys.executable, "-m", "pinmon", "--config", cfg, "check", "--json"]
     quiet = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     buf = _pin()
+
+    def critical_share():
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+        doc = json.loads(p.stdout)
+        share = [f for f in doc["findings"] if f["rule"] == "pinned-ram-share"]
+        if not (share and share[0]["severity"] == "critical"):
+            raise NotYet(share or doc["snapshot"]["host"])
+        return p, doc, share
+
     try:
-        deadline = time.monotonic() + 5
-        while True:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
-            doc = json.loads(p.stdout)
-            share = [f for f in doc["findings"] if f["rule"] == "pinned-ram-share"]
-            if (share and share[0]["severity"] == "critical") or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        p, doc, share = wait_until(critical_share, interval_s=0.2, what="a critical pinned-ram-share")
     finally:
         buf.close()
     assert not [f for f in json.loads(quiet.stdout)["findings"] if f["rule"] == "pinned-ram-share"]

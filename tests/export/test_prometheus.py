@@ -8,7 +8,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 
@@ -16,6 +15,7 @@ import pytest
 
 from tests.cli.commands.test_export import start_exporter
 from tests.factories import GIB, UUID0
+from tests.waiting import wait_until
 
 from .helpers import recording_snapshots, write_recording
 from .test_contrib import ALERTS, dashboard_exprs
@@ -48,20 +48,16 @@ def one(base, expr):
     return float(result[0]["value"][1]), result[0]["metric"]
 
 
-def wait_until(what, check, timeout, proc=None, log=None):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"{what}: prometheus exited {proc.returncode}\n{log.read_text() if log else ''}")
-        try:
-            last = check()
-            if last:
-                return last
-        except (OSError, ValueError) as e:  # not up yet
-            last = e
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what} (last: {last})\n{log.read_text() if log else ''}")
+def wait_for_prometheus(what, check, timeout_s, proc, log):
+    """``wait_until`` that stops at once if Prometheus has exited, with its log in the failure."""
+    def ready():
+        if proc.poll() is not None:
+            raise RuntimeError(f"prometheus exited {proc.returncode}")
+        return check()
+    try:
+        return wait_until(ready, timeout_s=timeout_s, interval_s=0.25, what=what, retry_on=(OSError, ValueError))
+    except (AssertionError, RuntimeError) as e:
+        raise AssertionError(f"{what}: {e}\n{log.read_text()}") from None
 
 
 def stop(proc, timeout=15):
@@ -95,10 +91,10 @@ def test_real_prometheus_scrapes_the_recordings_values(tmp_path):
             prom = subprocess.Popen([PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
                                      f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
                                     stdout=log_f, stderr=subprocess.STDOUT, cwd=tmp_path)
-        wait_until("prometheus ready", lambda: urllib.request.urlopen(f"{base}/-/ready", timeout=2).status == 200,
+        wait_for_prometheus("prometheus ready", lambda: urllib.request.urlopen(f"{base}/-/ready", timeout=2).status == 200,
                    60, prom, log)
         # The replay has ended and been held once pinmon_replay_finished reads 1 in Prometheus.
-        wait_until("a scrape of the finished replay", lambda: query(base, "pinmon_replay_finished == 1"), 60, prom, log)
+        wait_for_prometheus("a scrape of the finished replay", lambda: query(base, "pinmon_replay_finished == 1"), 60, prom, log)
 
         up, _ = one(base, 'up{job="pinmon"}')
         assert up == 1
@@ -133,10 +129,10 @@ def test_real_prometheus_scrapes_the_recordings_values(tmp_path):
             groups = get_json(f"{base}/api/v1/rules")["data"]["groups"]
             rules = [r for grp in groups for r in grp["rules"]]
             return rules if rules and all(r.get("lastEvaluation", "").startswith("20") for r in rules) else None
-        rules = wait_until("rule evaluation", rules_evaluated, 30, prom, log)
+        rules = wait_for_prometheus("rule evaluation", rules_evaluated, 30, prom, log)
         assert all(r["health"] == "ok" for r in rules), [(r["name"], r.get("lastError")) for r in rules]
         # "pending" at first: the rule holds for a minute before it fires.
-        wait_until("the pinned-ram-share alert", lambda: [a for a in get_json(f"{base}/api/v1/alerts")["data"]["alerts"]
+        wait_for_prometheus("the pinned-ram-share alert", lambda: [a for a in get_json(f"{base}/api/v1/alerts")["data"]["alerts"]
                                                           if a["labels"]["alertname"] == "PinmonPinnedRamShareCritical"
                                                           and a["state"] in ("pending", "firing")], 30, prom, log)
 

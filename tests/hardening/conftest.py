@@ -2,5 +2,5 @@
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "fuzz: long hypothesis runs (>= 10,000 examples each); part of the"
-                                       " default run, `-m 'not fuzz'` skips them")
+    config.addinivalue_line("markers", "fuzz: hypothesis runs of the parsers (the profile's examples: 300,"
+                                       " 10,000 under --hypothesis-profile full); `-m 'not fuzz'` skips them")

@@ -15,7 +15,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 
 import pytest
@@ -23,6 +22,7 @@ import pytest
 from pinmon.units import GIB
 from tests import factories as make
 from tests.export.helpers import write_recording
+from tests.waiting import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ESCAPES = "\x1b]0;PWNED\x07\x1b[2J"
@@ -93,13 +93,11 @@ def test_scrapes_are_served_through_long_names_non_readers_and_an_idle_flood(hos
         assert "serving" in line, line + p.stderr.read().decode()
         url = line.split("serving ", 1)[1].split()[0]
         port = int(url.rsplit(":", 1)[1].split("/")[0])
-        for _ in range(100):  # the first snapshot and its findings are served within moments
-            if b"pinmon_finding{" in _scrape(url):
-                break
-            time.sleep(0.1)
+        wait_until(lambda: b"pinmon_finding{" in _scrape(url), interval_s=0.1, what="the first findings")
         readers = [_never_reading(port) for _ in range(40)]
         flood = threading.Thread(target=_idle_flood, args=(port, stop, opened))
         flood.start()
+        wait_until(lambda: opened[0] >= 100, what="the flood to get going")
         for _ in range(8):
             body = _scrape(url)
             assert terminal_controls(body) == set() and b"pinmon_finding{" in body

@@ -1,11 +1,13 @@
-"""Fuzzing every parser of outside input: at least 10,000 examples each, only documented errors.
+"""Fuzzing every parser of outside input: only documented errors, 10,000 examples each in CI.
 
 Each parser either returns or raises the one error type it documents (``SchemaError``,
-``RecordingError``, ``ConfigError``, ``ValueError``); anything else is a bug. Hypothesis draws only
-bytes (its cheapest strategy, ~1 ms an example); ``splice`` turns them into a mutation of real
-input (real lines cut, joined, salted with the bytes), so 10,000 examples per parser stay within
-about a minute and a half for the file on two cores. Each test counts its examples and asserts the
-count, so the figure is real.
+``RecordingError``, ``ConfigError``, ``ValueError``); anything else is a bug. The number of examples
+is the Hypothesis profile's (tests/conftest.py): 300 in everyday runs, 10,000 under
+``--hypothesis-profile full``, which ``.ci/run`` runs on this file. Hypothesis draws only bytes (its
+cheapest strategy, ~1 ms an example); ``splice`` turns them into a mutation of real input (real lines
+cut, joined, salted with the bytes), so 10,000 examples per parser stay within about a minute and a
+half for the file on two cores. Each test counts its examples and asserts the count, so the figure
+is real.
 """
 from __future__ import annotations
 
@@ -27,9 +29,9 @@ from pinmon.recording.replay import ReplaySource
 from pinmon.units import parse_size
 from tests import factories as make  # box_*: a realistic two-GPU snapshot
 
-N = 10_000
-FUZZ = settings(max_examples=N, deadline=None, database=None, derandomize=False,
-                suppress_health_check=list(HealthCheck))
+# The profile's number of examples (300 quick, 10,000 full): settings made here inherit it.
+FUZZ = settings(deadline=None, database=None, derandomize=False, suppress_health_check=list(HealthCheck))
+N = FUZZ.max_examples
 
 pytestmark = pytest.mark.fuzz
 

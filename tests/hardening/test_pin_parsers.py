@@ -1,5 +1,6 @@
 """The parsers of the kernel's pinned count, numa_maps, node lists and VmLck never raise, whatever
-the bytes, and never report negative sizes."""
+the bytes, and never report negative sizes. Examples: the Hypothesis profile's (300 quick, 10,000
+under ``--hypothesis-profile full`` in ``.ci/run``)."""
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -7,7 +8,7 @@ from pinmon.collect.host.kernel_pins import parse_pinned_pages
 from pinmon.collect.host.numa import parse_node_list, parse_numa_maps
 from pinmon.collect.processes.locked import parse_vm_locked
 
-FUZZ = settings(max_examples=300, deadline=None, database=None)
+FUZZ = settings(deadline=None, database=None)  # max_examples: the profile's
 
 # Bytes built from the pieces the real files are made of, so the parsers' inner paths are reached.
 PIECES = st.sampled_from([b"nr_foll_pin_acquired ", b"nr_foll_pin_released ", b"VmLck:", b" kB", b"N0=", b"N1=",

@@ -13,6 +13,7 @@ from pinmon.collect.traced.reader import merge_traced, read_reports
 from pinmon.model import ProcessPinned
 from pinmon.trace import report_file as R
 from pinmon.trace.state import TracerState
+from tests.waiting import wait_until
 
 from .conftest import FAKES
 
@@ -167,16 +168,6 @@ def spawn(report_dir, n, seconds):
     return p
 
 
-def wait_for(fn, timeout=10.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.05)
-    return fn()
-
-
 def test_concurrent_traced_processes_are_discovered_together(report_dir):
     procs = [spawn(report_dir, n, 4) for n in (1, 2, 3, 4)]
     try:
@@ -187,8 +178,8 @@ def test_concurrent_traced_processes_are_discovered_together(report_dir):
             got = {pid: t.report["allocs"]["count"] for pid, t in res.processes.items()}
             return res if got == want else None
 
-        res = wait_for(complete)
-        assert res is not None and res.rejected == []
+        res = wait_until(complete, what="the four processes' reports")
+        assert res.rejected == []
         for p, n in zip(procs, (1, 2, 3, 4)):
             assert res.processes[p.pid].figures()["pinned_bytes"] == n * 4096 * n
             assert res.processes[p.pid].report["hooks"]["cupy.cuda.runtime.hostAlloc"] is True
@@ -202,7 +193,7 @@ def test_concurrent_traced_processes_are_discovered_together(report_dir):
 
 def test_a_killed_writer_leaves_nothing_a_reader_trusts(report_dir):
     p = spawn(report_dir, 2, 30)
-    assert wait_for(lambda: p.pid in read_reports(report_dir).processes)
+    wait_until(lambda: p.pid in read_reports(report_dir).processes, what="the process's report")
     os.kill(p.pid, signal.SIGKILL)
     p.wait(10)
     res = read_reports(report_dir)

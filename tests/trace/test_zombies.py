@@ -4,13 +4,13 @@ not count it as a live holder of pinned memory."""
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
 from pinmon.collect.processes.scan import ProcessScanner
 from pinmon.collect.traced.reader import read_reports
 from pinmon.trace import report_file as R
+from tests.waiting import wait_until
 
 from .fakeproc import fake_proc
 from .test_discovery import own_report, write
@@ -33,10 +33,7 @@ def zombie_maker():
 
     def kill(p):
         p.stdin.close()  # the child exits; nobody waits for it yet: a zombie
-        end = time.time() + 10
-        while state_of(p.pid) != "Z" and time.time() < end:
-            time.sleep(0.01)
-        assert state_of(p.pid) == "Z"
+        wait_until(lambda: state_of(p.pid) == "Z", what="the child to become a zombie")
 
     yield start, kill
     for p in children:

@@ -4,7 +4,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from pinmon.cli import main
 from tests.export.helpers import recording_snapshots, value, write_recording
 from tests.factories import GIB
+from tests.waiting import NotYet, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -131,16 +131,15 @@ def scrape(url, timeout=5.0):
         return r.read().decode()
 
 
-def wait_for(url, name, predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while True:
+def wait_for(url, name, predicate):
+    """The scrape in which metric ``name`` first meets ``predicate``."""
+    def scraped():
         text = scrape(url)
         v = value(text, name)
-        if v is not None and predicate(v):
-            return text
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{name} = {v} after {timeout} s")
-        time.sleep(0.1)
+        if v is None or not predicate(v):
+            raise NotYet(f"{name} = {v}")
+        return text
+    return wait_until(scraped, interval_s=0.1, what=name)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

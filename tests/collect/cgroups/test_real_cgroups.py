@@ -78,6 +78,8 @@ def test_an_oom_kill_in_a_real_cgroup_is_counted():
         assert after.limit_bytes == 32 * MIB
 
 
+# Pins pages or reads the host-wide pinned count: one worker runs all such tests, one at a time.
+@pytest.mark.xdist_group("host-pinned-pages")
 def test_io_uring_pins_are_charged_to_the_pinning_process_cgroup_and_shown_in_vmpin():
     pinned = 64 * MIB
     limit = 96 * MIB

@@ -18,6 +18,7 @@ from tests.fakes.fake_pynvml import (
     FakeGpu,
     FakeNvml,
 )
+from tests.waiting import wait_until
 
 from .helpers import collector, ticks
 
@@ -390,9 +391,7 @@ def test_read_starts_on_first_use(no_sysfs):
 def test_with_threads_close_stops_them(no_sysfs):
     fake = FakeNvml(2, rx_bytes_per_s=1e9)
     with NvmlCollector(fake, counter_hz=200.0, sysfs_root=no_sysfs) as c:
-        deadline = time.monotonic() + 2
-        while fake.called("nvmlDeviceGetFieldValues") < 10 and time.monotonic() < deadline:
-            time.sleep(0.005)
+        wait_until(lambda: fake.called("nvmlDeviceGetFieldValues") >= 10, interval_s=0.005, what="ten polls")
         assert c.cpu_seconds() > 0
     n = len(fake.calls)
     time.sleep(0.03)

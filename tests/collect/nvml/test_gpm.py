@@ -7,6 +7,7 @@ from pinmon.collect.nvml import NvmlCollector, call_nvml
 from pinmon.collect.nvml.gpm import MIN_INTERVAL_S, GpmReader
 from pinmon.collect.nvml.sampler import GPM_GIVE_UP_S
 from tests.fakes.fake_pynvml import NVML_FI_DEV_PCIE_COUNT_RX_BYTES, NVML_SUCCESS, FakeGpu, FakeNvml
+from tests.waiting import wait_until
 
 from .helpers import collector
 
@@ -192,16 +193,12 @@ def test_the_request_fits_the_real_pynvml_structure():
 
 
 def test_the_background_thread_reads_no_byte_counters_for_a_gpm_gpu(no_sysfs):
-    import time
-
     fake = gpm_box()
     c = NvmlCollector(fake, sysfs_root=no_sysfs, error_period_s=0.2)
     c.start()
     try:
         # The thread's first error read comes one error period after start(); wait for it.
-        deadline = time.monotonic() + 10.0
-        while fake.called("nvmlDeviceGetFieldValues") < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: fake.called("nvmlDeviceGetFieldValues") >= 2, what="the first error read")
         (g,), _ = c.read()
     finally:
         c.close()

@@ -14,6 +14,7 @@ from tests.fakes.fake_pynvml import (
     FakeHandle,
     FakeNvml,
 )
+from tests.waiting import wait_until
 
 # 1/64 s is exact in binary, so intervals compare exactly; at 50 Hz the real period is 20 ms.
 TICK_S = 1 / 64
@@ -288,10 +289,7 @@ def test_background_thread_polls_and_stops():
     s = PcieSampler(fake, [(0, FakeHandle(0))], 200.0, call=call_nvml)
     s.start()
     try:
-        deadline = time.monotonic() + 2
-        while fake.called("nvmlDeviceGetFieldValues") < 6 and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert fake.called("nvmlDeviceGetFieldValues") >= 6
+        wait_until(lambda: fake.called("nvmlDeviceGetFieldValues") >= 6, interval_s=0.005, what="six polls")
         assert s.cpu_seconds() > 0
     finally:
         s.stop()
@@ -314,10 +312,7 @@ def test_thread_survives_an_internal_error():
     s.poll_once = broken_poll
     s.start()
     try:
-        deadline = time.monotonic() + 2
-        while len(ticks) < 3 and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert len(ticks) >= 3  # still ticking after the first error
+        wait_until(lambda: len(ticks) >= 3, interval_s=0.005, what="ticks after the first error")
         assert s.drain_notices() == ["PCIe counter sampler: internal error RuntimeError: boom"]
     finally:
         s.stop()
