@@ -31,7 +31,8 @@ from provenance import portable_argv, provenance  # noqa: E402
 
 ADVISOR_WINDOW = 600
 EXPECTED_RULES = ("pinned-small-allocs", "pageable-bulk-copies", "wc-cpu-readback", "pinned-rounding-waste",
-                  "pinned-unattributed", "pinned-ram-share", "pinned-growth")
+                  "pinned-unattributed", "pinned-ram-share", "pinned-growth", "pinned-cgroup-share",
+                  "cgroup-oom-kills")
 
 
 def survey(snapshots) -> dict:

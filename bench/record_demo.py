@@ -21,6 +21,15 @@ exited child left unreaped is a zombie, and a recording should show a program on
   in about a minute);
 - quick probes: one at the start, then every ``--probe-every`` seconds.
 
+Some workloads run in cgroups laid out as a node's runtimes lay them out, each with a memory limit, so
+the recording shows groups (``--no-groups``: none): ``small_pinned_allocs.py`` in a Kubernetes pod's
+container (``kubepods.slice/.../cri-containerd-<id>.scope``, the pod slice limited to 8 GiB; its
+names from a kubelet-style ``/var/log/containers/<pod>_<namespace>_<container>-<id>.log`` link, as
+pinmon reads them: the link's name only), the registered-memory holder in a Docker container
+(``/docker/<id>``, 16 GiB), the hog in a Slurm job step (``slurmstepd.scope/job_4711/step_0``, the
+job limited so the hog holds 70% of it: ``pinned-cgroup-share`` critical) and, at 100 s, a process in a
+2 GiB Docker container that pins 256 MiB at a time until the OOM killer ends it (``cgroup-oom-kills``).
+
 The traced examples run under ``python3 -m pinmon trace`` (the documented form, not ``-m
 pinmon.trace``) with ``--engine``; their reports go to the default report directory, which the
 collector reads. Every figure in the recording is what pinmon measured live; nothing is synthesised.
@@ -31,6 +40,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -75,9 +85,81 @@ finally:
 
 REGISTER_BYTES = 4 << 30
 
+# Pins 256 MiB at a time until its group's limit ends it.
+OOM = r"""
+import time, cupy as cp
+ptrs = []
+while True:
+    ptrs.append(cp.cuda.runtime.hostAlloc(256 << 20, 0))
+    time.sleep(0.5)
+"""
 
-def plan(py: str, engine: str, hog_bytes: int, hog_step_s: float) -> list[tuple[float, list[str]]]:
-    """(start s, argv) of each workload, relative to the start of the recording."""
+CGROUP_ROOT = "/sys/fs/cgroup"
+POD_UID = "5e1c7a2b-9d3f-4e6a-8b1c-2f4d6e8a0b1c"
+POD_CONTAINER = "7d3a" * 16
+DOCKER_REGISTER = "c0ffee" * 10 + "c0ff"
+DOCKER_OOM = "dead" * 16
+POD_SLICE = ("kubepods.slice", "kubepods-burstable.slice",
+             f"kubepods-burstable-pod{POD_UID.replace('-', '_')}.slice")
+GROUPS = {  # name -> (path components, which component holds the limit, limit in bytes or None for the job's)
+    "pod": (POD_SLICE + (f"cri-containerd-{POD_CONTAINER}.scope",), 2, 8 << 30),
+    "register": (("docker", DOCKER_REGISTER), 1, 16 << 30),
+    "oom": (("docker", DOCKER_OOM), 1, 2 << 30),
+    "job": (("slurmstepd.scope", "job_4711", "step_0"), 1, None),
+}
+KUBELET_LOG = f"/var/log/containers/trainer-7f9c_ml_worker-{POD_CONTAINER}.log"
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def make_groups(job_limit: int) -> dict[str, str]:
+    """The demo's cgroups (v2), each with its limit; {name: directory}. Made under the root."""
+    made = {}
+    for name, (parts, limit_at, limit) in GROUPS.items():
+        d = CGROUP_ROOT
+        for i, part in enumerate(parts):
+            try:
+                _write(os.path.join(d, "cgroup.subtree_control"), "+memory")
+            except OSError:
+                pass
+            d = os.path.join(d, part)
+            os.makedirs(d, exist_ok=True)
+            if i == limit_at:
+                _write(os.path.join(d, "memory.max"), str(limit if limit is not None else job_limit))
+                if os.path.exists(os.path.join(d, "memory.swap.max")):
+                    _write(os.path.join(d, "memory.swap.max"), "0")
+        made[name] = d
+    os.makedirs(os.path.dirname(KUBELET_LOG), exist_ok=True)
+    if not os.path.lexists(KUBELET_LOG):
+        os.symlink("/dev/null", KUBELET_LOG)  # a kubelet's link: pinmon reads its name, never follows it
+    return made
+
+
+def remove_groups() -> None:
+    for parts, _, _ in GROUPS.values():
+        for i in range(len(parts), 0, -1):
+            try:
+                os.rmdir(os.path.join(CGROUP_ROOT, *parts[:i]))
+            except OSError:
+                pass
+    try:
+        os.unlink(KUBELET_LOG)
+    except OSError:
+        pass
+
+
+def in_group(directory: str):
+    """A preexec_fn that moves the child into ``directory`` before it runs anything."""
+    def move() -> None:
+        _write(os.path.join(directory, "cgroup.procs"), str(os.getpid()))
+    return move
+
+
+def plan(py: str, engine: str, hog_bytes: int, hog_step_s: float) -> list[tuple[float, list[str], Optional[str]]]:
+    """(start s, argv, the name of its group or None) of each workload, relative to the start."""
     load = os.path.join(HERE, "transfer_load.py")
     examples = os.path.join(ROOT, "examples")
 
@@ -85,16 +167,17 @@ def plan(py: str, engine: str, hog_bytes: int, hog_step_s: float) -> list[tuple[
         return [py, "-m", "pinmon", "trace", "--engine", engine, "--", py, os.path.join(examples, name), *args]
 
     return [
-        (8, [py, load, "18"]),
-        (20, traced("small_pinned_allocs.py", "--seconds", "25")),
-        (30, [py, load, "18", "--pageable"]),
-        (30, traced("pageable_copies.py", "--seconds", "15")),
-        (50, [py, load, "10", "--d2h"]),
-        (50, [py, "-c", WC, "40"]),
-        (50, traced("wc_readback.py", "--seconds", "14")),
-        (66, traced("rounding_waste.py", "--seconds", "15")),
-        (84, [py, "-c", REGISTER, str(REGISTER_BYTES), "40"]),
-        (130, [py, "-c", HOG, str(hog_bytes), "25", str(hog_step_s)]),
+        (8, [py, load, "18"], None),
+        (20, traced("small_pinned_allocs.py", "--seconds", "25"), "pod"),
+        (30, [py, load, "18", "--pageable"], None),
+        (30, traced("pageable_copies.py", "--seconds", "15"), None),
+        (50, [py, load, "10", "--d2h"], None),
+        (50, [py, "-c", WC, "40"], None),
+        (50, traced("wc_readback.py", "--seconds", "14"), None),
+        (66, traced("rounding_waste.py", "--seconds", "15"), None),
+        (84, [py, "-c", REGISTER, str(REGISTER_BYTES), "40"], "register"),
+        (100, [py, "-c", OOM], "oom"),
+        (130, [py, "-c", HOG, str(hog_bytes), "25", str(hog_step_s)], "job"),
     ]
 
 
@@ -110,6 +193,7 @@ def main():
     ap.add_argument("--hog-step-s", type=float, default=0.5)
     ap.add_argument("--engine", choices=("auto", "cupti", "hooks"), default="auto")
     ap.add_argument("--probe-every", type=float, default=30.0)
+    ap.add_argument("--no-groups", action="store_true", help="run every workload in this process's own cgroup")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("record_demo: run as root, so the demo shows every process as pinmon run by root does",
@@ -125,6 +209,7 @@ def main():
     total = first.host.effective_mem_limit_bytes or first.host.mem_total_bytes
     hog_bytes = int(total * a.hog_fraction)
     pending = sorted(plan(py, a.engine, hog_bytes, a.hog_step_s), key=lambda p: p[0])
+    groups = {} if a.no_groups else make_groups(int(hog_bytes / 0.7))
     end = duration_s(hog_bytes, a.hog_step_s)
     rec = Recorder(a.out)
     procs = []
@@ -146,7 +231,10 @@ def main():
         while time.time() - t0 < end:
             now = time.time() - t0
             while pending and pending[0][0] <= now:
-                procs.append(subprocess.Popen(pending.pop(0)[1], stdout=subprocess.DEVNULL, cwd=ROOT))
+                _, argv, group = pending.pop(0)
+                move = in_group(groups[group]) if group in groups else None
+                procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                              cwd=ROOT, preexec_fn=move))
             procs = [p for p in procs if p.poll() is None]  # reap the workloads that ended
             if last_probe[0] and time.time() - last_probe[0] > a.probe_every and not probe_lock.locked():
                 threading.Thread(target=probe, daemon=True).start()
@@ -166,6 +254,9 @@ def main():
             p.wait(30)
         rec.close()
         col.close()
+        if groups:
+            time.sleep(1.0)  # the killed workloads' exits are reaped before their cgroups go
+            remove_groups()
     print("wrote", a.out, rec.count, "snapshots")
     return 0
 

@@ -62,11 +62,18 @@ def test_main_writes_the_survey_and_exits_1_when_something_lacks(tmp_path):
 def test_record_demos_plan_traces_with_pinmon_trace_and_covers_each_expected_rule():
     rec = load_bench("record_demo")
     steps = rec.plan("python3", "auto", 70 * GIB, 0.5)
-    traced = [argv for _, argv in steps if "trace" in argv]
+    traced = [argv for _, argv, _ in steps if "trace" in argv]
     assert traced and all(argv[1:4] == ["-m", "pinmon", "trace"] and "pinmon.trace" not in argv for argv in traced)
-    names = " ".join(a for _, argv in steps for a in argv)
+    names = " ".join(a for _, argv, _ in steps for a in argv)
     for example in ("small_pinned_allocs.py", "pageable_copies.py", "wc_readback.py", "rounding_waste.py"):
         assert example in names
     assert "hostRegister" in names  # pinned pages no process row explains: pinned-unattributed
-    starts = [t for t, _ in steps]
+    starts = [t for t, _, _ in steps]
     assert starts == sorted(starts) and rec.duration_s(70 * GIB, 0.5) > max(starts) + 60
+    # Groups: a pod's container, Docker containers (one OOM-killed), a Slurm step; each laid out as
+    # its runtime lays it out, so pinmon names it from its path.
+    from pinmon.collect.cgroups.ownership import owner_of
+
+    assert {g for _, _, g in steps if g} == set(rec.GROUPS)
+    kinds = {name: owner_of("0::/" + "/".join(parts) + "\n").kind for name, (parts, _, _) in rec.GROUPS.items()}
+    assert kinds == {"pod": "pod", "register": "docker", "oom": "docker", "job": "slurm"}
