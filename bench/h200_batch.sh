@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One evidence run on the H200 test machine; each part writes under OUTDIR and a failing part does
 # not stop the others. Usage: bash bench/h200_batch.sh OUTDIR PART...   (parts: env gputests probe
-# check pollcost tui screenshots overhead overhead2 frame kpins trace cupti cuptiknobs cuptitrace
-# breakdown cuptitests)
+# check tui screenshots overhead overhead2 frame kpins trace cupti cuptiknobs cuptitrace breakdown)
+# .whl/ (bash bench/wheels.sh) is installed into /tmp/site first when the box lacks Textual.
+# gputests: every test in tests/gpu, the tail of pytest's output under a line naming the command,
+# commit and versions (bench/provenance.py --line);
 # cuptiknobs: what CUPTI adds to a 1 MiB copy under each of its settings (~2 min);
 # overhead: the app against nvitop (60 s each), the app's threads, one update headless (~4 min);
 # overhead2: the app against nvitop in both orders, and once on Textual's input thread (90 s each, ~8 min); frame: one update headless;
@@ -26,7 +28,8 @@ env)
   python3 bench/provenance.py > "$out/provenance.json"; cat "$out/provenance.json";;
 gputests)
   part gputests
-  timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu 2>&1 | tail -15 > "$out/gpu_tests.txt"
+  { echo "# python3 -m pytest -q -m gpu tests/gpu, $(python3 bench/provenance.py --line)"
+    timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu 2>&1 | tail -15; } > "$out/gpu_tests.txt"
   cat "$out/gpu_tests.txt";;
 probe)
   part probe
@@ -38,9 +41,6 @@ check)
   part check
   for i in 1 2 3; do /usr/bin/time -f "%e" python3 -m pinmon check --probe --json > "$out/check_probe_$i.json" 2>> "$out/check_probe_wall.txt"; done
   echo "check --probe wall s:"; cat "$out/check_probe_wall.txt";;
-pollcost)
-  part pollcost
-  python3 bench/poll_cost.py "$out/poll_cost_h200.json" --real-nvml 20 2>&1 | tail -12;;
 tui)
   part tui
   python3 bench/tui_overhead.py --seconds 30 --only demo,live,live_no_probe,nvitop --out "$out/tui_overhead_h200.json" 2>&1 | tail -8;;
@@ -85,9 +85,5 @@ cupti)
 cuptiknobs)
   part cuptiknobs
   python3 bench/cupti_record_cost.py "$out/cupti_knobs_h200.json" --copies 4000 --knobs 2>&1 | tail -30;;
-cuptitests)
-  part cuptitests
-  timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_trace_cupti_gpu.py 2>&1 | tail -15 > "$out/cupti_gpu_tests.txt"
-  cat "$out/cupti_gpu_tests.txt";;
 *) echo "unknown part $p";;
 esac; done

@@ -4,7 +4,9 @@ Every bench script that writes a result JSON puts ``provenance()`` under the key
 figure can be traced to the code and the stack that produced it. Nothing here names one machine: no
 host name, no path.
 
-    python3 bench/provenance.py [TREE]     prints it as JSON (TREE: the checkout measured, default this one)
+    python3 bench/provenance.py [TREE]          prints it as JSON (TREE: the checkout measured, default this one)
+    python3 bench/provenance.py --line [TREE]   prints it as one line, for the header of a text result
+
 
 - ``commit``: ``$PINMON_COMMIT`` where set (a copy of the tree, as on the GPU box, may carry a git
   history of its own whose HEAD is no commit of the project; dirty is then unknown), else ``git
@@ -13,6 +15,8 @@ host name, no path.
 - ``versions``: pinmon (the measured tree's ``__version__``) and each installed distribution of
   ``DISTRIBUTIONS`` (importlib.metadata); one that is not installed is left out.
 - ``driver``, ``cuda_driver``, ``gpus``: from NVML (``pynvml``) when it loads, else ``gpu_error`` says why.
+- ``argv``: the command line of the script that wrote the result (``portable_argv``), which
+  ``bench/manifest.py`` lists as the file's command.
 
 ``portable_argv`` is how a script records a command line it ran, without the machine's paths;
 ``portable_path`` and ``portable_text`` how it records a path (a loaded library, a module) or a log.
@@ -153,10 +157,26 @@ def portable_text(text: str, tree: str = ROOT, tmp: str | None = None) -> str:
 def provenance(tree: str = ROOT) -> dict:
     """Everything above in one dict, for a result's ``"provenance"`` key."""
     sha, dirty = commit(tree)
-    return {"commit": sha, "dirty": dirty, "versions": versions(tree), **nvml(),
-            "python": platform.python_version(), "kernel": platform.release(), "machine": platform.machine(),
-            "cpus": os.cpu_count()}
+    return {"commit": sha, "dirty": dirty, "argv": portable_argv(sys.argv, tree), "versions": versions(tree),
+            **nvml(), "python": platform.python_version(), "kernel": platform.release(),
+            "machine": platform.machine(), "cpus": os.cpu_count()}
+
+
+def line(prov: dict) -> str:
+    """``prov`` as one line: ``commit C, GPU NAME, driver D, python P, NAME VERSION, ...`` (what
+    ``bench/manifest.py`` reads back from the first line of a text result, after its command)."""
+    parts = [f"commit {prov.get('commit')}"]
+    parts += [f"GPU {name}" for name in prov.get("gpus", [])]
+    if prov.get("driver"):
+        parts.append(f"driver {prov['driver']}")
+    parts.append(f"python {prov.get('python')}")
+    parts += [f"{name} {ver}" for name, ver in prov.get("versions", {}).items()]
+    return ", ".join(parts)
 
 
 if __name__ == "__main__":
-    print(json.dumps(provenance(os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else ROOT), indent=1))
+    args = sys.argv[1:]
+    one_line = "--line" in args
+    args = [a for a in args if a != "--line"]
+    prov = provenance(os.path.abspath(args[0]) if args else ROOT)
+    print(line(prov) if one_line else json.dumps(prov, indent=1))

@@ -9,11 +9,13 @@ BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def load_bench(name: str):
-    """bench/NAME.py, loaded afresh (not kept in ``sys.modules``). bench/ is on the path while it
-    loads, as when the script runs, for its own imports (``provenance``)."""
+    """bench/NAME.py (NAME may name a subfolder: ``research/cupti_facts``), loaded afresh (not kept in
+    ``sys.modules``). bench/ is on the path while it loads, as when the script runs, for its own
+    imports (``provenance``)."""
     sys.path.insert(0, BENCH)
     try:
-        spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH, f"{name}.py"))
+        path = os.path.join(BENCH, *name.split("/")) + ".py"
+        spec = importlib.util.spec_from_file_location(os.path.basename(name), path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         return mod

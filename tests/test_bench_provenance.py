@@ -57,6 +57,12 @@ def test_provenance_of_this_checkout(prov, monkeypatch):
     assert not [s for s in _strings(p) if s.startswith("/")], "a path of this machine in the provenance"
 
 
+def test_provenance_records_the_command_line_without_the_machines_paths(prov, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    monkeypatch.setattr(sys, "argv", [os.path.join(ROOT, "bench", "x.py"), "/tmp/run7/x.json", "--seconds", "3"])
+    assert prov.provenance()["argv"] == [os.path.join("bench", "x.py"), "x.json", "--seconds", "3"]
+
+
 def test_commit_from_environment_where_the_tree_has_no_git(prov, tmp_path, monkeypatch):
     (tmp_path / "pinmon").mkdir()
     (tmp_path / "pinmon" / "__init__.py").write_text('"""x"""\n__version__ = "9.8.7"\n')
@@ -143,7 +149,10 @@ def test_portable_paths(prov, tmp_path):
 
 
 def _scripts():
-    return sorted(f for f in os.listdir(BENCH) if f.endswith(".py") and f != "provenance.py")
+    """bench/*.py and bench/research/*.py, as paths below bench/."""
+    research = os.path.join(BENCH, "research")
+    return sorted([f for f in os.listdir(BENCH) if f.endswith(".py") and f != "provenance.py"]
+                  + [f"research/{f}" for f in os.listdir(research) if f.endswith(".py")])
 
 
 @pytest.mark.parametrize("script", _scripts())

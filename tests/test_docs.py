@@ -1,5 +1,6 @@
 """The docs follow the code: every metric family, snapshot key, schema id, package and bench script is
-documented, every result file the docs name exists, and every result file is listed in bench/README.md."""
+documented, and every result file the docs name exists (bench/results/MANIFEST.json lists every result
+file: tests/test_bench_manifest.py)."""
 import ast
 import dataclasses
 import os
@@ -158,18 +159,23 @@ def test_every_package_and_top_level_module_is_in_architecture_md():
 
 # --- bench ---------------------------------------------------------------------------------------
 
+def _bench_scripts(folder: str) -> list[str]:
+    return sorted(f for f in os.listdir(folder) if f.endswith((".py", ".sh")))
+
+
 def test_every_bench_script_is_in_bench_readme():
     documented = _code_names(_read("bench", "README.md"))
-    scripts = sorted(f for f in os.listdir(BENCH) if f.endswith((".py", ".sh")))
-    missing = [s for s in scripts if s not in documented]
+    missing = [s for s in _bench_scripts(BENCH) if s not in documented]
     assert not missing, f"bench/README.md lacks {missing}"
 
 
-def test_every_result_file_is_in_bench_readme():
-    text = _read("bench", "README.md")
-    entries = sorted(os.listdir(RESULTS))
-    missing = [e for e in entries if f"`{e}`" not in text and f"`{e}/" not in text]
-    assert not missing, f"bench/README.md lacks results {missing}"
+def test_every_research_script_says_what_it_established():
+    """bench/research/README.md gives each script of the folder a line, with its command."""
+    text = _read("bench", "research", "README.md")
+    scripts = _bench_scripts(os.path.join(BENCH, "research"))
+    assert scripts
+    missing = [s for s in scripts if f"`{s}`" not in text or f"bench/research/{s}" not in text]
+    assert not missing, f"bench/research/README.md lacks {missing}"
 
 
 _RESULT_NAME = re.compile(r"[A-Za-z0-9_./*<>-]+(?:\.(?:jsonl|json|txt|log)(?![A-Za-z0-9.])|_h200/)")

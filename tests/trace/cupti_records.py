@@ -1,6 +1,6 @@
 """CUPTI activity records for tests without a GPU.
 
-``load(path)`` turns a JSON-lines dump written by ``bench/cupti_facts.py`` (``records.jsonl``) back
+``load(path)`` turns a JSON-lines dump written by ``bench/research/cupti_facts.py`` (``records.jsonl``) back
 into objects with the attributes of cupti-python's record classes (``ActivityMemcpy6``,
 ``ActivityMemory4``, ``ActivityContext3``). ``CONSTRUCTED`` is such a dump of records CONSTRUCTED with
 cupti-python 13.0.1's ``from_data`` (the real field layout; made-up values, each line marked
@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 CONSTRUCTED = os.path.join(DATA, "cupti_records_constructed.jsonl")
-# Records delivered on the H200 box by cupti-python 13.0.1 (bench/cupti_facts.py), at most 80 per
+# Records delivered on the H200 box by cupti-python 13.0.1 (bench/research/cupti_facts.py), at most 80 per
 # workload, copy / pinned-memory / context kinds only.
 H200 = os.path.join(DATA, "cupti_records_h200.jsonl")
 MIB = 1 << 20

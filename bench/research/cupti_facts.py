@@ -3,8 +3,8 @@
 library's copies and pinned allocations, what the activities cost per copy, and how CUPTI gets on
 with torch.profiler.
 
-    python3 bench/cupti_facts.py OUTDIR [--rounds 3] [--only NAME,NAME] [--skip NAME,NAME]
-    python3 bench/cupti_facts.py --selftest     (no GPU: records built with from_data run through the dump)
+    python3 bench/research/cupti_facts.py OUTDIR [--rounds 3] [--only NAME,NAME] [--skip NAME,NAME]
+    python3 bench/research/cupti_facts.py --selftest     (no GPU: records built with from_data run through the dump)
 
 Every workload runs in a child process of its own that enables the activities before any CUDA work,
 so a crash, a hang (timeout) or a missing library loses that workload only. Each child dumps every
@@ -25,7 +25,7 @@ Wheels to carry (Python 3.12, x86_64; Requires-Dist checked):
   cuda-bindings==13.0.3  needs cuda-pathfinder~=1.1
   pyelftools (harmless; required by cupti-python>=13.3 only)
   nvidia-cuda-cupti (13.0.85), cuda-pathfinder and numpy are already on the H200 box.
-  ../shared/tools/device-wheels.sh cupti-python==13.0.1 cuda-bindings==13.0.3 pyelftools
+  bash bench/wheels.sh cupti-python==13.0.1 cuda-bindings==13.0.3 pyelftools
 Optional pairing test: a folder .whl134/ holding cupti_python-13.4.0 (cp312), nvidia_cuda_cupti-13.4.92
 and cuda_pathfinder>=1.4.1 wheels makes the script also try cupti-python 13.4 with its own libcupti
 on this driver (children "pair134_*").
@@ -48,8 +48,9 @@ import traceback
 from collections import Counter, defaultdict
 
 HERE = os.path.abspath(__file__)
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.dirname(HERE))
+BENCH = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(BENCH)
+sys.path.insert(0, BENCH)
 from provenance import portable_text, provenance  # noqa: E402
 
 KIB, MIB = 1 << 10, 1 << 20
