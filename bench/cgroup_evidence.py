@@ -22,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import provenance  # noqa: E402
+from provenance import portable_argv, portable_text, provenance  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -52,6 +52,12 @@ def size(text: str) -> int:
     return int(float(text[:-1]) * units[text[-1].upper()]) if text[-1].upper() in units else int(text)
 
 
+def portable(text: str) -> str:
+    """Text with no directory of the machine it ran on: the interpreter by its name, the output
+    directory's files by theirs, other paths as provenance.portable_text gives them."""
+    return portable_text(text.replace(sys.executable, os.path.basename(sys.executable)))
+
+
 def pinmon(*args, **kw):
     return subprocess.run([sys.executable, "-m", "pinmon", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=300, **kw)
@@ -69,7 +75,7 @@ def main() -> int:
     with open(os.path.join(CGROUP_ROOT, "cgroup.subtree_control"), "a") as f:
         f.write("+memory")
     os.mkdir(cg)
-    doc: dict = {"provenance": provenance(), "argv": sys.argv[1:], "limit_bytes": limit, "hold_bytes": hold}
+    doc: dict = {"provenance": provenance(), "argv": portable_argv(sys.argv), "limit_bytes": limit, "hold_bytes": hold}
     rec_path = os.path.join(outdir, "cgroup_evidence_recording.jsonl")
     recorder = child = None
     try:
@@ -89,7 +95,7 @@ def main() -> int:
         time.sleep(2.5)  # the VmPin and group reads settle; the recording has several snapshots
         check = pinmon("check", "--json", "--window", "1")
         with open(os.path.join(outdir, "cgroup_evidence_check.json"), "w") as f:
-            f.write(check.stdout)
+            f.write(portable(check.stdout))
         cdoc = json.loads(check.stdout)
         doc["check"] = {"returncode": check.returncode, "status": cdoc["status"],
                         "findings": [{k: f[k] for k in ("rule", "severity", "subject", "message")} for f in cdoc["findings"]],
@@ -104,7 +110,7 @@ def main() -> int:
         doc["child_exit"] = child.wait(120)
         time.sleep(7.0)  # limits and OOM counts are read again every 5 s
         recorder.send_signal(signal.SIGTERM)
-        doc["recorder_stderr"] = recorder.communicate(timeout=60)[1].strip()[-300:]
+        doc["recorder_stderr"] = portable(recorder.communicate(timeout=60)[1].strip()[-300:])
         with open(os.path.join(cg, "memory.events")) as f:
             doc["memory_events"] = dict(line.split() for line in f if line.strip())
         replay = pinmon("replay", rec_path, "--json")
@@ -132,7 +138,7 @@ def main() -> int:
             except OSError:
                 time.sleep(0.2)
     with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
+        f.write(portable(json.dumps(doc, indent=1).replace(outdir + os.sep, "")))
     print(json.dumps(doc.get("goal"), indent=1))
     return 0
 

@@ -27,7 +27,7 @@ sys.path.insert(0, HERE)
 
 from pinmon.advise import advise  # noqa: E402
 from pinmon.recording import RecordingError, RecordingReader  # noqa: E402
-from provenance import portable_argv, provenance  # noqa: E402
+from provenance import portable_argv, portable_text, provenance  # noqa: E402
 
 ADVISOR_WINDOW = 600
 EXPECTED_RULES = ("pinned-small-allocs", "pageable-bulk-copies", "wc-cpu-readback", "pinned-rounding-waste",
@@ -114,7 +114,8 @@ def main(argv: list[str]) -> int:
     result = {"recording": os.path.basename(path), "argv": portable_argv(sys.argv), **found, "missing": lacking,
               "provenance": provenance()}
     with open(out_path, "w") as f:
-        json.dump(result, f, indent=1)
+        # The traced rows' command lines name the examples by where the checkout sat on that machine.
+        f.write(portable_text(json.dumps(result, indent=1).replace(sys.executable, os.path.basename(sys.executable))))
     print(f"{found['snapshots']} snapshots; kernel count in {found['kernel_count_snapshots']};"
           f" unattributed up to {found['unattributed_max_bytes'] / 2**30:.1f} GiB")
     for rule, seen in sorted(found["rules"].items(), key=lambda kv: kv[1]["first_s"]):

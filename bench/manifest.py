@@ -39,6 +39,14 @@ CPU_BOX = "2-core box, no GPU"
 SOURCES: dict[str, dict] = {
     "cgroup_cost_h200.json": {"ran_on": H200, "note": "cgroup v2, real groups"},
     "cgroup_cost_v1_cpu.json": {"ran_on": CPU_BOX, "note": "cgroup v1, real groups"},
+    "cgroup_evidence_h200.json": {"ran_on": H200, "command": "python3 bench/cgroup_evidence.py OUT.json",
+                                  "note": "cgroup v2: check while 2.5 GiB is pinned in a 4 GiB cgroup, the"
+                                          " recording replayed after the OOM kill"},
+    "cgroup_evidence_check.json": {"ran_on": H200, "command": "python3 bench/cgroup_evidence.py OUT.json",
+                                   "commit": "e8a549c", "commit_from": "measured",
+                                   "note": "the pinmon check --json document of cgroup_evidence_h200.json"},
+    "check_demo_h200.json": {"ran_on": H200, "command": "python3 bench/check_demo.py pinmon/data/demo.jsonl.gz OUT.json",
+                             "note": "what the bundled demo recording shows: every expected rule, nothing missing"},
     "check_during_h2d_h200.json": {
         "ran_on": H200, "command": "bash bench/h200_evidence.sh OUTDIR", "commit": "f9b7c99",
         "commit_from": "committed",
