@@ -173,3 +173,19 @@ def test_traffic_sums_the_directions_that_have_a_reading():
     assert Pcie(rx_bytes_per_s=None, tx_bytes_per_s=2e9).traffic_bytes_per_s == 2e9
     assert Pcie().traffic_bytes_per_s is None
     assert "traffic_bytes_per_s" not in Pcie(rx_bytes_per_s=1.0).to_dict()  # derived, not in the schema
+
+
+def test_evolve_is_replace_without_init():
+    import dataclasses
+
+    from pinmon.model import ProcessPinned
+    from pinmon.model.serial import evolve
+
+    row = ProcessPinned(pid=7, name="python", pinned_bytes=1 << 20)
+    moved = evolve(row, cgroup="docker/abc")
+    assert moved == dataclasses.replace(row, cgroup="docker/abc")
+    assert row.cgroup is None  # the original is untouched
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        moved.cgroup = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="no field"):
+        evolve(row, cgruop="x")

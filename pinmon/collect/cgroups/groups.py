@@ -16,11 +16,11 @@ shows (``cgroup-oom-kills``). The OOM count pinmon first saw for a group is kept
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Callable, Iterable, Optional
 
 from ...model import Cgroup, ProcessPinned
+from ...model.serial import evolve
 from ...units import printable
 from .limits import CgroupMemory, CgroupMemoryReader
 from .names import NameResolver, Names
@@ -63,6 +63,9 @@ class GroupCollector:
         self.names = NameResolver(root=host_root, clock=clock)
         # key -> (owner, names, when last seen with a process, OOM count first seen)
         self._known: dict[str, tuple[Owner, Names, float, Optional[int]]] = {}
+        # key -> the group's texts, made once (printable and bounded): key, name, path
+        self._texts: dict[str, tuple[str, str]] = {}
+        self._bounded: dict[str, str] = {}  # a cgroup path -> as shown
 
     def annotate(self, rows: list[ProcessPinned]) -> tuple[list[ProcessPinned], tuple[Cgroup, ...]]:
         now = self._clock()
@@ -77,12 +80,13 @@ class GroupCollector:
                 continue
             key = owner.key
             known = self._known.get(key)
-            if known is None or known[0] != owner:
+            if known is None or (known[0] is not owner and known[0] != owner):
                 names = self.names.names(owner)
                 at_start = known[3] if known is not None else None
                 known = (owner, names, now, at_start)
+                self._texts[key] = (printable(key, 200), group_name(owner, names))
             self._known[key] = (known[0], known[1], now, known[3])
-            r = dataclasses.replace(r, cgroup=key)
+            r = evolve(r, cgroup=key)
             members.setdefault(key, []).append(r)
             out.append(r)
         self._forget(now)
@@ -93,7 +97,7 @@ class GroupCollector:
             if at_start is None and mem is not None and mem.oom_kills is not None:
                 at_start = mem.oom_kills
                 self._known[key] = (owner, names, self._known[key][2], at_start)
-            groups.append(self._group(key, owner, names, mem, members.get(key, []), at_start))
+            groups.append(self._group(self._texts[key], owner, names, mem, members.get(key, []), at_start))
         groups.sort(key=lambda g: (-(g.pinned_bytes or 0) - (g.write_combined_bytes or 0), g.key))
         return out, tuple(groups)
 
@@ -104,9 +108,21 @@ class GroupCollector:
         if len(self._known) > MAX_GROUPS:
             for k, _ in sorted(self._known.items(), key=lambda kv: kv[1][2])[: len(self._known) - MAX_GROUPS]:
                 del self._known[k]
+        for k in [k for k in self._texts if k not in self._known]:
+            del self._texts[k]
+        if len(self._bounded) > 4 * MAX_GROUPS:
+            self._bounded.clear()
 
-    @staticmethod
-    def _group(key: str, owner: Owner, names: Names, mem: Optional[CgroupMemory],
+    def _shown(self, path: Optional[str]) -> Optional[str]:
+        """A cgroup path as shown (printable, its tail where long), made once per path."""
+        if not path:
+            return None
+        shown = self._bounded.get(path)
+        if shown is None:
+            shown = self._bounded[path] = bounded_path(path)
+        return shown
+
+    def _group(self, texts: tuple[str, str], owner: Owner, names: Names, mem: Optional[CgroupMemory],
                rows: list[ProcessPinned], at_start: Optional[int]) -> Cgroup:
         charged = _sum([*(r.pinned_bytes for r in rows), *(r.vm_pinned_bytes for r in rows)])
         notes: tuple[str, ...] = ()
@@ -114,14 +130,13 @@ class GroupCollector:
         path = limit_path = None
         if mem is not None:
             current, limit, ooms, notes = mem.current_bytes, mem.limit_bytes, mem.oom_kills, mem.notes
-            path = bounded_path(mem.path) if mem.path else None
-            limit_path = bounded_path(mem.limit_path) if mem.limit_path else None
+            path, limit_path = self._shown(mem.path), self._shown(mem.limit_path)
         if charged is not None and current is not None and charged > current:
             # Pinned pages are charged to the group and resident: its usage bounds them.
             charged = current
         step = owner.slurm_step
         return Cgroup(
-            key=printable(key, 200), kind=owner.kind, name=group_name(owner, names), path=path,
+            key=texts[0], kind=owner.kind, name=texts[1], path=path,
             pod=names.pod_name, namespace=names.namespace, container=names.container_name,
             container_id=owner.container_id, pod_uid=owner.pod_uid,
             job=str(owner.slurm_job) if owner.kind == KIND_SLURM and owner.slurm_job is not None else None,
@@ -131,7 +146,7 @@ class GroupCollector:
             oom_kills=ooms, oom_kills_at_start=at_start, pinned_bytes=charged,
             write_combined_bytes=_sum(r.write_combined_bytes for r in rows),
             vm_pinned_bytes=_sum(r.vm_pinned_bytes for r in rows), processes=len(rows),
-            notes=tuple(printable(n, 200) for n in notes))
+            notes=tuple(printable(n, 200) for n in notes) if notes else ())
 
     def close(self) -> None:
         self.memory.close()
