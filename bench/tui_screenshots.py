@@ -1,12 +1,13 @@
 """Screenshots of the real app: live (on a GPU box, during a transfer) and the bundled demo.
 
 Usage: python bench/tui_screenshots.py OUTDIR [--live SECONDS] [--demo] [--prefix NAME] [--no-probe]
-       [--shot NAME=KEY,KEY ...]
+       [--shot NAME=KEY,KEY ...] [--shot-wait SECONDS]
 Writes SVGs named live-80x24.svg, live-160x48.svg, demo-80x24.svg, demo-160x48.svg, and prints the
 time to first frame. ``--prefix`` replaces "live" in the live shots' names; ``--no-probe`` keeps the
 live app from probing (its copies would add to the traffic being shown). Each ``--shot`` takes one
 more screenshot of each size after the first, named PREFIX-WxH-NAME.svg, after pressing its keys
-(Textual's key names; the shots follow one another, so their keys add up).
+(Textual's key names; the shots follow one another, so their keys add up), ``--shot-wait`` seconds
+after the keys (0.5; a demo replays at 16x, so 5 s later is 80 s further into the recording).
 """
 import argparse
 import asyncio
@@ -20,7 +21,7 @@ from pinmon.advise import advise  # noqa: E402
 from pinmon.tui.app import PinmonApp  # noqa: E402
 
 
-async def shoot(make_source, out, name, size, wait_s, shots=(), **kw):
+async def shoot(make_source, out, name, size, wait_s, shots=(), shot_wait_s=0.5, **kw):
     src = make_source()
     app = PinmonApp(src, lambda h: advise(h), **kw)
     t0 = time.perf_counter()
@@ -33,7 +34,7 @@ async def shoot(make_source, out, name, size, wait_s, shots=(), **kw):
         app.save_screenshot(os.path.join(out, f"{name}-{size[0]}x{size[1]}.svg"))
         for shot, keys in shots:
             await pilot.press(*keys)
-            await pilot.pause(0.5)
+            await pilot.pause(shot_wait_s)
             app.save_screenshot(os.path.join(out, f"{name}-{size[0]}x{size[1]}-{shot}.svg"))
     src.close()
 
@@ -54,6 +55,7 @@ def main():
     ap.add_argument("--prefix", default="live")
     ap.add_argument("--no-probe", action="store_true")
     ap.add_argument("--shot", type=parse_shot, action="append", default=[])
+    ap.add_argument("--shot-wait", type=float, default=0.5)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.live:
@@ -61,7 +63,7 @@ def main():
         from pinmon.probe import run_probe
 
         for size in ((80, 24), (160, 48)):
-            asyncio.run(shoot(lambda: LiveCollector(interval_s=1.0), a.out, a.prefix, size, a.live, a.shot,
+            asyncio.run(shoot(lambda: LiveCollector(interval_s=1.0), a.out, a.prefix, size, a.live, a.shot, a.shot_wait,
                               probe_runner=lambda kind="quick", **kw: run_probe(kind, **kw),
                               probe_unavailable_reason=None, probe_every_s=None if a.no_probe else 60.0))
     if a.demo:
@@ -69,8 +71,9 @@ def main():
         from pinmon.recording.replay import ReplaySource
 
         for size in ((80, 24), (160, 48)):
-            # Speed 16 reaches the pinned hog (about 100 s into the recording) within a few seconds.
-            asyncio.run(shoot(lambda: ReplaySource(demo_path()), a.out, "demo", size, 7.0,
+            # At speed 16, 12 s reach the pinned hog near its peak (it grows from about 136 s into the
+            # recording to 70 GiB at 208 s), with the traffic and the groups of the minutes before.
+            asyncio.run(shoot(lambda: ReplaySource(demo_path()), a.out, "demo", size, 12.0, a.shot, a.shot_wait,
                               interval_s=1.0, speed=16.0, probe_every_s=None))
 
 

@@ -32,6 +32,7 @@ from .screens.help import HelpScreen
 from .screens.notices import NoticesScreen
 from .session import Note, Session
 from .widgets.base import View
+from .widgets.containers import ContainerPanel
 from .widgets.findings import FindingsPanel
 from .widgets.gpu_list import GpuList
 from .widgets.gpu_row import GpuRow
@@ -237,6 +238,8 @@ class PinmonApp(App[int]):
                 self._filter_on_activate = False
                 return panel.shown_filter()
             return panel.table()
+        if tab_id == "containers":
+            return self.main_widget(ContainerPanel).table()
         if tab_id == "advisor":
             return self.main_widget(FindingsPanel)
         if tab_id == "gpus" and self.main_widget("#gpu-list", GpuList).query(GpuRow):

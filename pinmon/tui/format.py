@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from ..advise.thresholds import Thresholds
 from ..model import EXACT_PCIE_METHODS, Gpu, ProbeResult, ProcessPinned
@@ -209,14 +209,18 @@ def sort_processes(procs: Sequence[ProcessPinned], column: SortColumn) -> list[P
     return sorted(rows, key=column.value, reverse=column.descending)
 
 
-def filter_processes(procs: Sequence[ProcessPinned], text: str) -> list[ProcessPinned]:
-    """Substring match on pid, name, user or command line (case-insensitive)."""
+def filter_processes(procs: Sequence[ProcessPinned], text: str,
+                     group_names: Optional[Mapping[str, str]] = None) -> list[ProcessPinned]:
+    """Substring match on pid, name, user, command line or the name of its group (container, pod,
+    job: ``group_names`` maps a group's key to it), case-insensitive."""
     needle = text.strip().lower()
     if not needle:
         return list(procs)
+    names = group_names or {}
     return [p for p in procs
             if needle in str(p.pid) or needle in (p.name or "").lower()
-            or needle in (p.user or "").lower() or needle in (p.cmdline or "").lower()]
+            or needle in (p.user or "").lower() or needle in (p.cmdline or "").lower()
+            or needle in names.get(p.cgroup or "", "").lower()]
 
 
 # --- NUMA placement ------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The main screen's widgets: six tabs of panels, a status line and the notice bar under the tab
+"""The main screen's widgets: seven tabs of panels, a status line and the notice bar under the tab
 strip, and the footer.
 
 Where each panel sits and which show on a narrow or a wide terminal (``narrow-only``, ``wide-only``)
@@ -22,6 +22,7 @@ from textual.widgets import Footer, TabbedContent, TabPane
 
 from ..advise.thresholds import Thresholds
 from .textual_compat import CONTENT_TABS
+from .widgets.containers import ContainerPanel, containers_title
 from .widgets.findings import FindingsPanel
 from .widgets.gpu_detail import GpuDetail
 from .widgets.gpu_list import BareGpuList, GpuList
@@ -35,7 +36,8 @@ from .widgets.top_findings import TopFindings
 from .widgets.top_processes import TopProcesses
 
 TABS = (("overview", "1 Overview"), ("gpus", "2 GPUs"), ("memory", "3 Memory"),
-        ("processes", "4 Processes"), ("probe", "5 Probe"), ("advisor", "6 Advisor"))
+        ("processes", "4 Processes"), ("probe", "5 Probe"), ("advisor", "6 Advisor"),
+        ("containers", "7 Containers"))
 
 
 
@@ -110,6 +112,8 @@ def compose_main(thresholds: Thresholds) -> ComposeResult:
                 yield _titled(ProbePanel(id="probe-panel", classes="panel"), probe_title(live=True))
         with Pane(TABS[5][1], id="advisor"):
             yield _titled(FindingsPanel(id="findings"), "Advisor findings, worst first (Enter: full text)")
+        with Pane(TABS[6][1], id="containers"):
+            yield _titled(ContainerPanel(id="container-panel"), containers_title(thresholds))
     # The palette stays on ctrl+p; its footer entry would push keys off an 80-column footer.
     yield Footer(compact=True, show_command_palette=False)
 

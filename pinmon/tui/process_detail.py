@@ -9,15 +9,16 @@ For a traced process (``source == "traced"``): the engine that traced it, its pi
 bytes over GPU time, with the median and 10th percentile per copy), its pinned copies of 1 MiB or more
 against the latest probe's pinned rate on the same GPU and direction, and its call sites (quoted,
 printable). For every process: pinned and write-combined bytes, its GPUs, its pinned pages per NUMA
-node, VmLck, and the rule ids of the findings about it. A figure is highlighted ("warning") only
-while the advisor's finding about it is active, so the view follows the configured thresholds.
+node, VmPin, its group (container, pod, job) against the group's limit, VmLck, and the rule ids of
+the findings about it. A figure is highlighted ("warning") only while the advisor's finding about it
+is active, so the view follows the configured thresholds.
 """
 from __future__ import annotations
 
 from typing import NamedTuple, Optional, Sequence
 
 from ..advise.copies import copy_gpu
-from ..model import Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
+from ..model import Cgroup, Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
 from ..units import fmt_bytes, fmt_int, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, fmt_share, printable
 from .format import command_text, local_share, user_text
 
@@ -153,6 +154,27 @@ def _gpus_text(p: ProcessPinned, gpus: Sequence[Gpu]) -> str:
     return f"{fmt_bytes(p.gpu_memory_bytes)} on GPU{'s' if len(p.gpu_indices) > 1 else ''} {names}"
 
 
+def _group_of(p: ProcessPinned, snapshot: Optional[Snapshot]) -> Optional[Cgroup]:
+    if snapshot is None or not p.cgroup:
+        return None
+    return next((g for g in snapshot.cgroups if g.key == p.cgroup), None)
+
+
+def _group_text(g: Cgroup) -> str:
+    """"ml/trainer/worker: pinned 401.0 GiB = 78% of its 512.0 GiB limit (7: Containers)"."""
+    held = (g.pinned_bytes or 0) + (g.write_combined_bytes or 0)
+    if g.memory_limit_bytes:
+        figure = f"pinned {fmt_bytes(held)} = {fmt_share(held, g.memory_limit_bytes)} of its" \
+                 f" {fmt_bytes(g.memory_limit_bytes)} limit"
+    else:
+        figure = f"pinned {fmt_bytes(held)}, no memory limit"
+    return f"{printable(g.name, 80)}: {figure} (7: Containers)"
+
+
+def _group_flagged(g: Cgroup, findings: Sequence[Finding]) -> bool:
+    return any(f.values.get("cgroup") == g.key for f in findings)
+
+
 def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
                 findings: Sequence[Finding] = ()) -> list[DetailRow]:
     """The pop-up's rows for ``p``; ``snapshot`` gives its GPUs and the probe, ``findings`` what to
@@ -176,6 +198,12 @@ def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
         tail = f"; local to its GPUs {fmt_pct(local)}" if local is not None else ""
         rows.append(DetailRow("NUMA", fmt_nodes(p.pinned_bytes_by_node) + tail,
                               "warning" if _active(found, "pinned-numa-remote") else ""))
+    if p.vm_pinned_bytes:
+        rows.append(DetailRow("VmPin", f"{fmt_bytes(p.vm_pinned_bytes)} pinned through io_uring or RDMA"
+                                       " (the kernel's count; CUDA's pins are not in it)"))
+    group = _group_of(p, snapshot)
+    if group is not None:
+        rows.append(DetailRow("group", _group_text(group), "warning" if _group_flagged(group, findings) else ""))
     if p.vm_locked_bytes:
         rows.append(DetailRow("VmLck", f"{fmt_bytes(p.vm_locked_bytes)} mlock()ed (locked is not pinned for CUDA)",
                               "warning" if _active(found, "mlock-not-pinned") else ""))

@@ -211,3 +211,42 @@ class MultiGpuSource(FakeSource):
         self.calls += 1
         return make_multi_snapshot(i, self.gpus, source="live" if self.live else "replay")
 
+
+
+# --- groups: containers, pods and jobs, each under its own memory limit ---------------------------
+
+# A container whose processes have ended (its row stays a few minutes), with a name holding a
+# terminal escape, a bell and a newline: the views must show them, not send them.
+GONE_KEY = "docker/" + "ef" * 32
+HOSTILE_GROUP_NAME = "docker evil\x1b[2J\x07\nname"
+
+
+def make_groups_snapshot(i: int = 0, oom_kills: int = 0, gone: bool = True) -> Snapshot:
+    """The box in groups (``factories.box_groups_snapshot``: a pod container at 78% of its limit,
+    critical; a Slurm step at 33%, warning; a notebook in no group), the Slurm step's process with
+    128 MiB of io_uring VmPin, and, with ``gone``, a Docker container that has lost its processes."""
+    from tests import factories as make
+
+    snap = make.box_groups_snapshot(i, oom_kills=oom_kills)
+    procs = tuple(dataclasses.replace(p, vm_pinned_bytes=128 * MIB) if p.pid == 6060 else p for p in snap.processes)
+    groups = list(snap.cgroups)
+    groups[1] = dataclasses.replace(groups[1], vm_pinned_bytes=128 * MIB, pinned_bytes=20 * GIB + 128 * MIB)
+    if gone:
+        groups.append(make.cgroup(GONE_KEY, "docker", HOSTILE_GROUP_NAME, container_id="ef" * 32,
+                                  memory_limit_bytes=8 * GIB, memory_current_bytes=0, oom_kills=3,
+                                  oom_kills_at_start=3, processes=0))
+    return dataclasses.replace(snap, processes=procs, cgroups=tuple(groups))
+
+
+class GroupsSource(FakeSource):
+    """The box in groups; the pod container's OOM count rises by one from the ``kill_at``-th snapshot."""
+
+    def __init__(self, kill_at: Optional[int] = None, **kw):
+        super().__init__(**kw)
+        self.kill_at = kill_at
+
+    def snapshot(self) -> Optional[Snapshot]:
+        i = self.calls
+        self.calls += 1
+        kills = 1 if self.kill_at is not None and i >= self.kill_at else 0
+        return make_groups_snapshot(i, oom_kills=kills)

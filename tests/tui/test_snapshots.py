@@ -180,3 +180,28 @@ def test_traced_process_detail_80x24(snap_compare):
     # Rows by pinned bytes: 4242, 5151, 6060, then 8080, the process traced with CUPTI.
     assert snap_compare(app, press=["4", "down", "down", "down", "enter"], terminal_size=SMALL,
                         run_before=run_before)
+
+
+def groups_app():
+    """The box in groups, judged by the real advisor: CRIT and WARN are what `pinmon check` says."""
+    from pinmon.advise import advise
+
+    from .fakes import GroupsSource
+
+    return build(GroupsSource(kill_at=SAMPLES // 2), advisor=advise)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_containers(snap_compare, size):
+    app, run_before = groups_app()
+    assert snap_compare(app, press=["7"], terminal_size=size, run_before=run_before)
+
+
+def test_group_detail_80x24(snap_compare):
+    app, run_before = groups_app()
+    assert snap_compare(app, press=["7", "enter"], terminal_size=SMALL, run_before=run_before)
+
+
+def test_processes_group_column_160x48(snap_compare):
+    app, run_before = groups_app()
+    assert snap_compare(app, press=["4"], terminal_size=LARGE, run_before=run_before)

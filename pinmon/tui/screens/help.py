@@ -17,9 +17,9 @@ from ..widgets.wrap import HangingText
 KEYS = (
     ("q", "quit (a recording in progress is closed first)"),
     ("? / F1", "this help"),
-    ("1 … 6", "Overview, GPUs, Memory, Processes, Probe, Advisor"),
+    ("1 … 7", "Overview, GPUs, Memory, Processes, Probe, Advisor, Containers"),
     ("g", "next GPU (its detail; probes use the selected GPU)"),
-    ("Enter", "GPU row: its detail; finding or process: in full"),
+    ("Enter", "GPU row: its detail; finding, process or group: in full"),
     ("p", "quick probe now: pinned vs pageable copies"),
     ("s", "probe sweep over copy sizes"),
     ("/", "filter processes (pid, name, user); Esc clears"),
@@ -43,8 +43,8 @@ def terms(t: Thresholds) -> tuple[tuple[str, str], ...]:
         ("RX in", "bytes the GPU's link received (link bytes: packet headers included): host-to-device"
                   " copies' data, and what the GPU reads from host memory"),
         ("TX out", "bytes the GPU's link sent: device-to-host copies' data, and also the read requests a"
-                   " host-to-device copy makes the GPU send (on the H200, TX read 1.28x the device-to-host"
-                   " payload under mixed copies), so TX is not device-to-host copies alone"),
+                   " host-to-device copy makes the GPU send (on the H200, copies to the GPU alone read as"
+                   " TX of 0.06x-0.09x their bytes), so TX is not device-to-host copies alone"),
         ("% of link", "a rate against the link's line rate (GT/s x lanes x encoding: 63.0 GB/s at Gen5 x16)."
                       " GPU rows count link bytes, headers included; the probe counts its copies' payload."
                       " A pinned copy at 55 GB/s of payload reads 88% in the probe and ~94% as RX"),
@@ -71,13 +71,27 @@ COLUMN_TERMS = (
 )
 
 
+# The Containers tab's columns (7: Containers).
+GROUP_TERMS = (
+    ("group", "a container, pod's container, Slurm job step or systemd unit: a cgroup with its own memory"
+              " limit, where the OOM killer acts"),
+    ("SEV", "the advisor's finding about the group: CRIT or WARN (pinned-cgroup-share, cgroup-oom-kills)"),
+    ("PINNED/LIMIT", "its pinned and write-combined bytes against its memory limit; ┃ marks the critical share"),
+    ("IN USE", "memory.current: every page charged to the group, pinned or not (a wide terminal: 112 columns and more)"),
+    ("VMPIN", "VmPin of its processes: io_uring and RDMA pins the kernel counts (CUDA's are not among them)"),
+    ("OOM", "processes the kernel OOM-killed in the group since pinmon started"),
+    ("gone", "its processes have ended; the group stays a few minutes, dimmed"),
+)
+
+
 def help_items(thresholds: Optional[Thresholds] = None) -> list:
     """The help's lines: headings as they are, each key and term with its text wrapped under it.
     Each section's names take the width of its longest one and a gap, so none runs into its text."""
     items: list = []
     sections = (("keys", KEYS, "bold $accent"),
                 ("terms", terms(thresholds if thresholds is not None else Thresholds()), "bold"),
-                ("process table", COLUMN_TERMS, "bold"))
+                ("process table", COLUMN_TERMS, "bold"),
+                ("containers", GROUP_TERMS, "bold"))
     for n, (heading, rows, style) in enumerate(sections):
         if n:
             items.append(Content(""))

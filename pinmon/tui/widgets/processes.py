@@ -12,7 +12,7 @@ Every name, user and command line is one printable line (``units.printable``).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional
 
 from rich.text import Text
 from textual.binding import Binding
@@ -51,6 +51,12 @@ NARROW_COLUMNS = tuple(c for c in COLUMNS if c[1] != "MAPS")
 # at 80 columns COMMAND would shrink below its least width (the pop-up on Enter has the node split).
 NODE_COLUMN = (None, "NODE", False, 10)
 NODE_TABLE_CELLS = 91
+# Where processes run in groups (containers, pods, jobs), GROUP names each one's group, in a table at
+# least this wide; VMPIN (io_uring and RDMA pins the kernel counts) where a process has any.
+GROUP_COLUMN = (None, "GROUP", False, 20)
+GROUP_TABLE_CELLS = 120
+VMPIN_COLUMN = (None, "VMPIN", True, 11)
+VMPIN_TABLE_CELLS = 110
 # COMMAND's width before the table is laid out, and its least width on a very narrow terminal.
 DEFAULT_COMMAND_CELLS = 40
 MIN_COMMAND_CELLS = 10
@@ -78,27 +84,40 @@ def _with_node(columns: tuple) -> tuple:
     return columns[:at] + (NODE_COLUMN,) + columns[at:]
 
 
-def table_layout(room: int, nodes: bool = False) -> tuple[tuple, int]:
+def _before_command(columns: tuple, column: tuple) -> tuple:
+    return columns[:-1] + (column,) + columns[-1:]
+
+
+def table_layout(room: int, nodes: bool = False, groups: bool = False, vm_pinned: bool = False) -> tuple[tuple, int]:
     """The columns a table ``room`` cells wide shows, and COMMAND's width: what the others leave.
-    ``nodes``: the host has several NUMA nodes (NODE where it fits)."""
+    ``nodes``: the host has several NUMA nodes (NODE where it fits); ``groups``: processes run in
+    groups (GROUP where it fits); ``vm_pinned``: a process has VmPin (VMPIN where it fits)."""
     if not room:
         return COLUMNS, DEFAULT_COMMAND_CELLS
     columns = COLUMNS if room >= WIDE_TABLE_CELLS else NARROW_COLUMNS
     if nodes and room >= NODE_TABLE_CELLS:
         columns = _with_node(columns)
+    if vm_pinned and room >= VMPIN_TABLE_CELLS:
+        columns = _before_command(columns, VMPIN_COLUMN)
+    if groups and room >= GROUP_TABLE_CELLS:
+        columns = _before_command(columns, GROUP_COLUMN)
     fixed = sum(width for *_, width in columns if width is not None)
     return columns, max(MIN_COMMAND_CELLS, room - fixed)
 
 
 def process_cells(p: ProcessPinned, command_cells: int = DEFAULT_COMMAND_CELLS,
-                  columns: tuple = COLUMNS) -> tuple[Text, ...]:
+                  columns: tuple = COLUMNS, group_names: Optional[Mapping[str, str]] = None) -> tuple[Text, ...]:
     """The row's cells for ``columns``; the command line's meaningful part (``command_brief``) cut to
-    ``command_cells`` (its cell brings one space); the line under the table has it whole."""
+    ``command_cells`` (its cell brings one space); the line under the table has it whole.
+    ``group_names``: a group's key -> its name (``Cgroup.name``), for GROUP."""
+    group = (group_names or {}).get(p.cgroup or "")
     churn = fmt_int(p.mappings_churn)
     values = {"PID": str(p.pid), "USER": user_text(p)[:8], "PINNED": fmt_bytes(p.pinned_bytes),
               "WC": fmt_bytes(p.write_combined_bytes), "MAPS": fmt_int(p.pinned_mappings),
               "CHURN": churn if not p.mappings_churn else f"±{churn}", "GPU MEM": fmt_bytes(p.gpu_memory_bytes),
               "SRC": printable(p.source, 6), "NODE": node_cell(p),
+              "GROUP": printable(group, GROUP_COLUMN[3] - 1) if group else "-",
+              "VMPIN": fmt_bytes(p.vm_pinned_bytes) if p.vm_pinned_bytes else "-",
               "COMMAND": command_brief(p, max(1, command_cells - 1))}
     return tuple(_cell(values[header], right) for _, header, right, _ in columns)
 
@@ -122,12 +141,15 @@ class ProcessPanel(Vertical, CompositeView):
         self._columns_for: Optional[tuple] = None  # (sort index, columns, COMMAND width) shown
         self._columns: tuple = COLUMNS
         self.multi_node = False
+        self.group_names: dict[str, str] = {}
+        self.vm_pinned = False
         self.snapshot: Optional[Snapshot] = None
         self.findings: tuple[Finding, ...] = ()
         self._popup: Optional[ProcessScreen] = None
 
     def compose(self):
-        inp = FilterInput(placeholder="filter: pid, name or user (Enter: table, Esc: clear)", id="process-filter")
+        inp = FilterInput(placeholder="filter: pid, name, user or group (Enter: table, Esc: clear)",
+                          id="process-filter")
         inp.display = False
         yield inp
         table = DataTable(id="process-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
@@ -147,6 +169,8 @@ class ProcessPanel(Vertical, CompositeView):
         self.snapshot, self.findings = state.snapshot, state.findings
         self.processes = state.snapshot.processes if state.snapshot is not None else ()
         self.multi_node = state.snapshot is not None and multi_node(state.snapshot.host)
+        self.group_names = {g.key: g.name for g in state.snapshot.cgroups} if state.snapshot is not None else {}
+        self.vm_pinned = any(p.vm_pinned_bytes for p in self.processes)
         self._refresh_table()
         popup = self._popup
         if popup is not None:
@@ -192,13 +216,14 @@ class ProcessPanel(Vertical, CompositeView):
                 self._refresh_table()
 
     def visible_processes(self) -> list[ProcessPinned]:
-        return sort_processes(filter_processes(self.processes, self.filter_text), self.sort_column)
+        return sort_processes(filter_processes(self.processes, self.filter_text, self.group_names), self.sort_column)
 
     def columns_now(self) -> tuple[tuple, int]:
         """``table_layout`` of the table's width (its scrollbar gutter is kept whether it scrolls
         or not, so the width does not change when the rows outgrow the height)."""
         table = self.query_one(DataTable)
-        return table_layout(table.scrollable_content_region.width if table.is_mounted else 0, self.multi_node)
+        return table_layout(table.scrollable_content_region.width if table.is_mounted else 0, self.multi_node,
+                            bool(self.group_names), self.vm_pinned)
 
     def on_resize(self) -> None:
         if self._columns_for is not None and self._columns_for[1:] != self.columns_now():
@@ -219,7 +244,7 @@ class ProcessPanel(Vertical, CompositeView):
                 label = header + ((" ▼" if self.sort_column.descending else " ▲") if key == self.sort_column.key else "")
                 table.add_column(_cell(label, right), key=header, width=command_cells if width is None else width)
         procs = self.visible_processes()
-        rows = tuple((p.pid, process_cells(p, command_cells, columns)) for p in procs)
+        rows = tuple((p.pid, process_cells(p, command_cells, columns, self.group_names)) for p in procs)
         if rows != self._shown_rows:
             old, self._shown_rows = self._shown_rows, rows
             changes = None

@@ -1,0 +1,161 @@
+"""Groups (containers, pods, jobs, units) as the Containers tab shows them: each group's pinned share
+of its own memory limit, its severity, its row of cells and, on Enter, its rows in full.
+
+No Textual here: what the user reads is a function of the snapshot's ``Cgroup`` and the advisor's
+findings, unit-tested figure by figure. A group's severity is the worst active finding that names
+it (``pinned-cgroup-share``, ``cgroup-oom-kills``), so the view follows the configured thresholds
+and never decides a level of its own. A group whose processes have all gone stays in the snapshot
+for a few minutes (the collector keeps its OOM count); it is shown as gone.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from ..advise.cgroups import held_bytes
+from ..model import Cgroup, Finding, ProcessPinned, Snapshot
+from ..units import fmt_bytes, fmt_int, fmt_share, printable, share
+from .format import command_brief, user_text
+from .process_detail import DetailRow
+
+SEVERITY_RANK = {"critical": 2, "warning": 1}
+KIND_LABEL = {"pod": "Kubernetes pod container", "docker": "Docker container", "podman": "Podman container",
+              "slurm": "Slurm job step", "systemd": "systemd unit", "cgroup": "cgroup"}
+# The pop-up lists a group's processes, the largest holders first, up to this many.
+MAX_PROCESS_ROWS = 12
+
+
+def group_findings(g: Cgroup, findings: Sequence[Finding]) -> list[Finding]:
+    return [f for f in findings if f.values.get("cgroup") == g.key]
+
+
+def group_severity(g: Cgroup, findings: Sequence[Finding]) -> Optional[str]:
+    """"critical", "warning" or None: the worst active finding about the group."""
+    worst = max((f.severity for f in group_findings(g, findings) if f.severity in SEVERITY_RANK),
+                key=SEVERITY_RANK.__getitem__, default=None)
+    return worst
+
+
+def limit_share(g: Cgroup) -> Optional[float]:
+    """Its pinned and write-combined bytes as a fraction of its memory limit; None without a limit."""
+    return share(held_bytes(g), g.memory_limit_bytes)
+
+
+def oom_kills_since_start(g: Cgroup) -> Optional[int]:
+    if g.oom_kills is None or g.oom_kills_at_start is None:
+        return None
+    return max(0, g.oom_kills - g.oom_kills_at_start)
+
+
+def gone(g: Cgroup) -> bool:
+    """No process of the group is in the snapshot: it ended, or holds no pinned memory now."""
+    return g.processes == 0
+
+
+def sort_groups(groups: Sequence[Cgroup], findings: Sequence[Finding]) -> list[Cgroup]:
+    """Worst first: severity (an OOM-killed group that has gone among the first), then the live ones
+    before the gone, then share of the limit, then bytes held."""
+    return sorted(groups, key=lambda g: (-SEVERITY_RANK.get(group_severity(g, findings) or "", 0), gone(g),
+                                         -(limit_share(g) or 0.0), -(held_bytes(g) or 0), g.key))
+
+
+def members(g: Cgroup, snapshot: Optional[Snapshot]) -> list[ProcessPinned]:
+    """The group's processes in the snapshot, the largest holders first."""
+    if snapshot is None:
+        return []
+    rows = [p for p in snapshot.processes if p.cgroup == g.key]
+    return sorted(rows, key=lambda p: (-_held(p), p.pid))
+
+
+def _held(p: ProcessPinned) -> int:
+    return (p.pinned_bytes or 0) + (p.write_combined_bytes or 0) + (p.vm_pinned_bytes or 0)
+
+
+def ungrouped(snapshot: Optional[Snapshot]) -> list[ProcessPinned]:
+    """Processes in no group (their cgroup unreadable, or a snapshot older than group figures)."""
+    if snapshot is None:
+        return []
+    keys = {g.key for g in snapshot.cgroups}
+    return [p for p in snapshot.processes if p.cgroup not in keys]
+
+
+def _identity_rows(g: Cgroup) -> list[DetailRow]:
+    rows = []
+    if g.kind == "pod":
+        for label, value in (("namespace", g.namespace), ("pod", g.pod), ("container", g.container),
+                             ("pod uid", g.pod_uid), ("container id", g.container_id)):
+            if value:
+                rows.append(DetailRow(label, printable(value, 200)))
+        if not g.pod:
+            rows.append(DetailRow("", "pod name n/a: the node's kubelet files do not say it (ids only)", "dim"))
+    elif g.kind in ("docker", "podman"):
+        for label, value in (("container", g.container), ("container id", g.container_id)):
+            if value:
+                rows.append(DetailRow(label, printable(value, 200)))
+    elif g.kind == "slurm":
+        job = printable(g.job, 40) if g.job else "n/a"
+        rows.append(DetailRow("job", job + (f", step {printable(g.step, 40)}" if g.step else "")))
+    elif g.kind == "systemd" and g.unit:
+        rows.append(DetailRow("unit", printable(g.unit, 200)))
+    if g.path:
+        rows.append(DetailRow("cgroup", printable(g.path, 400)))
+    return rows
+
+
+def _limit_rows(g: Cgroup, found: Sequence[Finding]) -> list[DetailRow]:
+    held = held_bytes(g)
+    flagged = "warning" if any(f.rule == "pinned-cgroup-share" for f in found) else ""
+    if g.memory_limit_bytes:
+        rows = [DetailRow("limit", fmt_bytes(g.memory_limit_bytes)
+                          + (f" (set by {printable(g.limit_path, 300)})" if g.limit_path and g.limit_path != g.path
+                             else ""))]
+        rows.append(DetailRow("pinned", f"{fmt_bytes(held)} = {fmt_share(held, g.memory_limit_bytes)} of the limit",
+                              flagged))
+    else:
+        rows = [DetailRow("limit", "none: only the host's RAM bounds it (pinned-ram-share)", "dim"),
+                DetailRow("pinned", fmt_bytes(held))]
+    parts = []
+    if g.vm_pinned_bytes:
+        parts.append(f"VmPin {fmt_bytes(g.vm_pinned_bytes)} (io_uring, RDMA)")
+    if g.write_combined_bytes:
+        parts.append(f"write-combined {fmt_bytes(g.write_combined_bytes)}")
+    if parts:
+        rows.append(DetailRow("", "of which " + ", ".join(parts)))
+    rows.append(DetailRow("in use", f"{fmt_bytes(g.memory_current_bytes)} (memory.current: every page charged"
+                                    " to the group)" + (f" = {fmt_share(g.memory_current_bytes, g.memory_limit_bytes)}"
+                                                        " of the limit" if g.memory_limit_bytes else "")))
+    return rows
+
+
+def _oom_row(g: Cgroup, found: Sequence[Finding]) -> DetailRow:
+    since = oom_kills_since_start(g)
+    if g.oom_kills is None:
+        return DetailRow("OOM kills", "n/a (the kernel gives no count for this group)", "dim")
+    text = f"{fmt_int(g.oom_kills)} in all"
+    if since is not None:
+        text += f", {fmt_int(since)} since pinmon started"
+    return DetailRow("OOM kills", text, "warning" if any(f.rule == "cgroup-oom-kills" for f in found) else "")
+
+
+def group_rows(g: Cgroup, snapshot: Optional[Snapshot] = None, findings: Sequence[Finding] = ()) -> list[DetailRow]:
+    """The pop-up's rows for ``g``: who it is, its limit and pinned share, OOM kills, its processes."""
+    found = group_findings(g, findings)
+    rows = [DetailRow("group", f"{printable(g.name, 200)}  ({KIND_LABEL.get(g.kind, 'group')})", "head")]
+    rows += _identity_rows(g)
+    rows += _limit_rows(g, found)
+    rows.append(_oom_row(g, found))
+    for note in g.notes:
+        rows.append(DetailRow("", printable(note, 200), "dim"))
+    procs = members(g, snapshot)
+    if not procs:
+        rows.append(DetailRow("processes", "none in this snapshot: gone, or none holds pinned memory now", "dim"))
+    for i, p in enumerate(procs[:MAX_PROCESS_ROWS]):
+        vm = f" VmPin {fmt_bytes(p.vm_pinned_bytes)}" if p.vm_pinned_bytes else ""
+        rows.append(DetailRow("processes" if not i else "",
+                              f"{p.pid:>8} {fmt_bytes(p.pinned_bytes):>10}{vm}  {user_text(p)[:8]}"
+                              f"  {command_brief(p, 120)}"))
+    if len(procs) > MAX_PROCESS_ROWS:
+        rows.append(DetailRow("", f"... and {len(procs) - MAX_PROCESS_ROWS} more (4: Processes, / filter)", "dim"))
+    if found:
+        rules = ", ".join(dict.fromkeys(printable(f.rule, 40) for f in found))
+        rows.append(DetailRow("findings", rules + " (6: Advisor)", "warning"))
+    return rows

@@ -1,0 +1,220 @@
+"""The Containers tab: each container, pod, job or unit with its pinned memory against its own memory
+limit, where the OOM killer acts, worst first.
+
+One row per group (``Snapshot.cgroups``): its severity (the advisor's active finding about it), a bar
+of its pinned share of its limit with ``┃`` at the critical threshold, the share, the bytes held, the
+limit, its processes and its OOM kills since pinmon started, then its name in the width left over. On
+a wide terminal the group's memory in use, its ``VmPin`` and its kind join them. A group whose
+processes have gone stays a few minutes, dimmed, marked "gone". Enter opens the group in full
+(``GroupScreen``), live. Every name is one printable line, cut to its column.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.text import Text
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import DataTable, Static
+
+from ...advise.thresholds import Thresholds
+from ...model import Cgroup, Finding, Snapshot
+from ...units import fmt_bytes, fmt_int, fmt_pct, fmt_share, printable
+from ..group_detail import gone, group_severity, limit_share, oom_kills_since_start, sort_groups, ungrouped
+from ..screens.group import GroupScreen
+from ..state import ViewState
+from .base import CompositeView, set_content
+
+BAR_CELLS = 10
+# (header, right-aligned, width); NAME (None) takes what the others leave. Widths fit the widest value
+# ("1023.9 GiB", "CRIT", "100%", "gone") and a space.
+NARROW_COLUMNS = (("SEV", False, 5), ("PINNED/LIMIT", False, BAR_CELLS + 3), ("SHARE", True, 6),
+                  ("PINNED", True, 11), ("LIMIT", True, 11), ("PROCS", True, 6), ("OOM", True, 5),
+                  ("NAME", False, None))
+# From this table width: memory in use (memory.current), VmPin and the kind as well.
+WIDE_TABLE_CELLS = 110
+WIDE_COLUMNS = NARROW_COLUMNS[:5] + (("IN USE", True, 11), ("VMPIN", True, 11)) + NARROW_COLUMNS[5:7] + \
+    (("KIND", False, 8), ("NAME", False, None))
+MIN_NAME_CELLS = 12
+DEFAULT_NAME_CELLS = 30
+SEVERITY_CELL = {"critical": ("CRIT", "bold red"), "warning": ("WARN", "bold yellow")}
+
+
+def table_layout(room: int) -> tuple[tuple, int]:
+    """The columns a table ``room`` cells wide shows, and NAME's width: what the others leave."""
+    if not room:
+        return NARROW_COLUMNS, DEFAULT_NAME_CELLS
+    columns = WIDE_COLUMNS if room >= WIDE_TABLE_CELLS else NARROW_COLUMNS
+    fixed = sum(width for *_, width in columns if width is not None)
+    return columns, max(MIN_NAME_CELLS, room - fixed)
+
+
+def share_bar(fraction: Optional[float], mark: Optional[float], style: str) -> Text:
+    """``BAR_CELLS`` cells filled to ``fraction`` of the limit, ``┃`` at ``mark``; dots without a limit."""
+    text = Text(" ", no_wrap=True)
+    if fraction is None:
+        text.append("·" * BAR_CELLS, "dim")
+        return text
+    filled = round(max(0.0, min(1.0, fraction)) * BAR_CELLS)
+    mark_at = None if mark is None else min(BAR_CELLS - 1, int(mark * BAR_CELLS))
+    for i in range(BAR_CELLS):
+        if i == mark_at:
+            text.append("┃", "bold red")
+        elif i < filled:
+            text.append("█", style)
+        else:
+            text.append("░", "dim")
+    return text
+
+
+def _cell(text: str, right: bool, style: str = "") -> Text:
+    return Text(text if right else " " + text, style=style, justify="right" if right else "left", no_wrap=True)
+
+
+def group_cells(g: Cgroup, findings: tuple[Finding, ...], name_cells: int, columns: tuple,
+                critical_mark: Optional[float]) -> tuple[Text, ...]:
+    severity = group_severity(g, findings)
+    is_gone = gone(g)
+    row_style = "dim" if is_gone else ""
+    fraction = limit_share(g)
+    held = (g.pinned_bytes or 0) + (g.write_combined_bytes or 0) if (
+        g.pinned_bytes is not None or g.write_combined_bytes is not None) else None
+    sev_text, sev_style = SEVERITY_CELL.get(severity or "", ("", ""))
+    kills = oom_kills_since_start(g)
+    bar_style = "bold red" if severity == "critical" else "bold yellow" if severity == "warning" else "green"
+    values = {
+        "SEV": (sev_text, sev_style),
+        "SHARE": (fmt_share(held, g.memory_limit_bytes) if g.memory_limit_bytes else "none", sev_style),
+        "PINNED": (fmt_bytes(held), ""),
+        "LIMIT": (fmt_bytes(g.memory_limit_bytes) if g.memory_limit_bytes else "no limit", ""),
+        "IN USE": (fmt_bytes(g.memory_current_bytes), ""),
+        "VMPIN": (fmt_bytes(g.vm_pinned_bytes) if g.vm_pinned_bytes else "-", ""),
+        "PROCS": ("gone" if is_gone else fmt_int(g.processes), ""),
+        "OOM": (fmt_int(kills), "bold red" if kills else ""),
+        "KIND": (printable(g.kind, 7), ""),
+        "NAME": (printable(g.name, max(1, name_cells - 1)), "bold" if severity and not is_gone else ""),
+    }
+    cells = []
+    for header, right, _width in columns:
+        if header == "PINNED/LIMIT":
+            cells.append(share_bar(fraction, critical_mark, "dim" if is_gone else bar_style))
+            continue
+        text, style = values[header]
+        cells.append(_cell(text, right, style or row_style))
+    return tuple(cells)
+
+
+def containers_title(thresholds: Thresholds) -> str:
+    return (f"Pinned memory vs each group's own limit"
+            f" (┃ {fmt_pct(thresholds.cgroup_pinned_critical_fraction)}: critical; Enter: detail)")
+
+
+class ContainerPanel(Vertical, CompositeView):
+    """The table of groups, a line on processes in no group, and the status line."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.snapshot: Optional[Snapshot] = None
+        self.findings: tuple[Finding, ...] = ()
+        self.groups: list[Cgroup] = []
+        self._shown_rows: Optional[tuple] = None
+        self._columns_for: Optional[tuple] = None
+        self._columns: tuple = NARROW_COLUMNS
+        self._critical: Optional[float] = None
+        self._popup: Optional[GroupScreen] = None
+
+    def compose(self):
+        yield DataTable(id="group-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
+        yield Static(id="group-status")
+
+    def draw(self, state: ViewState) -> None:
+        self.snapshot, self.findings = state.snapshot, state.findings
+        self._critical = state.thresholds.cgroup_pinned_critical_fraction
+        self.groups = sort_groups(state.snapshot.cgroups if state.snapshot is not None else (), state.findings)
+        self._refresh_table()
+        popup = self._popup
+        if popup is not None:
+            if popup in self.app.screen_stack:
+                popup.update(state.snapshot, state.findings)
+            else:
+                self._popup = None
+
+    def table(self) -> DataTable:
+        return self.query_one(DataTable)
+
+    def columns_now(self) -> tuple[tuple, int]:
+        table = self.table()
+        return table_layout(table.scrollable_content_region.width if table.is_mounted else 0)
+
+    def on_resize(self) -> None:
+        if self._columns_for is not None and self._columns_for != self.columns_now():
+            self._refresh_table()
+
+    def _refresh_table(self) -> None:
+        table = self.table()
+        columns, name_cells = self.columns_now()
+        if self._columns_for != (columns, name_cells):
+            self._columns_for = (columns, name_cells)
+            self._columns = columns
+            table.clear(columns=True)
+            self._shown_rows = None
+            for header, right, width in columns:
+                table.add_column(_cell(header, right), key=header, width=name_cells if width is None else width)
+        rows = tuple((g.key, group_cells(g, self.findings, name_cells, columns, self._critical)) for g in self.groups)
+        if rows != self._shown_rows:
+            self._shown_rows = rows
+            self._rebuild_rows(table, rows)
+        self._update_status()
+
+    def _rebuild_rows(self, table: DataTable, rows: tuple) -> None:
+        keep = self.highlighted_key()
+        table.clear()
+        for key, cells in rows:
+            table.add_row(*cells, key=key)
+        if keep is not None:
+            try:
+                table.move_cursor(row=table.get_row_index(keep), animate=False)
+            except Exception:  # that group is gone from the snapshot
+                pass
+
+    def highlighted_key(self) -> Optional[str]:
+        table = self.table()
+        if not table.row_count:
+            return None
+        try:
+            return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:  # cursor outside the rows
+            return None
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        g = next((g for g in self.groups if g.key == event.row_key.value), None)
+        if g is not None and not isinstance(self.app.screen, GroupScreen):
+            self._popup = GroupScreen(g, self.snapshot, self.findings)
+            self.app.push_screen(self._popup)
+
+    def _update_status(self) -> None:
+        status = self.query_one("#group-status", Static)
+        snap = self.snapshot
+        if snap is None:
+            set_content(status, "waiting for the first snapshot")
+            return
+        loose = ungrouped(snap)
+        if not self.groups:
+            text = ("no groups: no process holding pinned memory runs in a container, pod, job or unit"
+                    if snap.processes else "no groups: no process holds pinned memory")
+            if loose and any(p.cgroup is None for p in loose) and snap.source != "live":
+                text += " (a recording made before pinmon read groups has none)"
+            set_content(status, Content.styled(text, "dim"))
+            return
+        crit = sum(1 for g in self.groups if group_severity(g, self.findings) == "critical")
+        warn = sum(1 for g in self.groups if group_severity(g, self.findings) == "warning")
+        parts: list = [f"{len(self.groups)} group{'s' if len(self.groups) != 1 else ''}"]
+        if crit:
+            parts.append((f", {crit} critical", "bold $error"))
+        if warn:
+            parts.append((f", {warn} warning", "bold $warning"))
+        if loose:
+            held = sum((p.pinned_bytes or 0) + (p.write_combined_bytes or 0) for p in loose)
+            parts.append(f"; {len(loose)} process{'es' if len(loose) != 1 else ''} in no group, {fmt_bytes(held)}")
+        set_content(status, Content.assemble(*parts))
