@@ -253,14 +253,14 @@ def time_snapshots(nvml, count: Optional[int], repeats: int, settle_s: float = 2
             "sampler_cpu_share": share, "nvml_error": first.nvml_error}
 
 
-def scale(repeats: int, nvml=None) -> dict:
+def scale(repeats: int, nvml=None, settle_s: float = 2.0) -> dict:
     if nvml is None:
         try:
             import pynvml as nvml
         except ImportError as e:
             return {"error": f"no NVML bindings: {e}", "ratio_all_over_one_cpu": None}
-    one = time_snapshots(nvml, 1, repeats)
-    every = time_snapshots(nvml, None, repeats)
+    one = time_snapshots(nvml, 1, repeats, settle_s)
+    every = time_snapshots(nvml, None, repeats, settle_s)
     # Without NVML both read no GPU: a ratio of two GPU-less snapshots would say nothing.
     measured = one["gpus"] == 1 and every["gpus"] > 1 and one["snapshot_cpu_ms"] > 0
     ratio = every["snapshot_cpu_ms"] / one["snapshot_cpu_ms"] if measured else None

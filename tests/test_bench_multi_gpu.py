@@ -150,7 +150,7 @@ def test_first_gpus_shows_the_collector_only_the_first(gpu_mod):
 
 
 def test_scale_compares_all_gpus_with_one(gpu_mod, monkeypatch):
-    res = gpu_mod.scale(3, nvml=FakeNvml(8))
+    res = gpu_mod.scale(3, nvml=FakeNvml(8), settle_s=0.0)
     assert res["one_gpu"]["gpus"] == 1 and res["all_gpus"]["gpus"] == 8
     assert res["ratio_all_over_one_cpu"] > 0
 
@@ -158,7 +158,7 @@ def test_scale_compares_all_gpus_with_one(gpu_mod, monkeypatch):
 def test_scale_without_nvml_has_no_ratio(gpu_mod):
     nvml = FakeNvml(8)
     nvml.fail("nvmlInit", "library_not_found")
-    res = gpu_mod.scale(2, nvml=nvml)
+    res = gpu_mod.scale(2, nvml=nvml, settle_s=0.0)
     assert res["ratio_all_over_one_cpu"] is None and res["all_gpus"]["nvml_error"]
 
 

@@ -19,6 +19,7 @@ from textual.drivers.linux_driver import LinuxDriver
 from pinmon.tui import textual_compat as quiet
 from pinmon.tui.app import PinmonApp
 from pinmon.tui.textual_compat import ENV
+from tests.waiting import wait_until
 
 from .fakes import FakeSource, fake_advisor
 
@@ -61,15 +62,6 @@ def on_pty(monkeypatch):
     stdin.close()
     os.close(master)
     os.close(slave)
-
-
-def wait_for(pred, timeout=3.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.01)
-    return pred()
 
 
 def textual_polls(polls):
@@ -122,32 +114,32 @@ def test_keys_a_lone_escape_and_a_sequence_arrive(on_pty, polls):
     master, start = on_pty
     drv, _ = start()
     os.write(master, b"q")
-    assert wait_for(lambda: keys(drv) == ["q"])
+    assert wait_until(lambda: keys(drv) == ["q"])
     os.write(master, b"\x1b")  # alone it is a key once Textual's parser has waited long enough
-    assert wait_for(lambda: keys(drv) == ["q", "escape"])
+    assert wait_until(lambda: keys(drv) == ["q", "escape"])
     os.write(master, b"\x1b[A")  # an escape sequence in one read is one key
-    assert wait_for(lambda: keys(drv) == ["q", "escape", "up"])
+    assert wait_until(lambda: keys(drv) == ["q", "escape", "up"])
 
 
 def test_keys_after_a_quiet_spell_arrive(on_pty, polls):
     master, start = on_pty
     drv, _ = start()
     os.write(master, b"a")
-    assert wait_for(lambda: keys(drv) == ["a"])
+    assert wait_until(lambda: keys(drv) == ["a"])
     time.sleep(1.0)  # Textual's loop has returned: the thread sleeps on the terminal
     n = len(textual_polls(polls))
     assert n >= 3
     time.sleep(0.5)
     assert len(textual_polls(polls)) == n  # asleep: no poll at all (Textual's loop polls five times in 0.5 s)
     os.write(master, b"b\x1b[B")
-    assert wait_for(lambda: keys(drv) == ["a", "b", "down"])
+    assert wait_until(lambda: keys(drv) == ["a", "b", "down"])
 
 
 def test_a_paste_is_one_event(on_pty, polls):
     master, start = on_pty
     drv, _ = start()
     os.write(master, b"\x1b[200~pinned memory\x1b[201~")
-    assert wait_for(lambda: any(isinstance(m, events.Paste) for m in drv.received))
+    assert wait_until(lambda: any(isinstance(m, events.Paste) for m in drv.received))
     paste = [m for m in drv.received if isinstance(m, events.Paste)]
     assert [p.text for p in paste] == ["pinned memory"] and keys(drv) == []
 
@@ -166,7 +158,7 @@ def test_quitting_while_textuals_loop_runs(on_pty, polls):
     master, start = on_pty
     drv, thread = start()
     os.write(master, b"x")
-    assert wait_for(lambda: keys(drv) == ["x"])
+    assert wait_until(lambda: keys(drv) == ["x"])
     drv.exit_event.set()  # Textual's loop sees it at its next poll
     thread.join(3)
     assert not thread.is_alive()
@@ -181,7 +173,7 @@ def test_two_input_threads_both_end(on_pty, polls, first_busy):
     drv, first = start()
     if first_busy:
         os.write(master, b"x")
-        assert wait_for(lambda: keys(drv) == ["x"])
+        assert wait_until(lambda: keys(drv) == ["x"])
     second = threading.Thread(target=drv.run_input_thread, daemon=True)
     second.start()
     time.sleep(0.3)
@@ -198,7 +190,7 @@ def test_other_threads_see_the_events_real_state(on_pty, polls):
     master, start = on_pty
     drv, thread = start()
     os.write(master, b"x")
-    assert wait_for(lambda: keys(drv) == ["x"])
+    assert wait_until(lambda: keys(drv) == ["x"])
     time.sleep(0.6)
     assert not drv.exit_event.is_set()
     drv.exit_event.set()

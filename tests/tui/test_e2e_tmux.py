@@ -17,6 +17,8 @@ import uuid
 
 import pytest
 
+from tests.waiting import wait_until
+
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -61,16 +63,6 @@ class Tmux:
         self.tmux("kill-server", check=False)
 
 
-def wait_for(predicate, timeout=30.0, step=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return predicate()
-
-
 def read_int(path):
     try:
         with open(path) as f:
@@ -104,8 +96,8 @@ DEMO = [sys.executable, "-m", "pinmon", "demo", "--speed", "16"]
 def test_demo_in_tmux_shows_panels_and_a_finding_and_quits_on_q(term):
     rc_file, _ = term.start(DEMO)
     # At 16x the demo reaches the write-combined buffer and then the pinned-memory hog within seconds.
-    screen = wait_for(lambda: (s := term.screen()) and "REPLAY" in s and ("WARN" in s or "CRIT" in s) and s,
-                      timeout=45)
+    screen = wait_until(lambda: (s := term.screen()) and "REPLAY" in s and ("WARN" in s or "CRIT" in s) and s,
+                        timeout_s=45, interval_s=0.2)
     assert screen, term.screen()
     for text in ("REPLAY 16x", "GPUs", "Host memory", "Advisor", "Pinned memory by process", "Gen5 x16",
                  "NVIDIA H200", "q Quit"):
@@ -114,9 +106,9 @@ def test_demo_in_tmux_shows_panels_and_a_finding_and_quits_on_q(term):
     assert len(lines) <= 24 and all(len(line) <= 80 for line in lines)
     # The Advisor tab gives a finding its full text.
     term.keys("6")
-    assert wait_for(lambda: "of RAM" in term.screen() or "pinned" in term.screen(), timeout=10)
+    assert wait_until(lambda: "of RAM" in term.screen() or "pinned" in term.screen(), timeout_s=10, interval_s=0.2)
     term.keys("q")
-    assert wait_for(lambda: read_int(rc_file) is not None, timeout=20), term.screen()
+    assert wait_until(lambda: read_int(rc_file) is not None, timeout_s=20, interval_s=0.2), term.screen()
     assert read_int(rc_file) == 0
     # The alternate screen is gone: the terminal shows the shell's screen again, not the app.
     assert "REPLAY" not in term.screen()
@@ -124,13 +116,13 @@ def test_demo_in_tmux_shows_panels_and_a_finding_and_quits_on_q(term):
 
 def test_sigterm_exits_cleanly_and_flushes_a_recording(term, tmp_path):
     rc_file, pid_file = term.start(DEMO)
-    assert wait_for(lambda: "REPLAY" in term.screen(), timeout=30), term.screen()
+    assert wait_until(lambda: "REPLAY" in term.screen(), timeout_s=30, interval_s=0.2), term.screen()
     term.keys("r")
-    assert wait_for(lambda: "REC" in term.screen(), timeout=10), term.screen()
+    assert wait_until(lambda: "REC" in term.screen(), timeout_s=10, interval_s=0.2), term.screen()
     time.sleep(1.5)  # a few snapshots into the file
     pid = read_int(pid_file)
     os.kill(pid, signal.SIGTERM)
-    assert wait_for(lambda: read_int(rc_file) is not None, timeout=20), term.screen()
+    assert wait_until(lambda: read_int(rc_file) is not None, timeout_s=20, interval_s=0.2), term.screen()
     assert read_int(rc_file) == 0
     assert "REPLAY" not in term.screen()
     [rec] = [p for p in tmp_path.iterdir() if p.name.startswith("pinmon-") and p.name.endswith(".jsonl.gz")]
@@ -141,8 +133,8 @@ def test_sigterm_exits_cleanly_and_flushes_a_recording(term, tmp_path):
 
 def test_closed_terminal_sighup_ends_the_app(term):
     _, pid_file = term.start(DEMO)
-    assert wait_for(lambda: "REPLAY" in term.screen(), timeout=30), term.screen()
+    assert wait_until(lambda: "REPLAY" in term.screen(), timeout_s=30, interval_s=0.2), term.screen()
     pid = read_int(pid_file)
     assert pid and alive(pid)
     term.kill()  # the terminal goes away, as when an SSH session drops: the app gets SIGHUP
-    assert wait_for(lambda: not alive(pid), timeout=20), f"pinmon (pid {pid}) still running"
+    assert wait_until(lambda: not alive(pid), timeout_s=20, interval_s=0.2), f"pinmon (pid {pid}) still running"

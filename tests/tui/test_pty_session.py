@@ -21,6 +21,7 @@ import time
 import pytest
 
 from pinmon.tui.textual_compat import quiet_input_supported
+from tests.waiting import wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -68,13 +69,11 @@ class Session:
             return []
 
     def wait(self, predicate, what: str, timeout: float = STEP_S):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            self.drain()
-            if predicate():
-                return
-            time.sleep(0.02)
-        raise AssertionError(f"{what}: not within {timeout} s; the app's log: {self.lines()}")
+        """``wait_until``, reading the terminal's output meanwhile; a timeout shows the app's log."""
+        try:
+            wait_until(lambda: (self.drain(), predicate())[1], timeout_s=timeout, what=what)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; the app's log: {self.lines()}") from None
 
     def wait_line(self, line: str, count: int = 1):
         self.wait(lambda: self.lines().count(line) >= count, repr(line))
@@ -144,8 +143,4 @@ def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
 
     os.killpg(s.proc.pid, signal.SIGHUP)  # the terminal closes: SIGHUP, then SIGCONT, to the session
     os.killpg(s.proc.pid, signal.SIGCONT)
-    end = time.monotonic() + STEP_S
-    while s.proc.poll() is None and time.monotonic() < end:
-        s.drain()
-        time.sleep(0.05)
-    assert s.proc.poll() is not None, f"still running {STEP_S} s after the hang-up; log: {s.lines()}"
+    s.wait(lambda: s.proc.poll() is not None, "the app's exit after the hang-up")

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import io
-import time
 
 from rich.console import Console
 
 from pinmon.tui.textual_compat import screen_update
+from tests.waiting import DEADLINE_S, wait_until_async
 
 
 def text_of(widget) -> str:
@@ -21,13 +21,10 @@ def screen_text(app) -> str:
     return console.export_text()
 
 
-async def wait_for(pilot, predicate, timeout_s: float = 5.0) -> None:
-    """Let the app run until ``predicate()`` holds (worker threads post their messages meanwhile)."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.02)
+async def wait_for(pilot, predicate, timeout_s: float = DEADLINE_S) -> None:
+    """Let the app run until ``predicate()`` holds (worker threads post their messages meanwhile):
+    ``tests.waiting.wait_until_async`` on the pilot's pause, then one more pause so the views draw."""
+    await wait_until_async(predicate, pilot.pause, timeout_s=timeout_s)
     await pilot.pause()
 
 
