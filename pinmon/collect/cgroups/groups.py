@@ -47,9 +47,18 @@ def group_name(owner: Owner, names: Names) -> str:
     return printable(owner.display, NAME_CHARS)
 
 
-def _sum(values: Iterable[Optional[int]]) -> Optional[int]:
-    vals = [v for v in values if v is not None]
-    return sum(vals) if vals else None
+def _sums(rows: Iterable[ProcessPinned]) -> tuple[Optional[int], Optional[int], Optional[int]]:
+    """The rows' pinned, write-combined and VmPin bytes, each None where no row knows it; one pass
+    (this runs for every group every snapshot)."""
+    pinned = wc = vm = None
+    for r in rows:
+        if r.pinned_bytes is not None:
+            pinned = (pinned or 0) + r.pinned_bytes
+        if r.write_combined_bytes is not None:
+            wc = (wc or 0) + r.write_combined_bytes
+        if r.vm_pinned_bytes is not None:
+            vm = (vm or 0) + r.vm_pinned_bytes
+    return pinned, wc, vm
 
 
 class GroupCollector:
@@ -79,15 +88,18 @@ class GroupCollector:
                 out.append(r)
                 continue
             key = owner.key
-            known = self._known.get(key)
-            if known is None or (known[0] is not owner and known[0] != owner):
-                names = self.names.names(owner)
-                at_start = known[3] if known is not None else None
-                known = (owner, names, now, at_start)
-                self._texts[key] = (printable(key, 200), group_name(owner, names))
-            self._known[key] = (known[0], known[1], now, known[3])
+            group_rows = members.get(key)
+            if group_rows is None:  # the group's first row in this snapshot
+                group_rows = members[key] = []
+                known = self._known.get(key)
+                if known is None or (known[0] is not owner and known[0] != owner):
+                    names = self.names.names(owner)
+                    at_start = known[3] if known is not None else None
+                    known = (owner, names, now, at_start)
+                    self._texts[key] = (printable(key, 200), group_name(owner, names))
+                self._known[key] = (known[0], known[1], now, known[3])
             r = evolve(r, cgroup=key)
-            members.setdefault(key, []).append(r)
+            group_rows.append(r)
             out.append(r)
         self._forget(now)
         memory = self.memory.read(k[0].cgroup for k in self._known.values())
@@ -124,7 +136,8 @@ class GroupCollector:
 
     def _group(self, texts: tuple[str, str], owner: Owner, names: Names, mem: Optional[CgroupMemory],
                rows: list[ProcessPinned], at_start: Optional[int]) -> Cgroup:
-        charged = _sum([*(r.pinned_bytes for r in rows), *(r.vm_pinned_bytes for r in rows)])
+        pinned, wc, vm = _sums(rows)
+        charged = None if pinned is None and vm is None else (pinned or 0) + (vm or 0)
         notes: tuple[str, ...] = ()
         current = limit = ooms = None
         path = limit_path = None
@@ -144,8 +157,7 @@ class GroupCollector:
             unit=owner.unit if owner.kind == KIND_SYSTEMD else None,
             memory_limit_bytes=limit, limit_path=limit_path, memory_current_bytes=current,
             oom_kills=ooms, oom_kills_at_start=at_start, pinned_bytes=charged,
-            write_combined_bytes=_sum(r.write_combined_bytes for r in rows),
-            vm_pinned_bytes=_sum(r.vm_pinned_bytes for r in rows), processes=len(rows),
+            write_combined_bytes=wc, vm_pinned_bytes=vm, processes=len(rows),
             notes=tuple(printable(n, 200) for n in notes) if notes else ())
 
     def close(self) -> None:

@@ -37,6 +37,7 @@ limits reader can refuse it, and skipped when looking for owners.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
@@ -105,9 +106,10 @@ class Owner:
     unit: Optional[str] = None            # systemd unit, e.g. "nginx.service", "session-3.scope"
     user_uid: Optional[int] = None        # user@UID.service / user-UID.slice / Slurm uid_UID
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
-        """A stable identity of the group, printable: equal for every process of one group."""
+        """A stable identity of the group, printable: equal for every process of one group (made once
+        per owner: the owner cache hands the same object out every snapshot)."""
         if self.kind == KIND_POD:
             tail = self.container_id or "-"
             return f"pod/{self.pod_uid}/{tail}" + (f"/{self.helper}" if self.helper else "")
