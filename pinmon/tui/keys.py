@@ -20,7 +20,7 @@ BINDINGS = [
     Binding("p", "probe('quick')", "Probe", tooltip="Quick pinned vs pageable probe on the selected GPU"),
     Binding("s", "probe('sweep')", "Sweep", tooltip="Probe over a range of copy sizes"),
     Binding("g", "next_gpu", "GPU", tooltip="Select the next GPU"),
-    Binding("slash", "filter", "Filter", key_display="/", tooltip="Filter processes by pid, name or user"),
+    Binding("slash", "filter", "Filter", key_display="/", tooltip="Filter processes by pid, name, user or group"),
     Binding("space", "pause", "Pause"),
     Binding("r", "record", "Rec", tooltip="Start or stop recording snapshots"),
     Binding("plus,equals_sign", "speed(1)", "Faster", key_display="+"),
@@ -47,7 +47,7 @@ def palette_commands(app) -> Iterable[SystemCommand]:
                         partial(app.action_probe, "quick"))
     yield SystemCommand("Probe sweep", "Probe over a range of copy sizes (s)", partial(app.action_probe, "sweep"))
     yield SystemCommand("Next GPU", "Select the next GPU and show its detail (g)", app.action_next_gpu)
-    yield SystemCommand("Filter processes", "Filter the process table by pid, name or user (/)",
+    yield SystemCommand("Filter processes", "Filter the process table by pid, name, user or group (/)",
                         app.action_filter)
     yield SystemCommand("Sort processes", "Next sort column of the process table (o)",
                         lambda: app.main_widget(ProcessPanel).action_cycle_sort())
