@@ -170,6 +170,7 @@ class MetricsServer:
         self.response_timeout_s = response_timeout_s
         self.max_pending_bytes = max_pending_bytes
         self.accept_pauses = 0  # times accepting stopped for lack of descriptors (for tests and stats)
+        self.expired = 0  # connections dropped at their deadline: a request not sent, a reply not read in time
         self._queue: queue.Queue = queue.Queue(maxsize=MAX_QUEUED)
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
@@ -388,6 +389,7 @@ class MetricsServer:
                 conn, w = next(iter(held.items()))
                 if w.deadline > now:
                     break
+                self.expired += 1
                 self._drop(sel, conn)
 
     def _forget(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:

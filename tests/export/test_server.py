@@ -1,7 +1,8 @@
 """The exporter's HTTP server under load it did not ask for: idle and slow connections, clients that
 never read their response, floods of connections, a descriptor limit, HEAD, a failing app, and what
-its Server header gives away. Timings are pass/fail deadlines of whole scrapes, far above what a
-healthy scrape takes, so a loaded machine does not fail them."""
+its Server header gives away. No test times a scrape: where a scrape must not wait for held
+connections to time out, the server's count of connections dropped at their deadline (``expired``)
+says whether it did, and the client's socket timeout is only a cap that turns a hang into a failure."""
 import collections
 import errno
 import http.client
@@ -32,7 +33,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def served():
     state = ExportState()
     state.add_snapshot(make.full_snapshot())
-    srv = MetricsServer(build_registry(state), "127.0.0.1", 0, timeout_s=2.0).start()
+    # A request deadline far above the clients' timeouts: a scrape that had to wait for held
+    # connections to be dropped fails on its own timeout, and one that did not leaves expired at 0.
+    srv = MetricsServer(build_registry(state), "127.0.0.1", 0, timeout_s=60.0).start()
     yield srv
     srv.stop()
 
@@ -84,9 +87,8 @@ def test_scrapes_go_on_while_many_idle_connections_are_held(served):
     before = threading.active_count()
     socks = idle_sockets(served.port, server_mod.MAX_WAITING * 3)
     try:
-        t0 = time.monotonic()
-        _, body = scrape(served.url, timeout=3.0)
-        assert b"pinmon_status" in body and time.monotonic() - t0 < 2.0
+        _, body = scrape(served.url, timeout=10.0)
+        assert b"pinmon_status" in body and served.expired == 0  # served beside them, none dropped for it
         assert threading.active_count() <= before  # the pool and the loop were already running
     finally:
         close_all(socks)
@@ -97,10 +99,8 @@ def test_half_sent_requests_hold_no_worker(served):
     try:
         for s in socks:
             s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # never finished
-        time.sleep(0.1)
-        t0 = time.monotonic()
-        scrape(served.url, timeout=3.0)
-        assert time.monotonic() - t0 < 1.0
+        scrape(served.url, timeout=10.0)
+        assert served.expired == 0  # no half-sent request had to time out to free a worker
     finally:
         close_all(socks)
 
@@ -109,10 +109,9 @@ def test_an_idle_connection_is_closed_after_the_timeout():
     state = ExportState()
     srv = MetricsServer(build_registry(state), "127.0.0.1", 0, timeout_s=0.3).start()
     try:
-        with socket.create_connection(("127.0.0.1", srv.port), timeout=3) as s:
-            t0 = time.monotonic()
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as s:
             assert s.recv(10) == b""  # closed by the server
-            assert 0.2 < time.monotonic() - t0 < 2.0
+        assert srv.expired == 1  # at its deadline, not on accepting it
     finally:
         srv.stop()
 
@@ -174,10 +173,10 @@ def test_under_a_low_file_limit_idle_connections_neither_block_scrapes_nor_spin(
         cpu0 = _cpu_seconds(p.pid)
         time.sleep(1.0)
         assert _cpu_seconds(p.pid) - cpu0 < 0.3  # not spinning on EMFILE
-        t0 = time.monotonic()
         for _ in range(3):
+            # Below the exporter's 5 s request deadline: a scrape queued behind the idle connections
+            # until they were dropped would fail here.
             scrape(url, timeout=3.0)
-        assert time.monotonic() - t0 < 6.0
     finally:
         close_all(socks)
         p.terminate()
@@ -268,7 +267,7 @@ def test_a_client_reading_slowly_is_cut_at_one_deadline_for_the_whole_response()
             time.sleep(0.02)
         else:
             pytest.fail("a reader taking a KiB now and then kept its response going for 20 s")
-        assert got < 4 << 20
+        assert got < 4 << 20 and srv.expired == 1  # cut at its response deadline
     finally:
         s.close()
         srv.stop()
