@@ -247,3 +247,43 @@ async def test_process_table_group_column_and_filter_by_group():
         await pilot.pause()
         headers = [str(c.label).strip() for c in app.main_widget(ProcessPanel).table().columns.values()]
         assert "GROUP" not in headers  # COMMAND keeps its width at 80 columns
+
+
+# --- end to end: a real cgroup, a process pinning in it, the live collector, the tab ---------------
+
+@pytest.mark.xdist_group("host-pinned-pages")
+async def test_a_real_container_pinning_most_of_its_limit_is_crit_in_the_tab():
+    """io_uring pins 64 MiB in a 96 MiB memory cgroup laid out as a Docker container's scope (root;
+    skipped, saying why, where cgroups or io_uring are not there); the live collector's snapshot, the
+    real advisor and the app: the tab's row is the container at 67% of its limit, CRIT."""
+    import hashlib
+
+    from pinmon.collect.live import LiveCollector
+    from tests.collect.cgroups.realcg import Child, memory_cgroup
+    from tests.collect.cgroups.test_groups import PIN_AND_WAIT, _group_of, _snapshot_until
+
+    cid = hashlib.sha256(b"pinmon tab test").hexdigest()
+    pinned, limit = 64 * MIB, 96 * MIB
+    with memory_cgroup(limit) as job:
+        scope = job.child(f"docker-{cid}.scope")
+        with Child(PIN_AND_WAIT.format(n=pinned, then="")) as child:
+            scope.add(child.pid)
+            child.send()
+            said = child.line()
+            if said.startswith("unavailable"):
+                pytest.skip(said)
+            with LiveCollector(use_nvml=False, pids=[child.pid], kernel_read_every_s=0) as col:
+                snap = _snapshot_until(col, lambda s: (_group_of(s, child.pid) or 0) and
+                                       (_group_of(s, child.pid).vm_pinned_bytes or 0) >= pinned)
+            child.send()
+    app = app_of(FakeSource())
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.apply_snapshot(snap)
+        await pilot.press("7")
+        await pilot.pause()
+        table = app.main_widget(ContainerPanel).table()
+        headers = [str(c.label).strip() for c in table.columns.values()]
+        row = next(r for r in rows_of(table) if r[headers.index("NAME")] == f"docker {cid[:12]}")
+        assert row[0] == "CRIT" and row[headers.index("SHARE")] == "67%"
+        assert row[headers.index("PINNED")] == "64.0 MiB" and row[headers.index("LIMIT")] == "96.0 MiB"
+        assert row[headers.index("VMPIN")] == "64.0 MiB" and row[headers.index("PROCS")] == "1"
