@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional, Sequence
 
+from ..advise.cgroups import held_bytes
 from ..advise.copies import copy_gpu
 from ..model import Cgroup, Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
 from ..units import fmt_bytes, fmt_int, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, fmt_share, printable
@@ -162,7 +163,7 @@ def _group_of(p: ProcessPinned, snapshot: Optional[Snapshot]) -> Optional[Cgroup
 
 def _group_text(g: Cgroup) -> str:
     """"ml/trainer/worker: pinned 401.0 GiB = 78% of its 512.0 GiB limit (7: Containers)"."""
-    held = (g.pinned_bytes or 0) + (g.write_combined_bytes or 0)
+    held = held_bytes(g)
     if g.memory_limit_bytes:
         figure = f"pinned {fmt_bytes(held)} = {fmt_share(held, g.memory_limit_bytes)} of its" \
                  f" {fmt_bytes(g.memory_limit_bytes)} limit"

@@ -17,6 +17,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
+from ...advise.cgroups import held_bytes
 from ...advise.thresholds import Thresholds
 from ...model import Cgroup, Finding, Snapshot
 from ...units import fmt_bytes, fmt_int, fmt_pct, fmt_share, printable
@@ -77,8 +78,7 @@ def group_cells(g: Cgroup, findings: tuple[Finding, ...], name_cells: int, colum
     is_gone = gone(g)
     row_style = "dim" if is_gone else ""
     fraction = limit_share(g)
-    held = (g.pinned_bytes or 0) + (g.write_combined_bytes or 0) if (
-        g.pinned_bytes is not None or g.write_combined_bytes is not None) else None
+    held = held_bytes(g)
     sev_text, sev_style = SEVERITY_CELL.get(severity or "", ("", ""))
     kills = oom_kills_since_start(g)
     bar_style = "bold red" if severity == "critical" else "bold yellow" if severity == "warning" else "green"
