@@ -14,8 +14,8 @@ from ..units import fmt_bytes, fmt_int, fmt_pct
 from .rule import Found, rule
 from .thresholds import Thresholds
 
-_KIND_WORDS = {"pod": "pod container", "docker": "Docker container", "podman": "Podman container",
-               "slurm": "Slurm job step", "systemd": "systemd unit", "cgroup": "cgroup"}
+KIND_WORDS = {"pod": "pod container", "docker": "Docker container", "podman": "Podman container",
+              "slurm": "Slurm job step", "systemd": "systemd unit", "cgroup": "cgroup"}
 
 _RECLAIM = ("Pinned pages are charged to the group of the process that pinned them and cannot be"
             " swapped out or reclaimed, so the group's limit binds long before the host's RAM does.")
@@ -23,7 +23,7 @@ _RECLAIM = ("Pinned pages are charged to the group of the process that pinned th
 
 def group_subject(g: Cgroup) -> str:
     """How a finding names a group: "pod ns/pod/container", "job 42.0", "docker name"."""
-    word = _KIND_WORDS.get(g.kind, "group")
+    word = KIND_WORDS.get(g.kind, "group")
     return f"{word} {g.name}"
 
 

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..advise.cgroups import held_bytes
+from ..advise.cgroups import KIND_WORDS, held_bytes
 from ..model import Cgroup, Finding, ProcessPinned, Snapshot
 from ..units import fmt_bytes, fmt_int, fmt_share, printable, share
 from .format import command_brief, user_text
 from .process_detail import DetailRow
 
 SEVERITY_RANK = {"critical": 2, "warning": 1}
-KIND_LABEL = {"pod": "Kubernetes pod container", "docker": "Docker container", "podman": "Podman container",
-              "slurm": "Slurm job step", "systemd": "systemd unit", "cgroup": "cgroup"}
 # The pop-up lists a group's processes, the largest holders first, up to this many.
 MAX_PROCESS_ROWS = 12
 
@@ -120,9 +118,10 @@ def _limit_rows(g: Cgroup, found: Sequence[Finding]) -> list[DetailRow]:
         parts.append(f"write-combined {fmt_bytes(g.write_combined_bytes)}")
     if parts:
         rows.append(DetailRow("", "of which " + ", ".join(parts)))
-    rows.append(DetailRow("in use", f"{fmt_bytes(g.memory_current_bytes)} (memory.current: every page charged"
-                                    " to the group)" + (f" = {fmt_share(g.memory_current_bytes, g.memory_limit_bytes)}"
-                                                        " of the limit" if g.memory_limit_bytes else "")))
+    share_text = (f" = {fmt_share(g.memory_current_bytes, g.memory_limit_bytes)} of the limit"
+                  if g.memory_limit_bytes and g.memory_current_bytes is not None else "")
+    rows.append(DetailRow("in use", f"{fmt_bytes(g.memory_current_bytes)}{share_text}, pinned or not"
+                                    " (memory.current)"))
     return rows
 
 
@@ -139,7 +138,7 @@ def _oom_row(g: Cgroup, found: Sequence[Finding]) -> DetailRow:
 def group_rows(g: Cgroup, snapshot: Optional[Snapshot] = None, findings: Sequence[Finding] = ()) -> list[DetailRow]:
     """The pop-up's rows for ``g``: who it is, its limit and pinned share, OOM kills, its processes."""
     found = group_findings(g, findings)
-    rows = [DetailRow("group", f"{printable(g.name, 200)}  ({KIND_LABEL.get(g.kind, 'group')})", "head")]
+    rows = [DetailRow("group", f"{printable(g.name, 200)}  ({KIND_WORDS.get(g.kind, 'group')})", "head")]
     rows += _identity_rows(g)
     rows += _limit_rows(g, found)
     rows.append(_oom_row(g, found))
