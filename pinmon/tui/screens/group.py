@@ -1,59 +1,35 @@
-"""One group in full (Enter on a row of the Containers tab): the rows of ``group_detail.group_rows``.
-
-As the process pop-up: one line per figure, cut rather than wrapped; the tab hands every new
-snapshot to an open pop-up, so its figures stay live, and when the group has left the snapshots its
-last figures stay, with the time it went.
-"""
+"""One group in full (Enter on a row of the Containers tab): the rows of ``group_detail.group_rows``,
+live, its last figures kept when it has left the snapshots (``detail.LiveDetailScreen``)."""
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Static
-
 from ...model import Cgroup, Finding, Snapshot
 from ..format import fmt_time
 from ..group_detail import group_rows
-from ..widgets.base import set_content
-from .process import detail_content
+from ..process_detail import DetailRow
+from .detail import LiveDetailScreen
 
 
-class GroupScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+class GroupScreen(LiveDetailScreen):
+    BOX_ID = "group-box"
+    TEXT_ID = "group-text"
 
     def __init__(self, group: Cgroup, snapshot: Optional[Snapshot], findings: Sequence[Finding] = ()):
-        super().__init__()
+        super().__init__(group, snapshot, findings)
         self.key = group.key
-        self.group = group
-        self.snapshot = snapshot
-        self.findings = tuple(findings)
-        self.gone_at: Optional[float] = None  # the first snapshot without it
 
-    def compose(self):
-        with VerticalScroll(id="group-box") as box:
-            box.border_subtitle = "Esc / Enter / q: close"
-            yield Static(id="group-text")
+    @property
+    def group(self) -> Cgroup:
+        return self.item
 
-    def on_mount(self) -> None:
-        self._draw()
+    def find(self, snapshot: Snapshot) -> Optional[Cgroup]:
+        return next((g for g in snapshot.cgroups if g.key == self.key), None)
 
-    def update(self, snapshot: Optional[Snapshot], findings: Sequence[Finding]) -> None:
-        """A newer snapshot: this group in it, or the last one seen when it has left the snapshots."""
-        group = next((g for g in snapshot.cgroups if g.key == self.key), None) if snapshot is not None else None
-        if group is None:
-            if self.gone_at is None and snapshot is not None:
-                self.gone_at = snapshot.time
-        else:
-            self.group, self.snapshot, self.findings, self.gone_at = group, snapshot, tuple(findings), None
-        if self.is_mounted:
-            self._draw()
+    def rows(self) -> Sequence[DetailRow]:
+        return group_rows(self.group, self.snapshot, self.findings)
 
-    def _draw(self) -> None:
-        box = self.query_one("#group-box")
-        read_at = fmt_time(self.snapshot.time if self.snapshot is not None else None, with_date=False)
-        box.border_title = (f"group gone at {fmt_time(self.gone_at, with_date=False)}: its last figures,"
-                            f" as of {read_at}" if self.gone_at is not None else f"group, figures as of {read_at}")
-        set_content(self.query_one("#group-text", Static),
-                    detail_content(group_rows(self.group, self.snapshot, self.findings)))
+    def border_text(self, read_at: str) -> str:
+        if self.gone:
+            return f"group gone at {fmt_time(self.gone_at, with_date=False)}: its last figures, as of {read_at}"
+        return f"group, figures as of {read_at}"

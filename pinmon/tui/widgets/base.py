@@ -84,5 +84,38 @@ def _content_lines(widget) -> Optional[int]:
     return widget.get_content_height(widget.size, widget.app.size, width)
 
 
+def follow_popup(popup, *update_args):
+    """Hand the view's new figures to its open pop-up (``popup.update(*update_args)``); returns the
+    pop-up while it is open, None once it has been closed (the view then forgets it)."""
+    if popup is None or popup not in popup.app.screen_stack:
+        return None
+    popup.update(*update_args)
+    return popup
+
+
+def cursor_row_key(table) -> Optional[str]:
+    """The key of the DataTable row under the cursor; None without rows or with the cursor outside."""
+    if not table.row_count:
+        return None
+    try:
+        return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+    except Exception:  # cursor outside the rows
+        return None
+
+
+def refill_rows(table, rows) -> None:
+    """The DataTable's rows replaced by ``rows`` ((key, cells) pairs), the cursor staying on the row
+    of the same key where that row is still there."""
+    keep = cursor_row_key(table)
+    table.clear()
+    for key, cells in rows:
+        table.add_row(*cells, key=key)
+    if keep is not None:
+        try:
+            table.move_cursor(row=table.get_row_index(keep), animate=False)
+        except Exception:  # that row is gone
+            pass
+
+
 def lines(*rows: Content | str) -> Content:
     return Content("\n").join(r if isinstance(r, Content) else Content(r) for r in rows)

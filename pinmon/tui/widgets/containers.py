@@ -24,7 +24,7 @@ from ...units import fmt_bytes, fmt_int, fmt_pct, fmt_share, printable
 from ..group_detail import gone, group_severity, limit_share, oom_kills_since_start, sort_groups, ungrouped
 from ..screens.group import GroupScreen
 from ..state import ViewState
-from .base import CompositeView, set_content
+from .base import CompositeView, follow_popup, refill_rows, set_content
 
 BAR_CELLS = 10
 # (header, right-aligned, width); NAME (None) takes what the others leave. Widths fit the widest value
@@ -132,12 +132,7 @@ class ContainerPanel(Vertical, CompositeView):
         self._critical = state.thresholds.cgroup_pinned_critical_fraction
         self.groups = sort_groups(state.snapshot.cgroups if state.snapshot is not None else (), state.findings)
         self._refresh_table()
-        popup = self._popup
-        if popup is not None:
-            if popup in self.app.screen_stack:
-                popup.update(state.snapshot, state.findings)
-            else:
-                self._popup = None
+        self._popup = follow_popup(self._popup, state.snapshot, state.findings)
 
     def table(self) -> DataTable:
         return self.query_one(DataTable)
@@ -163,28 +158,8 @@ class ContainerPanel(Vertical, CompositeView):
         rows = tuple((g.key, group_cells(g, self.findings, name_cells, columns, self._critical)) for g in self.groups)
         if rows != self._shown_rows:
             self._shown_rows = rows
-            self._rebuild_rows(table, rows)
+            refill_rows(table, rows)
         self._update_status()
-
-    def _rebuild_rows(self, table: DataTable, rows: tuple) -> None:
-        keep = self.highlighted_key()
-        table.clear()
-        for key, cells in rows:
-            table.add_row(*cells, key=key)
-        if keep is not None:
-            try:
-                table.move_cursor(row=table.get_row_index(keep), animate=False)
-            except Exception:  # that group is gone from the snapshot
-                pass
-
-    def highlighted_key(self) -> Optional[str]:
-        table = self.table()
-        if not table.row_count:
-            return None
-        try:
-            return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # cursor outside the rows
-            return None
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -18,7 +18,7 @@ from ...units import printable
 from ..format import SEVERITY_LABEL, SEVERITY_STYLE
 from ..screens.finding import FindingScreen
 from ..state import ViewState
-from .base import View
+from .base import View, follow_popup
 from .wrap import hanging
 
 MAX_LINES = 3
@@ -65,12 +65,7 @@ class FindingsPanel(OptionList, View):
         self.findings = state.findings
         self._snapshot_time = state.snapshot.time if state.snapshot is not None else None
         self._fill()
-        popup = self._popup
-        if popup is not None:
-            if popup in self.app.screen_stack:
-                popup.update(state.findings, state.snapshot)
-            else:
-                self._popup = None
+        self._popup = follow_popup(self._popup, state.findings, state.snapshot)
 
     def _fill(self) -> None:
         width = self._text_width()

@@ -34,7 +34,7 @@ from ..format import (
 )
 from ..screens.process import ProcessScreen
 from ..state import ViewState
-from .base import CompositeView, set_content
+from .base import CompositeView, cursor_row_key, follow_popup, refill_rows, set_content
 
 # (sort key or None, header, right-aligned, width). Fixed widths fit the widest value a column can
 # print ("1023.9 GiB", pid 4194304) and the header with its sort mark ("CHURN ▼"), plus one space of
@@ -172,12 +172,7 @@ class ProcessPanel(Vertical, CompositeView):
         self.group_names = {g.key: g.name for g in state.snapshot.cgroups} if state.snapshot is not None else {}
         self.vm_pinned = any(p.vm_pinned_bytes for p in self.processes)
         self._refresh_table()
-        popup = self._popup
-        if popup is not None:
-            if popup in self.app.screen_stack:
-                popup.update(state.snapshot, state.findings)
-            else:
-                self._popup = None
+        self._popup = follow_popup(self._popup, state.snapshot, state.findings)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -256,38 +251,18 @@ class ProcessPanel(Vertical, CompositeView):
                 for pid, header, new in changes:
                     table.update_cell(str(pid), header, new)
             else:
-                self._rebuild_rows(table, rows)
+                refill_rows(table, tuple((str(pid), cells) for pid, cells in rows))
         self._update_status(len(procs))
         self._update_command()
 
     def highlighted_process(self) -> Optional[ProcessPinned]:
-        table = self.query_one(DataTable)
-        if not table.row_count:
-            return None
-        try:
-            pid = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # cursor outside the rows
+        pid = cursor_row_key(self.query_one(DataTable))
+        if pid is None:
             return None
         return next((p for p in self.processes if str(p.pid) == pid), None)
 
     def _update_command(self) -> None:
         set_content(self.query_one("#process-command", Static), command_line(self.highlighted_process()))
-
-    def _rebuild_rows(self, table: DataTable, rows: tuple) -> None:
-        keep = None
-        if table.row_count:
-            try:
-                keep = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-            except Exception:  # cursor outside the old rows
-                keep = None
-        table.clear()
-        for pid, cells in rows:
-            table.add_row(*cells, key=str(pid))
-        if keep is not None:
-            try:
-                table.move_cursor(row=table.get_row_index(keep), animate=False)
-            except Exception:  # that process is gone
-                pass
 
     def _update_status(self, shown: int) -> None:
         total = len(self.processes)

@@ -1,0 +1,85 @@
+"""A pop-up that shows one item in full (a process, a group) as labelled rows, and follows it through
+the snapshots: the view hands every new snapshot to an open pop-up (``update``), so its figures stay
+live; when the item has left the snapshots, its last figures stay and the border says since when.
+
+Each row is one line, cut with "…" rather than wrapped, so the rows keep their columns; the close keys
+sit in the box's bottom border, always on screen.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from ...model import Finding, Snapshot
+from ..format import fmt_time
+from ..process_detail import LABEL_CELLS, DetailRow
+from ..widgets.base import lines, set_content
+
+STYLES = {"head": "bold", "dim": "dim", "warning": "bold $warning", "": ""}
+
+
+def detail_content(rows: Sequence[DetailRow]) -> Content:
+    return lines(*(Content.assemble((f"{r.label:<{LABEL_CELLS}}", "dim"), (r.text, STYLES.get(r.style, "")))
+                   for r in rows))
+
+
+class LiveDetailScreen(ModalScreen[None]):
+    """Subclasses say where the item is in a snapshot (``find``), its rows and its border's title
+    (``border_text``: not ``title``, which is the screen's own)."""
+
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+    BOX_ID = "detail-box"
+    TEXT_ID = "detail-text"
+
+    def __init__(self, item: Any, snapshot: Optional[Snapshot], findings: Sequence[Finding] = ()):
+        super().__init__()
+        self.item = item
+        self.snapshot = snapshot
+        self.findings = tuple(findings)
+        self.gone_at: Optional[float] = None  # the first snapshot without it
+
+    @property
+    def gone(self) -> bool:
+        return self.gone_at is not None
+
+    def find(self, snapshot: Snapshot) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def rows(self) -> Sequence[DetailRow]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def border_text(self, read_at: str) -> str:  # pragma: no cover - interface
+        """The border's title; ``read_at``: the time of the snapshot its figures are from."""
+        raise NotImplementedError
+
+    def compose(self):
+        with VerticalScroll(id=self.BOX_ID) as box:
+            box.border_subtitle = "Esc / Enter / q: close"
+            yield Static(id=self.TEXT_ID)
+
+    def on_mount(self) -> None:
+        self._draw()
+
+    def update(self, snapshot: Optional[Snapshot], findings: Sequence[Finding]) -> None:
+        """A newer snapshot: the item in it, or the last one seen when it has left the snapshots."""
+        if snapshot is None:
+            return
+        item = self.find(snapshot)
+        if item is None:
+            if self.gone_at is None:
+                self.gone_at = snapshot.time
+        else:
+            self.item, self.snapshot, self.findings, self.gone_at = item, snapshot, tuple(findings), None
+        if self.is_mounted:
+            self._draw()
+
+    def _draw(self) -> None:
+        # Times without the date: the title must fit an 80-column pop-up's border.
+        read_at = fmt_time(self.snapshot.time if self.snapshot is not None else None, with_date=False)
+        self.query_one(f"#{self.BOX_ID}").border_title = self.border_text(read_at)
+        set_content(self.query_one(f"#{self.TEXT_ID}", Static), detail_content(self.rows()))
