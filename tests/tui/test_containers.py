@@ -258,24 +258,10 @@ async def test_a_real_container_pinning_most_of_its_limit_is_crit_in_the_tab():
     real advisor and the app: the tab's row is the container at 67% of its limit, CRIT."""
     import hashlib
 
-    from pinmon.collect.live import LiveCollector
-    from tests.collect.cgroups.realcg import Child, memory_cgroup
-    from tests.collect.cgroups.test_groups import PIN_AND_WAIT, _group_of, _snapshot_until
+    from tests.collect.cgroups.realcg import pinned_in_docker_scope
 
     cid = hashlib.sha256(b"pinmon tab test").hexdigest()
-    pinned, limit = 64 * MIB, 96 * MIB
-    with memory_cgroup(limit) as job:
-        scope = job.child(f"docker-{cid}.scope")
-        with Child(PIN_AND_WAIT.format(n=pinned, then="")) as child:
-            scope.add(child.pid)
-            child.send()
-            said = child.line()
-            if said.startswith("unavailable"):
-                pytest.skip(said)
-            with LiveCollector(use_nvml=False, pids=[child.pid], kernel_read_every_s=0) as col:
-                snap = _snapshot_until(col, lambda s: (_group_of(s, child.pid) or 0) and
-                                       (_group_of(s, child.pid).vm_pinned_bytes or 0) >= pinned)
-            child.send()
+    snap, _pid = pinned_in_docker_scope(cid, 64 * MIB, 96 * MIB)
     app = app_of(FakeSource())
     async with app.run_test(size=(160, 48)) as pilot:
         app.apply_snapshot(snap)

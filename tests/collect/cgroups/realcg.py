@@ -1,6 +1,8 @@
 """Real memory cgroups made by the tests (root, a v1 memory hierarchy or a v2 one with the memory
 controller delegated from the root), and child processes moved into them. ``memory_cgroup`` skips
-the test, saying why, where the machine does not allow it, and removes what it made, always."""
+the test, saying why, where the machine does not allow it, and removes what it made, always;
+``pinned_in_docker_scope`` runs a process pinning known bytes with io_uring in such a group and
+returns the live collector's snapshot of it."""
 from __future__ import annotations
 
 import contextlib
@@ -17,6 +19,7 @@ import pytest
 
 from pinmon.collect.cgroups.mounts import read_mounts, to_dir
 from pinmon.collect.cgroups.ownership import parse_proc_cgroup
+from pinmon.collect.live import LiveCollector
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 _SEQ = itertools.count()
@@ -164,3 +167,56 @@ class Child:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+# --- a process pinning known bytes (io_uring) in a group -------------------------------------------
+
+PIN_AND_WAIT = """
+import sys
+from tests.iouring import PinnedBuffer, Unavailable
+try:
+    buf = PinnedBuffer({n}).__enter__()
+except Unavailable as e:
+    print("unavailable " + str(e), flush=True)
+    sys.exit(0)
+print("pinned", flush=True)
+sys.stdin.readline()
+{then}
+"""
+
+
+def snapshot_until(col, ok, seconds=10.0):
+    """The collector's snapshots until one meets ``ok`` (the last one after ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    snap = col.snapshot()
+    while not ok(snap) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        snap = col.snapshot()
+    return snap
+
+
+def group_of(snap, pid):
+    """The group of process ``pid`` in ``snap``; None where it has no row or no group."""
+    row = next((p for p in snap.processes if p.pid == pid), None)
+    if row is None or row.cgroup is None:
+        return None
+    return next(g for g in snap.cgroups if g.key == row.cgroup)
+
+
+def pinned_in_docker_scope(container_id: str, pinned: int, limit: int):
+    """A memory cgroup with ``limit`` and in it a Docker container's scope, where a child pins
+    ``pinned`` bytes with io_uring: the live collector's snapshot once the group shows them all, and the
+    child's pid. Skips, saying why, where cgroups or io_uring are not there."""
+    with memory_cgroup(limit) as job:
+        scope = job.child(f"docker-{container_id}.scope")
+        with Child(PIN_AND_WAIT.format(n=pinned, then="")) as child:
+            scope.add(child.pid)
+            child.send()
+            said = child.line()
+            if said.startswith("unavailable"):
+                pytest.skip(said)
+            with LiveCollector(use_nvml=False, pids=[child.pid], kernel_read_every_s=0) as col:
+                snap = snapshot_until(col, lambda s: (group_of(s, child.pid) or 0) and
+                                       (group_of(s, child.pid).vm_pinned_bytes or 0) >= pinned)
+            child.send()
+    return snap, child.pid

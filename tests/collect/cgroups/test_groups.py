@@ -4,30 +4,17 @@ critical while the host stays OK, and an OOM kill in a group that pinned makes `
 from __future__ import annotations
 
 import hashlib
-import time
 
 import pytest
 
 from pinmon.advise import advise
 from pinmon.collect.live import LiveCollector
 
-from .realcg import Child, memory_cgroup
+from .realcg import PIN_AND_WAIT, Child, group_of, memory_cgroup, pinned_in_docker_scope, snapshot_until
 
 MIB = 1 << 20
 CID = hashlib.sha256(b"pinmon group test").hexdigest()
 
-PIN_AND_WAIT = """
-import sys
-from tests.iouring import PinnedBuffer, Unavailable
-try:
-    buf = PinnedBuffer({n}).__enter__()
-except Unavailable as e:
-    print("unavailable " + str(e), flush=True)
-    sys.exit(0)
-print("pinned", flush=True)
-sys.stdin.readline()
-{then}
-"""
 GROW = """
 import mmap
 m = mmap.mmap(-1, {n})
@@ -36,41 +23,14 @@ for i in range(0, {n}, mmap.PAGESIZE):
 """
 
 
-def _snapshot_until(col, ok, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    snap = col.snapshot()
-    while not ok(snap) and time.monotonic() < deadline:
-        time.sleep(0.2)
-        snap = col.snapshot()
-    return snap
-
-
-def _group_of(snap, pid):
-    row = next((p for p in snap.processes if p.pid == pid), None)
-    if row is None or row.cgroup is None:
-        return None
-    return next(g for g in snap.cgroups if g.key == row.cgroup)
-
-
 def test_a_group_pinning_most_of_its_limit_is_critical_while_the_host_is_ok():
     pinned, limit = 64 * MIB, 96 * MIB
-    with memory_cgroup(limit) as job:
-        scope = job.child(f"docker-{CID}.scope")
-        with Child(PIN_AND_WAIT.format(n=pinned, then="")) as child:
-            scope.add(child.pid)
-            child.send()
-            said = child.line()
-            if said.startswith("unavailable"):
-                pytest.skip(said)
-            with LiveCollector(use_nvml=False, pids=[child.pid], kernel_read_every_s=0) as col:
-                snap = _snapshot_until(col, lambda s: (_group_of(s, child.pid) or 0) and
-                                       (_group_of(s, child.pid).vm_pinned_bytes or 0) >= pinned)
-            child.send()
-    g = _group_of(snap, child.pid)
+    snap, pid = pinned_in_docker_scope(CID, pinned, limit)
+    g = group_of(snap, pid)
     assert g is not None, snap.processes
     assert g.kind == "docker" and g.container_id == CID and g.memory_limit_bytes == limit
     assert g.vm_pinned_bytes == pinned and g.pinned_bytes == pinned and g.processes == 1
-    row = next(p for p in snap.processes if p.pid == child.pid)
+    row = next(p for p in snap.processes if p.pid == pid)
     assert row.vm_pinned_bytes == pinned and row.cgroup == g.key
     findings = advise([snap])
     (share,) = [f for f in findings if f.rule == "pinned-cgroup-share"]
@@ -92,15 +52,15 @@ def test_an_oom_kill_in_a_group_that_pinned_is_critical():
                 pytest.skip(said)
             with LiveCollector(use_nvml=False, kernel_read_every_s=0) as col:
                 col.groups.memory.recheck_s = 0.0  # OOM counts read every snapshot, not every 5 s
-                history = [_snapshot_until(col, lambda s: (_group_of(s, child.pid) is not None
-                                                           and _group_of(s, child.pid).vm_pinned_bytes))]
-                g = _group_of(history[0], child.pid)
+                history = [snapshot_until(col, lambda s: (group_of(s, child.pid) is not None
+                                                           and group_of(s, child.pid).vm_pinned_bytes))]
+                g = group_of(history[0], child.pid)
                 if g.oom_kills is None:
                     pytest.skip(f"this kernel counts no OOM kills per cgroup: {g.notes}")
                 assert not [f for f in advise(history) if f.rule == "cgroup-oom-kills"]
                 child.send()  # it grows past its limit with 32 MiB it cannot give back
                 assert child.wait() == -9
-                history.append(_snapshot_until(col, lambda s: any(
+                history.append(snapshot_until(col, lambda s: any(
                     x.key == g.key and x.oom_kills is not None and x.oom_kills > g.oom_kills for x in s.cgroups)))
     gone = next(x for x in history[-1].cgroups if x.key == g.key)
     assert gone.processes == 0 and gone.oom_kills == gone.oom_kills_at_start + 1
