@@ -14,8 +14,8 @@ from typing import Optional, Sequence
 from ..advise.cgroups import KIND_WORDS, held_bytes
 from ..model import Cgroup, Finding, ProcessPinned, Snapshot
 from ..units import fmt_bytes, fmt_int, fmt_share, printable, share
+from .detail_row import DetailRow
 from .format import command_brief, user_text
-from .process_detail import DetailRow
 
 SEVERITY_RANK = {"critical": 2, "warning": 1}
 # The pop-up lists a group's processes, the largest holders first, up to this many.
@@ -54,6 +54,24 @@ def sort_groups(groups: Sequence[Cgroup], findings: Sequence[Finding]) -> list[C
     before the gone, then share of the limit, then bytes held."""
     return sorted(groups, key=lambda g: (-SEVERITY_RANK.get(group_severity(g, findings) or "", 0), gone(g),
                                          -(limit_share(g) or 0.0), -(held_bytes(g) or 0), g.key))
+
+
+def group_of(p: ProcessPinned, snapshot: Optional[Snapshot]) -> Optional[Cgroup]:
+    """The group of process ``p`` in ``snapshot``; None where it has none."""
+    if snapshot is None or not p.cgroup:
+        return None
+    return next((g for g in snapshot.cgroups if g.key == p.cgroup), None)
+
+
+def group_summary(g: Cgroup) -> str:
+    """"ml/trainer/worker: pinned 401.0 GiB = 78% of its 512.0 GiB limit": a group in one line."""
+    held = held_bytes(g)
+    if g.memory_limit_bytes:
+        figure = (f"pinned {fmt_bytes(held)} = {fmt_share(held, g.memory_limit_bytes)} of its"
+                  f" {fmt_bytes(g.memory_limit_bytes)} limit")
+    else:
+        figure = f"pinned {fmt_bytes(held)}, no memory limit"
+    return f"{printable(g.name, 80)}: {figure}"
 
 
 def members(g: Cgroup, snapshot: Optional[Snapshot]) -> list[ProcessPinned]:

@@ -15,28 +15,22 @@ is active, so the view follows the configured thresholds.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Sequence
+from typing import Optional, Sequence
 
-from ..advise.cgroups import held_bytes
 from ..advise.copies import copy_gpu
-from ..model import Cgroup, Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
+from ..model import Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
 from ..units import fmt_bytes, fmt_int, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, fmt_share, printable
+from .detail_row import DetailRow
 from .format import command_text, local_share, user_text
+from .group_detail import group_findings, group_of, group_summary
 
 ENGINE_LABEL = {"cupti": "CUPTI", "hooks": "hooks (CuPy/PyTorch)"}
 DIRECTION_LABEL = {"h2d": "H2D", "d2h": "D2H"}
 KIND_ORDER = ("h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable")
-# The label column's width ("H2D pageable", "1 MiB+ pinned" and a space) and a copy figure's (the
-# widest, "1023.9 GB/s", and a space): a copy row is 57 cells, inside an 80-column pop-up.
-LABEL_CELLS = 14
+# A copy figure's width (the widest, "1023.9 GB/s", and a space): with the label column a copy row
+# is 57 cells, inside an 80-column pop-up.
 FIGURE_CELLS = 11
 SITE_CHARS = 160  # as the collector keeps them (trace_report.MAX_SITE_CHARS)
-
-
-class DetailRow(NamedTuple):
-    label: str          # the left column ("" continues the row above)
-    text: str
-    style: str = ""     # "", "head" (a title or table header), "dim" (a note), "warning" (a finding's figure)
 
 
 def _findings_of(p: ProcessPinned, findings: Sequence[Finding]) -> list[Finding]:
@@ -155,27 +149,6 @@ def _gpus_text(p: ProcessPinned, gpus: Sequence[Gpu]) -> str:
     return f"{fmt_bytes(p.gpu_memory_bytes)} on GPU{'s' if len(p.gpu_indices) > 1 else ''} {names}"
 
 
-def _group_of(p: ProcessPinned, snapshot: Optional[Snapshot]) -> Optional[Cgroup]:
-    if snapshot is None or not p.cgroup:
-        return None
-    return next((g for g in snapshot.cgroups if g.key == p.cgroup), None)
-
-
-def _group_text(g: Cgroup) -> str:
-    """"ml/trainer/worker: pinned 401.0 GiB = 78% of its 512.0 GiB limit (7: Containers)"."""
-    held = held_bytes(g)
-    if g.memory_limit_bytes:
-        figure = f"pinned {fmt_bytes(held)} = {fmt_share(held, g.memory_limit_bytes)} of its" \
-                 f" {fmt_bytes(g.memory_limit_bytes)} limit"
-    else:
-        figure = f"pinned {fmt_bytes(held)}, no memory limit"
-    return f"{printable(g.name, 80)}: {figure} (7: Containers)"
-
-
-def _group_flagged(g: Cgroup, findings: Sequence[Finding]) -> bool:
-    return any(f.values.get("cgroup") == g.key for f in findings)
-
-
 def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
                 findings: Sequence[Finding] = ()) -> list[DetailRow]:
     """The pop-up's rows for ``p``; ``snapshot`` gives its GPUs and the probe, ``findings`` what to
@@ -202,9 +175,10 @@ def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
     if p.vm_pinned_bytes:
         rows.append(DetailRow("VmPin", f"{fmt_bytes(p.vm_pinned_bytes)} pinned through io_uring or RDMA"
                                        " (the kernel's count; CUDA's pins are not in it)"))
-    group = _group_of(p, snapshot)
+    group = group_of(p, snapshot)
     if group is not None:
-        rows.append(DetailRow("group", _group_text(group), "warning" if _group_flagged(group, findings) else ""))
+        rows.append(DetailRow("group", group_summary(group) + " (7: Containers)",
+                              "warning" if group_findings(group, findings) else ""))
     if p.vm_locked_bytes:
         rows.append(DetailRow("VmLck", f"{fmt_bytes(p.vm_locked_bytes)} mlock()ed (locked is not pinned for CUDA)",
                               "warning" if _active(found, "mlock-not-pinned") else ""))

@@ -16,8 +16,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ...model import Finding, Snapshot
+from ..detail_row import LABEL_CELLS, DetailRow
 from ..format import fmt_time
-from ..process_detail import LABEL_CELLS, DetailRow
 from ..widgets.base import lines, set_content
 
 STYLES = {"head": "bold", "dim": "dim", "warning": "bold $warning", "": ""}

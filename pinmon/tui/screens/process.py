@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ...model import Finding, ProcessPinned, Snapshot
+from ..detail_row import DetailRow
 from ..format import fmt_time
-from ..process_detail import DetailRow, detail_rows
+from ..process_detail import detail_rows
 from .detail import LiveDetailScreen
 
 

@@ -72,9 +72,9 @@ def _cell(text: str, right: bool, style: str = "") -> Text:
     return Text(text if right else " " + text, style=style, justify="right" if right else "left", no_wrap=True)
 
 
-def group_cells(g: Cgroup, findings: tuple[Finding, ...], name_cells: int, columns: tuple,
+def group_cells(g: Cgroup, severity: Optional[str], name_cells: int, columns: tuple,
                 critical_mark: Optional[float]) -> tuple[Text, ...]:
-    severity = group_severity(g, findings)
+    """The row's cells; ``severity``: the group's (``group_severity``)."""
     is_gone = gone(g)
     row_style = "dim" if is_gone else ""
     fraction = limit_share(g)
@@ -117,6 +117,7 @@ class ContainerPanel(Vertical, CompositeView):
         self.snapshot: Optional[Snapshot] = None
         self.findings: tuple[Finding, ...] = ()
         self.groups: list[Cgroup] = []
+        self.severity: dict[str, Optional[str]] = {}  # a group's key -> its severity (group_severity)
         self._shown_rows: Optional[tuple] = None
         self._columns_for: Optional[tuple] = None
         self._columns: tuple = NARROW_COLUMNS
@@ -131,6 +132,7 @@ class ContainerPanel(Vertical, CompositeView):
         self.snapshot, self.findings = state.snapshot, state.findings
         self._critical = state.thresholds.cgroup_pinned_critical_fraction
         self.groups = sort_groups(state.snapshot.cgroups if state.snapshot is not None else (), state.findings)
+        self.severity = {g.key: group_severity(g, state.findings) for g in self.groups}
         self._refresh_table()
         self._popup = follow_popup(self._popup, state.snapshot, state.findings)
 
@@ -155,7 +157,7 @@ class ContainerPanel(Vertical, CompositeView):
             self._shown_rows = None
             for header, right, width in columns:
                 table.add_column(_cell(header, right), key=header, width=name_cells if width is None else width)
-        rows = tuple((g.key, group_cells(g, self.findings, name_cells, columns, self._critical)) for g in self.groups)
+        rows = tuple((g.key, group_cells(g, self.severity[g.key], name_cells, columns, self._critical)) for g in self.groups)
         if rows != self._shown_rows:
             self._shown_rows = rows
             refill_rows(table, rows)
@@ -182,8 +184,8 @@ class ContainerPanel(Vertical, CompositeView):
                 text += " (a recording made before pinmon read groups has none)"
             set_content(status, Content.styled(text, "dim"))
             return
-        crit = sum(1 for g in self.groups if group_severity(g, self.findings) == "critical")
-        warn = sum(1 for g in self.groups if group_severity(g, self.findings) == "warning")
+        severities = list(self.severity.values())
+        crit, warn = severities.count("critical"), severities.count("warning")
         parts: list = [f"{len(self.groups)} group{'s' if len(self.groups) != 1 else ''}"]
         if crit:
             parts.append((f", {crit} critical", "bold $error"))
