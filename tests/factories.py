@@ -139,7 +139,20 @@ def _build(cls, base, changes: Optional[dict]):
 def process(pid: int = 1234, name: Optional[str] = "python", **overrides) -> ProcessPinned:
     """A process row; every reading not given is unknown. Besides the row's own fields, the fields
     of its identity (user, cmdline, cgroup), held memory (pinned_bytes, vm_pinned_bytes, mappings,
-    capped ...) and placement (gpu_indices, gpu_memory_bytes, pinned_bytes_by_node) are taken by name."""
+    capped ...) and placement (gpu_indices, gpu_memory_bytes, pinned_bytes_by_node) are taken by name,
+    and shorthands make its copies and allocations where those records are not given: ``wc_readbacks``
+    and ``pageable_bytes_per_s`` (H2D), as ``Copies`` reads them back, ``alloc_per_s`` and
+    ``alloc_median_bytes``, all measured by ``instrument`` (default "hooks")."""
+    instrument = overrides.pop("instrument", None)
+    readbacks = overrides.pop("wc_readbacks", None)
+    pageable = overrides.pop("pageable_bytes_per_s", None)
+    per_s, median = overrides.pop("alloc_per_s", None), overrides.pop("alloc_median_bytes", None)
+    stats = ([stat("h2d", "pageable", pageable)] if pageable is not None else []) + \
+        ([stat("d2h", "write_combined", count=readbacks)] if readbacks is not None else [])
+    if (stats or (instrument and per_s is None and median is None)) and "copies" not in overrides:
+        overrides["copies"] = copies(instrument or "hooks", stats=stats)
+    if (per_s is not None or median is not None) and "allocations" not in overrides:
+        overrides["allocations"] = allocations(instrument or "hooks", per_s=per_s, median_bytes=median)
     return moved(ProcessPinned(pid=pid, identity=ProcessIdentity(name=name)), **overrides)
 
 

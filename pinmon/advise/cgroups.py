@@ -1,49 +1,30 @@
 """Rules on groups (a pod's container, a container, a Slurm job step, a systemd unit): pinned memory
 against the group's own memory limit, where the OOM killer acts, and OOM kills in a group that pins.
 
-A group's pinned bytes (``Cgroup.pinned_bytes``: its processes' pinned pages and ``VmPin``, charged to
-the group) plus its write-combined bytes, against the tightest ``memory.max`` on its path. A group
-with no limit is bounded by the host only (``pinned-ram-share``), so these rules stay silent there.
+A group's held bytes (``Cgroup.held.bytes``: its processes' pinned pages and ``VmPin``, charged to the
+group, and their write-combined bytes), against the tightest ``memory.max`` on its path. A group with
+no limit is bounded by the host only (``pinned-ram-share``), so these rules stay silent there.
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Sequence
 
 from ..model import Cgroup, Snapshot
+from ..model.kinds import Severity
 from ..units import fmt_bytes, fmt_int, fmt_pct
 from .rule import Found, rule
 from .thresholds import Thresholds
-
-KIND_WORDS = {"pod": "pod container", "docker": "Docker container", "podman": "Podman container",
-              "slurm": "Slurm job step", "systemd": "systemd unit", "cgroup": "cgroup"}
 
 _RECLAIM = ("Pinned pages are charged to the group of the process that pinned them and cannot be"
             " swapped out or reclaimed, so the group's limit binds long before the host's RAM does.")
 
 
-def group_subject(g: Cgroup) -> str:
-    """How a finding names a group: "pod ns/pod/container", "job 42.0", "docker name"."""
-    word = KIND_WORDS.get(g.kind, "group")
-    return f"{word} {g.name}"
-
-
-def held_bytes(g: Cgroup) -> Optional[int]:
-    """The group's pinned and write-combined bytes together; None when neither is known."""
-    if g.pinned_bytes is None and g.write_combined_bytes is None:
-        return None
-    return (g.pinned_bytes or 0) + (g.write_combined_bytes or 0)
-
-
 def _largest_process(snap: Snapshot, g: Cgroup) -> str:
-    rows = [p for p in snap.processes if p.cgroup == g.key]
-    best = max(rows, key=lambda p: (p.pinned_bytes or 0) + (p.vm_pinned_bytes or 0) + (p.write_combined_bytes or 0),
-               default=None)
-    if best is None:
+    rows = [p for p in snap.processes if p.identity.cgroup == g.key]
+    best = max(rows, key=lambda p: p.held.bytes or 0, default=None)
+    if best is None or not best.held.bytes:
         return ""
-    held = (best.pinned_bytes or 0) + (best.vm_pinned_bytes or 0) + (best.write_combined_bytes or 0)
-    if not held:
-        return ""
-    return f" Largest holder: pid {best.pid} ({best.name or 'n/a'}) with {fmt_bytes(held)}."
+    return f" Largest holder: pid {best.pid} ({best.identity.name or 'n/a'}) with {fmt_bytes(best.held.bytes)}."
 
 
 @rule("pinned-cgroup-share",
@@ -53,10 +34,11 @@ def _largest_process(snap: Snapshot, g: Cgroup) -> str:
       severities=("warning", "critical"))
 def pinned_cgroup_share(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
     for g in snap.cgroups:
-        held, limit = held_bytes(g), g.memory_limit_bytes
+        held, limit = g.held.bytes, g.limit.limit_bytes
         if not held or not limit:
             continue
         fraction = held / limit
+        severity: Severity
         if fraction > t.cgroup_pinned_critical_fraction:
             severity = "critical"
         elif fraction >= t.cgroup_pinned_warning_fraction:
@@ -64,10 +46,10 @@ def pinned_cgroup_share(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
         else:
             continue
         parts = []
-        if g.vm_pinned_bytes:
-            parts.append(f"{fmt_bytes(g.vm_pinned_bytes)} VmPin")
-        if g.write_combined_bytes:
-            parts.append(f"{fmt_bytes(g.write_combined_bytes)} write-combined")
+        if g.held.vm_pinned_bytes:
+            parts.append(f"{fmt_bytes(g.held.vm_pinned_bytes)} VmPin")
+        if g.held.write_combined_bytes:
+            parts.append(f"{fmt_bytes(g.held.write_combined_bytes)} write-combined")
         of_which = f" (of which {', '.join(parts)})" if parts else ""
         message = (f"pinned {fmt_bytes(held)}{of_which} = {fmt_pct(fraction)} of its {fmt_bytes(limit)}"
                    f" memory limit, over {fmt_int(g.processes)} process{'es' if g.processes != 1 else ''}")
@@ -75,10 +57,10 @@ def pinned_cgroup_share(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
                   f" has free. Raise the group's memory limit (the pod's resources.limits.memory,"
                   f" docker --memory, Slurm --mem) or pin less: cap pinned pools, pin only staging buffers"
                   f" that are reused for transfers." + _largest_process(snap, g))
-        yield Found(severity, message, advice, subject=group_subject(g), cgroup=g.key, kind=g.kind,
+        yield Found(severity, message, advice, subject=g.subject, cgroup=g.key, kind=g.kind,
                     pinned_bytes=held, memory_limit_bytes=limit, fraction=fraction,
-                    vm_pinned_bytes=g.vm_pinned_bytes, write_combined_bytes=g.write_combined_bytes,
-                    memory_current_bytes=g.memory_current_bytes)
+                    vm_pinned_bytes=g.held.vm_pinned_bytes, write_combined_bytes=g.held.write_combined_bytes,
+                    memory_current_bytes=g.limit.current_bytes)
 
 
 @rule("cgroup-oom-kills",
@@ -90,20 +72,18 @@ def cgroup_oom_kills(history: Sequence[Snapshot], t: Thresholds) -> Iterator[Fou
     for snap in history:
         for g in snap.cgroups:
             latest[g.key] = g
-            h = held_bytes(g)
+            h = g.held.bytes
             if h:
                 held[g.key] = max(held.get(g.key, 0), h)
     for key, g in latest.items():
-        if key not in held or g.oom_kills is None or g.oom_kills_at_start is None:
+        kills = g.limit.oom_kills_since_start
+        if key not in held or not kills:
             continue
-        kills = g.oom_kills - g.oom_kills_at_start
-        if kills <= 0:
-            continue
-        limit = f" at its {fmt_bytes(g.memory_limit_bytes)} memory limit" if g.memory_limit_bytes else ""
+        limit = f" at its {fmt_bytes(g.limit.limit_bytes)} memory limit" if g.limit.limit_bytes else ""
         message = (f"{fmt_int(kills)} process{'es' if kills != 1 else ''} OOM-killed{limit} since pinmon"
                    f" started, while the group held up to {fmt_bytes(held[key])} of pinned memory")
         advice = (f"{_RECLAIM} When the group's memory runs out, the kernel cannot take those pages back,"
                   f" so it kills a process instead. Raise the group's memory limit or pin less; check the"
                   f" group's pinned share (pinned-cgroup-share) before the job runs again.")
-        yield Found("critical", message, advice, subject=group_subject(g), cgroup=key, kind=g.kind,
-                    oom_kills=kills, held_pinned_bytes=held[key], memory_limit_bytes=g.memory_limit_bytes)
+        yield Found("critical", message, advice, subject=g.subject, cgroup=key, kind=g.kind,
+                    oom_kills=kills, held_pinned_bytes=held[key], memory_limit_bytes=g.limit.limit_bytes)
