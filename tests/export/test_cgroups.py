@@ -38,3 +38,17 @@ def test_group_series_are_bounded_and_their_names_printable():
     assert other == sum(range(1, 46)) << 20
     assert "\x1b" not in text and "\x07" not in text
     assert all(len(lab.get("pod", "")) <= 64 for lab, _ in pinned)
+
+
+def test_a_groups_held_bytes_count_all_it_holds_and_its_pinned_bytes_are_its_part():
+    """cgroup_held_bytes is pinned + write-combined + VmPin (what pinned-cgroup-share compares with the
+    limit); cgroup_pinned_bytes is the pinned part, as for a process."""
+    g = make.cgroup(limit_bytes=4 * make.GIB, pinned_bytes=2 * make.GIB, write_combined_bytes=make.MIB,
+                    vm_pinned_bytes=512 * make.MIB, processes=1)
+    uring = make.cgroup(key="docker/" + "cd" * 32, vm_pinned_bytes=640 * make.MIB, processes=1)
+    text = render([dataclasses.replace(make.box_snapshot(), cgroups=(g, uring))], top=1)
+    held = {lab["cgroup"]: v for lab, v in _series(text, "pinmon_cgroup_held_bytes")}
+    pinned = {lab["cgroup"]: v for lab, v in _series(text, "pinmon_cgroup_pinned_bytes")}
+    gid = next(k for k in held if k != "other")
+    assert held[gid] == 2 * make.GIB + make.MIB + 512 * make.MIB and pinned[gid] == 2 * make.GIB
+    assert held["other"] == 640 * make.MIB and pinned["other"] == 0  # the io_uring group, summed
