@@ -107,11 +107,12 @@ class TracedProcess:
 
 
 def _int(v) -> Optional[int]:
-    """A byte figure of the report: whole, and no more than any host holds (the report's own check
-    lets figures up to 2**63 - 1 through, and a snapshot refuses them)."""
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= MAX_SIZE_BYTES:
+    """A byte figure of the report, whole and held to what any host holds (the report's own check lets
+    figures up to 2**63 - 1 through, and a snapshot refuses more than ``MAX_SIZE_BYTES``); the clamps
+    to the process and the host come after."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
         return None
-    return int(v)
+    return min(int(v), MAX_SIZE_BYTES)
 
 
 def _cap(v: Optional[int], limit: Optional[int]) -> Optional[int]:
