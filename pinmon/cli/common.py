@@ -29,8 +29,6 @@ from ..limits import (
 EXIT_BAD_INPUT = 2
 # pinmon check follows the Nagios convention: 0 ok, 1 warning, 2 critical, 3 unknown (could not assess).
 EXIT_CHECK_UNKNOWN = 3
-# The advisor sees the last 600 snapshots (10 minutes at 1 s), as in the terminal app.
-ADVISOR_WINDOW = 600
 
 
 class UsageError(Exception):
@@ -167,26 +165,31 @@ def print_notices(source, prefix: str = "pinmon") -> None:
         print(f"{prefix}: {printable(n, 2000)}", file=sys.stderr)
 
 
-def run_app(source, config, args, speed: float = 1.0) -> int:
-    """The terminal app on ``source``; live, with automatic probes unless ``--no-probe``."""
+# Why the live app has no probe numbers when the config forbids its probes.
+PROBES_OFF_REASON = 'probes are off in the config (app_probes = "off")'
+
+
+def run_app(source, settings, speed: float = 1.0) -> int:
+    """The terminal app on ``source`` with the config's thresholds. Live, its probes follow
+    ``settings.app_probes``: automatic ones every ``app_probe_every_s`` and p/s ("auto"), p/s only
+    ("manual", also ``--no-probe``), or none, with p and s hidden ("off")."""
     try:
         from ..tui.app import run_app as run
     except ImportError as e:  # the app is part of the package; this only guards broken installs
         raise UsageError(f"terminal app unavailable: {e}") from None
-    kwargs = {}
-    if source.live and not args.no_probe:
+    config = settings.config
+    kwargs: dict = {}
+    if source.live and settings.app_probes == "off":
+        kwargs.update(probe_unavailable_reason=PROBES_OFF_REASON, probe_every_s=None, probe_keys=False)
+    elif source.live:
         from ..probe import probe_available, run_probe
 
         ok, reason = probe_available()
         if ok:
             def runner(kind="quick", **kw):
-                return run_probe(kind, max_pinned_bytes=args.max_pinned, **kw)
+                return run_probe(kind, max_pinned_bytes=settings.max_pinned_bytes, **kw)
             kwargs["probe_runner"] = runner
-        kwargs["probe_unavailable_reason"] = reason
-        kwargs["probe_every_s"] = args.probe_every
-    elif source.live:
-        kwargs["probe_unavailable_reason"] = "probe disabled (--no-probe)"
-        kwargs["probe_every_s"] = None
-    interval = (args.interval or config.interval_s) if source.live else getattr(source, "interval_s", 1.0)
+        kwargs.update(probe_unavailable_reason=reason, probe_every_s=settings.app_probe_every_s)
+    interval = settings.interval_s if source.live else getattr(source, "interval_s", 1.0)
     return run(source=source, advisor=lambda h: advise(h, config), interval_s=interval, speed=speed,
-               **kwargs) or 0
+               thresholds=config.thresholds, **kwargs) or 0

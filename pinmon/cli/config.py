@@ -1,4 +1,4 @@
-"""The TOML config file: refresh interval, advisor thresholds and disabled rules.
+"""The TOML config file: refresh interval, the app's probes, advisor thresholds and disabled rules.
 
 Read from ``--config FILE`` or else ``<user config dir>/pinmon/config.toml`` when that exists; never
 written. The default path comes from the environment (``XDG_CONFIG_HOME``, ``HOME``), which ``su``
@@ -8,6 +8,7 @@ notice (``Config.notices``), so another user cannot disable root's rules. ``--co
 purpose and is read as given. Schema::
 
     interval = 2.0                       # seconds, 0.01 to 3600 (pinmon.limits)
+    app_probes = "manual"                # the terminal app's probes: "auto" (default), "manual", "off"
     disabled_rules = ["memlock-limit-low"]
 
     [thresholds]                         # one key per Thresholds field, same names
@@ -40,7 +41,9 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 DEFAULT_INTERVAL_S = 1.0
-TOP_LEVEL_KEYS = ("interval", "thresholds", "disabled_rules")
+TOP_LEVEL_KEYS = ("interval", "app_probes", "thresholds", "disabled_rules")
+# The terminal app's probes: automatic and on p/s; on p/s only (as --no-probe); none, p and s hidden.
+APP_PROBES = ("auto", "manual", "off")
 
 
 class ConfigError(ValueError):
@@ -50,6 +53,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Config:
     interval_s: float = DEFAULT_INTERVAL_S
+    app_probes: str = "auto"  # one of APP_PROBES
     thresholds: Thresholds = field(default_factory=Thresholds)
     disabled_rules: frozenset[str] = frozenset()
     path: Optional[str] = None  # the file it was read from; None: built-in defaults
@@ -139,6 +143,14 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
                               f" to {MAX_INTERVAL_S:g}, got {_show(v)}")
         interval_s = float(v)
 
+    app_probes = "auto"
+    if "app_probes" in doc:
+        v = doc["app_probes"]
+        if v not in APP_PROBES:
+            raise ConfigError(f"{where}: app_probes must be one of {', '.join(map(_show, APP_PROBES))},"
+                              f" got {_show(v)}")
+        app_probes = v
+
     thresholds = Thresholds()
     if "thresholds" in doc:
         table = doc["thresholds"]
@@ -157,7 +169,7 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
                                   f"{_hint(rule_id, RULES)}")
         disabled = frozenset(v)
 
-    return Config(interval_s=interval_s, thresholds=thresholds, disabled_rules=disabled, path=path)
+    return Config(interval_s=interval_s, app_probes=app_probes, thresholds=thresholds, disabled_rules=disabled, path=path)
 
 
 def _thresholds(table: dict, where: str) -> Thresholds:

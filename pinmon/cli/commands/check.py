@@ -14,33 +14,31 @@ from typing import Optional
 from ...limits import MAX_WINDOW_S
 from ...model import CHECK_SCHEMA
 from ...units import fmt_seconds
-from ..common import EXIT_CHECK_UNKNOWN, UsageError, advise, dumps, load_config, size_arg, window_arg
+from ..common import EXIT_CHECK_UNKNOWN, UsageError, advise, dumps, window_arg
+from ..options import shared
 
 JSON_SCHEMA = CHECK_SCHEMA
 
 
 def add_parser(sub) -> None:
-    c = sub.add_parser("check", help="one snapshot, the advisor's findings; exit 0 ok, 1 warning, 2 critical, 3 unknown",
+    c = sub.add_parser("check", parents=shared("config", "max_pinned"),
+                       help="one snapshot, the advisor's findings; exit 0 ok, 1 warning, 2 critical, 3 unknown",
                        description="Take one snapshot (or read a saved one), run the advisor, print a report. "
                                    "Exit 0 ok, 1 warning, 2 critical, 3 unknown (could not assess).")
     c.bad_input_code = EXIT_CHECK_UNKNOWN
     c.add_argument("--json", action="store_true", help='print {"schema": "pinmon.check/1", "status", "snapshot", "findings"}')
     c.add_argument("--snapshot", metavar="FILE", help="assess a saved snapshot (--json output or a recording's last line)")
-    c.add_argument("--config", metavar="FILE", dest="sub_config", help="TOML config")
     c.add_argument("--window", type=window_arg, default=1.0, metavar="S",
                    help=f"seconds of PCIe counting before the snapshot, up to {MAX_WINDOW_S:g} (default 1)")
     c.add_argument("--probe", action="store_true", help="include a quick pinned-vs-pageable probe (needs CuPy and a GPU)")
-    c.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
-                   help="cap on pinned bytes the probe may allocate")
 
 
-def run(args) -> int:
-    config = load_config(args.sub_config or args.config)
+def run(args, settings) -> int:
     if args.snapshot:
         snap = _saved_snapshot(args.snapshot)
     else:
-        snap = measure(args.window, args.probe, args.sub_max_pinned or args.max_pinned)
-    return report(snap, config, as_json=args.json)
+        snap = measure(args.window, args.probe, settings.max_pinned_bytes)
+    return report(snap, settings.config, as_json=args.json)
 
 
 def _saved_snapshot(path: str):

@@ -16,18 +16,8 @@ import time
 from ...export.families.processes import DEFAULT_TOP
 from ...export.server import DEFAULT_LISTEN, parse_listen
 from ...units import printable
-from ..common import (
-    UsageError,
-    advise,
-    interval_arg,
-    load_config,
-    open_replay,
-    print_notices,
-    probe_every_arg,
-    size_arg,
-    speed_arg,
-    top_processes_arg,
-)
+from ..common import UsageError, advise, open_replay, print_notices, speed_arg, top_processes_arg
+from ..options import shared
 
 
 def _listen(text: str):
@@ -49,7 +39,8 @@ def _listen(text: str):
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "export", help="Prometheus exporter: serve /metrics (loopback by default)",
+        "export", parents=shared("config", "interval", "max_pinned", "probe_every"),
+        help="Prometheus exporter: serve /metrics (loopback by default)",
         description="Serve the latest snapshot, the advisor's findings and probe results as Prometheus "
                     "metrics at http://HOST:PORT/metrics. A background thread collects every --interval "
                     "seconds; a scrape never waits for collection. Exit 0 on SIGTERM/SIGINT, 2 for bad "
@@ -58,17 +49,11 @@ def add_parser(sub) -> None:
                    help=f"address to serve on (default {DEFAULT_LISTEN}: loopback only, so nothing off this "
                         "machine can scrape it). A wider bind must be asked for explicitly, e.g. "
                         "--listen 0.0.0.0:9477; IPv6 in brackets, e.g. [::1]:9477; port 0 picks a free port")
-    p.add_argument("--interval", type=interval_arg, default=None, metavar="S", dest="sub_interval",
-                   help="seconds between snapshots, 0.01 to 3600 (default 1, or the config file's)")
     p.add_argument("--replay", metavar="FILE",
                    help="serve a recording instead of this machine, at its own pace; at its end the last "
                         "snapshot stays served (pinmon_replay_finished 1)")
     p.add_argument("--speed", type=speed_arg, default=None, metavar="X",
                    help="replay speed factor: 2 plays twice as fast (with --replay; default 1)")
-    p.add_argument("--probe-every", type=probe_every_arg, default=None, metavar="S", dest="sub_probe_every",
-                   help="run a quick pinned-vs-pageable probe on CUDA device 0 every S seconds (default: off)")
-    p.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
-                   help="cap on pinned bytes a probe may allocate (default 256M, never over 5%% of available RAM)")
     p.add_argument("--top-processes", type=top_processes_arg, default=DEFAULT_TOP, metavar="N",
                    help=f"per-process series for the N processes with most pinned memory, the rest summed "
                         f"as pid=\"other\" (default {DEFAULT_TOP})")
@@ -105,12 +90,12 @@ def _probe_runner(max_pinned):
     return runner
 
 
-def _check_args(args) -> None:
+def _check_args(args, settings) -> None:
     if args.speed is not None and not args.replay:
         raise UsageError("--speed needs --replay")
-    if args.sub_probe_every is not None and args.replay:
+    if settings.probe_every_s is not None and args.replay:
         raise UsageError("--probe-every probes this machine's GPU; it does not combine with --replay")
-    if args.sub_probe_every is not None and args.once:
+    if settings.probe_every_s is not None and args.once:
         raise UsageError("--probe-every does not combine with --once (use pinmon check --probe)")
 
 
@@ -125,12 +110,12 @@ def _once(source, refresher, interval: float) -> None:
         refresher.drain()
 
 
-def run(args) -> int:
+def run(args, settings) -> int:
     from ...export import ExportState, MetricsServer, Refresher, build_registry, metrics_text
 
-    _check_args(args)
-    config = load_config(args.config)
-    interval = args.sub_interval or args.interval or config.interval_s
+    _check_args(args, settings)
+    config = settings.config
+    interval = settings.interval_s
     source = open_replay(args.replay) if args.replay else None
     state = ExportState(live=source is None)
     registry = build_registry(state, args.top_processes)
@@ -148,14 +133,14 @@ def run(args) -> int:
 
             source = LiveCollector(interval_s=interval)
         refresher = Refresher(source, state, lambda h: advise(h, config), interval_s=interval,
-                              speed=args.speed or 1.0, on_error=_report)
+                              speed=args.speed or 1.0, on_error=_report, thresholds=config.thresholds)
         if args.once:
             _once(source, refresher, interval)
             sys.stdout.write(metrics_text(registry))
             sys.stdout.flush()
             print_notices(source, "pinmon export")  # a recording that ends early says so
             return 0
-        return _serve(args, source, refresher, server)
+        return _serve(args, settings, source, refresher, server)
     finally:
         if server is not None:
             server.stop()
@@ -167,7 +152,7 @@ def _show_listen(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _serve(args, source, refresher, server) -> int:
+def _serve(args, settings, source, refresher, server) -> int:
     stop = threading.Event()
     previous = {}
 
@@ -185,8 +170,8 @@ def _serve(args, source, refresher, server) -> int:
         refresher.start()
         what = f"replay of {printable(args.replay, ERROR_CHARS)}" if args.replay else "live"
         _say(f"serving {server.url} ({what})")
-        if args.sub_probe_every is not None:
-            prober = _start_prober(args, source, refresher.state)
+        if settings.probe_every_s is not None:
+            prober = _start_prober(settings, source, refresher.state)
         notified = False
         while not stop.wait(0.2):
             if refresher.finished.is_set() and not notified:
@@ -203,7 +188,7 @@ def _serve(args, source, refresher, server) -> int:
     return 0
 
 
-def _start_prober(args, source, state):
+def _start_prober(settings, source, state):
     from ...export.background_probe import ProbeLoop
     from ...probe import probe_available
 
@@ -211,5 +196,5 @@ def _start_prober(args, source, state):
     if not ok:
         _say(f"{printable(reason, ERROR_CHARS)}; serving without probes")
         return None
-    max_pinned = args.sub_max_pinned if args.sub_max_pinned is not None else args.max_pinned
-    return ProbeLoop(_probe_runner(max_pinned), source, state, args.sub_probe_every, on_error=_report).start()
+    return ProbeLoop(_probe_runner(settings.max_pinned_bytes), source, state, settings.probe_every_s,
+                     on_error=_report).start()

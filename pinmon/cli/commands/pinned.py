@@ -13,12 +13,14 @@ import os
 from ...collect.processes.resident import CAPPED_TOTAL_NOTICE, capped_totals
 from ...limits import MAX_MAPS_BYTES
 from ..common import UsageError, dumps, pid_arg
+from ..options import shared
 
 JSON_SCHEMA = "pinmon.pinned/1"
 
 
 def add_parser(sub) -> None:
-    pn = sub.add_parser("pinned", help="per-process pinned memory table (estimated from /proc/PID/maps)",
+    pn = sub.add_parser("pinned", parents=shared("config"),
+                        help="per-process pinned memory table (estimated from /proc/PID/maps)",
                         description="Per-process CUDA pinned and write-combined memory, estimated from /proc/PID/maps.")
     pn.add_argument("--pid", type=pid_arg, action="append", default=None, metavar="PID", help="only this process (repeatable)")
     pn.add_argument("--maps-file", action="append", default=None, metavar="FILE",
@@ -26,7 +28,7 @@ def add_parser(sub) -> None:
     pn.add_argument("--json", action="store_true", help="print JSON")
 
 
-def run(args) -> int:
+def run(args, settings) -> int:
     from ...collect.live import cap_rows_to_ram
     from ...model import ProcessPinned
 

@@ -15,7 +15,8 @@ import shutil
 import sys
 from typing import Optional, TextIO
 
-from ..common import UsageError, cuda_device_arg, size_arg
+from ..common import UsageError, cuda_device_arg
+from ..options import shared
 
 PROBE_SCHEMA = "pinmon.probe/1"
 JSON_SCHEMA = PROBE_SCHEMA
@@ -24,7 +25,8 @@ EXIT_UNAVAILABLE = 3
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "probe", help="measure pinned vs pageable transfers on this GPU (needs CuPy)",
+        "probe", parents=shared("config", "max_pinned"),
+        help="measure pinned vs pageable transfers on this GPU (needs CuPy)",
         description="Measure host<->device copies from pinned and pageable memory with CuPy: GB/s, "
                     "speedup, share of the PCIe link. Pinned memory used is capped (default 256M, never "
                     "over 5% of available RAM) and freed before exit, also on Ctrl-C. "
@@ -38,8 +40,6 @@ def add_parser(sub) -> None:
                         "remote to the GPU); on a one-node host say so and exit 0")
     p.add_argument("--gpu", type=cuda_device_arg, default=0, metavar="N|all",
                    help="CUDA device index (CUDA's numbering, as in CUDA_VISIBLE_DEVICES), or all (default 0)")
-    p.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
-                   help="cap on pinned bytes (default 256M, never over 5%% of available RAM)")
     p.add_argument("--json", action="store_true",
                    help=f'print {{"schema": "{PROBE_SCHEMA}", "results": [...]}}')
 
@@ -103,12 +103,12 @@ class ProgressBar:
             self.shown = False
 
 
-def run(args) -> int:
+def run(args, settings) -> int:
     from ...collect.nvml import sysfs_pci_address
     from ...outputs.probe_text import format_probe, unavailable_text
     from ...probe import cuda_devices, run_probe
 
-    max_pinned = args.sub_max_pinned if args.sub_max_pinned is not None else args.max_pinned
+    max_pinned = settings.max_pinned_bytes
     kinds = probe_kinds(args.sweep, args.modes)
     # Whether there is a GPU to probe comes first: "nothing to compare" is only true of a box that has one.
     devices, reason = cuda_devices()

@@ -12,18 +12,16 @@ import sys
 import threading
 import time
 
-from ...limits import MAX_INTERVAL_S, MIN_INTERVAL_S
-from ..common import UsageError, duration_arg, interval_arg, load_config, plural
+from ..common import UsageError, duration_arg, plural
+from ..options import shared
 
 
 def add_parser(sub) -> None:
-    r = sub.add_parser("record", help="write snapshots as JSON lines (gzip for .gz) for replay",
+    r = sub.add_parser("record", parents=shared("config", "interval"),
+                       help="write snapshots as JSON lines (gzip for .gz) for replay",
                        description="Record snapshots as JSON lines (gzip when FILE ends in .gz). Never overwrites a file.")
     r.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="the new file to write (an existing file is never overwritten; - for standard output); gzip when it ends in .gz")
-    r.add_argument("--interval", type=interval_arg, default=None, metavar="S", dest="sub_interval",
-                   help=f"seconds between snapshots, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g}"
-                        " (default 1, or the config file's)")
     r.add_argument("--duration", type=duration_arg, default=None, metavar="S",
                    help="stop after S seconds, with a last snapshot then (default: until Ctrl-C)")
 
@@ -45,12 +43,11 @@ def wait_for_stop(stop: threading.Event, seconds: float) -> None:
     stop.wait(seconds)
 
 
-def run(args) -> int:
+def run(args, settings) -> int:
     from ...collect.live import LiveCollector
     from ...recording import Recorder, RecordingError
 
-    config = load_config(args.config)
-    interval = args.sub_interval or args.interval or config.interval_s
+    interval = settings.interval_s
     try:
         rec = Recorder(args.output)
     except RecordingError as e:

@@ -27,11 +27,13 @@ import os
 import sys
 
 from ..common import UsageError
+from ..options import shared
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "trace", help="run a Python GPU program with the in-process tracer (exact per-process figures)",
+        "trace", parents=shared("config"),
+        help="run a Python GPU program with the in-process tracer (exact per-process figures)",
         description="Run CMD with pinmon's in-process tracer: every Python process it starts that imports "
                     "a CUDA library (CuPy, PyTorch, JAX, numba.cuda, cuda-python, ...) reports its pinned "
                     "allocations and host<->device copies every 0.5 s to the per-user report directory, "
@@ -89,10 +91,8 @@ def say_engine(cmd: list, environ: dict, env: dict) -> None:
         env["PINMON_TRACE_EXPECT"] = expected
 
 
-def run(args) -> int:
-    cmd = list(args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
+def run(args, settings) -> int:
+    cmd = list(args.cmd)  # everything from CMD on, as given (parser.CliParser: never parsed by pinmon)
     if not cmd:
         raise UsageError("trace: no command given (pinmon trace -- python train.py ...)")
     from ...trace import bad_engine_env, engine_mode

@@ -1,0 +1,89 @@
+"""The options pinmon and several of its commands share, and the one place their values are settled.
+
+Each shared option is declared once here (name, type and bounds, help) with ``default=SUPPRESS``,
+and reaches a parser through argparse's ``parents``: ``shared("config", "interval")``. The top-level
+parser takes every one of them, so ``pinmon --interval 2 record`` and ``pinmon record --interval 2``
+are the same; a command takes those it uses (given in both places, the one after the command counts).
+An option that is not given leaves no attribute, and ``resolve`` settles each value once: the
+argument, else the config file, else the built-in default. Commands read ``Settings``, never a
+default of their own.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ..limits import MAX_INTERVAL_S, MIN_INTERVAL_S
+from .common import interval_arg, load_config, probe_every_arg, size_arg
+from .config import DEFAULT_INTERVAL_S, Config
+from .parser import CliParser
+
+# Seconds between the terminal app's automatic quick probes when --probe-every is not given.
+APP_PROBE_EVERY_S = 60.0
+
+
+def _config(p: CliParser) -> None:
+    p.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
+                   help="TOML config (default: the user config dir's pinmon/config.toml)")
+
+
+def _interval(p: CliParser) -> None:
+    p.add_argument("--interval", type=interval_arg, default=argparse.SUPPRESS, metavar="S",
+                   help=f"seconds between snapshots, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g}"
+                        f" (default {DEFAULT_INTERVAL_S:g}, or the config file's interval)")
+
+
+def _max_pinned(p: CliParser) -> None:
+    p.add_argument("--max-pinned", type=size_arg, default=argparse.SUPPRESS, metavar="SIZE",
+                   help="cap on pinned bytes a probe may allocate (default 256M, never over 5%% of available RAM)")
+
+
+def _probe_every(p: CliParser) -> None:
+    p.add_argument("--probe-every", type=probe_every_arg, default=argparse.SUPPRESS, metavar="S",
+                   help=f"seconds between automatic quick probes: the live app's (default {APP_PROBE_EVERY_S:g};"
+                        " none with --no-probe) or pinmon export's (default: none)")
+
+
+SHARED: dict[str, Callable[[CliParser], None]] = {
+    "config": _config, "interval": _interval, "max_pinned": _max_pinned, "probe_every": _probe_every}
+
+
+def shared(*names: str) -> list[CliParser]:
+    """``parents`` for a parser that takes these shared options (keys of ``SHARED``)."""
+    parent = CliParser(add_help=False)
+    for name in names:
+        SHARED[name](parent)
+    return [parent]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the shared options and the config file settle, once, for every command."""
+    config: Config
+    interval_s: float
+    max_pinned_bytes: Optional[int]  # None: the probe's own cap (256M, never over 5% of available RAM)
+    probe_every_s: Optional[float]  # --probe-every where given; each user of it has its own "not given"
+    app_probes: str  # the terminal app's probes: "auto", "manual" (p and s only) or "off"
+
+    @property
+    def app_probe_every_s(self) -> Optional[float]:
+        """Seconds between the live app's automatic probes; None: no automatic probes."""
+        if self.app_probes != "auto":
+            return None
+        return APP_PROBE_EVERY_S if self.probe_every_s is None else self.probe_every_s
+
+
+def resolve(args: argparse.Namespace) -> Settings:
+    """The settings of one run: each value from its argument, else the config file, else the
+    built-in default. Raises ``UsageError`` for a config file that cannot be used."""
+    config = load_config(getattr(args, "config", None))
+    interval = getattr(args, "interval", None)
+    app_probes = config.app_probes
+    if getattr(args, "no_probe", False) and app_probes == "auto":
+        app_probes = "manual"  # --no-probe stops the automatic ones; a config's "off" stays off
+    return Settings(config=config,
+                    interval_s=config.interval_s if interval is None else interval,
+                    max_pinned_bytes=getattr(args, "max_pinned", None),
+                    probe_every_s=getattr(args, "probe_every", None),
+                    app_probes=app_probes)
