@@ -233,6 +233,9 @@ class Cgroup(Serial):
     vm_pinned_bytes: Optional[int] = None     # of which VmPin (io_uring, RDMA)
     processes: int = 0                        # its processes in the snapshot's rows
     notes: tuple[str, ...] = ()               # why a figure is unknown
+    # The user owning the delegated subtree it sits in (user@UID.service, or a directory on its path
+    # not owned by root): its kind and ids are what that user named its cgroup, not the runtime's word.
+    delegated_uid: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ as for processes: the top N groups by pinned bytes get series; the rest are summ
 """
 from __future__ import annotations
 
+import hashlib
+from typing import Optional
+
 from ...model import Cgroup
 from ..state import StateView
 from .base import Counter, Gauge, emit
@@ -23,18 +26,41 @@ SHORT_ID = 12  # as docker ps and crictl show container ids
 def group_id(g: Cgroup) -> str:
     """The ``cgroup`` label: the group's key, short enough to survive the 64-character cut whole
     (container ids shortened as ``docker ps`` shows them; a long path keeps its head and its tail,
-    where its leaf names it)."""
-    if g.kind == "pod" and g.pod_uid:
-        return f"pod/{g.pod_uid}/{(g.container_id or '-')[:SHORT_ID]}"
+    where its leaf names it). A group in a user's delegated subtree starts with ``user/UID/``: it
+    never takes the label of the pod or container its path names."""
+    if g.delegated_uid is not None:
+        user = f"user/{g.delegated_uid}/"
+        if g.kind == "pod" and g.pod_uid:
+            return f"{user}pod/{g.pod_uid[:8]}/{(g.container_id or '-')[:SHORT_ID]}"
+    else:
+        user = ""
+        if g.kind == "pod" and g.pod_uid:
+            return f"pod/{g.pod_uid}/{(g.container_id or '-')[:SHORT_ID]}"
     if g.kind in ("docker", "podman") and g.container_id:
-        return f"{g.kind}/{g.container_id[:SHORT_ID]}"
+        return f"{user}{g.kind}/{g.container_id[:SHORT_ID]}"
+    if g.kind == "slurm" and g.job:
+        return f"{user}slurm/{g.job}/{g.step or '-'}"
     if len(g.key) <= LABEL_ID_CHARS:
         return g.key
     return g.key[:20] + "…" + g.key[-(LABEL_ID_CHARS - 21):]
 
 
-def group_labels(g: Cgroup) -> tuple:
-    return (group_id(g), g.kind, g.pod or "", g.namespace or "", g.container or "", g.job or "")
+def group_ids(groups) -> dict[str, str]:
+    """Each group's ``cgroup`` label, one label per group: two groups whose ids meet (one container's
+    id in two cgroups, which only root can make) each get a digest of their key."""
+    ids = {g.key: group_id(g) for g in groups}
+    count: dict[str, int] = {}
+    for v in ids.values():
+        count[v] = count.get(v, 0) + 1
+    for key, v in ids.items():
+        if count[v] > 1:
+            ids[key] = f"{v[:LABEL_ID_CHARS - 9]}#{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+    return ids
+
+
+def group_labels(g: Cgroup, ids: Optional[dict[str, str]] = None) -> tuple:
+    gid = ids.get(g.key, group_id(g)) if ids is not None else group_id(g)
+    return (gid, g.kind, g.pod or "", g.namespace or "", g.container or "", g.job or "")
 
 
 def held(g: Cgroup) -> int:
@@ -60,8 +86,9 @@ def families(view: StateView, top: int) -> list:
         if g.key not in seen and len(chosen) < max(0, top):
             seen.add(g.key)
             chosen.append(g)
+    ids = group_ids(chosen)
     for g in chosen:
-        lab = group_labels(g)
+        lab = group_labels(g, ids)
         pinned.add(lab, g.pinned_bytes)
         wc.add(lab, g.write_combined_bytes)
         vmpin.add(lab, g.vm_pinned_bytes)
