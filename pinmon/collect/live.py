@@ -36,13 +36,14 @@ class LiveCollector:
                  sysfs_root: Optional[str] = None, kernel_read_every_s: Optional[float] = None):
         self.interval_s = interval_s
         sysfs_root = sysfs_root or os.path.join(host_root, "sys")
-        self.host = HostMemoryReader(host_root)
         self.scanner = ProcessScanner(proc_root=proc_root, pids=pids)
         # kernel_read_every_s: how old a reading of the kernel's pinned count may be reused (the
         # reader's default suits a monitor; a one-shot reading passes 0 for a fresh figure).
         self.pinned = PinnedTotals(host_root=host_root, proc_root=proc_root, kernel_read_every_s=kernel_read_every_s)
         self.vmpin = VmPinScan(proc_root)
         self.groups = GroupCollector(proc_root=proc_root, host_root=host_root)
+        # pinmon's own cgroup limit through the groups' walker: one reader of the limits, one mountinfo
+        self.host = HostMemoryReader(host_root, memory=self.groups.memory)
         self._probe: Optional[ProbeResult] = None
         self._lock = threading.Lock()
         self._nvml = None

@@ -11,7 +11,8 @@ A group is one cgroup: its key holds its path (``ownership.path_id``), so two cg
 claim one container stay two groups. A group below a directory a user owns is that user's
 (``delegation.py``, ``ownership.delegated``): shown as theirs, with no name from the node's records.
 The figures of a group never depend on which of its processes comes first: its owner is the first
-of its processes' owners in a fixed order.
+of its processes' owners in a fixed order, and its limit the tightest over all its processes' own
+cgroups (a limit on a Slurm task's cgroup below its step binds, ``limits.py``).
 
 Cost: each row's owner comes from ``OwnerCache`` (a pid's cgroup file read once a minute, or when
 the process's name changes), each group's files once per snapshot (``CgroupMemoryReader``), each
@@ -31,7 +32,7 @@ from ...units import printable
 from .delegation import DelegationCheck
 from .limits import CgroupMemory, CgroupMemoryReader
 from .names import NameResolver, Names
-from .ownership import KIND_POD, KIND_SLURM, KIND_SYSTEMD, Owner, bounded_path, delegated
+from .ownership import KIND_POD, KIND_SLURM, KIND_SYSTEMD, CgroupPaths, Owner, bounded_path, delegated
 from .proc_owner import OwnerCache
 
 # How long a group whose processes are gone stays in the snapshots.
@@ -73,6 +74,10 @@ def _owner_order(owner: Owner) -> tuple:
     hierarchy's path, a hybrid host's unified line): the group's figures never depend on which of
     its processes comes first."""
     return (owner.cgroup.v2 or "", owner.cgroup.v1_memory or "", owner.display)
+
+
+def _leaf_order(paths: CgroupPaths) -> tuple:
+    return (paths.v2 or "", paths.v1_memory or "")
 
 
 class GroupCollector:
@@ -128,6 +133,7 @@ class GroupCollector:
             r = evolve(r, cgroup=key)
             group_rows.append(r)
             out.append(r)
+        leaves: dict[CgroupPaths, set[CgroupPaths]] = {}
         for key, found in group_owners.items():
             owner = next(iter(found.values())) if len(found) == 1 else min(found.values(), key=_owner_order)
             known = self._known.get(key)
@@ -137,8 +143,11 @@ class GroupCollector:
                 known = (owner, names, now, at_start)
                 self._texts[key] = (printable(key, 400), group_name(owner, names))
             self._known[key] = (known[0], known[1], now, known[3])
+            group_leaves = leaves.setdefault(known[0].cgroup, set())
+            group_leaves.update(o.process_cgroup for o in found.values() if o.process_cgroup != known[0].cgroup)
         self._forget(now)
-        memory = self.memory.read(k[0].cgroup for k in self._known.values())
+        memory = self.memory.read((k[0].cgroup for k in self._known.values()),
+                                  {g: sorted(ls, key=_leaf_order) for g, ls in leaves.items() if ls})
         groups = []
         for key, (owner, names, _seen, at_start) in self._known.items():
             mem = memory.get(owner.cgroup)

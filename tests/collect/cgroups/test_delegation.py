@@ -1,7 +1,7 @@
 """A delegated cgroup named after a real pod or container: it is its user's group, never merged with
 the real one, never lending or borrowing a limit or a name; distinct cgroup paths stay distinct; and
 a group's figures do not depend on the order its processes come in (issue 30, A2). Also the limits
-that bind below a group's own cgroup."""
+that bind below a group's own cgroup (a Slurm task under its step, B2)."""
 from __future__ import annotations
 
 import dataclasses
@@ -184,4 +184,22 @@ def test_a_groups_figures_do_not_depend_on_its_processes_order(tmp_path):
         seen.add(tuple(sorted((g.key, repr(dataclasses.asdict(g))) for g in groups)))
     assert len(seen) == 1
     step = next(g for g in groups if g.kind == "slurm")
+    # task_1's 1 GiB binds that task: the step's tightest limit, whichever task comes first
+    assert step.memory_limit_bytes == GIB and step.limit_path == f"{job}/step_0/task_1"
     assert step.processes == 3 and step.pinned_bytes == 6 * MIB
+
+
+def test_a_limit_on_a_slurm_tasks_cgroup_below_its_step_binds(tmp_path):
+    job = "/system.slice/slurmstepd.scope/job_9"
+    root = fake_root(tmp_path, "v2", {
+        job: v2_group(max_=16 * GIB),
+        f"{job}/step_0": v2_group(current=GIB),
+        f"{job}/step_0/user": v2_group(),
+        f"{job}/step_0/user/task_0": v2_group(max_=2 * GIB),
+    })
+    texts = {10: f"0::{job}/step_0/user/task_0\n"}
+    col = GroupCollector(proc_root=proc_tree(tmp_path, texts), host_root=root)
+    _out, (g,) = col.annotate(rows({10: GIB}))
+    assert g.name == "job 9.0" and g.path == f"{job}/step_0"
+    assert g.memory_limit_bytes == 2 * GIB and g.limit_path == f"{job}/step_0/user/task_0"
+    assert g.memory_current_bytes == GIB
