@@ -15,7 +15,18 @@ from typing import Optional, Sequence
 from ..limits import MAX_INTERVAL_S, MIN_INTERVAL_S
 from ..units import printable
 from .commands import COMMANDS, check
-from .common import EXIT_BAD_INPUT, UsageError, dumps, interval_arg, load_config, probe_every_arg, run_app, size_arg
+from .common import (
+    EXIT_BAD_INPUT,
+    UsageError,
+    dumps,
+    interval_arg,
+    load_config,
+    oom_lookback_arg,
+    oom_lookback_s,
+    probe_every_arg,
+    run_app,
+    size_arg,
+)
 
 # The schema of each command's --json output; an error is printed in the same envelope.
 JSON_SCHEMAS = {name: module.JSON_SCHEMA for name, module in COMMANDS.items() if hasattr(module, "JSON_SCHEMA")}
@@ -62,6 +73,9 @@ def build_parser() -> CliParser:
                    help=f"refresh interval in seconds, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g}"
                         " (default 1, or the config file's)")
     p.add_argument("--config", metavar="FILE", help="TOML config (default: the user config dir's pinmon/config.toml)")
+    p.add_argument("--oom-lookback", type=oom_lookback_arg, default=None, metavar="S",
+                   help="seconds of the kernel's log searched for memory cgroup OOM kills, 0 for none"
+                        " (default 86400, or the config file's oom_lookback)")
     p.add_argument("--no-probe", action="store_true", help="no automatic probe in the live app")
     p.add_argument("--probe-every", type=probe_every_arg, default=60.0, metavar="S",
                    help="seconds between automatic quick probes in the live app (default 60)")
@@ -78,10 +92,10 @@ def run_default(args) -> int:
     """No command: the live terminal app, or without a terminal the check report of a live snapshot."""
     config = load_config(args.config)
     if not sys.stdout.isatty():
-        return check.report(check.measure(window_s=1.0), config)
+        return check.report(check.measure(window_s=1.0, oom_lookback=oom_lookback_s(args, config)), config)
     from ..collect.live import LiveCollector
 
-    col = LiveCollector(interval_s=args.interval or config.interval_s)
+    col = LiveCollector(interval_s=args.interval or config.interval_s, oom_lookback_s=oom_lookback_s(args, config))
     try:
         return run_app(col, config, args)
     finally:

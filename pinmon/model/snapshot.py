@@ -15,6 +15,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .oom import OomKill
 from .serial import SchemaError, Serial, from_dict_of, to_json
 
 SNAPSHOT_SCHEMA = "pinmon.snapshot/1"
@@ -310,6 +311,9 @@ class Snapshot(Serial):
     nvml_error: Optional[str] = None
     # The groups (containers, pods, jobs) of the processes above, each with its own memory limit.
     cgroups: tuple[Cgroup, ...] = ()
+    # Memory cgroup OOM kills in the kernel's log within the lookback (default 24 h), oldest first:
+    # their groups may be gone.
+    oom_kills: tuple[OomKill, ...] = ()
 
     def to_dict(self) -> dict:
         d = to_json(self)

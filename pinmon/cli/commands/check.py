@@ -11,10 +11,20 @@ import sys
 import time
 from typing import Optional
 
-from ...limits import MAX_WINDOW_S
+from ...limits import DEFAULT_OOM_LOOKBACK_S, MAX_WINDOW_S
 from ...model import CHECK_SCHEMA
 from ...units import fmt_seconds
-from ..common import EXIT_CHECK_UNKNOWN, UsageError, advise, dumps, load_config, size_arg, window_arg
+from ..common import (
+    EXIT_CHECK_UNKNOWN,
+    UsageError,
+    advise,
+    dumps,
+    load_config,
+    oom_lookback_arg,
+    oom_lookback_s,
+    size_arg,
+    window_arg,
+)
 
 JSON_SCHEMA = CHECK_SCHEMA
 
@@ -29,6 +39,9 @@ def add_parser(sub) -> None:
     c.add_argument("--config", metavar="FILE", dest="sub_config", help="TOML config")
     c.add_argument("--window", type=window_arg, default=1.0, metavar="S",
                    help=f"seconds of PCIe counting before the snapshot, up to {MAX_WINDOW_S:g} (default 1)")
+    c.add_argument("--oom-lookback", type=oom_lookback_arg, default=None, metavar="S", dest="sub_oom_lookback",
+                   help="seconds of the kernel's log searched for memory cgroup OOM kills, 0 for none"
+                        " (default 86400, or the config file's oom_lookback)")
     c.add_argument("--probe", action="store_true", help="include a quick pinned-vs-pageable probe (needs CuPy and a GPU)")
     c.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
                    help="cap on pinned bytes the probe may allocate")
@@ -39,7 +52,7 @@ def run(args) -> int:
     if args.snapshot:
         snap = _saved_snapshot(args.snapshot)
     else:
-        snap = measure(args.window, args.probe, args.sub_max_pinned or args.max_pinned)
+        snap = measure(args.window, args.probe, args.sub_max_pinned or args.max_pinned, oom_lookback_s(args, config))
     return report(snap, config, as_json=args.json)
 
 
@@ -54,12 +67,14 @@ def _saved_snapshot(path: str):
     return dataclasses.replace(snap, source="snapshot")
 
 
-def measure(window_s: float, probe: bool = False, max_pinned: Optional[int] = None):
-    """A live snapshot after ``window_s`` of counting, with a quick probe's result when ``probe``."""
+def measure(window_s: float, probe: bool = False, max_pinned: Optional[int] = None,
+            oom_lookback: float = DEFAULT_OOM_LOOKBACK_S):
+    """A live snapshot after ``window_s`` of counting, with a quick probe's result when ``probe``, and
+    the memory cgroup OOM kills of the last ``oom_lookback`` seconds in the kernel's log."""
     from ...collect.live import LiveCollector
 
     # The kernel's pinned count is read fresh: a one-shot check has no earlier reading to reuse.
-    with LiveCollector(interval_s=window_s, kernel_read_every_s=0.0) as col:
+    with LiveCollector(interval_s=window_s, kernel_read_every_s=0.0, oom_lookback_s=oom_lookback) as col:
         snap = live_snapshot(col, window_s)
         if probe:
             from ...model.probe_join import with_probe

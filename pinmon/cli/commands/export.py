@@ -21,6 +21,7 @@ from ..common import (
     advise,
     interval_arg,
     load_config,
+    oom_lookback_s,
     open_replay,
     print_notices,
     probe_every_arg,
@@ -146,7 +147,7 @@ def run(args) -> int:
         if source is None:
             from ...collect.live import LiveCollector
 
-            source = LiveCollector(interval_s=interval)
+            source = LiveCollector(interval_s=interval, oom_lookback_s=oom_lookback_s(args, config))
         refresher = Refresher(source, state, lambda h: advise(h, config), interval_s=interval,
                               speed=args.speed or 1.0, on_error=_report)
         if args.once:

@@ -13,7 +13,7 @@ import threading
 import time
 
 from ...limits import MAX_INTERVAL_S, MIN_INTERVAL_S
-from ..common import UsageError, duration_arg, interval_arg, load_config, plural
+from ..common import UsageError, duration_arg, interval_arg, load_config, oom_lookback_s, plural
 
 
 def add_parser(sub) -> None:
@@ -60,7 +60,7 @@ def run(args) -> int:
     start = time.monotonic()
     deadline = None if args.duration is None else start + args.duration
     try:
-        with rec, LiveCollector(interval_s=interval) as col:
+        with rec, LiveCollector(interval_s=interval, oom_lookback_s=oom_lookback_s(args, config)) as col:
             col.snapshot()  # the first one only starts the rates
             next_t = start + interval
             while True:

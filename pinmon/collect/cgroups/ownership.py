@@ -483,3 +483,13 @@ def owner_of(text: str) -> Owner:
         paths.append(_cut(group_path, found) if same else group_path)
     return Owner(chosen.kind, _display(chosen.kind, fields, None), CgroupPaths(*paths),
                  process_cgroup=own, **{k: v for k, v in fields.items() if v is not None})
+
+
+def owner_of_path(path: str, v1_memory: bool) -> Owner:
+    """The owner a process in cgroup ``path`` of the memory hierarchy (v1's when ``v1_memory``, else
+    the unified one) would have: a cgroup the kernel names in its log, whose processes may be gone.
+    A path with a line break (a cgroup name can hold one) is a plain path, never a second line."""
+    if not path.startswith("/") or any(c in path for c in "\n\r\0"):
+        return Owner(KIND_CGROUP, bounded_path(path, DISPLAY_MAX_CHARS),
+                     CgroupPaths(None, path) if v1_memory else CgroupPaths(path, None))
+    return owner_of(f"1:memory:{path}\n" if v1_memory else f"0::{path}\n")

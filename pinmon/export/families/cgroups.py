@@ -1,4 +1,5 @@
-"""Per-group series: each container's, pod's or job's pinned memory, memory limit, usage and OOM kills.
+"""Per-group series: each container's, pod's or job's pinned memory, memory limit, usage and OOM kills,
+and the memory cgroup OOM kills in the kernel's log (whose groups may be gone).
 
 A group's memory limit is where the OOM killer acts on its pinned pages, so alerts compare
 ``pinmon_cgroup_pinned_bytes`` with ``pinmon_cgroup_memory_limit_bytes``. Labels: ``cgroup`` (the
@@ -6,13 +7,19 @@ group's key, shortened: ``group_id``), ``kind``, and where the node says them ``
 ``slurm_job`` (not ``job``: Prometheus sets ``job`` on every series it scrapes). Cardinality is bounded
 as for processes: the top N groups by pinned bytes get series; the rest are summed into
 ``cgroup="other"`` for pinned bytes (limits and OOM counts of a sum mean nothing).
+
+OOM kills from the kernel's log (``Snapshot.oom_kills``, within the lookback) are served per group
+with the same labels: ``pinmon_oom_kills_recent`` (how many, a gauge: a kill leaves it when it grows
+older than the lookback), ``pinmon_oom_kill_last_time_seconds`` and ``pinmon_oom_kill_shmem_bytes``
+(the latest kill's time and shared memory). The top N groups by kills get series, the rest are summed
+into ``cgroup="other"``; a kill whose cgroup the log does not name is ``cgroup="unknown"``.
 """
 from __future__ import annotations
 
 import hashlib
 from typing import Optional
 
-from ...model import Cgroup
+from ...model import Cgroup, OomKill
 from ..state import StateView
 from .base import Counter, Gauge, emit
 
@@ -63,6 +70,32 @@ def group_labels(g: Cgroup, ids: Optional[dict[str, str]] = None) -> tuple:
     return (gid, g.kind, g.pod or "", g.namespace or "", g.container or "", g.job or "")
 
 
+def oom_families(kills, top: int) -> list:
+    recent = Gauge("oom_kills_recent", "memory cgroup OOM kills in the kernel's log within the lookback"
+                   " (default 24 h), by group; the group may be gone; cgroup=\"other\" sums the rest", LABELS)
+    last = Gauge("oom_kill_last_time_seconds", "Unix time of the group's latest OOM kill in the kernel's log", LABELS)
+    shmem = Gauge("oom_kill_shmem_bytes", "shared memory (where CUDA's pinned memory is) resident in the"
+                  " process at the group's latest OOM kill", LABELS)
+    by_group: dict[str, list[OomKill]] = {}
+    for k in kills:
+        by_group.setdefault(k.key or "unknown", []).append(k)
+    ranked = sorted(by_group.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    chosen, rest = ranked[:max(0, top)], ranked[max(0, top):]
+    ids = group_ids([Cgroup(key=key, kind=ks[0].kind, name=ks[0].name, pod_uid=ks[0].pod_uid,
+                            container_id=ks[0].container_id, job=ks[0].job, step=ks[0].step,
+                            delegated_uid=ks[0].delegated_uid) for key, ks in chosen if key != "unknown"])
+    for key, ks in chosen:
+        latest = max(ks, key=lambda k: (k.time, k.seq or 0))
+        gid = ids.get(key, "unknown")
+        lab = (gid, latest.kind, latest.pod or "", latest.namespace or "", latest.container or "", latest.job or "")
+        recent.add(lab, len(ks))
+        last.add(lab, latest.time)
+        shmem.add(lab, latest.shmem_rss_bytes)
+    if rest:
+        recent.add(("other", "", "", "", "", ""), sum(len(ks) for _, ks in rest))
+    return emit(recent, last, shmem)
+
+
 def held(g: Cgroup) -> int:
     return (g.pinned_bytes or 0) + (g.write_combined_bytes or 0)
 
@@ -99,4 +132,4 @@ def families(view: StateView, top: int) -> list:
     pinned.add(("other", "", "", "", "", ""), sum(g.pinned_bytes or 0 for g in rest))
     count = Gauge("cgroups", "groups (containers, pods, jobs) of the processes in the last scan")
     count.add((), len(snap.cgroups))
-    return emit(pinned, wc, vmpin, limit, current, ooms, count)
+    return emit(pinned, wc, vmpin, limit, current, ooms, count) + oom_families(snap.oom_kills, top)
