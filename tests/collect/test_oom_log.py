@@ -269,3 +269,15 @@ def test_many_forged_keys_before_the_real_ones_do_not_hide_the_kernels_split():
     path = f"{USER}/" + ",task=x" * 30
     (k,) = parsed(oom(10, path, path + "/leaf", cpuset=cpuset)).kills
     assert k.oom_memcg == path and k.task_memcg == path + "/leaf" and not k.ambiguous
+
+
+def test_records_without_a_marker_are_read_past_unparsed():
+    from pinmon.collect.host.oom_log import MARKERS
+
+    raw = fixture_records()
+    r, _ = reader(raw)
+    kept = list(r.read_new(MARKERS))
+    assert r.records_read == len(raw) and len(kept) < len(raw) // 2
+    p = OomLogParser()
+    p.feed(kept)
+    assert p.kills == parsed(raw).kills  # the same kill from the marked records alone

@@ -31,7 +31,7 @@ from ...limits import DEFAULT_OOM_LOOKBACK_S
 from ...model import OomKill
 from ...units import printable
 from ..host.kmsg import KmsgReader
-from ..host.oom_log import KernelOomKill, OomLogParser
+from ..host.oom_log import MARKERS, KernelOomKill, OomLogParser
 from .groups import GroupCollector, group_name
 from .mounts import to_dir
 from .ownership import KIND_SLURM, KIND_UNKNOWN, CgroupPaths, bounded_path, owner_of_path
@@ -59,7 +59,7 @@ class OomKillReader:
     def read(self) -> tuple[tuple[OomKill, ...], tuple[str, ...]]:
         if self.lookback_s <= 0:
             return (), ()
-        self.parser.feed(self.kmsg.read_new())
+        self.parser.feed(self.kmsg.read_new(MARKERS))
         now = self._wall()
         boot = now - self._monotonic()
         cutoff = now - self.lookback_s

@@ -100,8 +100,9 @@ class KmsgReader:
             return False
         return True
 
-    def read_new(self) -> Iterator[KmsgRecord]:
-        """The records logged since the last call (at most ``MAX_RECORDS_PER_CALL``)."""
+    def read_new(self, wanted: Optional[tuple[bytes, ...]] = None) -> Iterator[KmsgRecord]:
+        """The records logged since the last call (at most ``MAX_RECORDS_PER_CALL``); with ``wanted``,
+        only those holding one of its byte strings (the rest are read past, not parsed)."""
         if not self._ensure_open():
             return
         fd = self._fd
@@ -123,6 +124,8 @@ class KmsgReader:
             if not data:
                 return
             self.records_read += 1
+            if wanted is not None and not any(w in data for w in wanted):
+                continue
             record = parse_record(data)
             if record is None:
                 continue

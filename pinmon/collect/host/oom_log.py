@@ -41,6 +41,8 @@ MAX_KILLS = 256            # kept, the newest: far more than any lookback shows
 UNLIMITED_FLOOR = 1 << 60  # a logged limit this large is "max" (v2) or v1's "no limit"
 TASK_FIELD_CHARS = len(",task=") + 4 * 15  # the task name, escaped at worst, and its key
 
+# Every line the parser reads holds one of these: the reader parses no other record.
+MARKERS = (b"oom", b"emory")
 _INVOKED = b" invoked oom-killer: "
 _USAGE = re.compile(rb"memory: usage (\d{1,20})kB, limit (\d{1,20})kB, failcnt \d{1,20}\Z")
 _STATS = re.compile(rb"Memory cgroup stats for (.*):\Z")
