@@ -37,7 +37,10 @@ from .kmsg import KmsgRecord, unescape
 
 MAX_PATH_CHARS = 4096
 MAX_COMM_BYTES = 15        # TASK_COMM_LEN - 1
-MAX_KILLS = 256            # kept, the newest: far more than any lookback shows
+# Kills kept, the newest: every snapshot (and so every line of a recording) carries those within the
+# lookback, about 700 bytes of JSON each; a job OOM-killed every minute for a day would otherwise put
+# hundreds in each line.
+MAX_KILLS = 64
 UNLIMITED_FLOOR = 1 << 60  # a logged limit this large is "max" (v2) or v1's "no limit"
 TASK_FIELD_CHARS = len(",task=") + 4 * 15  # the task name, escaped at worst, and its key
 
