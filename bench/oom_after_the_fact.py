@@ -120,7 +120,11 @@ def main() -> int:
                  "step_cgroup": "/" + os.path.relpath(step, CGROUP_ROOT)}
     child = None
     try:
-        make(dirs, parent, step, limit)
+        try:
+            make(dirs, parent, step, limit)
+        except OSError as e:
+            doc["error"] = f"making the job's cgroups: {e}"
+            raise
         child = subprocess.Popen([sys.executable, "-c", CHILD, os.path.join(task, "cgroup.procs"), str(chunk)],
                                  stdout=subprocess.PIPE, text=True)
         for line in child.stdout:
@@ -129,6 +133,8 @@ def main() -> int:
         doc["child_pid"] = child.pid
         with open(os.path.join(step, "memory.events")) as f:
             doc["step_memory_events"] = dict(line.split() for line in f if line.strip())
+    except OSError:
+        pass  # said in doc["error"]; the cgroups are removed and the check still runs
     finally:
         if child is not None and child.poll() is None:
             child.kill()
