@@ -168,7 +168,7 @@ def test_not_toml(tmp_path):
 def test_unknown_top_level_key(tmp_path):
     assert error_of(tmp_path, "intervall = 2\n") == "unknown key intervall (did you mean interval?)"
     assert error_of(tmp_path, "[colors]\nx = 1\n") == (
-        "unknown key colors (known: interval, app_probes, thresholds, disabled_rules)")
+        "unknown key colors (known: interval, app_probes, oom_lookback, thresholds, disabled_rules)")
 
 
 def test_unknown_threshold_key(tmp_path):

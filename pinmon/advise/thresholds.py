@@ -83,6 +83,10 @@ class Thresholds:
         0.30, "fraction", "pinned-cgroup-share: warning when a group's pinned bytes / its memory limit is at or above this")
     cgroup_pinned_critical_fraction: float = _t(
         0.50, "fraction", "pinned-cgroup-share: critical when a group's pinned bytes / its memory limit is above this")
+    # oom-killed
+    oom_shmem_critical_fraction: float = _t(
+        0.50, "fraction", "oom-killed: critical when shared memory (where CUDA's pinned memory is) was at least"
+        " this share of the killed process's resident memory")
     # pinned-numa-remote
     numa_remote_min_bytes: int = _t(
         256 * MIB, "bytes", "pinned-numa-remote: a process's pinned bytes on nodes other than its GPUs', at or above which to warn")

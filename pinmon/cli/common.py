@@ -63,6 +63,18 @@ duration_arg = seconds_arg(MIN_INTERVAL_S, MAX_DURATION_S, "the duration")
 probe_every_arg = seconds_arg(MIN_PROBE_EVERY_S, MAX_PROBE_EVERY_S, "the probe period")
 
 
+def oom_lookback_arg(text: str) -> float:
+    """An argparse type: seconds of the kernel's log searched for OOM kills, 0 (off) to 366 days."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= v <= MAX_DURATION_S:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"the OOM lookback is a number of seconds from 0 (off) to"
+                                         f" {fmt_bound_s(MAX_DURATION_S)}, got {text!r}")
+    return v
+
+
 def speed_arg(text: str) -> float:
     """An argparse type: a replay speed factor within pinmon.limits."""
     try:

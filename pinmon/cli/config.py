@@ -9,6 +9,7 @@ purpose and is read as given. Schema::
 
     interval = 2.0                       # seconds, 0.01 to 3600 (pinmon.limits)
     app_probes = "manual"                # the terminal app's probes: "auto" (default), "manual", "off"
+    oom_lookback = 86400                 # seconds of the kernel's log searched for OOM kills; 0: off
     disabled_rules = ["memlock-limit-low"]
 
     [thresholds]                         # one key per Thresholds field, same names
@@ -31,7 +32,14 @@ from typing import Any, Optional
 
 from ..advise.registry import RULES
 from ..advise.thresholds import Thresholds, threshold_fields
-from ..limits import MAX_CONFIG_BYTES, MAX_DURATION_S, MAX_INTERVAL_S, MAX_SIZE_BYTES, MIN_INTERVAL_S
+from ..limits import (
+    DEFAULT_OOM_LOOKBACK_S,
+    MAX_CONFIG_BYTES,
+    MAX_DURATION_S,
+    MAX_INTERVAL_S,
+    MAX_SIZE_BYTES,
+    MIN_INTERVAL_S,
+)
 from ..recording.infile import InputError, read_capped
 from ..units import parse_size
 
@@ -41,7 +49,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 DEFAULT_INTERVAL_S = 1.0
-TOP_LEVEL_KEYS = ("interval", "app_probes", "thresholds", "disabled_rules")
+TOP_LEVEL_KEYS = ("interval", "app_probes", "oom_lookback", "thresholds", "disabled_rules")
 # The terminal app's probes: automatic and on p/s; on p/s only (as --no-probe); none, p and s hidden.
 APP_PROBES = ("auto", "manual", "off")
 
@@ -56,6 +64,7 @@ class Config:
     app_probes: str = "auto"  # one of APP_PROBES
     thresholds: Thresholds = field(default_factory=Thresholds)
     disabled_rules: frozenset[str] = frozenset()
+    oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S  # the kernel log's OOM kills this far back; 0: off
     path: Optional[str] = None  # the file it was read from; None: built-in defaults
     notices: tuple[str, ...] = ()  # what the user should know (a default file that was ignored)
 
@@ -150,6 +159,13 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
             raise ConfigError(f"{where}: app_probes must be one of {', '.join(map(_show, APP_PROBES))},"
                               f" got {_show(v)}")
         app_probes = v
+    oom_lookback_s = DEFAULT_OOM_LOOKBACK_S
+    if "oom_lookback" in doc:
+        v = doc["oom_lookback"]
+        if not _is_number(v) or not (0 <= v <= MAX_DURATION_S):
+            raise ConfigError(f"{where}: oom_lookback must be a number of seconds from 0 (off) to"
+                              f" {MAX_DURATION_S:.0f} (366 days), got {_show(v)}")
+        oom_lookback_s = float(v)
 
     thresholds = Thresholds()
     if "thresholds" in doc:
@@ -169,7 +185,8 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
                                   f"{_hint(rule_id, RULES)}")
         disabled = frozenset(v)
 
-    return Config(interval_s=interval_s, app_probes=app_probes, thresholds=thresholds, disabled_rules=disabled, path=path)
+    return Config(interval_s=interval_s, app_probes=app_probes, thresholds=thresholds, disabled_rules=disabled,
+                  oom_lookback_s=oom_lookback_s, path=path)
 
 
 def _thresholds(table: dict, where: str) -> Thresholds:

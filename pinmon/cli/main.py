@@ -28,7 +28,7 @@ def build_parser() -> CliParser:
 
     rules = "\n".join(f"  {k:<22} {v}" for k, v in RULE_DOCS.items())
     p = CliParser(prog="pinmon", formatter_class=argparse.RawDescriptionHelpFormatter,
-                  parents=shared("config", "interval", "max_pinned", "probe_every"),
+                  parents=shared("config", "interval", "max_pinned", "probe_every", "oom_lookback"),
                   description="PCIe traffic and pinned (page-locked) memory monitor for NVIDIA GPU servers.\n"
                               "Without a command: the live terminal app (or the check report when not on a terminal).\n"
                               "The options below also work after a command that uses them.",
@@ -45,10 +45,10 @@ def build_parser() -> CliParser:
 def run_default(args, settings: Settings) -> int:
     """No command: the live terminal app, or without a terminal the check report of a live snapshot."""
     if not sys.stdout.isatty():
-        return check.report(check.measure(window_s=1.0), settings.config)
+        return check.report(check.measure(window_s=1.0, oom_lookback=settings.oom_lookback_s), settings.config)
     from ..collect.live import LiveCollector
 
-    col = LiveCollector(interval_s=settings.interval_s)
+    col = LiveCollector(interval_s=settings.interval_s, oom_lookback_s=settings.oom_lookback_s)
     try:
         return run_app(col, settings)
     finally:

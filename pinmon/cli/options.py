@@ -14,8 +14,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..limits import MAX_INTERVAL_S, MIN_INTERVAL_S
-from .common import interval_arg, load_config, probe_every_arg, size_arg
+from ..limits import DEFAULT_OOM_LOOKBACK_S, MAX_INTERVAL_S, MIN_INTERVAL_S
+from .common import interval_arg, load_config, oom_lookback_arg, probe_every_arg, size_arg
 from .config import DEFAULT_INTERVAL_S, Config
 from .parser import CliParser
 
@@ -45,8 +45,15 @@ def _probe_every(p: CliParser) -> None:
                         " none with --no-probe) or pinmon export's (default: none)")
 
 
+def _oom_lookback(p: CliParser) -> None:
+    p.add_argument("--oom-lookback", type=oom_lookback_arg, default=argparse.SUPPRESS, metavar="S",
+                   help="seconds of the kernel's log searched for memory cgroup OOM kills, 0 for none"
+                        " (default 86400, or the config file's oom_lookback)")
+
+
 SHARED: dict[str, Callable[[CliParser], None]] = {
-    "config": _config, "interval": _interval, "max_pinned": _max_pinned, "probe_every": _probe_every}
+    "config": _config, "interval": _interval, "max_pinned": _max_pinned, "probe_every": _probe_every,
+    "oom_lookback": _oom_lookback}
 
 
 def shared(*names: str) -> list[CliParser]:
@@ -65,6 +72,7 @@ class Settings:
     max_pinned_bytes: Optional[int]  # None: the probe's own cap (256M, never over 5% of available RAM)
     probe_every_s: Optional[float]  # --probe-every where given; each user of it has its own "not given"
     app_probes: str  # the terminal app's probes: "auto", "manual" (p and s only) or "off"
+    oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S  # the kernel log's OOM kills this far back; 0: not read
 
     @property
     def app_probe_every_s(self) -> Optional[float]:
@@ -86,4 +94,5 @@ def resolve(args: argparse.Namespace) -> Settings:
                     interval_s=config.interval_s if interval is None else interval,
                     max_pinned_bytes=getattr(args, "max_pinned", None),
                     probe_every_s=getattr(args, "probe_every", None),
-                    app_probes=app_probes)
+                    app_probes=app_probes,
+                    oom_lookback_s=getattr(args, "oom_lookback", config.oom_lookback_s))

@@ -15,6 +15,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .oom import OomKill
 from .serial import SchemaError, Serial, from_dict_of, to_json
 
 SNAPSHOT_SCHEMA = "pinmon.snapshot/1"
@@ -233,6 +234,9 @@ class Cgroup(Serial):
     vm_pinned_bytes: Optional[int] = None     # of which VmPin (io_uring, RDMA)
     processes: int = 0                        # its processes in the snapshot's rows
     notes: tuple[str, ...] = ()               # why a figure is unknown
+    # The user owning the delegated subtree it sits in (user@UID.service, or a directory on its path
+    # not owned by root): its kind and ids are what that user named its cgroup, not the runtime's word.
+    delegated_uid: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -307,6 +311,9 @@ class Snapshot(Serial):
     nvml_error: Optional[str] = None
     # The groups (containers, pods, jobs) of the processes above, each with its own memory limit.
     cgroups: tuple[Cgroup, ...] = ()
+    # Memory cgroup OOM kills in the kernel's log within the lookback (default 24 h), oldest first:
+    # their groups may be gone.
+    oom_kills: tuple[OomKill, ...] = ()
 
     def to_dict(self) -> dict:
         d = to_json(self)

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Optional
 
-from ...limits import MAX_WINDOW_S
+from ...limits import DEFAULT_OOM_LOOKBACK_S, MAX_WINDOW_S
 from ...model import CHECK_SCHEMA
 from ...units import fmt_seconds
 from ..common import EXIT_CHECK_UNKNOWN, UsageError, advise, dumps, window_arg
@@ -21,7 +21,7 @@ JSON_SCHEMA = CHECK_SCHEMA
 
 
 def add_parser(sub) -> None:
-    c = sub.add_parser("check", parents=shared("config", "max_pinned"),
+    c = sub.add_parser("check", parents=shared("config", "max_pinned", "oom_lookback"),
                        help="one snapshot, the advisor's findings; exit 0 ok, 1 warning, 2 critical, 3 unknown",
                        description="Take one snapshot (or read a saved one), run the advisor, print a report. "
                                    "Exit 0 ok, 1 warning, 2 critical, 3 unknown (could not assess).")
@@ -37,7 +37,7 @@ def run(args, settings) -> int:
     if args.snapshot:
         snap = _saved_snapshot(args.snapshot)
     else:
-        snap = measure(args.window, args.probe, settings.max_pinned_bytes)
+        snap = measure(args.window, args.probe, settings.max_pinned_bytes, settings.oom_lookback_s)
     return report(snap, settings.config, as_json=args.json)
 
 
@@ -52,12 +52,14 @@ def _saved_snapshot(path: str):
     return dataclasses.replace(snap, source="snapshot")
 
 
-def measure(window_s: float, probe: bool = False, max_pinned: Optional[int] = None):
-    """A live snapshot after ``window_s`` of counting, with a quick probe's result when ``probe``."""
+def measure(window_s: float, probe: bool = False, max_pinned: Optional[int] = None,
+            oom_lookback: float = DEFAULT_OOM_LOOKBACK_S):
+    """A live snapshot after ``window_s`` of counting, with a quick probe's result when ``probe``, and
+    the memory cgroup OOM kills of the last ``oom_lookback`` seconds in the kernel's log."""
     from ...collect.live import LiveCollector
 
     # The kernel's pinned count is read fresh: a one-shot check has no earlier reading to reuse.
-    with LiveCollector(interval_s=window_s, kernel_read_every_s=0.0) as col:
+    with LiveCollector(interval_s=window_s, kernel_read_every_s=0.0, oom_lookback_s=oom_lookback) as col:
         snap = live_snapshot(col, window_s)
         if probe:
             from ...model.probe_join import with_probe

@@ -39,7 +39,7 @@ def _listen(text: str):
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "export", parents=shared("config", "interval", "max_pinned", "probe_every"),
+        "export", parents=shared("config", "interval", "max_pinned", "probe_every", "oom_lookback"),
         help="Prometheus exporter: serve /metrics (loopback by default)",
         description="Serve the latest snapshot, the advisor's findings and probe results as Prometheus "
                     "metrics at http://HOST:PORT/metrics. A background thread collects every --interval "
@@ -131,7 +131,7 @@ def run(args, settings) -> int:
         if source is None:
             from ...collect.live import LiveCollector
 
-            source = LiveCollector(interval_s=interval)
+            source = LiveCollector(interval_s=interval, oom_lookback_s=settings.oom_lookback_s)
         refresher = Refresher(source, state, lambda h: advise(h, config), interval_s=interval,
                               speed=args.speed or 1.0, on_error=_report, thresholds=config.thresholds)
         if args.once:

@@ -92,7 +92,7 @@ def _live_snapshot(pids):
     for pid in pids or []:
         if not os.path.exists(f"/proc/{pid}"):
             raise UsageError(f"pid {pid}: no such process")
-    with LiveCollector(use_nvml=False, pids=pids, kernel_read_every_s=0) as col:
+    with LiveCollector(use_nvml=False, pids=pids, kernel_read_every_s=0, oom_lookback_s=0) as col:
         return col.snapshot()
 
 

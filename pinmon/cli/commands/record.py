@@ -17,7 +17,7 @@ from ..options import shared
 
 
 def add_parser(sub) -> None:
-    r = sub.add_parser("record", parents=shared("config", "interval"),
+    r = sub.add_parser("record", parents=shared("config", "interval", "oom_lookback"),
                        help="write snapshots as JSON lines (gzip for .gz) for replay",
                        description="Record snapshots as JSON lines (gzip when FILE ends in .gz). Never overwrites a file.")
     r.add_argument("-o", "--output", required=True, metavar="FILE",
@@ -57,7 +57,7 @@ def run(args, settings) -> int:
     start = time.monotonic()
     deadline = None if args.duration is None else start + args.duration
     try:
-        with rec, LiveCollector(interval_s=interval) as col:
+        with rec, LiveCollector(interval_s=interval, oom_lookback_s=settings.oom_lookback_s) as col:
             col.snapshot()  # the first one only starts the rates
             next_t = start + interval
             while True:
