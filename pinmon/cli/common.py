@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 from ..limits import (
     MAX_DURATION_S,
@@ -25,6 +25,13 @@ from ..limits import (
     MIN_PROBE_EVERY_S,
     MIN_SPEED,
 )
+
+if TYPE_CHECKING:  # imported where used, so a command loads only what it needs
+    from ..model import Finding, ProbeResult, Snapshot
+    from ..model.source import Source
+    from ..recording.replay import ReplaySource
+    from .config import Config
+    from .settings import Settings
 
 EXIT_BAD_INPUT = 2
 # pinmon check follows the Nagios convention: 0 ok, 1 warning, 2 critical, 3 unknown (could not assess).
@@ -125,7 +132,7 @@ def size_arg(text: str) -> int:
 
 # --- config, advice, output -----------------------------------------------------------------------
 
-def load_config(path: Optional[str]):
+def load_config(path: Optional[str]) -> Config:
     """The config file at ``path`` (default: the user's); UsageError naming what is wrong with it."""
     from .config import ConfigError
     from .config import load_config as load
@@ -136,7 +143,7 @@ def load_config(path: Optional[str]):
         raise UsageError(str(e)) from None
 
 
-def advise(history, config) -> list:
+def advise(history: Sequence[Snapshot], config: Config) -> list[Finding]:
     """The advisor's findings over ``history`` with the config's thresholds, less its disabled rules."""
     from ..advise import advise as run_rules
 
@@ -146,7 +153,7 @@ def advise(history, config) -> list:
     return findings
 
 
-def dumps(obj, **kw) -> str:
+def dumps(obj: object, **kw: Any) -> str:
     """JSON text that is always valid JSON: a NaN or infinity (none should reach here) is refused
     by ``allow_nan=False`` rather than printed bare."""
     return json.dumps(obj, allow_nan=False, **kw)
@@ -158,7 +165,7 @@ def plural(n: int, word: str) -> str:
 
 # --- sources and the terminal app -----------------------------------------------------------------
 
-def open_replay(path: str):
+def open_replay(path: str) -> ReplaySource:
     """A ``ReplaySource`` of the recording at ``path``; UsageError when it cannot be read."""
     from ..recording import RecordingError
     from ..recording.replay import ReplaySource
@@ -169,7 +176,7 @@ def open_replay(path: str):
         raise UsageError(str(e)) from None
 
 
-def print_notices(source, prefix: str = "pinmon") -> None:
+def print_notices(source: Source, prefix: str = "pinmon") -> None:
     """The source's own notices (a recording that ends early), one line each on stderr."""
     from ..units import printable
 
@@ -181,7 +188,7 @@ def print_notices(source, prefix: str = "pinmon") -> None:
 PROBES_OFF_REASON = 'probes are off in the config (app_probes = "off")'
 
 
-def run_app(source, settings, speed: float = 1.0) -> int:
+def run_app(source: Source, settings: Settings, speed: float = 1.0) -> int:
     """The terminal app on ``source`` with the config's thresholds. Live, its probes follow
     ``settings.app_probes``: automatic ones every ``app_probe_every_s`` and p/s ("auto"), p/s only
     ("manual", also ``--no-probe``), or none, with p and s hidden ("off")."""
@@ -190,7 +197,7 @@ def run_app(source, settings, speed: float = 1.0) -> int:
     except ImportError as e:  # the app is part of the package; this only guards broken installs
         raise UsageError(f"terminal app unavailable: {e}") from None
     config = settings.config
-    kwargs: dict = {}
+    kwargs: dict[str, Any] = {}
     if source.live and settings.app_probes == "off":
         kwargs.update(probe_unavailable_reason=PROBES_OFF_REASON, probe_every_s=None, probe_keys=False)
     elif source.live:
@@ -198,7 +205,7 @@ def run_app(source, settings, speed: float = 1.0) -> int:
 
         ok, reason = probe_available()
         if ok:
-            def runner(kind="quick", **kw):
+            def runner(kind: str = "quick", **kw: Any) -> ProbeResult:
                 return run_probe(kind, max_pinned_bytes=settings.max_pinned_bytes, **kw)
             kwargs["probe_runner"] = runner
         kwargs.update(probe_unavailable_reason=reason, probe_every_s=settings.app_probe_every_s)

@@ -28,7 +28,7 @@ import os
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Collection, Optional
 
 from ..advise.registry import RULES
 from ..advise.thresholds import Thresholds, threshold_fields
@@ -80,15 +80,15 @@ def default_config_path() -> str:
 
 def load_config(path: Optional[str] = None) -> Config:
     """The config from ``path``, or from the default location if a file is there, else defaults."""
-    explicit = path is not None
-    if not explicit:
-        path = default_config_path()
-        if not os.path.exists(path):
-            return Config()
-        why = untrusted_reason(path)
-        if why is not None:
-            return Config(notices=(f"config {path} ignored: {why}; pass --config FILE to use it",))
-    return parse_config(_read(path, explicit), path)
+    if path is not None:
+        return parse_config(_read(path, explicit=True), path)
+    path = default_config_path()
+    if not os.path.exists(path):
+        return Config()
+    why = untrusted_reason(path)
+    if why is not None:
+        return Config(notices=(f"config {path} ignored: {why}; pass --config FILE to use it",))
+    return parse_config(_read(path, explicit=False), path)
 
 
 def untrusted_reason(path: str, euid: Optional[int] = None) -> Optional[str]:
@@ -189,7 +189,7 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
                   oom_lookback_s=oom_lookback_s, path=path)
 
 
-def _thresholds(table: dict, where: str) -> Thresholds:
+def _thresholds(table: dict[str, Any], where: str) -> Thresholds:
     known = threshold_fields()
     values: dict[str, Any] = {}
     for key, raw in table.items():
@@ -206,7 +206,7 @@ def _thresholds(table: dict, where: str) -> Thresholds:
     return result
 
 
-def _threshold_value(kind: str, v: Any, what: str):
+def _threshold_value(kind: str, v: Any, what: str) -> float:
     if kind == "fraction":
         if not _is_number(v) or not (0 <= v <= 1):
             raise ConfigError(f"{what} must be a number between 0 and 1, got {_show(v)}")
@@ -255,7 +255,7 @@ def _show(v: Any) -> str:
     return str(v)  # TOML dates and times
 
 
-def _hint(key: str, known) -> str:
+def _hint(key: str, known: Collection[str]) -> str:
     close = difflib.get_close_matches(key, list(known), n=1)
     return f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
 

@@ -19,7 +19,8 @@ from .options import Settings, resolve, shared
 from .parser import CliParser
 
 # The schema of each command's --json output; an error is printed in the same envelope.
-JSON_SCHEMAS = {name: module.JSON_SCHEMA for name, module in COMMANDS.items() if hasattr(module, "JSON_SCHEMA")}
+JSON_SCHEMAS: dict[str, Optional[str]] = {name: module.JSON_SCHEMA for name, module in COMMANDS.items()
+                                           if hasattr(module, "JSON_SCHEMA")}
 
 
 def build_parser() -> CliParser:
@@ -36,13 +37,13 @@ def build_parser() -> CliParser:
     p.add_argument("--version", action="version", version=f"pinmon {__version__}")
     p.add_argument("--no-probe", action="store_true",
                    help="no automatic probes in the live app (p and s still probe)")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub = p.add_commands(dest="command", metavar="COMMAND")
     for module in COMMANDS.values():
         module.add_parser(sub)
     return p
 
 
-def run_default(args, settings: Settings) -> int:
+def run_default(args: argparse.Namespace, settings: Settings) -> int:
     """No command: the live terminal app, or without a terminal the check report of a live snapshot."""
     if not sys.stdout.isatty():
         return check.report(check.measure(window_s=1.0, oom_lookback=settings.oom_lookback_s), settings.config)
@@ -75,9 +76,10 @@ def _misplaced(extra: Sequence[str], parser: CliParser, command: Optional[str]) 
 
 def _json_error(command: Optional[str], message: str) -> None:
     """With --json, an error is also a JSON object on stdout, so a script reading it gets a reason."""
-    doc: dict = {}
-    if JSON_SCHEMAS.get(command):
-        doc["schema"] = JSON_SCHEMAS[command]
+    doc: dict[str, object] = {}
+    schema = JSON_SCHEMAS.get(command) if command is not None else None
+    if schema:
+        doc["schema"] = schema
     # check's status words are Nagios's: bad input leaves the state unknown.
     doc.update(status="unknown" if command == "check" else "error", reason=message)
     print(dumps(doc, indent=1))

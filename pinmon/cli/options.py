@@ -5,22 +5,19 @@ and reaches a parser through argparse's ``parents``: ``shared("config", "interva
 parser takes every one of them, so ``pinmon --interval 2 record`` and ``pinmon record --interval 2``
 are the same; a command takes those it uses (given in both places, the one after the command counts).
 An option that is not given leaves no attribute, and ``resolve`` settles each value once: the
-argument, else the config file, else the built-in default. Commands read ``Settings``, never a
-default of their own.
+argument, else the config file, else the built-in default, into a ``Settings`` (``settings.py``).
+Commands read ``Settings``, never a default of their own.
 """
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
-from ..limits import DEFAULT_OOM_LOOKBACK_S, MAX_INTERVAL_S, MIN_INTERVAL_S
+from ..limits import MAX_INTERVAL_S, MIN_INTERVAL_S
 from .common import interval_arg, load_config, oom_lookback_arg, probe_every_arg, size_arg
-from .config import DEFAULT_INTERVAL_S, Config
+from .config import DEFAULT_INTERVAL_S
 from .parser import CliParser
-
-# Seconds between the terminal app's automatic quick probes when --probe-every is not given.
-APP_PROBE_EVERY_S = 60.0
+from .settings import APP_PROBE_EVERY_S, Settings
 
 
 def _config(p: CliParser) -> None:
@@ -62,24 +59,6 @@ def shared(*names: str) -> list[CliParser]:
     for name in names:
         SHARED[name](parent)
     return [parent]
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the shared options and the config file settle, once, for every command."""
-    config: Config
-    interval_s: float
-    max_pinned_bytes: Optional[int]  # None: the probe's own cap (256M, never over 5% of available RAM)
-    probe_every_s: Optional[float]  # --probe-every where given; each user of it has its own "not given"
-    app_probes: str  # the terminal app's probes: "auto", "manual" (p and s only) or "off"
-    oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S  # the kernel log's OOM kills this far back; 0: not read
-
-    @property
-    def app_probe_every_s(self) -> Optional[float]:
-        """Seconds between the live app's automatic probes; None: no automatic probes."""
-        if self.app_probes != "auto":
-            return None
-        return APP_PROBE_EVERY_S if self.probe_every_s is None else self.probe_every_s
 
 
 def resolve(args: argparse.Namespace) -> Settings:

@@ -13,15 +13,24 @@
   are never parsed by pinmon, whatever argparse version runs.
 
 Only argparse's public API is used: ``add_argument``, ``parse_known_args`` and ``error`` are
-overridden, ``parents`` and ``add_subparsers`` are used as documented.
+overridden, ``parents`` and ``add_subparsers`` are used as documented (``add_commands``).
 """
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence
+from typing import Any, Iterable, NoReturn, Optional, Protocol, Sequence, TypeVar, overload
 
 from .common import EXIT_BAD_INPUT
+
+_N = TypeVar("_N")
+
+
+class Commands(Protocol):
+    """What ``CliParser.add_commands`` returns (argparse's sub-parsers action): each command module's
+    ``add_parser(sub)`` adds its parser with ``sub.add_parser(name, help=..., ...)``."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> CliParser: ...
 
 
 def looks_negative(token: str) -> bool:
@@ -36,7 +45,7 @@ class CliParser(argparse.ArgumentParser):
     bad_input_code = EXIT_BAD_INPUT
     last_error: Optional[str] = None  # the message of the latest error, for --json output
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("allow_abbrev", False)
         self.arguments: list[argparse.Action] = []  # every option and positional, in order
         self.subcommands: dict[str, CliParser] = {}
@@ -48,7 +57,7 @@ class CliParser(argparse.ArgumentParser):
             for action in getattr(parent, "arguments", ()):
                 self._note(action)
 
-    def add_argument(self, *args, **kwargs):  # type: ignore[override]
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
         self._note(action)
         return action
@@ -58,9 +67,9 @@ class CliParser(argparse.ArgumentParser):
         if not action.option_strings and action.nargs == argparse.REMAINDER:
             self.rest_dest = action.dest
 
-    def add_subparsers(self, **kwargs):
-        kwargs.setdefault("parser_class", CliParser)
-        sub = super().add_subparsers(**kwargs)
+    def add_commands(self, **kwargs: Any) -> Commands:
+        """``add_subparsers(**kwargs)`` making ``CliParser``s, whose commands this parser knows (``split``)."""
+        sub = self.add_subparsers(parser_class=CliParser, **kwargs)
         self.subcommands = sub.choices  # filled in as commands are added
         return sub
 
@@ -107,7 +116,19 @@ class CliParser(argparse.ArgumentParser):
         argv, at = self.split(argv)
         return argv[at] if at is not None and argv[at] in self.subcommands else None
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+    # argparse's own overloads: a namespace given is the one filled in and returned.
+    @overload
+    def parse_known_args(self, args: Optional[Iterable[str]] = None,
+                         namespace: None = None) -> tuple[argparse.Namespace, list[str]]: ...
+
+    @overload
+    def parse_known_args(self, args: Optional[Iterable[str]], namespace: _N) -> tuple[_N, list[str]]: ...
+
+    @overload
+    def parse_known_args(self, *, namespace: _N) -> tuple[_N, list[str]]: ...
+
+    def parse_known_args(self, args: Optional[Iterable[str]] = None,
+                         namespace: Optional[object] = None) -> tuple[object, list[str]]:
         self._argv = list(sys.argv[1:] if args is None else args)
         argv, at = self.split(self._argv)
         if self.rest_dest is None:
@@ -123,7 +144,7 @@ class CliParser(argparse.ArgumentParser):
 
     # --- errors -------------------------------------------------------------------------------
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         code = self.bad_input_code
         if self.subcommands:
             # A global option's fault, found before argparse reached the command word: the

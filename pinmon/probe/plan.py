@@ -16,14 +16,14 @@ Kinds:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 from ..units import KIB, MIB, fmt_bytes
 
 KINDS = ("quick", "sweep", "alloc", "modes")
 
 QUICK_SIZE_BYTES = 64 * MIB
-SWEEP_SIZES_BYTES = tuple(4 * KIB * 4 ** i for i in range(9))  # 4 KiB, 16 KiB, ... 256 MiB
+SWEEP_SIZES_BYTES: tuple[int, ...] = tuple(4 * KIB * 4 ** i for i in range(9))  # 4 KiB, 16 KiB, ... 256 MiB
 ALLOC_SIZES_BYTES = (4 * KIB, 64 * KIB, 1 * MIB, 16 * MIB, 64 * MIB, 256 * MIB)
 MODES_SIZE_BYTES = 64 * MIB
 # CPU reads of write-combined memory can run at a few hundred MB/s on bare metal: a smaller buffer
@@ -52,6 +52,9 @@ G_COPY = "copy"          # pinned (default flags) + pageable host buffer + devic
 G_NONE = "none"          # the steps allocate and free by themselves (allocation cost)
 G_PINNED = "pinned"      # one cudaHostAlloc buffer with the flags of its memory kind + device buffer
 G_REGISTERED = "registered"  # a pageable buffer, registered by the steps themselves + device buffer
+
+# A group: (resource, buffer bytes), and for G_PINNED the memory kind of its buffer.
+Group = Union[tuple[str, int], tuple[str, int, str]]
 
 HOST_ALLOC_FLAGS = {"pinned": 0, "portable": 1, "mapped": 2, "write_combined": 4}
 
@@ -83,7 +86,7 @@ class Step:
     memory: str
     size_bytes: int
     repeats: int
-    group: tuple
+    group: Group
     direction: Optional[str] = None
 
     @property
@@ -117,7 +120,8 @@ def capped_size(want_bytes: int, cap_bytes: int) -> int:
     return _page_floor(min(want_bytes, cap_bytes))
 
 
-def _copy_steps(size: int, group: tuple, directions=("h2d", "d2h"), memories=("pinned", "pageable")):
+def _copy_steps(size: int, group: Group, directions: tuple[str, ...] = ("h2d", "d2h"),
+                memories: tuple[str, ...] = ("pinned", "pageable")) -> list[Step]:
     return [Step("copy", mem, size, copy_repeats(size), group, direction=d)
             for d in directions for mem in memories]
 
@@ -163,6 +167,7 @@ def build_plan(kind: str, cap_bytes: int) -> Plan:
         if size < MODES_SIZE_BYTES:
             notes.append(f"buffers of {fmt_bytes(size)} instead of {fmt_bytes(MODES_SIZE_BYTES)}:"
                          f" pinned cap is {fmt_bytes(cap_bytes)}")
+        g: Group
         for mem in ("pinned", "write_combined"):
             g = (G_PINNED, size, mem)
             steps += [Step("cpu_read", mem, cpu, CPU_REPEATS, g),

@@ -12,12 +12,13 @@ from typing import Callable, Optional, Sequence
 
 from ..model import ProbeMeasurement
 from . import cuda
+from .cupy_types import CudaStream, CuPy
 
 
 class EventTimer:
     """Times GPU work on one stream with a pair of CUDA events: warm-up, then one sample per repeat."""
 
-    def __init__(self, cp, stream):
+    def __init__(self, cp: CuPy, stream: CudaStream):
         self.cp = cp
         self.stream = stream
         self.start = cp.cuda.Event()

@@ -1,14 +1,16 @@
 """``pinmon demo``: ``pinmon replay`` of the bundled recording made on an NVIDIA H200 (pinmon/data/)."""
 from __future__ import annotations
 
+import argparse
 import os
 
 from ..common import UsageError, speed_arg
-from ..options import shared
+from ..options import Settings, shared
+from ..parser import Commands
 from . import replay
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Commands) -> None:
     d = sub.add_parser("demo", parents=shared("config"), help="play the bundled recording made on an NVIDIA H200",
                        description="Play the bundled recording made on an NVIDIA H200 (PCIe Gen5 x16) in the"
                                    " terminal app. When stdout is not a terminal, print the check report of"
@@ -24,7 +26,7 @@ def demo_path() -> str:
     return str(resources.files("pinmon").joinpath("data/demo.jsonl.gz"))
 
 
-def run(args, settings) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     path = demo_path()
     if not os.path.exists(path):
         raise UsageError("the bundled demo recording is missing from this installation")

@@ -12,15 +12,27 @@ import signal
 import sys
 import threading
 import time
+from types import FrameType
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 from ...export.families.processes import DEFAULT_TOP
 from ...export.server import DEFAULT_LISTEN, parse_listen
 from ...units import printable
 from ..common import UsageError, advise, open_replay, print_notices, speed_arg, top_processes_arg
-from ..options import shared
+from ..options import Settings, shared
+from ..parser import Commands
+
+if TYPE_CHECKING:
+    from ...export import ExportState, MetricsServer, Refresher
+    from ...export.background_probe import ProbeLoop
+    from ...model import ProbeResult, Snapshot
+    from ...model.source import Source
+
+# What --probe-every runs: (the latest snapshot or None, a cancel event) -> the probe's result.
+ProbeRunner = Callable[[Optional["Snapshot"], threading.Event], "ProbeResult"]
 
 
-def _listen(text: str):
+def _listen(text: str) -> tuple[str, int]:
     try:
         host, port = parse_listen(text)
     except ValueError as e:
@@ -37,7 +49,7 @@ def _listen(text: str):
     return host, port
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Commands) -> None:
     p = sub.add_parser(
         "export", parents=shared("config", "interval", "max_pinned", "probe_every", "oom_lookback"),
         help="Prometheus exporter: serve /metrics (loopback by default)",
@@ -76,11 +88,12 @@ def _report(stage: str, exc: BaseException) -> None:
          f"pinmon_collection_errors_total")
 
 
-def _probe_runner(max_pinned):
+def _probe_runner(max_pinned: Optional[int]) -> ProbeRunner:
     from ...probe import run_probe
 
-    def runner(snapshot, cancel):
-        link = eff = None
+    def runner(snapshot: Optional[Snapshot], cancel: threading.Event) -> ProbeResult:
+        link: Optional[float] = None
+        eff: Optional[int] = None
         if snapshot is not None:
             eff = snapshot.host.effective_mem_limit_bytes
             if snapshot.gpus:
@@ -90,7 +103,7 @@ def _probe_runner(max_pinned):
     return runner
 
 
-def _check_args(args, settings) -> None:
+def _check_args(args: argparse.Namespace, settings: Settings) -> None:
     if args.speed is not None and not args.replay:
         raise UsageError("--speed needs --replay")
     if settings.probe_every_s is not None and args.replay:
@@ -99,7 +112,7 @@ def _check_args(args, settings) -> None:
         raise UsageError("--probe-every does not combine with --once (use pinmon check --probe)")
 
 
-def _once(source, refresher, interval: float) -> None:
+def _once(source: Source, refresher: Refresher, interval: float) -> None:
     if source.live:
         refresher.read()  # starts the PCIe counting interval
         time.sleep(interval)
@@ -110,16 +123,16 @@ def _once(source, refresher, interval: float) -> None:
         refresher.drain()
 
 
-def run(args, settings) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from ...export import ExportState, MetricsServer, Refresher, build_registry, metrics_text
 
     _check_args(args, settings)
     config = settings.config
     interval = settings.interval_s
-    source = open_replay(args.replay) if args.replay else None
+    source: Optional[Source] = open_replay(args.replay) if args.replay else None
     state = ExportState(live=source is None)
     registry = build_registry(state, args.top_processes)
-    server = None
+    server: Optional[MetricsServer] = None
     try:
         if not args.once:
             host, port = args.listen
@@ -134,7 +147,7 @@ def run(args, settings) -> int:
             source = LiveCollector(interval_s=interval, oom_lookback_s=settings.oom_lookback_s)
         refresher = Refresher(source, state, lambda h: advise(h, config), interval_s=interval,
                               speed=args.speed or 1.0, on_error=_report, thresholds=config.thresholds)
-        if args.once:
+        if server is None:  # --once
             _once(source, refresher, interval)
             sys.stdout.write(metrics_text(registry))
             sys.stdout.flush()
@@ -152,11 +165,12 @@ def _show_listen(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _serve(args, settings, source, refresher, server) -> int:
+def _serve(args: argparse.Namespace, settings: Settings, source: Source, refresher: Refresher,
+           server: MetricsServer) -> int:
     stop = threading.Event()
-    previous = {}
+    previous: dict[signal.Signals, Union[Callable[[int, Optional[FrameType]], object], int, None]] = {}
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: Optional[FrameType]) -> None:
         stop.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -164,7 +178,7 @@ def _serve(args, settings, source, refresher, server) -> int:
             previous[sig] = signal.signal(sig, handler)
         except (ValueError, OSError):  # not the main thread (a test): Ctrl-C still raises
             pass
-    prober = None
+    prober: Optional[ProbeLoop] = None
     try:
         server.start()
         refresher.start()
@@ -188,7 +202,7 @@ def _serve(args, settings, source, refresher, server) -> int:
     return 0
 
 
-def _start_prober(settings, source, state):
+def _start_prober(settings: Settings, source: Source, state: ExportState) -> Optional[ProbeLoop]:
     from ...export.background_probe import ProbeLoop
     from ...probe import probe_available
 
@@ -196,5 +210,7 @@ def _start_prober(settings, source, state):
     if not ok:
         _say(f"{printable(reason, ERROR_CHARS)}; serving without probes")
         return None
-    return ProbeLoop(_probe_runner(settings.max_pinned_bytes), source, state, settings.probe_every_s,
-                     on_error=_report).start()
+    every_s = settings.probe_every_s
+    if every_s is None:  # no --probe-every: nothing to schedule
+        return None
+    return ProbeLoop(_probe_runner(settings.max_pinned_bytes), source, state, every_s, on_error=_report).start()

@@ -7,16 +7,20 @@ written before a stop stays readable.
 """
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import threading
 import time
+from types import FrameType
+from typing import Optional
 
 from ..common import UsageError, duration_arg, plural
-from ..options import shared
+from ..options import Settings, shared
+from ..parser import Commands
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Commands) -> None:
     r = sub.add_parser("record", parents=shared("config", "interval", "oom_lookback"),
                        help="write snapshots as JSON lines (gzip for .gz) for replay",
                        description="Record snapshots as JSON lines (gzip when FILE ends in .gz). Never overwrites a file.")
@@ -29,7 +33,7 @@ def add_parser(sub) -> None:
 def _install_stop_signals(stop: threading.Event) -> None:
     """Ctrl-C, SIGTERM and SIGHUP set ``stop``: the wait for the next snapshot ends at once, and no
     snapshot or write is cut in the middle."""
-    def handler(signum, frame):
+    def handler(signum: int, frame: Optional[FrameType]) -> None:
         stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -43,7 +47,7 @@ def wait_for_stop(stop: threading.Event, seconds: float) -> None:
     stop.wait(seconds)
 
 
-def run(args, settings) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from ...collect.live import LiveCollector
     from ...recording import Recorder, RecordingError
 

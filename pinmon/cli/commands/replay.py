@@ -8,18 +8,25 @@ read, with one line on stderr.
 """
 from __future__ import annotations
 
+import argparse
 import sys
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from ...advise.history import AdvisorHistory
-from ..common import advise, dumps, open_replay, plural, print_notices, run_app, speed_arg
-from ..options import shared
+from ..common import UsageError, advise, dumps, open_replay, plural, print_notices, run_app, speed_arg
+from ..options import Settings, shared
+from ..parser import Commands
+
+if TYPE_CHECKING:
+    from ...model import Finding
+    from ...recording.replay import ReplaySource
+    from ..config import Config
 
 # --json prints JSON lines without a schema id; an error is printed as a JSON object all the same.
 JSON_SCHEMA = None
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Commands) -> None:
     rp = sub.add_parser("replay", parents=shared("config"),
                         help="play a recording in the terminal app",
                         description="Play a recording in the terminal app. When stdout is not a terminal,"
@@ -30,7 +37,7 @@ def add_parser(sub) -> None:
     rp.add_argument("--json", action="store_true", help="print the recording's snapshots with findings as JSON lines instead")
 
 
-def run(args, settings, path: Optional[str] = None) -> int:
+def run(args: argparse.Namespace, settings: Settings, path: Optional[str] = None) -> int:
     """Play ``path`` (default: the FILE argument)."""
     config = settings.config
     source = open_replay(path or args.file)
@@ -44,16 +51,16 @@ def run(args, settings, path: Optional[str] = None) -> int:
         source.close()
 
 
-def _exit_code(findings) -> int:
+def _exit_code(findings: Sequence[Finding]) -> int:
     """The exit code ``pinmon check`` gives these findings."""
     from ...model import SEVERITY_RANK, worst_severity
 
     return SEVERITY_RANK[worst_severity(findings)]
 
 
-def _print_json(source, config) -> int:
+def _print_json(source: ReplaySource, config: Config) -> int:
     history = AdvisorHistory.for_thresholds(config.thresholds)
-    findings: list = []
+    findings: list[Finding] = []
     while True:
         snap = source.snapshot()
         if snap is None:
@@ -65,7 +72,7 @@ def _print_json(source, config) -> int:
     return _exit_code(findings)
 
 
-def _print_report(source, config) -> int:
+def _print_report(source: ReplaySource, config: Config) -> int:
     """Without a terminal: the check report of the recording's last snapshot, advised over the
     snapshots before it as the terminal app would, instead of drawing the app into a file or pipe."""
     from ...outputs.text import format_check
@@ -74,7 +81,9 @@ def _print_report(source, config) -> int:
     while (snap := source.snapshot()) is not None:
         history.append(snap)
     findings = advise(history.snapshots(), config)
-    last = history.latest  # a source always yields its first snapshot: it was read when it opened
+    last = history.latest
+    if last is None:  # pragma: no cover - a ReplaySource reads its first snapshot when it opens
+        raise UsageError(f"{source.path}: empty recording (no snapshots)")
     print(f"pinmon: stdout is not a terminal: the report of the last of"
           f" {plural(history.taken, 'snapshot')} in {source.path}", file=sys.stderr)
     sys.stdout.write(format_check(last, findings))
