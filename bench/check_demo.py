@@ -4,8 +4,8 @@ Usage: python3 bench/check_demo.py RECORDING.jsonl.gz OUT.json
 Exit 0 when nothing is missing, 1 when something is (the list is printed and in OUT.json), 2 when
 the recording cannot be read.
 
-The advisor runs over the recording as the app runs it (a history of up to ``ADVISOR_WINDOW``
-snapshots, each snapshot in turn) and every rule that fires is noted with its first time. What the
+The advisor runs over the recording as the app runs it (``pinmon.advise.history.AdvisorHistory``
+with the default thresholds, each snapshot in turn) and every rule that fires is noted with its first time. What the
 demo must show (``missing`` lists what it lacks):
 
 - the kernel's pinned count in every snapshot (the memory panel's kernel and unattributed lines);
@@ -19,17 +19,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections import deque
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from pinmon.advise import advise  # noqa: E402
+from pinmon.advise.history import AdvisorHistory  # noqa: E402
 from pinmon.recording import RecordingError, RecordingReader  # noqa: E402
 from provenance import portable_argv, portable_text, provenance  # noqa: E402
 
-ADVISOR_WINDOW = 600
 EXPECTED_RULES = ("pinned-small-allocs", "pageable-bulk-copies", "wc-cpu-readback", "pinned-rounding-waste",
                   "pinned-unattributed", "pinned-ram-share", "pinned-growth", "pinned-cgroup-share",
                   "cgroup-oom-kills")
@@ -37,7 +36,7 @@ EXPECTED_RULES = ("pinned-small-allocs", "pageable-bulk-copies", "wc-cpu-readbac
 
 def survey(snapshots) -> dict:
     """What the snapshots show: counts, rules fired (first time and severities), traced rows, notices."""
-    history: deque = deque(maxlen=ADVISOR_WINDOW)
+    history = AdvisorHistory.for_thresholds()
     t0 = None
     rules: dict[str, dict] = {}
     kernel = 0
@@ -61,7 +60,7 @@ def survey(snapshots) -> dict:
                 row["transfers"] |= bool(p.copies is not None and p.copies.stats)
         for n in s.notices:
             notices[n] = notices.get(n, 0) + 1
-        for f in advise(list(history)):
+        for f in advise(history.snapshots()):
             seen = rules.setdefault(f.rule, {"first_s": round(s.time - t0, 1), "severities": []})
             if f.severity not in seen["severities"]:
                 seen["severities"].append(f.severity)

@@ -4,7 +4,8 @@
    with varying traffic (a daily wave plus bursts), processes that come and go every few minutes,
    pinned memory that grows and falls back, a link that trains down for an hour under load, PCIe
    errors that tick up, so the advisor's findings fire and clear.
-2. Replays it through ``ReplaySource`` and the advisor (600-snapshot window, as the app uses) and,
+2. Replays it through ``ReplaySource`` and the advisor (its history as the app keeps it,
+   ``pinmon.advise.history.AdvisorHistory``) and,
    when ``pinmon.export`` is there, the exporter's state and a scrape every 15 snapshots (a 15 s
    scrape interval).
 3. Feeds the first ``--tui-snapshots`` of it to the terminal app, headless (``App.run_test``), as
@@ -27,7 +28,6 @@ import os
 import sys
 import tempfile
 import time
-from collections import deque
 
 import psutil
 
@@ -153,6 +153,7 @@ class Meter:
 
 def soak_replay(path: str, n: int) -> dict:
     from pinmon.advise import advise
+    from pinmon.advise.history import AdvisorHistory
     from pinmon.recording.replay import ReplaySource
 
     try:
@@ -161,7 +162,7 @@ def soak_replay(path: str, n: int) -> dict:
         ExportState = None
     state = ExportState(live=False) if ExportState else None
     registry = build_registry(state) if state is not None else None
-    history: deque = deque(maxlen=600)
+    history = AdvisorHistory.for_thresholds()
     rules_seen: dict[str, int] = {}
     src = ReplaySource(path)
     meter = Meter(n)
@@ -172,7 +173,7 @@ def soak_replay(path: str, n: int) -> dict:
             if snap is None:
                 break
             history.append(snap)
-            findings = advise(list(history))
+            findings = advise(history.snapshots())
             for f in findings:
                 rules_seen[f.rule] = rules_seen.get(f.rule, 0) + 1
             if state is not None:

@@ -32,7 +32,8 @@ MAX_INTERVAL_S = 3600.0          # --interval, record/export --interval, config 
 MAX_WINDOW_S = 3600.0            # check --window
 MIN_PROBE_EVERY_S = 1.0          # --probe-every: a quick probe itself takes about a second
 MAX_PROBE_EVERY_S = 86400.0
-MAX_DURATION_S = 366 * 86400.0   # record --duration
+MAX_DURATION_S = 366 * 86400.0   # record --duration, --oom-lookback
+DEFAULT_OOM_LOOKBACK_S = 86400.0  # --oom-lookback, config `oom_lookback`: OOM kills of the last day
 MIN_SPEED = 0.001                # replay/demo/export --speed: a factor, not seconds
 MAX_SPEED = 1000.0
 

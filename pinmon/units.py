@@ -6,7 +6,7 @@ terminal app, ``pinmon check``, the probe report and the advisor's messages prin
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional
 
 from .limits import MAX_SIZE_BYTES
 
@@ -97,13 +97,13 @@ def fmt_int(n: Optional[int]) -> str:
     return NA if n is None else f"{n:,}"
 
 
-def node_key(node: str) -> tuple:
+def node_key(node: str) -> tuple[int, int, str]:
     """Sort key of a NUMA node id: "2" before "10"; a key that is not a number in ASCII digits (a
     recording's odd key) after them, by name."""
     return (0, int(node), "") if node.isascii() and node.isdigit() else (1, 0, node)
 
 
-def main_node(by_node: Optional[dict]) -> Optional[tuple[str, float]]:
+def main_node(by_node: Optional[Mapping[str, float]]) -> Optional[tuple[str, float]]:
     """(the node holding the most of ``by_node``'s bytes, its share of them), the lowest node on a
     tie; None when unknown or empty."""
     total = sum(v for v in by_node.values() if v > 0) if by_node else 0
@@ -113,7 +113,7 @@ def main_node(by_node: Optional[dict]) -> Optional[tuple[str, float]]:
     return node, v / total
 
 
-def fmt_nodes(by_node: Optional[dict], limit: Optional[int] = None) -> str:
+def fmt_nodes(by_node: Optional[Mapping[str, float]], limit: Optional[int] = None) -> str:
     """Bytes by NUMA node: "node0 300.0 GiB, node1 120.0 GiB" by node id; past ``limit`` nodes
     "+N more"; "n/a" when unknown."""
     if not by_node:
@@ -124,7 +124,7 @@ def fmt_nodes(by_node: Optional[dict], limit: Optional[int] = None) -> str:
     return text + (f", +{len(items) - len(shown)} more" if len(items) > len(shown) else "")
 
 
-def fmt_main_node(by_node: Optional[dict]) -> str:
+def fmt_main_node(by_node: Optional[Mapping[str, float]]) -> str:
     """"1 (75%)": the node holding the most of ``by_node``'s bytes and its share; "n/a" unknown."""
     main = main_node(by_node)
     return NA if main is None else f"{printable(main[0], 4)} ({fmt_pct(main[1])})"

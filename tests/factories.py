@@ -39,6 +39,7 @@ from pinmon.model import (
     HeldMemory,
     HostMemory,
     Link,
+    OomKill,
     Pcie,
     Placement,
     ProbeMeasurement,
@@ -191,6 +192,18 @@ def copies(instrument: str = "cupti", stats: Iterable[CopyStats] = (), bulk: Ite
 
 def allocations(instrument: str = "hooks", **overrides) -> Allocations:
     return Allocations(instrument=instrument, **overrides)
+
+
+def oom_kill(time: float = 900.0, pid: int = 5151, process: str = "python3", **overrides) -> OomKill:
+    """A memory cgroup OOM kill from the kernel's log: by default bob's inference in Slurm job 4711's
+    step 0, at its 64 GiB limit, 48 GiB of its 60 GiB resident being shared (pinned) memory."""
+    fields = dict(seq=1562, uid=1001, key=JOB_KEY, kind="slurm", name="job 4711.0", job="4711", step="0",
+                  path="/system.slice/slurmstepd.scope/job_4711/step_0/user/task_0",
+                  limit_path="/system.slice/slurmstepd.scope/job_4711", memory_limit_bytes=64 * GIB,
+                  limit_source="kernel log", total_vm_bytes=80 * GIB, anon_rss_bytes=10 * GIB,
+                  file_rss_bytes=2 * GIB, shmem_rss_bytes=48 * GIB)
+    fields.update(overrides)
+    return OomKill(time=time, pid=pid, process=process, **fields)
 
 
 def copy_row(memory: str, direction: str, rate: float, size: int = 256 * MIB, repeats: Optional[int] = 10,

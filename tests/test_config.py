@@ -168,7 +168,7 @@ def test_not_toml(tmp_path):
 def test_unknown_top_level_key(tmp_path):
     assert error_of(tmp_path, "intervall = 2\n") == "unknown key intervall (did you mean interval?)"
     assert error_of(tmp_path, "[colors]\nx = 1\n") == (
-        "unknown key colors (known: interval, thresholds, disabled_rules)")
+        "unknown key colors (known: interval, app_probes, oom_lookback, thresholds, disabled_rules)")
 
 
 def test_unknown_threshold_key(tmp_path):
@@ -217,6 +217,18 @@ def test_warning_above_critical(tmp_path):
 def test_bad_interval(tmp_path, value, shown):
     assert error_of(tmp_path, f"interval = {value}\n") == (
         f"interval must be a number of seconds from 0.01 to 3600, got {shown}")
+
+
+@pytest.mark.parametrize("value", ["auto", "manual", "off"])
+def test_app_probes(tmp_path, value):
+    assert load_config(write(tmp_path, f'app_probes = "{value}"\n')).app_probes == value
+    assert load_config(write(tmp_path, "")).app_probes == "auto"
+
+
+@pytest.mark.parametrize("value, shown", [('"never"', '"never"'), ("false", "false"), ('["off"]', "an array")])
+def test_bad_app_probes(tmp_path, value, shown):
+    assert error_of(tmp_path, f"app_probes = {value}\n") == (
+        f'app_probes must be one of "auto", "manual", "off", got {shown}')
 
 
 def test_thresholds_must_be_a_table(tmp_path):

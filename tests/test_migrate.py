@@ -175,3 +175,22 @@ def test_the_demos_v1_figures_survive_the_move():
             v1_held = None if v1.get("pinned_bytes") is None and v1.get("write_combined_bytes") is None else \
                 (v1.get("pinned_bytes") or 0) + (v1.get("write_combined_bytes") or 0)
             assert g.held.bytes == v1_held and g.limit.limit_bytes == v1.get("memory_limit_bytes")
+
+
+def test_a_v1_delegated_group_keeps_its_user_in_its_owner():
+    v1 = {"key": "user/1500/podman/x@/u", "kind": "podman", "name": "user 1500: podman x", "container_id": "x",
+          "delegated_uid": 1500, "pinned_bytes": 10}
+    g = read(cgroups=[v1]).cgroups[0]
+    assert g.owner.delegated_uid == 1500 and g.owner.container_id == "x" and g.held.pinned_bytes == 10
+    with pytest.raises(SchemaError, match=r"snapshot\.cgroups\[0\]\.delegated_uid"):
+        read(cgroups=[{**v1, "delegated_uid": "root"}])
+
+
+def test_a_v1_oom_kill_reads_as_it_was_written():
+    kill = {"time": 900.0, "pid": 5, "process": "python3", "kind": "slurm", "name": "job 1.0", "job": "1",
+            "limit_source": "kernel log", "shmem_rss_bytes": 48}
+    doc = {**snapshot_v1(), "oom_kills": [kill]}
+    (k,) = Snapshot.from_dict(doc).oom_kills
+    assert (k.kind, k.job, k.limit_source, k.subject) == ("slurm", "1", "kernel log", "Slurm job step job 1.0")
+    with pytest.raises(SchemaError, match=r"snapshot\.oom_kills\[0\]\.limit_source"):
+        Snapshot.from_dict({**doc, "oom_kills": [{**kill, "limit_source": "guess"}]})

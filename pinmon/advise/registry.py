@@ -31,6 +31,7 @@ REGISTRY: tuple[Rule, ...] = (
     memory.pinned_numa_remote,
     cgroups.pinned_cgroup_share,
     cgroups.cgroup_oom_kills,
+    cgroups.oom_killed,
 )
 
 RULES: dict[str, Rule] = {r.id: r for r in REGISTRY}

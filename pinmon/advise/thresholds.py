@@ -3,8 +3,9 @@
 Every field carries its unit in its name and a ``kind`` in its metadata ("fraction", "bytes",
 "bytes_per_s", "per_s", "seconds") that ``pinmon.cli.config`` uses to validate a ``[thresholds]`` table
 and the rule docs use to print its default, plus a one-line ``doc`` that starts with the id of the
-rule reading it (the rule declares it too: ``registry``). Changing a name breaks users' config
-files: add, never rename.
+rule reading it (the rule declares it too: ``registry``). A "seconds" field that says how far back a
+rule reads the snapshot history carries ``lookback`` too: the advisor's history (``history``) keeps
+that much time. Changing a name breaks users' config files: add, never rename.
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from dataclasses import dataclass, field, fields
 from ..units import GIB, MIB
 
 
-def _t(default, kind: str, doc: str):
-    return field(default=default, metadata={"kind": kind, "doc": doc})
+def _t(default, kind: str, doc: str, lookback: bool = False):
+    return field(default=default, metadata={"kind": kind, "doc": doc, "lookback": lookback})
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class Thresholds:
         0.10, "fraction", "low-available-memory: warn when available / effective RAM is below this")
     # pinned-growth
     growth_window_s: float = _t(
-        600.0, "seconds", "pinned-growth: look-back window in seconds")
+        600.0, "seconds", "pinned-growth: look-back window in seconds", lookback=True)
     growth_min_bytes: int = _t(
         1 * GIB, "bytes", "pinned-growth: a process must end the window above this many pinned bytes")
     growth_min_fraction: float = _t(
@@ -82,11 +83,20 @@ class Thresholds:
         0.30, "fraction", "pinned-cgroup-share: warning when a group's pinned bytes / its memory limit is at or above this")
     cgroup_pinned_critical_fraction: float = _t(
         0.50, "fraction", "pinned-cgroup-share: critical when a group's pinned bytes / its memory limit is above this")
+    # oom-killed
+    oom_shmem_critical_fraction: float = _t(
+        0.50, "fraction", "oom-killed: critical when shared memory (where CUDA's pinned memory is) was at least"
+        " this share of the killed process's resident memory")
     # pinned-numa-remote
     numa_remote_min_bytes: int = _t(
         256 * MIB, "bytes", "pinned-numa-remote: a process's pinned bytes on nodes other than its GPUs', at or above which to warn")
     numa_remote_min_fraction: float = _t(
         0.10, "fraction", "pinned-numa-remote: ...when they are at least this share of its pinned pages")
+
+
+def lookback_fields() -> tuple[str, ...]:
+    """The fields that say, in seconds, how far back a rule reads the snapshot history."""
+    return tuple(f.name for f in fields(Thresholds) if f.metadata.get("lookback"))
 
 
 def threshold_fields() -> dict[str, tuple[str, str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 from ..limits import (
     MAX_DURATION_S,
@@ -26,11 +26,16 @@ from ..limits import (
     MIN_SPEED,
 )
 
+if TYPE_CHECKING:  # imported where used, so a command loads only what it needs
+    from ..model import Finding, ProbeResult, Snapshot
+    from ..model.source import Source
+    from ..recording.replay import ReplaySource
+    from .config import Config
+    from .settings import Settings
+
 EXIT_BAD_INPUT = 2
 # pinmon check follows the Nagios convention: 0 ok, 1 warning, 2 critical, 3 unknown (could not assess).
 EXIT_CHECK_UNKNOWN = 3
-# The advisor sees the last 600 snapshots (10 minutes at 1 s), as in the terminal app.
-ADVISOR_WINDOW = 600
 
 
 class UsageError(Exception):
@@ -63,6 +68,18 @@ interval_arg = seconds_arg(MIN_INTERVAL_S, MAX_INTERVAL_S, "an interval")
 window_arg = seconds_arg(MIN_INTERVAL_S, MAX_WINDOW_S, "the window")
 duration_arg = seconds_arg(MIN_INTERVAL_S, MAX_DURATION_S, "the duration")
 probe_every_arg = seconds_arg(MIN_PROBE_EVERY_S, MAX_PROBE_EVERY_S, "the probe period")
+
+
+def oom_lookback_arg(text: str) -> float:
+    """An argparse type: seconds of the kernel's log searched for OOM kills, 0 (off) to 366 days."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= v <= MAX_DURATION_S:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"the OOM lookback is a number of seconds from 0 (off) to"
+                                         f" {fmt_bound_s(MAX_DURATION_S)}, got {text!r}")
+    return v
 
 
 def speed_arg(text: str) -> float:
@@ -115,7 +132,7 @@ def size_arg(text: str) -> int:
 
 # --- config, advice, output -----------------------------------------------------------------------
 
-def load_config(path: Optional[str]):
+def load_config(path: Optional[str]) -> Config:
     """The config file at ``path`` (default: the user's); UsageError naming what is wrong with it."""
     from .config import ConfigError
     from .config import load_config as load
@@ -126,7 +143,7 @@ def load_config(path: Optional[str]):
         raise UsageError(str(e)) from None
 
 
-def advise(history, config) -> list:
+def advise(history: Sequence[Snapshot], config: Config) -> list[Finding]:
     """The advisor's findings over ``history`` with the config's thresholds, less its disabled rules."""
     from ..advise import advise as run_rules
 
@@ -136,7 +153,7 @@ def advise(history, config) -> list:
     return findings
 
 
-def dumps(obj, **kw) -> str:
+def dumps(obj: object, **kw: Any) -> str:
     """JSON text that is always valid JSON: a NaN or infinity (none should reach here) is refused
     by ``allow_nan=False`` rather than printed bare."""
     return json.dumps(obj, allow_nan=False, **kw)
@@ -148,7 +165,7 @@ def plural(n: int, word: str) -> str:
 
 # --- sources and the terminal app -----------------------------------------------------------------
 
-def open_replay(path: str):
+def open_replay(path: str) -> ReplaySource:
     """A ``ReplaySource`` of the recording at ``path``; UsageError when it cannot be read."""
     from ..recording import RecordingError
     from ..recording.replay import ReplaySource
@@ -159,7 +176,7 @@ def open_replay(path: str):
         raise UsageError(str(e)) from None
 
 
-def print_notices(source, prefix: str = "pinmon") -> None:
+def print_notices(source: Source, prefix: str = "pinmon") -> None:
     """The source's own notices (a recording that ends early), one line each on stderr."""
     from ..units import printable
 
@@ -167,26 +184,31 @@ def print_notices(source, prefix: str = "pinmon") -> None:
         print(f"{prefix}: {printable(n, 2000)}", file=sys.stderr)
 
 
-def run_app(source, config, args, speed: float = 1.0) -> int:
-    """The terminal app on ``source``; live, with automatic probes unless ``--no-probe``."""
+# Why the live app has no probe numbers when the config forbids its probes.
+PROBES_OFF_REASON = 'probes are off in the config (app_probes = "off")'
+
+
+def run_app(source: Source, settings: Settings, speed: float = 1.0) -> int:
+    """The terminal app on ``source`` with the config's thresholds. Live, its probes follow
+    ``settings.app_probes``: automatic ones every ``app_probe_every_s`` and p/s ("auto"), p/s only
+    ("manual", also ``--no-probe``), or none, with p and s hidden ("off")."""
     try:
         from ..tui.app import run_app as run
     except ImportError as e:  # the app is part of the package; this only guards broken installs
         raise UsageError(f"terminal app unavailable: {e}") from None
-    kwargs = {}
-    if source.live and not args.no_probe:
+    config = settings.config
+    kwargs: dict[str, Any] = {}
+    if source.live and settings.app_probes == "off":
+        kwargs.update(probe_unavailable_reason=PROBES_OFF_REASON, probe_every_s=None, probe_keys=False)
+    elif source.live:
         from ..probe import probe_available, run_probe
 
         ok, reason = probe_available()
         if ok:
-            def runner(kind="quick", **kw):
-                return run_probe(kind, max_pinned_bytes=args.max_pinned, **kw)
+            def runner(kind: str = "quick", **kw: Any) -> ProbeResult:
+                return run_probe(kind, max_pinned_bytes=settings.max_pinned_bytes, **kw)
             kwargs["probe_runner"] = runner
-        kwargs["probe_unavailable_reason"] = reason
-        kwargs["probe_every_s"] = args.probe_every
-    elif source.live:
-        kwargs["probe_unavailable_reason"] = "probe disabled (--no-probe)"
-        kwargs["probe_every_s"] = None
-    interval = (args.interval or config.interval_s) if source.live else getattr(source, "interval_s", 1.0)
+        kwargs.update(probe_unavailable_reason=reason, probe_every_s=settings.app_probe_every_s)
+    interval = settings.interval_s if source.live else getattr(source, "interval_s", 1.0)
     return run(source=source, advisor=lambda h: advise(h, config), interval_s=interval, speed=speed,
-               **kwargs) or 0
+               thresholds=config.thresholds, **kwargs) or 0

@@ -1,4 +1,4 @@
-"""The TOML config file: refresh interval, advisor thresholds and disabled rules.
+"""The TOML config file: refresh interval, the app's probes, advisor thresholds and disabled rules.
 
 Read from ``--config FILE`` or else ``<user config dir>/pinmon/config.toml`` when that exists; never
 written. The default path comes from the environment (``XDG_CONFIG_HOME``, ``HOME``), which ``su``
@@ -8,6 +8,8 @@ notice (``Config.notices``), so another user cannot disable root's rules. ``--co
 purpose and is read as given. Schema::
 
     interval = 2.0                       # seconds, 0.01 to 3600 (pinmon.limits)
+    app_probes = "manual"                # the terminal app's probes: "auto" (default), "manual", "off"
+    oom_lookback = 86400                 # seconds of the kernel's log searched for OOM kills; 0: off
     disabled_rules = ["memlock-limit-low"]
 
     [thresholds]                         # one key per Thresholds field, same names
@@ -26,11 +28,18 @@ import os
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Collection, Optional
 
 from ..advise.registry import RULES
 from ..advise.thresholds import Thresholds, threshold_fields
-from ..limits import MAX_CONFIG_BYTES, MAX_DURATION_S, MAX_INTERVAL_S, MAX_SIZE_BYTES, MIN_INTERVAL_S
+from ..limits import (
+    DEFAULT_OOM_LOOKBACK_S,
+    MAX_CONFIG_BYTES,
+    MAX_DURATION_S,
+    MAX_INTERVAL_S,
+    MAX_SIZE_BYTES,
+    MIN_INTERVAL_S,
+)
 from ..recording.infile import InputError, read_capped
 from ..units import parse_size
 
@@ -40,7 +49,9 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 DEFAULT_INTERVAL_S = 1.0
-TOP_LEVEL_KEYS = ("interval", "thresholds", "disabled_rules")
+TOP_LEVEL_KEYS = ("interval", "app_probes", "oom_lookback", "thresholds", "disabled_rules")
+# The terminal app's probes: automatic and on p/s; on p/s only (as --no-probe); none, p and s hidden.
+APP_PROBES = ("auto", "manual", "off")
 
 
 class ConfigError(ValueError):
@@ -50,8 +61,10 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Config:
     interval_s: float = DEFAULT_INTERVAL_S
+    app_probes: str = "auto"  # one of APP_PROBES
     thresholds: Thresholds = field(default_factory=Thresholds)
     disabled_rules: frozenset[str] = frozenset()
+    oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S  # the kernel log's OOM kills this far back; 0: off
     path: Optional[str] = None  # the file it was read from; None: built-in defaults
     notices: tuple[str, ...] = ()  # what the user should know (a default file that was ignored)
 
@@ -67,15 +80,15 @@ def default_config_path() -> str:
 
 def load_config(path: Optional[str] = None) -> Config:
     """The config from ``path``, or from the default location if a file is there, else defaults."""
-    explicit = path is not None
-    if not explicit:
-        path = default_config_path()
-        if not os.path.exists(path):
-            return Config()
-        why = untrusted_reason(path)
-        if why is not None:
-            return Config(notices=(f"config {path} ignored: {why}; pass --config FILE to use it",))
-    return parse_config(_read(path, explicit), path)
+    if path is not None:
+        return parse_config(_read(path, explicit=True), path)
+    path = default_config_path()
+    if not os.path.exists(path):
+        return Config()
+    why = untrusted_reason(path)
+    if why is not None:
+        return Config(notices=(f"config {path} ignored: {why}; pass --config FILE to use it",))
+    return parse_config(_read(path, explicit=False), path)
 
 
 def untrusted_reason(path: str, euid: Optional[int] = None) -> Optional[str]:
@@ -139,6 +152,21 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
                               f" to {MAX_INTERVAL_S:g}, got {_show(v)}")
         interval_s = float(v)
 
+    app_probes = "auto"
+    if "app_probes" in doc:
+        v = doc["app_probes"]
+        if v not in APP_PROBES:
+            raise ConfigError(f"{where}: app_probes must be one of {', '.join(map(_show, APP_PROBES))},"
+                              f" got {_show(v)}")
+        app_probes = v
+    oom_lookback_s = DEFAULT_OOM_LOOKBACK_S
+    if "oom_lookback" in doc:
+        v = doc["oom_lookback"]
+        if not _is_number(v) or not (0 <= v <= MAX_DURATION_S):
+            raise ConfigError(f"{where}: oom_lookback must be a number of seconds from 0 (off) to"
+                              f" {MAX_DURATION_S:.0f} (366 days), got {_show(v)}")
+        oom_lookback_s = float(v)
+
     thresholds = Thresholds()
     if "thresholds" in doc:
         table = doc["thresholds"]
@@ -157,10 +185,11 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
                                   f"{_hint(rule_id, RULES)}")
         disabled = frozenset(v)
 
-    return Config(interval_s=interval_s, thresholds=thresholds, disabled_rules=disabled, path=path)
+    return Config(interval_s=interval_s, app_probes=app_probes, thresholds=thresholds, disabled_rules=disabled,
+                  oom_lookback_s=oom_lookback_s, path=path)
 
 
-def _thresholds(table: dict, where: str) -> Thresholds:
+def _thresholds(table: dict[str, Any], where: str) -> Thresholds:
     known = threshold_fields()
     values: dict[str, Any] = {}
     for key, raw in table.items():
@@ -177,7 +206,7 @@ def _thresholds(table: dict, where: str) -> Thresholds:
     return result
 
 
-def _threshold_value(kind: str, v: Any, what: str):
+def _threshold_value(kind: str, v: Any, what: str) -> float:
     if kind == "fraction":
         if not _is_number(v) or not (0 <= v <= 1):
             raise ConfigError(f"{what} must be a number between 0 and 1, got {_show(v)}")
@@ -226,7 +255,7 @@ def _show(v: Any) -> str:
     return str(v)  # TOML dates and times
 
 
-def _hint(key: str, known) -> str:
+def _hint(key: str, known: Collection[str]) -> str:
     close = difflib.get_close_matches(key, list(known), n=1)
     return f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
 

@@ -13,10 +13,13 @@ import threading
 import time
 from typing import Optional
 
+from ..limits import DEFAULT_OOM_LOOKBACK_S
 from ..model import GpuProcess, HeldMemory, HostMemory, ProbeResult, ProcessIdentity, ProcessPinned, Snapshot
 from ..model.probe_join import kept_probe, with_probe
 from ..model.serial import evolve
 from .cgroups.groups import GroupCollector
+from .cgroups.oom_kills import OomKillReader
+from .host.kmsg import KmsgReader
 from .host.memory import HostMemoryReader
 from .host.pci import count_nvidia_gpus
 from .host.pinned_total import PinnedTotals, maps_pinned_total
@@ -33,16 +36,21 @@ class LiveCollector:
     def __init__(self, interval_s: float = 1.0, nvml=None, use_nvml: bool = True,
                  host_root: str = "/", proc_root: str = "/proc", pids: Optional[list[int]] = None,
                  counter_hz: Optional[float] = None, prefer_gpm: bool = True,
-                 sysfs_root: Optional[str] = None, kernel_read_every_s: Optional[float] = None):
+                 sysfs_root: Optional[str] = None, kernel_read_every_s: Optional[float] = None,
+                 oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S):
         self.interval_s = interval_s
         sysfs_root = sysfs_root or os.path.join(host_root, "sys")
-        self.host = HostMemoryReader(host_root)
         self.scanner = ProcessScanner(proc_root=proc_root, pids=pids)
         # kernel_read_every_s: how old a reading of the kernel's pinned count may be reused (the
         # reader's default suits a monitor; a one-shot reading passes 0 for a fresh figure).
         self.pinned = PinnedTotals(host_root=host_root, proc_root=proc_root, kernel_read_every_s=kernel_read_every_s)
         self.vmpin = VmPinScan(proc_root)
         self.groups = GroupCollector(proc_root=proc_root, host_root=host_root)
+        # pinmon's own cgroup limit through the groups' walker: one reader of the limits, one mountinfo
+        self.host = HostMemoryReader(host_root, memory=self.groups.memory)
+        # Memory cgroup OOM kills from the kernel's log (/dev/kmsg under host_root), the groups named
+        # as live ones; a lookback of 0 leaves the log unread.
+        self.oom = OomKillReader(self.groups, oom_lookback_s, KmsgReader(os.path.join(host_root, "dev/kmsg")))
         self._probe: Optional[ProbeResult] = None
         self._lock = threading.Lock()
         self._nvml = None
@@ -98,6 +106,8 @@ class LiveCollector:
             notices.append(note)
         processes = self.pinned.annotate(merge_gpu_processes(cap_rows_to_ram(rows, mem_total), gpus))
         processes, groups = self.groups.annotate(processes)
+        oom_kills, oom_notices = self.oom.read()
+        notices += oom_notices
         wc = write_combined_total(processes, mem_total, host_fields.get("mem_available_bytes"))
         pinned, wc, capped = capped_totals([pinned], [wc], mem_total)
         if capped:
@@ -111,7 +121,7 @@ class LiveCollector:
         snap = Snapshot(time=now, host=host, gpus=tuple(gpus), processes=tuple(processes),
                         notices=tuple(notices), interval_s=self.interval_s,
                         source="live", nvidia_pci_gpus=self.nvidia_pci_gpus, nvml_error=nvml_error,
-                        cgroups=groups)
+                        cgroups=groups, oom_kills=oom_kills)
         return with_probe(snap, probe)
 
     def _backing(self, est_rows: list[ProcessPinned]) -> dict[int, Backing]:
@@ -125,6 +135,7 @@ class LiveCollector:
     def close(self) -> None:
         self.pinned.close()
         self.groups.close()
+        self.oom.close()
         nvml, self._nvml = self._nvml, None
         if nvml is not None:
             nvml.close()

@@ -1,6 +1,8 @@
 """The background thread that keeps the exporter's state fresh: source.snapshot() -> advisor -> state.
 
-A live source is polled every ``interval_s``. A replay is played at the recording's own pace
+A live source is polled every ``interval_s``. The advisor reads ``advise.history.AdvisorHistory``,
+sized in time from the thresholds as the terminal app's and ``pinmon replay``'s are, so the exporter
+reaches the findings they reach from the same snapshots. A replay is played at the recording's own pace
 (the time between its snapshots, divided by ``speed``); when it ends, its last snapshot stays served
 (``pinmon_replay_finished`` 1): holding keeps the byte counters monotonic, where looping would
 restart them and send the recording's clock backwards.
@@ -12,27 +14,28 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from typing import Callable, Optional
 
+from ..advise.history import AdvisorHistory
+from ..advise.thresholds import Thresholds
 from .state import ExportState
 
-# Advisor history: the pinned-growth rule looks back 10 minutes; this holds more than that at 1 s.
-HISTORY_SNAPSHOTS = 4000
 # A replay never waits longer than this between snapshots (a recording paused for an hour).
 MAX_REPLAY_GAP_S = 60.0
 
 
 class Refresher:
     def __init__(self, source, state: ExportState, advisor: Callable, interval_s: float = 1.0,
-                 speed: float = 1.0, on_error: Optional[Callable[[str, BaseException], None]] = None):
+                 speed: float = 1.0, on_error: Optional[Callable[[str, BaseException], None]] = None,
+                 thresholds: Optional[Thresholds] = None):
+        """``thresholds``: the advisor's, which size its history (default thresholds if None)."""
         self.source = source
         self.state = state
         self.advisor = advisor
         self.interval_s = interval_s
         self.speed = speed
         self.on_error = on_error
-        self.history: deque = deque(maxlen=HISTORY_SNAPSHOTS)
+        self.history = AdvisorHistory.for_thresholds(thresholds)
         self.finished = threading.Event()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -68,7 +71,7 @@ class Refresher:
         if not self.history:
             return
         try:
-            self.state.set_findings(self.advisor(list(self.history)))
+            self.state.set_findings(self.advisor(self.history.snapshots()))
         except Exception as e:  # keep the previous findings rather than none
             self._error("advise", e)
 

@@ -9,12 +9,14 @@
 - ``kinds``: the closed sets of words (``Literal`` types and the tuples of their values);
 - ``serial``: their generic, bounded (de)serialisation; ``migrate``: a ``/1`` document as a ``/2`` one;
 - ``source``: the ``Source`` protocol that a live collector, a replay and a test fake share;
+- ``oom``: ``OomKill``, a memory cgroup OOM kill from the kernel's log;
 - ``probe_join``: how a probe result joins a snapshot and which result is kept;
 - ``link``: PCIe link arithmetic (a generation and width's payload rate).
 
 Nothing here does I/O.
 """
 from .group import Cgroup, GroupLimit, GroupOwner
+from .oom import OomKill
 from .process import (
     Allocations,
     BulkCopies,
@@ -47,5 +49,5 @@ from .snapshot import (
 
 __all__ = ["CHECK_SCHEMA", "EXACT_PCIE_METHODS", "SEVERITY_RANK", "SNAPSHOT_SCHEMA", "Allocations", "BulkCopies",
            "Cgroup", "Copies", "CopyStats", "Finding", "Gpu", "GpuProcess", "GroupLimit", "GroupOwner", "HeldMemory",
-           "HostMemory", "Link", "Pcie", "Placement", "ProbeMeasurement", "ProbeResult", "ProcessIdentity",
+           "HostMemory", "Link", "OomKill", "Pcie", "Placement", "ProbeMeasurement", "ProbeResult", "ProcessIdentity",
            "ProcessPinned", "SchemaError", "Snapshot", "bus_key", "summed", "worst_severity"]

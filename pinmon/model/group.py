@@ -27,6 +27,9 @@ class GroupOwner(Serial):
     job: Optional[str] = None                 # Slurm job id
     step: Optional[str] = None                # Slurm step: a number, "batch", "extern", "interactive"
     unit: Optional[str] = None                # systemd unit
+    # The user owning the delegated subtree it sits in (user@UID.service, or a directory on its path
+    # not owned by root): its kind and ids are what that user named its cgroup, not the runtime's word.
+    delegated_uid: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,11 @@ MEASUREMENT_KINDS: tuple[MeasurementKind, ...] = get_args(MeasurementKind)
 ProbeMemory = Literal["pinned", "pageable", "write_combined", "mapped", "portable", "registered", "device"]
 PROBE_MEMORIES: tuple[ProbeMemory, ...] = get_args(ProbeMemory)
 
+# Where an OOM kill's memory limit comes from: the limit the kernel logged at the kill, or the
+# limit its cgroup has now (read since).
+LimitSource = Literal["kernel log", "cgroup"]
+LIMIT_SOURCES: tuple[LimitSource, ...] = get_args(LimitSource)
+
 # Words for a group kind, as a finding's subject and a view name it ("pod container ml/trainer/worker").
 GROUP_KIND_WORDS: dict[GroupKind, str] = {
     "pod": "pod container", "docker": "Docker container", "podman": "Podman container",

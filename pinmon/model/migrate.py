@@ -72,6 +72,7 @@ _GROUP_MOVES: dict[str, tuple[Any, Optional[str], str]] = {
     "path": (_STR, None, "path"), "processes": (int, None, "processes"), "notes": (tuple[str, ...], None, "notes"),
     **{k: (_STR, "owner", k) for k in ("pod", "namespace", "container", "container_id", "pod_uid", "job", "step",
                                        "unit")},
+    "delegated_uid": (_INT, "owner", "delegated_uid"),
     "memory_limit_bytes": (_INT, "limit", "limit_bytes"),
     "limit_path": (_STR, "limit", "limit_path"),
     "memory_current_bytes": (_INT, "limit", "current_bytes"),

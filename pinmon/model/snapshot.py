@@ -33,6 +33,7 @@ from .kinds import (
     Status,
 )
 from .migrate import SNAPSHOT_SCHEMA_V1, snapshot_v1_to_v2
+from .oom import OomKill
 from .process import ProcessPinned
 from .serial import SchemaError, Serial, from_dict_of, to_json
 
@@ -232,6 +233,9 @@ class Snapshot(Serial):
     nvml_error: Optional[str] = None
     # The groups (containers, pods, jobs) of the processes above, each with its own memory limit.
     cgroups: tuple[Cgroup, ...] = ()
+    # Memory cgroup OOM kills in the kernel's log within the lookback (default 24 h), oldest first:
+    # their groups may be gone.
+    oom_kills: tuple[OomKill, ...] = ()
 
     def to_dict(self) -> dict:
         d = to_json(self)

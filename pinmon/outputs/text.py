@@ -11,7 +11,7 @@ import textwrap
 import time
 from typing import Optional, Sequence
 
-from ..model import Cgroup, Finding, Gpu, HostMemory, ProcessPinned, Snapshot, worst_severity
+from ..model import Cgroup, Finding, Gpu, HostMemory, OomKill, ProcessPinned, Snapshot, worst_severity
 from ..units import fmt_bytes, fmt_int, fmt_link, fmt_main_node, fmt_nodes, fmt_rate, fmt_share, fmt_traffic, printable
 
 # Longest a finding's message or advice may print (it wraps); names and notices are shorter.
@@ -104,6 +104,8 @@ def group_head(g: Cgroup) -> str:
     since = g.limit.oom_kills_since_start
     if since:
         kills = f", {fmt_int(since)} OOM kill(s) since start"
+    elif g.limit.oom_kills_at_start:
+        kills = f", {fmt_int(g.limit.oom_kills_at_start)} OOM kill(s) before pinmon started"
     return f"{printable(g.kind, 10)} {printable(g.name, 64)}: {limit}{kills}"
 
 
@@ -129,6 +131,29 @@ def grouped_process_lines(procs: Sequence[ProcessPinned], groups: Sequence[Cgrou
     if loose:
         out.append("no group")
         out += ["  " + line for line in process_table(loose, limit=limit, nodes=nodes)]
+    return out
+
+
+def oom_kill_line(k: OomKill) -> str:
+    """One kill from the kernel's log: when, the group (named as live groups are), the process, the
+    limit and the shared (pinned) memory at the kill."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(k.time))
+    limit = f"limit {fmt_bytes(k.memory_limit_bytes)}" if k.memory_limit_bytes is not None else "limit n/a"
+    shmem = ""
+    if k.shmem_rss_bytes is not None and k.rss_bytes:
+        shmem = (f", shmem {fmt_bytes(k.shmem_rss_bytes)} of {fmt_bytes(k.rss_bytes)} resident"
+                 f" ({fmt_share(k.shmem_rss_bytes, k.rss_bytes)})")
+    uid = f" uid {k.uid}" if k.uid is not None else ""
+    return (f"{when}  {printable(k.kind, 10)} {printable(k.name, 64)}: {printable(k.process, 32)} pid {k.pid}{uid},"
+            f" {limit}{shmem}")
+
+
+def oom_kill_lines(kills: Sequence[OomKill], limit: int = 10) -> list[str]:
+    """The newest ``limit`` kills, newest first."""
+    newest = sorted(kills, key=lambda k: (k.time, k.seq or 0), reverse=True)
+    out = [oom_kill_line(k) for k in newest[:limit]]
+    if len(newest) > limit:
+        out.append(f"... and {len(newest) - limit} more")
     return out
 
 
@@ -163,6 +188,9 @@ def format_check(snapshot: Snapshot, findings: Sequence[Finding], width: int = 1
         multi_node = snapshot.host.numa_nodes is not None and len(snapshot.host.numa_nodes) > 1
         out += ["  " + line for line in grouped_process_lines(snapshot.processes, snapshot.cgroups,
                                                               nodes=multi_node)] + [""]
+    if snapshot.oom_kills:
+        out += ["Memory cgroup OOM kills in the kernel's log (the groups may be gone)"]
+        out += ["  " + line for line in oom_kill_lines(snapshot.oom_kills)] + [""]
     if snapshot.probe is not None:
         from .probe_text import headline
         out += ["Probe", "  " + printable(headline(snapshot.probe), _MAX_TEXT), ""]

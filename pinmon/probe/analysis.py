@@ -7,9 +7,12 @@ accepted where it says so): no CUDA, no I/O, so the engine, the text output and 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence, Union
 
 from ..model import ProbeMeasurement, ProbeResult
+
+# A probe's result, or its measurement rows.
+Rows = Union[ProbeResult, Iterable[ProbeMeasurement]]
 
 # A write-combined buffer counts as having a CPU-read penalty when reads from it run at under
 # half the speed of reads from ordinary pinned memory (on bare metal the gap is ~10x).
@@ -20,8 +23,8 @@ DIRECTIONS = ("h2d", "d2h")
 
 # --- finding rows -----------------------------------------------------------------------------------
 
-def _rows(result) -> list[ProbeMeasurement]:
-    return list(getattr(result, "measurements", result))
+def _rows(result: Rows) -> list[ProbeMeasurement]:
+    return list(result.measurements if isinstance(result, ProbeResult) else result)
 
 
 def find(rows: Iterable[ProbeMeasurement], kind: str, memory: str, size_bytes: Optional[int] = None,
@@ -36,14 +39,14 @@ def find(rows: Iterable[ProbeMeasurement], kind: str, memory: str, size_bytes: O
     return None
 
 
-def copies(result, memory: str, direction: str) -> dict[int, ProbeMeasurement]:
+def copies(result: Rows, memory: str, direction: str) -> dict[int, ProbeMeasurement]:
     """Copy rows of one memory kind and direction that have a rate, by size."""
     return {m.size_bytes: m for m in _rows(result)
             if m.kind == "copy" and m.memory == memory and m.direction == direction
             and m.bytes_per_s is not None}
 
 
-def cost_s(result, kind: str, memory: str, size_bytes: int, note: str) -> Optional[float]:
+def cost_s(result: Rows, kind: str, memory: str, size_bytes: int, note: str) -> Optional[float]:
     """Seconds of the ``kind`` ("alloc", "free") row with this memory, size and note ("first", "steady")."""
     m = find(_rows(result), kind, memory, size_bytes, note=note)
     return None if m is None else m.seconds
@@ -58,7 +61,7 @@ def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     return a / b
 
 
-def h2d_pinned_vs_pageable(result) -> tuple[Optional[float], Optional[float]]:
+def h2d_pinned_vs_pageable(result: Rows) -> tuple[Optional[float], Optional[float]]:
     """(pinned, pageable) H2D bytes/s at the largest size measured both ways; without a pageable
     copy (pinned at its largest size, None); without a pinned one (None, None)."""
     pinned = copies(result, "pinned", "h2d")
@@ -73,14 +76,14 @@ def h2d_pinned_vs_pageable(result) -> tuple[Optional[float], Optional[float]]:
 
 # --- allocation cost and break-even -----------------------------------------------------------------
 
-def alloc_free_s(result, memory: str, size_bytes: int) -> float:
+def alloc_free_s(result: Rows, memory: str, size_bytes: int) -> float:
     """Steady allocation plus free seconds of one buffer of ``memory`` ("pinned", "pageable"); a
     missing row counts 0."""
     return ((cost_s(result, "alloc", memory, size_bytes, "steady") or 0)
             + (cost_s(result, "free", memory, size_bytes, "steady") or 0))
 
 
-def break_even_transfers(result, size_bytes: int) -> Optional[float]:
+def break_even_transfers(result: Rows, size_bytes: int) -> Optional[float]:
     """How many H2D transfers of ``size_bytes`` before pinning pays for its allocation.
 
     (pinned alloc + free - pageable alloc - pageable free) / (pageable copy - pinned copy), all
@@ -89,16 +92,22 @@ def break_even_transfers(result, size_bytes: int) -> Optional[float]:
     is not faster, so pinning never pays; None when a needed measurement is missing.
     """
     rows = _rows(result)
-    pa = find(rows, "alloc", "pinned", size_bytes, note="steady")
-    pf = find(rows, "free", "pinned", size_bytes, note="steady")
-    ga = find(rows, "alloc", "pageable", size_bytes, note="steady")
-    gf = find(rows, "free", "pageable", size_bytes, note="steady")
-    pc = find(rows, "copy", "pinned", size_bytes, direction="h2d")
-    gc = find(rows, "copy", "pageable", size_bytes, direction="h2d")
-    if None in (pa, pf, ga, pc, gc) or None in (pa.seconds, pf.seconds, ga.seconds, pc.seconds, gc.seconds):
+
+    def seconds(kind: str, memory: str, direction: Optional[str] = None,
+                note: Optional[str] = None) -> Optional[float]:
+        m = find(rows, kind, memory, size_bytes, direction, note)
+        return None if m is None else m.seconds
+
+    pa = seconds("alloc", "pinned", note="steady")
+    pf = seconds("free", "pinned", note="steady")
+    ga = seconds("alloc", "pageable", note="steady")
+    gf = seconds("free", "pageable", note="steady")
+    pc = seconds("copy", "pinned", direction="h2d")
+    gc = seconds("copy", "pageable", direction="h2d")
+    if pa is None or pf is None or ga is None or pc is None or gc is None:
         return None
-    extra_s = pa.seconds + pf.seconds - ga.seconds - (gf.seconds if gf is not None and gf.seconds else 0.0)
-    saving_s = gc.seconds - pc.seconds
+    extra_s = pa + pf - ga - (gf or 0.0)
+    saving_s = gc - pc
     if extra_s <= 0:
         return 0.0
     if saving_s <= 0:
@@ -132,9 +141,9 @@ def numa_rows(result: ProbeResult) -> list[ProbeMeasurement]:
 def numa_local_remote(result: ProbeResult, direction: str) -> tuple[Optional[float], Optional[float]]:
     """(local node's bytes/s, slowest remote node's bytes/s) of one direction; None for a side not
     measured (both None where the GPU's node is unknown: no row is local or remote then)."""
-    rows = [m for m in numa_rows(result) if m.direction == direction and m.bytes_per_s]
-    local = [m.bytes_per_s for m in rows if (m.note or "").startswith("local")]
-    remote = [m.bytes_per_s for m in rows if (m.note or "").startswith("remote")]
+    rates = [(m.note or "", m.bytes_per_s) for m in numa_rows(result) if m.direction == direction and m.bytes_per_s]
+    local = [rate for note, rate in rates if note.startswith("local")]
+    remote = [rate for note, rate in rates if note.startswith("remote")]
     return (local[0] if local else None), (min(remote) if remote else None)
 
 

@@ -21,18 +21,29 @@ import os
 import signal
 import threading
 import time
-from typing import Optional
+from types import FrameType
+from typing import TYPE_CHECKING, Iterator, Optional, TypeVar
 
 from .cuda import runtime
+from .cupy_types import CudaRuntime, CudaStream
 from .plan import PAGE_BYTES
 from .safety import PinnedLedger
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    # An array of bytes over host memory: what ``view()`` hands out.
+    ByteArray = npt.NDArray[np.uint8]
+
+_Self = TypeVar("_Self", bound="Owned")
 
 _HELD_LOCK = threading.Lock()
 _held_pinned_bytes = 0
 
 
 @contextlib.contextmanager
-def interrupts_deferred():
+def interrupts_deferred() -> Iterator[None]:
     """Hold back a Ctrl-C for the few microseconds between a CUDA allocation returning and its
     pointer being stored (or a free and the pointer being cleared): a KeyboardInterrupt landing
     there would leak the buffer. Python runs signal handlers in the main thread only, so other
@@ -40,7 +51,7 @@ def interrupts_deferred():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    pending: list = []
+    pending: list[tuple[int, Optional[FrameType]]] = []
     try:
         old = signal.getsignal(signal.SIGINT)
         if old is None:  # a handler not installed from Python: cannot be restored, leave it
@@ -73,7 +84,7 @@ def held_pinned_bytes() -> int:
         return _held_pinned_bytes
 
 
-def sync_quietly(stream) -> None:
+def sync_quietly(stream: Optional[CudaStream]) -> None:
     """Wait for ``stream`` before memory it may still be copying is freed; a failed wait must not
     stop the free."""
     if stream is None:
@@ -84,14 +95,14 @@ def sync_quietly(stream) -> None:
         pass
 
 
-def host_view(ptr: int, nbytes: int):
+def host_view(ptr: int, nbytes: int) -> ByteArray:
     """A writable numpy uint8 array over ``nbytes`` of host memory at ``ptr`` (no copy)."""
     import numpy as np
 
     return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
 
 
-def pageable_array(nbytes: int, touch: bool = True):
+def pageable_array(nbytes: int, touch: bool = True) -> ByteArray:
     """An ordinary (pageable) numpy uint8 buffer, page-aligned so cudaHostRegister can take it,
     with every page touched so first-touch faults stay out of later timings."""
     import numpy as np
@@ -110,7 +121,7 @@ class Owned:
 
     ptr: int = 0
 
-    def __enter__(self):
+    def __enter__(self: _Self) -> _Self:
         try:
             self.open()
         except BaseException:
@@ -118,10 +129,10 @@ class Owned:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def open(self):  # pragma: no cover - overridden
+    def open(self) -> Owned:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def close(self) -> None:  # pragma: no cover - overridden
@@ -133,7 +144,7 @@ class HostBuffer(Owned):
 
     nbytes: int = 0
 
-    def view(self, nbytes: Optional[int] = None):
+    def view(self, nbytes: Optional[int] = None) -> ByteArray:
         """A numpy uint8 array over the first ``nbytes`` (all by default); never use it after close()."""
         return host_view(self.ptr, self.nbytes if nbytes is None else nbytes)
 
@@ -145,9 +156,9 @@ class PageableBuffer(HostBuffer):
         self.nbytes = int(nbytes)
         self.touch = touch
         self.ptr = 0
-        self._array = None
+        self._array: Optional[ByteArray] = None
 
-    def open(self) -> "PageableBuffer":
+    def open(self) -> PageableBuffer:
         if self._array is None:
             self._array = pageable_array(self.nbytes, self.touch)
             self.ptr = self._array.ctypes.data
@@ -157,8 +168,10 @@ class PageableBuffer(HostBuffer):
         self._array = None
         self.ptr = 0
 
-    def view(self, nbytes: Optional[int] = None):
+    def view(self, nbytes: Optional[int] = None) -> ByteArray:
         # A slice of the array keeps the memory alive for as long as the view lives.
+        if self._array is None:
+            raise ValueError("view of a closed PageableBuffer")
         return self._array[:self.nbytes if nbytes is None else nbytes]
 
 
@@ -170,7 +183,7 @@ class PageLocked(HostBuffer):
     """
 
     def __init__(self, nbytes: int, flags: int = 0, *, ledger: Optional[PinnedLedger] = None,
-                 stream=None):
+                 stream: Optional[CudaStream] = None):
         self.nbytes = int(nbytes)
         self.flags = int(flags)
         self.ledger = ledger
@@ -179,13 +192,19 @@ class PageLocked(HostBuffer):
         self.open_s: Optional[float] = None
         self.close_s: Optional[float] = None
 
-    def _lock(self, rt) -> int:  # pragma: no cover - overridden
+    def call_seconds(self) -> tuple[float, float]:
+        """(``open_s``, ``close_s``) of a buffer opened and closed; RuntimeError before that."""
+        if self.open_s is None or self.close_s is None:
+            raise RuntimeError("the CUDA calls of a buffer not yet opened and closed have no time")
+        return self.open_s, self.close_s
+
+    def _lock(self, rt: CudaRuntime) -> int:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _unlock(self, rt, ptr: int) -> None:  # pragma: no cover - overridden
+    def _unlock(self, rt: CudaRuntime, ptr: int) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def open(self) -> "PageLocked":
+    def open(self) -> PageLocked:
         if self.ptr:
             return self
         rt = runtime()
@@ -224,10 +243,10 @@ class PageLocked(HostBuffer):
 class PinnedBuffer(PageLocked):
     """One ``cudaHostAlloc`` of ``nbytes`` with ``flags``; ``cudaFreeHost`` on close."""
 
-    def _lock(self, rt) -> int:
+    def _lock(self, rt: CudaRuntime) -> int:
         return rt.hostAlloc(self.nbytes, self.flags)
 
-    def _unlock(self, rt, ptr: int) -> None:
+    def _unlock(self, rt: CudaRuntime, ptr: int) -> None:
         rt.freeHost(ptr)
 
 
@@ -236,15 +255,15 @@ class Registered(PageLocked):
     close. The caller keeps the memory alive for longer than this object."""
 
     def __init__(self, ptr: int, nbytes: int, flags: int = 0, *,
-                 ledger: Optional[PinnedLedger] = None, stream=None):
+                 ledger: Optional[PinnedLedger] = None, stream: Optional[CudaStream] = None):
         super().__init__(nbytes, flags, ledger=ledger, stream=stream)
         self.host_ptr = int(ptr)
 
-    def _lock(self, rt) -> int:
+    def _lock(self, rt: CudaRuntime) -> int:
         rt.hostRegister(self.host_ptr, self.nbytes, self.flags)
         return self.host_ptr
 
-    def _unlock(self, rt, ptr: int) -> None:
+    def _unlock(self, rt: CudaRuntime, ptr: int) -> None:
         rt.hostUnregister(ptr)
 
 
@@ -252,12 +271,12 @@ class DeviceBuffer(Owned):
     """``cudaMalloc`` of ``nbytes`` on the current device; ``cudaFree`` on close. Bypasses CuPy's
     memory pool so the memory is really returned when the probe ends."""
 
-    def __init__(self, nbytes: int, *, stream=None):
+    def __init__(self, nbytes: int, *, stream: Optional[CudaStream] = None):
         self.nbytes = int(nbytes)
         self.stream = stream
         self.ptr = 0
 
-    def open(self) -> "DeviceBuffer":
+    def open(self) -> DeviceBuffer:
         if self.ptr:
             return self
         rt = runtime()

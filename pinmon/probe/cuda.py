@@ -6,13 +6,16 @@ checked ``import_cupy()`` pass the module on. A CuPy or CUDA error becomes one l
 ``describe_error`` for any exception, ``start_failure`` and ``driver_hint`` for a missing driver or
 one older than CuPy's CUDA. Allocation calls are made by ``buffers`` on ``runtime()``, and events
 are recorded by ``timing``: each call is timed on its own, and a wrapper that looked CuPy up per
-call would add about 1.5 us to every timed call.
+call would add about 1.5 us to every timed call. The types of what CuPy hands back are the
+Protocols of ``cupy_types``.
 """
 from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
+
+from .cupy_types import CudaRuntime, CudaStream, CuPy, Kernel
 
 CUPY_MISSING = ("CuPy is not installed (pip install 'pinmon[cuda12]',"
                 " or 'pinmon[cuda13]' with a CUDA 13 driver)")
@@ -48,14 +51,14 @@ extern "C" __global__ void pinmon_read(unsigned long long src_addr, unsigned lon
 }
 """
 
-_contexts_seen: set = set()
-_read_kernels: dict = {}
+_contexts_seen: set[int] = set()
+_read_kernels: dict[tuple[CuPy, int], Kernel] = {}
 
 
 # --- CuPy and its errors ----------------------------------------------------------------------------
 
-def import_cupy():
-    """(cupy module, None) or (None, reason)."""
+def import_cupy() -> Union[tuple[CuPy, None], tuple[None, str]]:
+    """(cupy module, None) or (None, reason). The one place the untyped module becomes ``CuPy``."""
     try:
         import cupy
     except ImportError as e:
@@ -69,7 +72,7 @@ def import_cupy():
     return cupy, None
 
 
-def runtime():
+def runtime() -> CudaRuntime:
     """CuPy's CUDA runtime module; only after ``import_cupy()`` succeeded."""
     import cupy
 
@@ -85,7 +88,7 @@ def describe_error(e: BaseException) -> str:
     return f"{name}: {text}"[:300] if text else name
 
 
-def _cuda_version(rt, name: str) -> Optional[int]:
+def _cuda_version(rt: CudaRuntime, name: str) -> Optional[int]:
     """CUDA's version number (12020 for 12.2) from ``rt.<name>()``; None when it cannot be asked."""
     try:
         v = getattr(rt, name)()
@@ -98,7 +101,7 @@ def _version_text(v: int) -> str:
     return f"{v // 1000}.{v % 1000 // 10}"
 
 
-def _no_driver(cp) -> Optional[str]:
+def _no_driver(cp: CuPy) -> Optional[str]:
     """Why there is no NVIDIA driver at all, or None when there is one (or it cannot be told).
 
     CUDA documents a driver version of 0 for "no driver installed" (no libcuda), whatever error
@@ -111,7 +114,7 @@ def _no_driver(cp) -> Optional[str]:
     return None
 
 
-def driver_hint(cp, text: str) -> str:
+def driver_hint(cp: CuPy, text: str) -> str:
     """What to do about a driver older than this CuPy's CUDA: said only when that is the case."""
     if "InsufficientDriver" not in text and "insufficient" not in text.lower():
         return ""
@@ -128,7 +131,7 @@ def driver_hint(cp, text: str) -> str:
     return hint + (f", or install the CuPy for CUDA {driver // 1000}, {other})" if other else ")")
 
 
-def start_failure(cp, text: str) -> str:
+def start_failure(cp: CuPy, text: str) -> str:
     """A CUDA error at start, named after its cause: no driver, an old driver, or as CUDA said."""
     missing = _no_driver(cp)
     if missing:
@@ -138,7 +141,7 @@ def start_failure(cp, text: str) -> str:
 
 # --- devices ----------------------------------------------------------------------------------------
 
-def device_problem(cp, gpu_index: int) -> Optional[str]:
+def device_problem(cp: CuPy, gpu_index: int) -> Optional[str]:
     """Why CUDA device ``gpu_index`` cannot be probed, or None when it can."""
     try:
         count = cp.cuda.runtime.getDeviceCount()
@@ -158,7 +161,7 @@ def probe_available(gpu_index: int = 0) -> tuple[bool, Optional[str]]:
     """
     cp, reason = import_cupy()
     if cp is None:
-        return False, UNAVAILABLE_PREFIX + reason
+        return False, f"{UNAVAILABLE_PREFIX}{reason}"
     reason = device_problem(cp, gpu_index)
     if reason:
         return False, UNAVAILABLE_PREFIX + reason
@@ -173,12 +176,13 @@ def cuda_devices() -> tuple[list[tuple[int, Optional[str]]], Optional[str]]:
     """
     cp, reason = import_cupy()
     if cp is None:
-        return [], UNAVAILABLE_PREFIX + reason
+        return [], f"{UNAVAILABLE_PREFIX}{reason}"
     reason = device_problem(cp, 0)
     if reason:
         return [], UNAVAILABLE_PREFIX + reason
-    devices = []
+    devices: list[tuple[int, Optional[str]]] = []
     for i in range(cp.cuda.runtime.getDeviceCount()):
+        bus: object
         try:
             bus = cp.cuda.Device(i).pci_bus_id
         except Exception:  # an old CuPy or a device that will not answer: the index still works
@@ -187,7 +191,7 @@ def cuda_devices() -> tuple[list[tuple[int, Optional[str]]], Optional[str]]:
     return devices, None
 
 
-def init_context(cp, gpu_index: int) -> tuple[float, str]:
+def init_context(cp: CuPy, gpu_index: int) -> tuple[float, str]:
     """Make sure device ``gpu_index``'s primary context exists; (seconds, note). Called inside
     ``with cupy.cuda.Device(gpu_index)``, which restores the caller's device afterwards."""
     rt = cp.cuda.runtime
@@ -209,27 +213,27 @@ def init_context(cp, gpu_index: int) -> tuple[float, str]:
 
 # --- what the probe times ---------------------------------------------------------------------------
 
-def copy_launch(cp, host_ptr: int, device_ptr: int, size_bytes: int, direction: str,
-                stream) -> Callable[[], None]:
+def copy_launch(cp: CuPy, host_ptr: int, device_ptr: int, size_bytes: int, direction: str,
+                stream: CudaStream) -> Callable[[], None]:
     """One asynchronous copy of ``size_bytes`` between host and device on ``stream``, ready to repeat."""
     rt = cp.cuda.runtime
     if direction == "h2d":
-        dst, src, kind = device_ptr, host_ptr, getattr(rt, "memcpyHostToDevice", 1)
+        dst, src, kind = device_ptr, host_ptr, rt.memcpyHostToDevice
     elif direction == "d2h":
-        dst, src, kind = host_ptr, device_ptr, getattr(rt, "memcpyDeviceToHost", 2)
+        dst, src, kind = host_ptr, device_ptr, rt.memcpyDeviceToHost
     else:
         raise ValueError(f"direction must be 'h2d' or 'd2h', not {direction!r}")
     stream_ptr = stream.ptr
     return lambda: rt.memcpyAsync(dst, src, size_bytes, kind, stream_ptr)
 
 
-def mapped_device_pointer(cp, host_ptr: int) -> int:
+def mapped_device_pointer(cp: CuPy, host_ptr: int) -> int:
     """The device's address of mapped (zero-copy) host memory at ``host_ptr``."""
     attrs = cp.cuda.runtime.pointerGetAttributes(host_ptr)
-    return int(getattr(attrs, "devicePointer", 0) or host_ptr)
+    return int(attrs.devicePointer or host_ptr)
 
 
-def read_kernel(cp, gpu_index: int):
+def read_kernel(cp: CuPy, gpu_index: int) -> Kernel:
     """The read kernel, compiled once per device; raises when it cannot be (no NVRTC, say).
 
     Keyed by the CuPy module itself, not its id(): the cache keeps the module alive, so an id can
@@ -243,15 +247,15 @@ def read_kernel(cp, gpu_index: int):
     return kernel
 
 
-def _sm_count(cp, gpu_index: int) -> int:
+def _sm_count(cp: CuPy, gpu_index: int) -> int:
     try:
         return int(cp.cuda.Device(gpu_index).attributes["MultiProcessorCount"])
     except Exception:  # only sizes the grid; any sane value works
         return 108
 
 
-def read_kernel_launch(cp, gpu_index: int, src_ptr: int, size_bytes: int, out_ptr: int,
-                       stream) -> Callable[[], None]:
+def read_kernel_launch(cp: CuPy, gpu_index: int, src_ptr: int, size_bytes: int, out_ptr: int,
+                       stream: CudaStream) -> Callable[[], None]:
     """The read kernel over ``size_bytes`` at device address ``src_ptr`` on ``stream``, ready to repeat."""
     import numpy as np
 

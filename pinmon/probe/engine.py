@@ -18,13 +18,16 @@ import functools
 import itertools
 import threading
 import time
-from typing import Callable, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Optional, Sequence
 
 from ..model import ProbeMeasurement, ProbeResult
+from ..model.kinds import Direction, ProbeStatus
 from ..units import fmt_bytes, fmt_seconds
 from . import analysis, cuda
 from . import plan as P
-from .buffers import DeviceBuffer, PageableBuffer, PinnedBuffer, Registered, sync_quietly
+from .buffers import DeviceBuffer, HostBuffer, PageableBuffer, PinnedBuffer, Registered, sync_quietly
+from .cupy_types import CuPy
 from .safety import PROBE_LOCK, PinnedLedger, TimeBudget, pinned_cap
 from .timing import EventTimer, copy_samples, cost_rows, median_row, rate_row, wall_samples
 
@@ -35,11 +38,25 @@ class _Stop(Exception):
     pass
 
 
+@dataclass
+class _Buffers:
+    """What one group of steps holds: host memory by its memory kind ("pinned", "pageable", ...,
+    and "scratch", ordinary memory the CPU steps copy to and from) and device memory ("main", and
+    "out" for the read kernel's result)."""
+
+    host: dict[str, HostBuffer] = field(default_factory=dict)
+    device: dict[str, DeviceBuffer] = field(default_factory=dict)
+
+
+def _group_of(step: P.Step) -> P.Group:
+    return step.group
+
+
 class _Run:
     """One walk of a plan: the buffers of each group, the steps, the checks between them."""
 
-    def __init__(self, cp, plan: P.Plan, gpu_index: int, budget: TimeBudget,
-                 progress: Optional[Progress], cancel, ledger: PinnedLedger):
+    def __init__(self, cp: CuPy, plan: P.Plan, gpu_index: int, budget: TimeBudget,
+                 progress: Optional[Progress], cancel: Optional[threading.Event], ledger: PinnedLedger):
         self.cp = cp
         self.plan = plan
         self.gpu_index = gpu_index
@@ -72,7 +89,7 @@ class _Run:
         self.timer = EventTimer(cp, self.stream)
         self._report("CUDA ready")
         try:
-            for group, steps in itertools.groupby(self.plan.steps, key=lambda s: s.group):
+            for group, steps in itertools.groupby(self.plan.steps, key=_group_of):
                 self._check()
                 with contextlib.ExitStack() as stack:
                     res = self._open_group(stack, group)
@@ -88,33 +105,33 @@ class _Run:
         self._annotate()
 
     # buffers of a group
-    def _open_group(self, stack: contextlib.ExitStack, group: tuple) -> dict:
-        res: dict = {}
-        resource, size = group[0], group[1]
+    def _open_group(self, stack: contextlib.ExitStack, group: P.Group) -> _Buffers:
+        res = _Buffers()
+        resource, size, *memory_of_group = group
         if resource == P.G_NONE:
             return res
 
         def pinned(memory: str) -> PinnedBuffer:
             return PinnedBuffer(size, P.HOST_ALLOC_FLAGS[memory], ledger=self.ledger, stream=self.stream)
 
-        res["device"] = stack.enter_context(DeviceBuffer(size, stream=self.stream))
+        res.device["main"] = stack.enter_context(DeviceBuffer(size, stream=self.stream))
         if resource == P.G_COPY:
-            res["host:pinned"] = stack.enter_context(pinned("pinned"))
-            res["host:pageable"] = stack.enter_context(PageableBuffer(size))
+            res.host["pinned"] = stack.enter_context(pinned("pinned"))
+            res.host["pageable"] = stack.enter_context(PageableBuffer(size))
         elif resource == P.G_PINNED:
-            memory = group[2]
-            res["host:" + memory] = stack.enter_context(pinned(memory))
+            memory = memory_of_group[0]
+            res.host[memory] = stack.enter_context(pinned(memory))
             if memory in ("pinned", "write_combined"):
-                res["scratch"] = stack.enter_context(PageableBuffer(min(P.MODES_CPU_SIZE_BYTES, size)))
+                res.host["scratch"] = stack.enter_context(PageableBuffer(min(P.MODES_CPU_SIZE_BYTES, size)))
             if memory == "mapped":
-                res["out"] = stack.enter_context(DeviceBuffer(256, stream=self.stream))
+                res.device["out"] = stack.enter_context(DeviceBuffer(256, stream=self.stream))
         elif resource == P.G_REGISTERED:
-            res["host:registered"] = stack.enter_context(PageableBuffer(size))
+            res.host["registered"] = stack.enter_context(PageableBuffer(size))
         else:  # pragma: no cover - plan bug
             raise ValueError(f"unknown group resource {resource!r}")
         return res
 
-    def _run_step(self, step: P.Step, res: dict) -> list[ProbeMeasurement]:
+    def _run_step(self, step: P.Step, res: _Buffers) -> list[ProbeMeasurement]:
         op = step.op
         if op == "copy":
             return [self._copy(step, res)]
@@ -128,20 +145,23 @@ class _Run:
             return self._register(step, res)
         raise ValueError(f"unknown step {op!r}")  # pragma: no cover - plan bug
 
-    def _copy(self, step: P.Step, res: dict) -> ProbeMeasurement:
-        host = res["host:" + step.memory]
-        device_ptr = res["device"].ptr
+    def _copy(self, step: P.Step, res: _Buffers) -> ProbeMeasurement:
+        host = res.host[step.memory]
+        device_ptr = res.device["main"].ptr
+        direction = step.direction
+        if direction is None:  # pragma: no cover - plan bug
+            raise ValueError(f"copy step without a direction: {step.label}")
         note = None
         if self.plan.kind == "quick" and step.size_bytes < P.QUICK_SIZE_BYTES:
             note = f"capped to {fmt_bytes(step.size_bytes)} by the pinned cap"
         if step.memory == "registered":
             with Registered(host.ptr, step.size_bytes, ledger=self.ledger, stream=self.stream) as reg:
                 samples = copy_samples(self.timer, reg.ptr, device_ptr, step.size_bytes,
-                                       step.direction, step.repeats)
+                                       direction, step.repeats)
         else:
             samples = copy_samples(self.timer, host.ptr, device_ptr, step.size_bytes,
-                                   step.direction, step.repeats)
-        return rate_row("copy", step.memory, step.size_bytes, samples, step.direction, note)
+                                   direction, step.repeats)
+        return rate_row("copy", step.memory, step.size_bytes, samples, direction, note)
 
     def _alloc(self, step: P.Step) -> list[ProbeMeasurement]:
         import numpy as np
@@ -153,8 +173,9 @@ class _Run:
             if step.memory == "pinned":
                 with PinnedBuffer(size, 0, ledger=self.ledger) as buf:
                     pass
-                alloc_s.append(buf.open_s)
-                free_s.append(buf.close_s)
+                a, f = buf.call_seconds()
+                alloc_s.append(a)
+                free_s.append(f)
             else:
                 # What a pageable buffer costs before its first copy: the allocation and the page
                 # faults of first touch (pinned memory arrives already faulted in).
@@ -168,12 +189,12 @@ class _Run:
                 free_s.append(t2 - t1)
         return cost_rows("alloc", step.memory, size, alloc_s) + cost_rows("free", step.memory, size, free_s)
 
-    def _cpu(self, step: P.Step, res: dict) -> ProbeMeasurement:
+    def _cpu(self, step: P.Step, res: _Buffers) -> ProbeMeasurement:
         import numpy as np
 
-        buf: PinnedBuffer = res["host:" + step.memory]
+        buf = res.host[step.memory]
         n = step.size_bytes
-        scratch = res["scratch"].view(n)
+        scratch = res.host["scratch"].view(n)
         view = buf.view(n)
         try:
             if step.op == "cpu_read":
@@ -186,7 +207,7 @@ class _Run:
             del view  # never outlives the buffer
         return rate_row(step.op, step.memory, n, samples, note=note)
 
-    def _kernel_read(self, step: P.Step, res: dict) -> ProbeMeasurement:
+    def _kernel_read(self, step: P.Step, res: _Buffers) -> ProbeMeasurement:
         cp = self.cp
         try:
             cuda.read_kernel(cp, self.gpu_index)
@@ -194,25 +215,26 @@ class _Run:
             return ProbeMeasurement(kind="kernel_read", memory=step.memory, size_bytes=step.size_bytes,
                                     note=f"not measured: kernel unavailable ({cuda.describe_error(e)})")
         if step.memory == "mapped":
-            src = cuda.mapped_device_pointer(cp, res["host:mapped"].ptr)
+            src = cuda.mapped_device_pointer(cp, res.host["mapped"].ptr)
             note = "GPU kernel reading mapped host memory over PCIe (zero-copy)"
         else:
-            src = res["device"].ptr
+            src = res.device["main"].ptr
             note = "the same kernel reading device memory"
-        launch = cuda.read_kernel_launch(cp, self.gpu_index, src, step.size_bytes, res["out"].ptr,
+        launch = cuda.read_kernel_launch(cp, self.gpu_index, src, step.size_bytes, res.device["out"].ptr,
                                          self.stream)
         samples = self.timer.samples(launch, step.repeats)
         return rate_row("kernel_read", step.memory, step.size_bytes, samples, note=note)
 
-    def _register(self, step: P.Step, res: dict) -> list[ProbeMeasurement]:
-        host = res["host:registered"]
+    def _register(self, step: P.Step, res: _Buffers) -> list[ProbeMeasurement]:
+        host = res.host["registered"]
         reg_s: list[float] = []
         unreg_s: list[float] = []
         for _ in range(step.repeats):
             with Registered(host.ptr, step.size_bytes, ledger=self.ledger, stream=self.stream) as reg:
                 pass
-            reg_s.append(reg.open_s)
-            unreg_s.append(reg.close_s)
+            r, u = reg.call_seconds()
+            reg_s.append(r)
+            unreg_s.append(u)
         size = step.size_bytes
         return [median_row("register", "registered", size, reg_s,
                            note=f"cudaHostRegister of an existing numpy buffer; first {fmt_seconds(reg_s[0])}"),
@@ -248,7 +270,8 @@ def run_probe(kind: str = "quick", gpu_index: int = 0, max_pinned_bytes: Optiona
     wall_start = time.time()
     t0 = time.perf_counter()
 
-    def result(status: str, reason: Optional[str], rows=(), cap: Optional[int] = None) -> ProbeResult:
+    def result(status: ProbeStatus, reason: Optional[str], rows: Sequence[ProbeMeasurement] = (),
+               cap: Optional[int] = None) -> ProbeResult:
         return ProbeResult(time=wall_start, gpu_index=gpu_index, status=status, reason=reason, kind=kind,
                            link_theoretical_bytes_per_s=link_theoretical_bytes_per_s,
                            duration_s=time.perf_counter() - t0, max_pinned_bytes=cap,
@@ -288,8 +311,8 @@ def run_probe(kind: str = "quick", gpu_index: int = 0, max_pinned_bytes: Optiona
         PROBE_LOCK.release()
 
 
-def measure_copies(sizes_bytes: Sequence[int], *, memory: str = "pinned",
-                   directions: Sequence[str] = ("h2d", "d2h"), repeats: Optional[int] = None,
+def measure_copies(sizes_bytes: Sequence[int], *, memory: Literal["pinned", "pageable"] = "pinned",
+                   directions: Sequence[Direction] = ("h2d", "d2h"), repeats: Optional[int] = None,
                    gpu_index: int = 0, max_pinned_bytes: Optional[int] = None) -> list[ProbeMeasurement]:
     """Copy bandwidth exactly as ``run_probe`` times it, for benchmarks: one host buffer of the
     largest size (``memory`` "pinned" or "pageable"), each size in each direction, ``repeats``

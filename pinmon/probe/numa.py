@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Callable, Optional, Sequence
 
 from ..model import ProbeMeasurement, ProbeResult
+from ..model.kinds import ProbeStatus
 from ..units import MIB, fmt_bytes, fmt_pct
 from . import cuda
 from . import plan as P
@@ -45,7 +46,7 @@ def syscall_numbers(machine: Optional[str] = None) -> Optional[dict[str, int]]:
     return SYSCALLS.get(machine or platform.machine())
 
 
-def _libc():
+def _libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     libc.mmap.restype = ctypes.c_void_p
@@ -55,7 +56,7 @@ def _libc():
     return libc
 
 
-def node_mask(node: int):
+def node_mask(node: int) -> tuple[ctypes.Array[ctypes.c_ulong], int]:
     """(mask words, maxnode) naming one node, as mbind takes them."""
     if not 0 <= node < _MASK_BITS:
         raise ValueError(f"NUMA node {node} is outside the {_MASK_BITS} nodes a mask names")
@@ -73,20 +74,21 @@ class NodeBuffer(HostBuffer):
         self.node = int(node)
         self.page_size = page_size
         self.ptr = 0
-        self._libc = None
+        self._libc: Optional[ctypes.CDLL] = None
 
     def open(self) -> "NodeBuffer":
         numbers = syscall_numbers()
         if numbers is None:
             raise OSError(errno.ENOSYS, f"binding memory to a NUMA node is not supported on {platform.machine()}")
         libc = self._libc = _libc()
-        ptr = libc.mmap(None, self.nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        # ctypes answers as its restype says: c_void_p is an int or None, c_long an int.
+        ptr: Optional[int] = libc.mmap(None, self.nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
         if ptr is None or ptr == ctypes.c_void_p(-1).value:
             e = ctypes.get_errno()
             raise OSError(e, f"mmap of {fmt_bytes(self.nbytes)}: {os.strerror(e)}")
         self.ptr = ptr
         mask, maxnode = node_mask(self.node)
-        rc = libc.syscall(ctypes.c_long(numbers["mbind"]), ctypes.c_void_p(ptr), ctypes.c_ulong(self.nbytes),
+        rc: int = libc.syscall(ctypes.c_long(numbers["mbind"]), ctypes.c_void_p(ptr), ctypes.c_ulong(self.nbytes),
                           ctypes.c_int(MPOL_BIND), mask, ctypes.c_ulong(maxnode), ctypes.c_uint(0))
         if rc != 0:
             e = ctypes.get_errno()
@@ -106,7 +108,7 @@ class NodeBuffer(HostBuffer):
         count = len(offsets)
         addrs = (ctypes.c_void_p * count)(*(self.ptr + i * self.page_size for i in offsets))
         status = (ctypes.c_int * count)()
-        rc = self._libc.syscall(ctypes.c_long(numbers["move_pages"]), ctypes.c_int(0), ctypes.c_ulong(count),
+        rc: int = self._libc.syscall(ctypes.c_long(numbers["move_pages"]), ctypes.c_int(0), ctypes.c_ulong(count),
                                 addrs, None, status, ctypes.c_int(0))
         if rc < 0:
             return {}
@@ -154,7 +156,8 @@ def run_numa_probe(gpu_index: int = 0, nodes: Sequence[int] = (), gpu_node: Opti
     wall_start = time.time()
     t0 = time.perf_counter()
 
-    def result(status: str, reason: Optional[str], rows=(), cap: Optional[int] = None) -> ProbeResult:
+    def result(status: ProbeStatus, reason: Optional[str], rows: Sequence[ProbeMeasurement] = (),
+               cap: Optional[int] = None) -> ProbeResult:
         return ProbeResult(time=wall_start, gpu_index=gpu_index, status=status, reason=reason, kind="numa",
                            link_theoretical_bytes_per_s=link_theoretical_bytes_per_s,
                            duration_s=time.perf_counter() - t0, max_pinned_bytes=cap,

@@ -16,14 +16,15 @@ Kinds:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
+from ..model.kinds import Direction, MeasurementKind, ProbeKind, ProbeMemory
 from ..units import KIB, MIB, fmt_bytes
 
-KINDS = ("quick", "sweep", "alloc", "modes")
+KINDS: tuple[ProbeKind, ...] = ("quick", "sweep", "alloc", "modes")
 
 QUICK_SIZE_BYTES = 64 * MIB
-SWEEP_SIZES_BYTES = tuple(4 * KIB * 4 ** i for i in range(9))  # 4 KiB, 16 KiB, ... 256 MiB
+SWEEP_SIZES_BYTES: tuple[int, ...] = tuple(4 * KIB * 4 ** i for i in range(9))  # 4 KiB, 16 KiB, ... 256 MiB
 ALLOC_SIZES_BYTES = (4 * KIB, 64 * KIB, 1 * MIB, 16 * MIB, 64 * MIB, 256 * MIB)
 MODES_SIZE_BYTES = 64 * MIB
 # CPU reads of write-combined memory can run at a few hundred MB/s on bare metal: a smaller buffer
@@ -53,6 +54,9 @@ G_NONE = "none"          # the steps allocate and free by themselves (allocation
 G_PINNED = "pinned"      # one cudaHostAlloc buffer with the flags of its memory kind + device buffer
 G_REGISTERED = "registered"  # a pageable buffer, registered by the steps themselves + device buffer
 
+# A group: (resource, buffer bytes), and for G_PINNED the memory kind of its buffer.
+Group = Union[tuple[str, int], tuple[str, int, str]]
+
 HOST_ALLOC_FLAGS = {"pinned": 0, "portable": 1, "mapped": 2, "write_combined": 4}
 
 
@@ -79,16 +83,16 @@ class Step:
     steps with the same group share one set of buffers.
     """
 
-    op: str
-    memory: str
+    op: MeasurementKind
+    memory: ProbeMemory
     size_bytes: int
     repeats: int
-    group: tuple
-    direction: Optional[str] = None
+    group: Group
+    direction: Optional[Direction] = None
 
     @property
     def label(self) -> str:
-        parts = [self.op, self.memory]
+        parts: list[str] = [self.op, self.memory]
         if self.direction:
             parts.append(self.direction)
         parts.append(fmt_bytes(self.size_bytes))
@@ -97,7 +101,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Plan:
-    kind: str
+    kind: ProbeKind
     cap_bytes: int
     steps: tuple[Step, ...]
     # Sentences for the result (e.g. "64 MiB capped to 32 MiB"); the engine puts them in notes.
@@ -117,16 +121,24 @@ def capped_size(want_bytes: int, cap_bytes: int) -> int:
     return _page_floor(min(want_bytes, cap_bytes))
 
 
-def _copy_steps(size: int, group: tuple, directions=("h2d", "d2h"), memories=("pinned", "pageable")):
+def _copy_steps(size: int, group: Group, directions: tuple[Direction, ...] = ("h2d", "d2h"),
+                memories: tuple[ProbeMemory, ...] = ("pinned", "pageable")) -> list[Step]:
     return [Step("copy", mem, size, copy_repeats(size), group, direction=d)
             for d in directions for mem in memories]
+
+
+def probe_kind(kind: str) -> ProbeKind:
+    """``kind`` as one of ``KINDS``; ValueError for any other."""
+    for k in KINDS:
+        if k == kind:
+            return k
+    raise ValueError(f"unknown probe kind {kind!r} (one of {', '.join(KINDS)})")
 
 
 def build_plan(kind: str, cap_bytes: int) -> Plan:
     """The steps of probe ``kind`` under a pinned cap of ``cap_bytes``. Raises ValueError for an
     unknown kind or a cap below one page."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown probe kind {kind!r} (one of {', '.join(KINDS)})")
+    kind = probe_kind(kind)
     if cap_bytes < PAGE_BYTES:
         raise ValueError(f"pinned cap of {cap_bytes} bytes is below one page")
     notes: list[str] = []
@@ -163,6 +175,7 @@ def build_plan(kind: str, cap_bytes: int) -> Plan:
         if size < MODES_SIZE_BYTES:
             notes.append(f"buffers of {fmt_bytes(size)} instead of {fmt_bytes(MODES_SIZE_BYTES)}:"
                          f" pinned cap is {fmt_bytes(cap_bytes)}")
+        g: Group
         for mem in ("pinned", "write_combined"):
             g = (G_PINNED, size, mem)
             steps += [Step("cpu_read", mem, cpu, CPU_REPEATS, g),

@@ -10,11 +10,12 @@ the line, where there is one). Caps are in ``pinmon.limits``.
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
 import stat
 import zlib
-from typing import BinaryIO, Optional
+from typing import Optional, Protocol
 
 from ..limits import MAX_LINE_BYTES, MAX_RECORDING_LINES
 from ..units import fmt_bytes
@@ -25,6 +26,14 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXE
 _NOT_BLANK = re.compile(rb"[^ \t\r\n\x0b\x0c]")
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+class ByteReader(Protocol):
+    """Bytes read a chunk at a time: a regular file, or the gzip stream over one."""
+
+    def read1(self, size: int = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
 
 
 class InputError(ValueError):
@@ -43,7 +52,7 @@ def _reason(e: OSError) -> str:
     return e.strerror or str(e)
 
 
-def open_regular(path: str) -> BinaryIO:
+def open_regular(path: str) -> io.BufferedReader:
     """``path`` opened for binary reading, if it is a regular file; InputError otherwise."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
@@ -68,7 +77,7 @@ def open_regular(path: str) -> BinaryIO:
 class _OwningGzipFile(gzip.GzipFile):
     """A GzipFile that closes the file it reads from (GzipFile leaves a passed ``fileobj`` open)."""
 
-    def __init__(self, raw: BinaryIO):
+    def __init__(self, raw: io.BufferedReader):
         self._raw = raw
         super().__init__(fileobj=raw, mode="rb")
 
@@ -79,15 +88,15 @@ class _OwningGzipFile(gzip.GzipFile):
             self._raw.close()
 
 
-def open_maybe_gzip(path: str) -> BinaryIO:
+def open_maybe_gzip(path: str) -> ByteReader:
     """A regular file's decompressed bytes when its name ends in .gz, its bytes otherwise."""
     raw = open_regular(path)
     if path.endswith(".gz"):
-        return _OwningGzipFile(raw)  # type: ignore[return-value]
+        return _OwningGzipFile(raw)
     return raw
 
 
-def _read(f: BinaryIO, n: int, path: str, after: str) -> bytes:
+def _read(f: ByteReader, n: int, path: str, after: str) -> bytes:
     """Up to ``n`` bytes, b"" at the end; gzip and I/O faults as InputError (``after`` says where in
     the file). ``read1``: the bytes decompressed before a gzip stream breaks off come back first."""
     try:
@@ -119,7 +128,7 @@ def read_capped(path: str, max_bytes: int, what: str) -> bytes:
     return data
 
 
-def _close(f) -> None:
+def _close(f: ByteReader) -> None:
     try:
         f.close()
     except (OSError, EOFError, zlib.error):
@@ -137,7 +146,7 @@ class LineReader:
         self.max_line_bytes = max_line_bytes
         self.max_lines = max_lines
         self.line_no = 0
-        self._f: Optional[BinaryIO] = open_maybe_gzip(path)
+        self._f: Optional[ByteReader] = open_maybe_gzip(path)
         self._buf = b""
         self._pos = 0
         self._eof = False

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from typing import Any, Optional
+from typing import Optional
 
 from ..limits import MAX_SNAPSHOT_FILE_BYTES
 from ..model import CHECK_SCHEMA, SchemaError, Snapshot
@@ -23,8 +23,9 @@ class NestedTooDeep(RecordingError):
     """JSON nested past the parser's recursion limit: no snapshot is, so the file is refused."""
 
 
-def _parse_json(text: "str | bytes", where: str) -> Any:
-    """JSON from one line or document; RecordingError (one line) for anything that is not JSON."""
+def _parse_json(text: "str | bytes", where: str) -> object:
+    """JSON from one line or document; RecordingError (one line) for anything that is not JSON.
+    What it holds is unchecked until ``Snapshot.from_dict`` reads it."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -35,11 +36,11 @@ def _parse_json(text: "str | bytes", where: str) -> Any:
     except RecursionError:
         raise NestedTooDeep(f"{where}: not a snapshot (JSON nested too deeply)") from None
     except ValueError as e:
-        msg = getattr(e, "msg", None) or " ".join(str(e).split())
+        msg = (e.msg if isinstance(e, json.JSONDecodeError) else "") or " ".join(str(e).split())
         raise RecordingError(f"{where}: not JSON ({msg})") from None
 
 
-def _snapshot_from(data: Any, where: str) -> Snapshot:
+def _snapshot_from(data: object, where: str) -> Snapshot:
     """The snapshot a parsed ``pinmon.snapshot`` object (/2, or /1 migrated) holds; RecordingError naming ``where``."""
     try:
         return Snapshot.from_dict(data)
@@ -91,7 +92,7 @@ def read_snapshot_file(path: str) -> Snapshot:
     return _snapshot_from(data, path)
 
 
-def _whole_document(path: str) -> Any:
+def _whole_document(path: str) -> object:
     """The file parsed as one JSON document; None when it is not one (maybe a recording)."""
     try:
         text = read_capped(path, MAX_SNAPSHOT_FILE_BYTES, "a snapshot")
@@ -109,14 +110,14 @@ def _whole_document(path: str) -> Any:
         return None
 
 
-def _last_recorded(path: str) -> Any:
+def _last_recorded(path: str) -> object:
     """The last line that parses as JSON among the last two lines read before the end or the first
     unreadable line (a recording cut short ends in a partial line)."""
     try:
         reader = LineReader(path)
     except InputError as e:
         raise RecordingError(str(e)) from None
-    tail: deque = deque(maxlen=2)
+    tail: deque[tuple[bytes, int]] = deque(maxlen=2)
     try:
         while True:
             try:

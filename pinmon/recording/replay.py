@@ -39,8 +39,8 @@ class ReplaySource:
 
     def snapshot(self) -> Optional[Snapshot]:
         if self._pending is not None:
-            snap, self._pending = self._pending, None
-            return self._mark(snap)
+            first, self._pending = self._pending, None
+            return self._mark(first)
         if self._reader is None:
             return None
         try:

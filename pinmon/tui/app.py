@@ -55,12 +55,14 @@ class PinmonApp(App[int]):
     def __init__(self, source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding]], *,
                  probe_runner: Optional[Callable[..., ProbeResult]] = None, start_polling: bool = True,
                  clock: Callable[[], float] = time.monotonic, install_signal_handlers: bool = False,
-                 **session_options):
+                 probe_keys: bool = True, **session_options):
         """``session_options``: ``Session``'s (``interval_s``, ``probe_every_s``, ``recorder_factory``,
-        ``speed``, ``thresholds``...)."""
+        ``speed``, ``thresholds``...). ``probe_keys`` False: probes are forbidden here (the config's
+        ``app_probes = "off"``), so the footer does not offer p and s."""
         super().__init__()
         self.source = source
         self.probe_runner = probe_runner
+        self.probe_keys = probe_keys
         self.session = Session(advisor, live=bool(getattr(source, "live", True)),
                                probe_available=probe_runner is not None, clock=clock, **session_options)
         self.start_polling = start_polling
@@ -172,9 +174,13 @@ class PinmonApp(App[int]):
         return self.main_widget(TabbedContent)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("speed", "no_probe"):
+        if action == "speed":
             return not self.session.live
-        if action in ("probe", "no_speed"):
+        if action == "no_probe":
+            return not (self.session.live and self.probe_keys)
+        if action == "probe":
+            return self.session.live and self.probe_keys
+        if action == "no_speed":
             return self.session.live
         return True
 
@@ -200,6 +206,9 @@ class PinmonApp(App[int]):
             self.push_screen(NoticesScreen(notices))
 
     def action_no_probe(self) -> None:
+        if self.session.live:  # forbidden here: the session says why
+            self.say(self.session.probe_refusal())
+            return
         self.say(Note("probe not available in replay: it measures this machine, not the recorded one", "warning"))
 
     def action_no_speed(self) -> None:

@@ -1,6 +1,8 @@
 """A monitoring session without Textual: what the terminal app holds besides its widgets.
 
-The session owns the snapshot history, calls the advisor, keeps the series the sparklines draw,
+The session owns the advisor's snapshot history (``advise.history``, sized in time from the
+thresholds, as ``pinmon replay`` and the exporter size theirs), calls the advisor, keeps the series
+the sparklines draw,
 joins probe results and the link traffic read while they ran (``probe_link``), writes the
 recording, and decides when an automatic probe may run (the duty cycle). The app feeds it
 snapshots, probe results and the user's keys, and draws the ``ViewState`` it returns; the app's
@@ -17,6 +19,7 @@ import time
 from collections import deque
 from typing import Callable, Iterable, NamedTuple, Optional, Protocol, Sequence
 
+from ..advise.history import AdvisorHistory
 from ..advise.thresholds import Thresholds
 from ..model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
 from ..model.probe_join import with_probe
@@ -25,9 +28,6 @@ from .history import GraphHistory, History
 from .shared_link import join_link, link_join_due
 from .state import ProbeView, ViewState
 
-# The advisor looks back ~10 minutes at 1 s; the sparklines need the last 60 on top of that.
-ADVISOR_WINDOW = 600
-HISTORY_LEN = ADVISOR_WINDOW + SPARK_SAMPLES
 # A first automatic probe soon after start, so the Probe tab has numbers without waiting a full period.
 FIRST_PROBE_DELAY_S = 5.0
 # Automatic probes are skipped while probing (automatic or asked for) exceeds this share of wall time.
@@ -77,7 +77,10 @@ class Session:
         # What the views compare figures against where a rule's threshold decides how they look.
         self.thresholds = thresholds if thresholds is not None else Thresholds()
 
-        self.history: deque[Snapshot] = deque(maxlen=HISTORY_LEN)
+        # What the advisor reads (and a probe's link traffic is joined from): as long in time as
+        # the rules look back. The sparklines draw their last readings whatever the interval.
+        self.history = AdvisorHistory.for_thresholds(self.thresholds)
+        self._recent: deque[Snapshot] = deque(maxlen=SPARK_SAMPLES)
         self.latest: Optional[Snapshot] = None  # the newest snapshot taken
         self.displayed: Optional[Snapshot] = None  # the one on screen (older while paused)
         self.findings: tuple[Finding, ...] = ()
@@ -117,6 +120,7 @@ class Session:
             # Probe results join the snapshot, so the advisor and a recording see them too.
             snapshot = with_probe(snapshot, self._probe_latest_ok)
         self.history.append(snapshot)
+        self._recent.append(snapshot)
         self._history.add(snapshot)
         self.latest = snapshot
         self._notices.pop("source", None)
@@ -140,7 +144,7 @@ class Session:
         # and the header already says END OF RECORDING.
         for i, n in enumerate(n for n in source_notices if isinstance(n, str)):
             self._notices[f"end-{i}"] = n
-        self._notices["end"] = (f"end of recording ({len(self.history)} snapshots shown);"
+        self._notices["end"] = (f"end of recording ({self.history.taken} snapshots shown);"
                                 " the last one stays on screen, q quits")
 
     def _show(self, snapshot: Snapshot) -> None:
@@ -149,12 +153,12 @@ class Session:
         gpus = snapshot.gpus
         if gpus and self.selected_gpu >= len(gpus):
             self.selected_gpu = len(gpus) - 1
-        self._series = sparkline_series(list(self.history)[-SPARK_SAMPLES:], [g.index for g in gpus])
+        self._series = sparkline_series(self._recent, [g.index for g in gpus])
         self._graphs = self._history.frozen([g.index for g in gpus])
 
     def _advise(self) -> tuple[Finding, ...]:
         try:
-            found = list(self.advisor(list(self.history)[-ADVISOR_WINDOW:]))
+            found = list(self.advisor(self.history.snapshots()))
         except Exception as e:  # one broken rule must not take the monitor down
             self._notices["advisor"] = f"advisor failed: {type(e).__name__}: {e}"
             return ()

@@ -167,6 +167,8 @@ def test_collector_notice_inside_a_limited_cgroup(tmp_path):
     (tmp_path / "proc" / "meminfo").write_text("MemTotal: 67108864 kB\nMemAvailable: 33554432 kB\n")
     (tmp_path / "proc" / "self").mkdir()
     (tmp_path / "proc" / "self" / "cgroup").write_text("0::/job\n")
+    (tmp_path / "proc" / "self" / "mountinfo").write_text(
+        "26 23 0:25 / /sys/fs/cgroup rw,relatime shared:4 - cgroup2 cgroup2 rw\n")
     cg = tmp_path / "sys/fs/cgroup/job"
     cg.mkdir(parents=True)
     (cg / "memory.max").write_text(str(8 << 30))

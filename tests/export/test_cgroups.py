@@ -6,6 +6,8 @@ from tests import factories as make
 
 from .helpers import render, samples
 
+MIB = 1 << 20
+
 
 def _series(text, name):
     return [(dict(labels), value) for (n, labels), value in samples(text).items() if n == name]
@@ -52,3 +54,41 @@ def test_a_groups_held_bytes_count_all_it_holds_and_its_pinned_bytes_are_its_par
     gid = next(k for k in held if k != "other")
     assert held[gid] == 2 * make.GIB + make.MIB + 512 * make.MIB and pinned[gid] == 2 * make.GIB
     assert held["other"] == 640 * make.MIB and pinned["other"] == 0  # the io_uring group, summed
+
+
+def test_a_delegated_group_named_after_a_real_pod_gets_a_label_of_its_own():
+    snap = make.box_groups_snapshot()
+    real = next(g for g in snap.cgroups if g.kind == "pod")
+    fake = make.moved(real, key="user/1500/" + real.key + "@elsewhere", name="user 1500: pod 0a1b2c3d/cdcd",
+                      pod=None, namespace=None, container=None, delegated_uid=1500, pinned_bytes=MIB)
+    twin = make.moved(real, key=real.key + "@another-path", pinned_bytes=2 * MIB)
+    text = render([dataclasses.replace(snap, cgroups=snap.cgroups + (fake, twin))])
+    ids = [lab["cgroup"] for lab, _ in _series(text, "pinmon_cgroup_pinned_bytes")]
+    assert len(ids) == len(set(ids)) == 5  # the pod, the job, the user's fake, the twin, "other"
+    assert "user/1500/pod/0a1b2c3d/cdcdcdcdcdcd" in ids
+    assert sum(1 for i in ids if i.startswith("pod/0a1b2c3d-0000-4000-8000-00000000abcd/cdcdcdcdcdcd")) == 2
+    assert all(len(i) <= 64 for i in ids)
+
+
+def test_oom_kills_from_the_kernels_log_are_served_per_group_bounded():
+    kills = [make.oom_kill(time=100.0 + i, pid=i) for i in range(3)]  # bob's job: 3 kills
+    kills += [make.oom_kill(time=200.0 + i, pid=100 + i, key=f"docker/{i:064x}@/d{i}", kind="docker", name=f"d{i}",
+                            container_id=f"{i:064x}", job=None, step=None) for i in range(6)]
+    kills.append(make.oom_kill(time=300.0, pid=999, key=None, kind="unknown", name="cgroup not logged", job=None,
+                               step=None, process="x\x1b]0;PWNED\x07"))
+    snap = dataclasses.replace(make.box_snapshot(), oom_kills=tuple(kills))
+    text = render([snap], top=3)
+    recent = {lab["cgroup"]: v for lab, v in _series(text, "pinmon_oom_kills_recent")}
+    assert recent["slurm/4711/0"] == 3 and recent["other"] == 5 and len(recent) == 4
+    (job,) = [lab for lab, _ in _series(text, "pinmon_oom_kills_recent") if lab["cgroup"] == "slurm/4711/0"]
+    assert job["slurm_job"] == "4711" and job["kind"] == "slurm"
+    last = {lab["cgroup"]: v for lab, v in _series(text, "pinmon_oom_kill_last_time_seconds")}
+    assert last["slurm/4711/0"] == 102.0
+    shmem = {lab["cgroup"]: v for lab, v in _series(text, "pinmon_oom_kill_shmem_bytes")}
+    assert shmem["slurm/4711/0"] == 48 << 30
+    assert "\x1b" not in text and "PWNED" not in text  # a task name is never a label
+
+
+def test_no_oom_kill_no_family():
+    text = render([make.box_snapshot()])
+    assert "pinmon_oom_kills_recent" not in text

@@ -1,8 +1,9 @@
 """Background probes: results reach the live collector, failures are counted, a missing CuPy is one line."""
-import argparse
 import threading
 
 from pinmon.cli.commands import export as export_cmd
+from pinmon.cli.config import Config
+from pinmon.cli.options import Settings
 from pinmon.export import ExportState
 from pinmon.export.background_probe import ProbeLoop
 from pinmon.model import ProbeResult
@@ -78,8 +79,8 @@ def test_no_cupy_is_one_line_and_no_probe_thread(monkeypatch, capsys):
     import pinmon.probe
 
     monkeypatch.setattr(pinmon.probe, "probe_available", lambda: (False, "probe unavailable: CuPy is not installed"))
-    args = argparse.Namespace(sub_max_pinned=None, max_pinned=None, sub_probe_every=5.0)
-    assert export_cmd._start_prober(args, FakeCollector(), ExportState()) is None
+    settings = Settings(config=Config(), interval_s=1.0, max_pinned_bytes=None, probe_every_s=5.0, app_probes="auto")
+    assert export_cmd._start_prober(settings, FakeCollector(), ExportState()) is None
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "CuPy is not installed" in err and "serving without probes" in err
 

@@ -121,8 +121,9 @@ def test_check_stays_ok_for_a_forged_report_of_a_real_sleeper(tmp_path):
         d = private_dir(tmp_path / "reports")
         write_report(d, sleeper.pid, R.proc_start_ticks(sleeper.pid), bytes=0, write_combined_bytes=9 * 10**18)
         env = dict(os.environ, PINMON_TRACE_DIR=d)
-        out = subprocess.run([sys.executable, "-m", "pinmon", "check", "--json", "--window", "0.05"],
-                             capture_output=True, text=True, env=env, timeout=120)
+        # --oom-lookback 0: another test's OOM kill in the kernel's log would make the check critical.
+        out = subprocess.run([sys.executable, "-m", "pinmon", "check", "--json", "--window", "0.05",
+                              "--oom-lookback", "0"], capture_output=True, text=True, env=env, timeout=120)
         doc = json.loads(out.stdout)
         rows = [p for p in doc["snapshot"]["processes"] if p["pid"] == sleeper.pid]
         assert rows and rows[0]["held"]["write_combined_bytes"] == 0

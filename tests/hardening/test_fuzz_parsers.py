@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pinmon.cli.config import ConfigError, parse_config
-from pinmon.collect.host.memory import cgroup_memory_limit, parse_cgroup_limit, parse_meminfo, read_host_memory
+from pinmon.collect.cgroups.limits import parse_limit
+from pinmon.collect.host.memory import cgroup_memory_limit, parse_meminfo, read_host_memory
 from pinmon.collect.processes.procmaps import estimate_pinned, parse_maps
 from pinmon.model import SchemaError, Snapshot
 from pinmon.recording import RecordingError, read_snapshot_file
@@ -121,8 +122,8 @@ def test_cgroup_limit_value():
         def t(data):
             count()
             text = None if data == b"\x00" else splice(data, CGROUP_VALUES)
-            v = parse_cgroup_limit(text)
-            assert v is None or 0 < v < (1 << 60)
+            v, _understood = parse_limit(text)
+            assert v is None or 0 <= v < (1 << 60)
         return t
     run_counted(make)
 
@@ -136,6 +137,10 @@ def test_cgroup_tree_and_host_memory(tmp_path):
     os.makedirs(os.path.join(root, "proc/self"))
     os.makedirs(os.path.join(root, "sys/fs/cgroup/user.slice"))
     os.makedirs(os.path.join(root, "sys/fs/cgroup/memory/docker/abc"))
+    # A hybrid host: the v1 memory mount holds the controller (the unified one at its usual place too).
+    with open(os.path.join(root, "proc/self/mountinfo"), "w", encoding="utf-8") as f:
+        f.write("35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+                "41 31 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")
 
     def write(rel, text):
         with open(os.path.join(root, rel), "w", encoding="utf-8", errors="surrogateescape") as f:
@@ -155,7 +160,7 @@ def test_cgroup_tree_and_host_memory(tmp_path):
             write("sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", v1_limit)
             write("proc/meminfo", meminfo)
             limit = cgroup_memory_limit(root)
-            assert limit is None or limit > 0
+            assert limit is None or limit >= 0  # 0 is a limit of zero bytes
             fields, notices = read_host_memory(root)
             assert isinstance(notices, list)
         return t

@@ -70,7 +70,9 @@ def test_a_group_says_its_oom_kills_and_its_hostile_name_is_printable():
     head = group_head(g)
     assert "\x1b" not in head and "\\x1b" in head and "no limit, pinned 1.0 GiB" in head
     assert "2 OOM kill(s) since start" in head
-    assert "OOM" not in group_head(make.moved(g, oom_kills=1))
+    # no rise since start: the kernel's lifetime count, from before pinmon started
+    assert group_head(make.moved(g, oom_kills=1)).endswith(", 1 OOM kill(s) before pinmon started")
+    assert "OOM" not in group_head(make.moved(g, oom_kills=0, oom_kills_at_start=0))
     capped = make.moved(g, limit_bytes=4 * make.GIB, capped=True)
     assert "pinned 1.0 GiB (held to its memory in use) = 25% of it" in group_head(capped)
 
@@ -88,3 +90,28 @@ def test_a_vmpin_only_process_shows_and_sorts_by_what_it_holds():
     assert [ln.split()[0] for ln in lines[1:]] == ["2", "3", "4", "1"]
     assert lines[1].split()[2:6] == ["640.0", "MiB", "640.0", "MiB"]  # PINNED, then its VMPIN part
     assert "180.0 MiB" in lines[2]  # 80 MiB pinned + 100 MiB write-combined
+
+
+def test_oom_kills_from_the_kernels_log_have_their_own_section():
+    from pinmon.advise import advise
+    from pinmon.outputs.text import format_check, oom_kill_lines
+
+    kills = tuple(make.oom_kill(time=100.0 + i, pid=i + 1) for i in range(12)) + (
+        make.oom_kill(time=500.0, pid=99, process="\x1b]0;pwn\x07", name="user 1500: \x1b[2Jpodman x", kind="podman",
+                      key="user/1500/podman/x@/u", job=None, step=None,
+                      memory_limit_bytes=None, shmem_rss_bytes=None),)
+    snap = make.snapshot(oom_kills=kills)
+    text = format_check(snap, advise([snap]))
+    assert "Memory cgroup OOM kills in the kernel's log (the groups may be gone)" in text
+    assert "slurm job 4711.0: python3 pid 12 uid 1001, limit 64.0 GiB, shmem 48.0 GiB of 60.0 GiB resident (80%)" in text
+    assert "... and 3 more" in text and "\x1b" not in text and "\x07" not in text
+    lines = oom_kill_lines(kills)
+    assert "pid 99" in lines[0] and "limit n/a" in lines[0] and "shmem" not in lines[0]  # newest first
+    assert "oom-killed [Slurm job step job 4711.0]" in text
+
+
+def test_a_group_says_its_kills_before_pinmon_started():
+    from pinmon.outputs.text import group_head
+
+    g = make.cgroup(oom_kills=2, oom_kills_at_start=2, limit_bytes=1 << 30)
+    assert group_head(g).endswith(", 2 OOM kill(s) before pinmon started")

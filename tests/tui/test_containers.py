@@ -296,3 +296,18 @@ async def test_a_real_container_pinning_most_of_its_limit_is_crit_in_the_tab():
         assert row[0] == "CRIT" and row[headers.index("SHARE")] == "67%"
         assert row[headers.index("PINNED")] == "64.0 MiB" and row[headers.index("LIMIT")] == "96.0 MiB"
         assert row[headers.index("VMPIN")] == "64.0 MiB" and row[headers.index("PROCS")] == "1"
+
+
+async def test_the_status_line_counts_the_kernel_logs_oom_kills():
+    from tests import factories as make
+
+    app = app_of(FakeSource())
+    async with app.run_test(size=(160, 48)) as pilot:
+        snap = app.source.snapshot()
+        app.apply_snapshot(dataclasses.replace(snap, oom_kills=(make.oom_kill(time=snap.time - 60), make.oom_kill(
+            time=snap.time - 30, pid=6, name="job \x1b[2J4711.0"))))
+        await pilot.press("7")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "2 OOM kills in the kernel's log, latest job \\x1b[2J4711.0 at" in text  # printable
+        assert "no groups" in text  # no live group: the kills still show

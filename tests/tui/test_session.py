@@ -9,7 +9,7 @@ import pytest
 from pinmon.advise.thresholds import Thresholds
 from pinmon.model import Finding
 from pinmon.tui.format import SPARK_SAMPLES
-from pinmon.tui.session import ADVISOR_WINDOW, FIRST_PROBE_DELAY_S, HISTORY_LEN, Session, sparkline_series
+from pinmon.tui.session import FIRST_PROBE_DELAY_S, Session, sparkline_series
 
 from .fakes import T0, FakeRecorder, fake_advisor, make_probe_result, make_snapshot
 from .util import StepClock
@@ -38,18 +38,21 @@ def test_a_snapshot_is_kept_advised_and_shown():
     assert [f.severity for f in state.findings] == ["warning", "warning", "info"]  # worst first
 
 
-def test_the_advisor_sees_its_window_and_the_history_keeps_the_sparklines_too():
+def test_the_advisor_sees_what_its_thresholds_look_back_and_the_sparklines_their_last_readings():
     seen = []
 
     def advisor(history):
-        seen.append(len(history))
+        seen.append((history[0].time, history[-1].time))
         return []
 
-    s = make_session(advisor=advisor)
-    for i in range(HISTORY_LEN + 5):
-        s.take(make_snapshot(i))
-    assert len(s.history) == HISTORY_LEN
-    assert seen[-1] == ADVISOR_WINDOW
+    # pinned-growth looks back 100 s: the history keeps 110 s (a tenth more), at 2 s apart 56 snapshots.
+    s = make_session(advisor=advisor, thresholds=dataclasses.replace(Thresholds(), growth_window_s=100.0))
+    for i in range(200):
+        s.take(make_snapshot(i, interval_s=2.0))
+    first, last = seen[-1]
+    assert last - first == 110.0 and len(s.history) == 56 and s.history.taken == 200
+    # The sparklines draw their last readings, a span of the advisor's own.
+    assert len(s.view_state().rx_series[0]) == SPARK_SAMPLES
 
 
 def test_findings_are_sorted_worst_first_keeping_the_advisors_order_within_a_severity():

@@ -6,44 +6,48 @@ Without a command and without a terminal, ``pinmon`` prints this report too (``r
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from ...limits import MAX_WINDOW_S
-from ...model import CHECK_SCHEMA
+from ...limits import DEFAULT_OOM_LOOKBACK_S, MAX_WINDOW_S
+from ...model import CHECK_SCHEMA, ProbeResult, Snapshot
 from ...units import fmt_seconds
-from ..common import EXIT_CHECK_UNKNOWN, UsageError, advise, dumps, load_config, size_arg, window_arg
+from ..common import EXIT_CHECK_UNKNOWN, UsageError, advise, dumps, window_arg
+from ..options import Settings, shared
+from ..parser import Commands
+
+if TYPE_CHECKING:
+    from ...collect.live import LiveCollector
+    from ..config import Config
 
 JSON_SCHEMA = CHECK_SCHEMA
 
 
-def add_parser(sub) -> None:
-    c = sub.add_parser("check", help="one snapshot, the advisor's findings; exit 0 ok, 1 warning, 2 critical, 3 unknown",
+def add_parser(sub: Commands) -> None:
+    c = sub.add_parser("check", parents=shared("config", "max_pinned", "oom_lookback"),
+                       help="one snapshot, the advisor's findings; exit 0 ok, 1 warning, 2 critical, 3 unknown",
                        description="Take one snapshot (or read a saved one), run the advisor, print a report. "
                                    "Exit 0 ok, 1 warning, 2 critical, 3 unknown (could not assess).")
     c.bad_input_code = EXIT_CHECK_UNKNOWN
     c.add_argument("--json", action="store_true", help='print {"schema": "pinmon.check/1", "status", "snapshot", "findings"}')
     c.add_argument("--snapshot", metavar="FILE", help="assess a saved snapshot (--json output or a recording's last line)")
-    c.add_argument("--config", metavar="FILE", dest="sub_config", help="TOML config")
     c.add_argument("--window", type=window_arg, default=1.0, metavar="S",
                    help=f"seconds of PCIe counting before the snapshot, up to {MAX_WINDOW_S:g} (default 1)")
     c.add_argument("--probe", action="store_true", help="include a quick pinned-vs-pageable probe (needs CuPy and a GPU)")
-    c.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
-                   help="cap on pinned bytes the probe may allocate")
 
 
-def run(args) -> int:
-    config = load_config(args.sub_config or args.config)
+def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.snapshot:
         snap = _saved_snapshot(args.snapshot)
     else:
-        snap = measure(args.window, args.probe, args.sub_max_pinned or args.max_pinned)
-    return report(snap, config, as_json=args.json)
+        snap = measure(args.window, args.probe, settings.max_pinned_bytes, settings.oom_lookback_s)
+    return report(snap, settings.config, as_json=args.json)
 
 
-def _saved_snapshot(path: str):
+def _saved_snapshot(path: str) -> Snapshot:
     """The snapshot in a saved file, marked as read from one; UsageError when it cannot be read."""
     from ...recording import RecordingError, read_snapshot_file
 
@@ -54,12 +58,14 @@ def _saved_snapshot(path: str):
     return dataclasses.replace(snap, source="snapshot")
 
 
-def measure(window_s: float, probe: bool = False, max_pinned: Optional[int] = None):
-    """A live snapshot after ``window_s`` of counting, with a quick probe's result when ``probe``."""
+def measure(window_s: float, probe: bool = False, max_pinned: Optional[int] = None,
+            oom_lookback: float = DEFAULT_OOM_LOOKBACK_S) -> Snapshot:
+    """A live snapshot after ``window_s`` of counting, with a quick probe's result when ``probe``, and
+    the memory cgroup OOM kills of the last ``oom_lookback`` seconds in the kernel's log."""
     from ...collect.live import LiveCollector
 
     # The kernel's pinned count is read fresh: a one-shot check has no earlier reading to reuse.
-    with LiveCollector(interval_s=window_s, kernel_read_every_s=0.0) as col:
+    with LiveCollector(interval_s=window_s, kernel_read_every_s=0.0, oom_lookback_s=oom_lookback) as col:
         snap = live_snapshot(col, window_s)
         if probe:
             from ...model.probe_join import with_probe
@@ -68,7 +74,7 @@ def measure(window_s: float, probe: bool = False, max_pinned: Optional[int] = No
     return snap
 
 
-def live_snapshot(collector, window_s: float):
+def live_snapshot(collector: LiveCollector, window_s: float) -> Snapshot:
     """A snapshot after ``window_s`` of counting, so PCIe rates cover a real interval. Ctrl-C during
     the wait ends it early: the report covers what was counted, and a notice says so."""
     collector.snapshot()  # starts the counting interval and the churn baseline
@@ -83,7 +89,7 @@ def live_snapshot(collector, window_s: float):
     return collector.snapshot()
 
 
-def _quick_probe(max_pinned: Optional[int], snapshot=None):
+def _quick_probe(max_pinned: Optional[int], snapshot: Optional[Snapshot] = None) -> ProbeResult:
     """A quick probe on CUDA device 0, its share of the link taken from the snapshot's GPU 0."""
     from ...probe import run_probe
 
@@ -93,7 +99,7 @@ def _quick_probe(max_pinned: Optional[int], snapshot=None):
     return run_probe("quick", gpu_index=0, max_pinned_bytes=max_pinned, link_theoretical_bytes_per_s=link)
 
 
-def report(snap, config, as_json: bool = False) -> int:
+def report(snap: Snapshot, config: Config, as_json: bool = False) -> int:
     """Advise on ``snap``, print the report (text or ``pinmon.check/1``), return the exit code."""
     from ...model import SEVERITY_RANK, worst_severity
     from ...outputs.text import format_check

@@ -12,25 +12,27 @@ import signal
 import sys
 import threading
 import time
+from types import FrameType
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 from ...export.families.processes import DEFAULT_TOP
 from ...export.server import DEFAULT_LISTEN, parse_listen
 from ...units import printable
-from ..common import (
-    UsageError,
-    advise,
-    interval_arg,
-    load_config,
-    open_replay,
-    print_notices,
-    probe_every_arg,
-    size_arg,
-    speed_arg,
-    top_processes_arg,
-)
+from ..common import UsageError, advise, open_replay, print_notices, speed_arg, top_processes_arg
+from ..options import Settings, shared
+from ..parser import Commands
+
+if TYPE_CHECKING:
+    from ...export import ExportState, MetricsServer, Refresher
+    from ...export.background_probe import ProbeLoop
+    from ...model import ProbeResult, Snapshot
+    from ...model.source import Source
+
+# What --probe-every runs: (the latest snapshot or None, a cancel event) -> the probe's result.
+ProbeRunner = Callable[[Optional["Snapshot"], threading.Event], "ProbeResult"]
 
 
-def _listen(text: str):
+def _listen(text: str) -> tuple[str, int]:
     try:
         host, port = parse_listen(text)
     except ValueError as e:
@@ -47,9 +49,10 @@ def _listen(text: str):
     return host, port
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Commands) -> None:
     p = sub.add_parser(
-        "export", help="Prometheus exporter: serve /metrics (loopback by default)",
+        "export", parents=shared("config", "interval", "max_pinned", "probe_every", "oom_lookback"),
+        help="Prometheus exporter: serve /metrics (loopback by default)",
         description="Serve the latest snapshot, the advisor's findings and probe results as Prometheus "
                     "metrics at http://HOST:PORT/metrics. A background thread collects every --interval "
                     "seconds; a scrape never waits for collection. Exit 0 on SIGTERM/SIGINT, 2 for bad "
@@ -58,17 +61,11 @@ def add_parser(sub) -> None:
                    help=f"address to serve on (default {DEFAULT_LISTEN}: loopback only, so nothing off this "
                         "machine can scrape it). A wider bind must be asked for explicitly, e.g. "
                         "--listen 0.0.0.0:9477; IPv6 in brackets, e.g. [::1]:9477; port 0 picks a free port")
-    p.add_argument("--interval", type=interval_arg, default=None, metavar="S", dest="sub_interval",
-                   help="seconds between snapshots, 0.01 to 3600 (default 1, or the config file's)")
     p.add_argument("--replay", metavar="FILE",
                    help="serve a recording instead of this machine, at its own pace; at its end the last "
                         "snapshot stays served (pinmon_replay_finished 1)")
     p.add_argument("--speed", type=speed_arg, default=None, metavar="X",
                    help="replay speed factor: 2 plays twice as fast (with --replay; default 1)")
-    p.add_argument("--probe-every", type=probe_every_arg, default=None, metavar="S", dest="sub_probe_every",
-                   help="run a quick pinned-vs-pageable probe on CUDA device 0 every S seconds (default: off)")
-    p.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
-                   help="cap on pinned bytes a probe may allocate (default 256M, never over 5%% of available RAM)")
     p.add_argument("--top-processes", type=top_processes_arg, default=DEFAULT_TOP, metavar="N",
                    help=f"per-process series for the N processes with most pinned memory, the rest summed "
                         f"as pid=\"other\" (default {DEFAULT_TOP})")
@@ -91,11 +88,12 @@ def _report(stage: str, exc: BaseException) -> None:
          f"pinmon_collection_errors_total")
 
 
-def _probe_runner(max_pinned):
+def _probe_runner(max_pinned: Optional[int]) -> ProbeRunner:
     from ...probe import run_probe
 
-    def runner(snapshot, cancel):
-        link = eff = None
+    def runner(snapshot: Optional[Snapshot], cancel: threading.Event) -> ProbeResult:
+        link: Optional[float] = None
+        eff: Optional[int] = None
         if snapshot is not None:
             eff = snapshot.host.effective_mem_limit_bytes
             if snapshot.gpus:
@@ -105,16 +103,16 @@ def _probe_runner(max_pinned):
     return runner
 
 
-def _check_args(args) -> None:
+def _check_args(args: argparse.Namespace, settings: Settings) -> None:
     if args.speed is not None and not args.replay:
         raise UsageError("--speed needs --replay")
-    if args.sub_probe_every is not None and args.replay:
+    if settings.probe_every_s is not None and args.replay:
         raise UsageError("--probe-every probes this machine's GPU; it does not combine with --replay")
-    if args.sub_probe_every is not None and args.once:
+    if settings.probe_every_s is not None and args.once:
         raise UsageError("--probe-every does not combine with --once (use pinmon check --probe)")
 
 
-def _once(source, refresher, interval: float) -> None:
+def _once(source: Source, refresher: Refresher, interval: float) -> None:
     if source.live:
         refresher.read()  # starts the PCIe counting interval
         time.sleep(interval)
@@ -125,16 +123,16 @@ def _once(source, refresher, interval: float) -> None:
         refresher.drain()
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from ...export import ExportState, MetricsServer, Refresher, build_registry, metrics_text
 
-    _check_args(args)
-    config = load_config(args.config)
-    interval = args.sub_interval or args.interval or config.interval_s
-    source = open_replay(args.replay) if args.replay else None
+    _check_args(args, settings)
+    config = settings.config
+    interval = settings.interval_s
+    source: Optional[Source] = open_replay(args.replay) if args.replay else None
     state = ExportState(live=source is None)
     registry = build_registry(state, args.top_processes)
-    server = None
+    server: Optional[MetricsServer] = None
     try:
         if not args.once:
             host, port = args.listen
@@ -146,16 +144,16 @@ def run(args) -> int:
         if source is None:
             from ...collect.live import LiveCollector
 
-            source = LiveCollector(interval_s=interval)
+            source = LiveCollector(interval_s=interval, oom_lookback_s=settings.oom_lookback_s)
         refresher = Refresher(source, state, lambda h: advise(h, config), interval_s=interval,
-                              speed=args.speed or 1.0, on_error=_report)
-        if args.once:
+                              speed=args.speed or 1.0, on_error=_report, thresholds=config.thresholds)
+        if server is None:  # --once
             _once(source, refresher, interval)
             sys.stdout.write(metrics_text(registry))
             sys.stdout.flush()
             print_notices(source, "pinmon export")  # a recording that ends early says so
             return 0
-        return _serve(args, source, refresher, server)
+        return _serve(args, settings, source, refresher, server)
     finally:
         if server is not None:
             server.stop()
@@ -167,11 +165,12 @@ def _show_listen(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _serve(args, source, refresher, server) -> int:
+def _serve(args: argparse.Namespace, settings: Settings, source: Source, refresher: Refresher,
+           server: MetricsServer) -> int:
     stop = threading.Event()
-    previous = {}
+    previous: dict[signal.Signals, Union[Callable[[int, Optional[FrameType]], object], int, None]] = {}
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: Optional[FrameType]) -> None:
         stop.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -179,14 +178,14 @@ def _serve(args, source, refresher, server) -> int:
             previous[sig] = signal.signal(sig, handler)
         except (ValueError, OSError):  # not the main thread (a test): Ctrl-C still raises
             pass
-    prober = None
+    prober: Optional[ProbeLoop] = None
     try:
         server.start()
         refresher.start()
         what = f"replay of {printable(args.replay, ERROR_CHARS)}" if args.replay else "live"
         _say(f"serving {server.url} ({what})")
-        if args.sub_probe_every is not None:
-            prober = _start_prober(args, source, refresher.state)
+        if settings.probe_every_s is not None:
+            prober = _start_prober(settings, source, refresher.state)
         notified = False
         while not stop.wait(0.2):
             if refresher.finished.is_set() and not notified:
@@ -203,7 +202,7 @@ def _serve(args, source, refresher, server) -> int:
     return 0
 
 
-def _start_prober(args, source, state):
+def _start_prober(settings: Settings, source: Source, state: ExportState) -> Optional[ProbeLoop]:
     from ...export.background_probe import ProbeLoop
     from ...probe import probe_available
 
@@ -211,5 +210,7 @@ def _start_prober(args, source, state):
     if not ok:
         _say(f"{printable(reason, ERROR_CHARS)}; serving without probes")
         return None
-    max_pinned = args.sub_max_pinned if args.sub_max_pinned is not None else args.max_pinned
-    return ProbeLoop(_probe_runner(max_pinned), source, state, args.sub_probe_every, on_error=_report).start()
+    every_s = settings.probe_every_s
+    if every_s is None:  # no --probe-every: nothing to schedule
+        return None
+    return ProbeLoop(_probe_runner(settings.max_pinned_bytes), source, state, every_s, on_error=_report).start()

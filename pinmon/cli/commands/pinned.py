@@ -8,17 +8,26 @@ a maps file).
 """
 from __future__ import annotations
 
+import argparse
 import os
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from ...collect.processes.resident import CAPPED_TOTAL_NOTICE, capped_totals
 from ...limits import MAX_MAPS_BYTES
 from ..common import UsageError, dumps, pid_arg
+from ..options import Settings, shared
+from ..parser import Commands
+
+if TYPE_CHECKING:
+    from ...collect.processes.procmaps import PinnedEstimate
+    from ...model import Cgroup, ProcessPinned, Snapshot
 
 JSON_SCHEMA = "pinmon.pinned/2"
 
 
-def add_parser(sub) -> None:
-    pn = sub.add_parser("pinned", help="per-process pinned memory table (estimated from /proc/PID/maps)",
+def add_parser(sub: Commands) -> None:
+    pn = sub.add_parser("pinned", parents=shared("config"),
+                        help="per-process pinned memory table (estimated from /proc/PID/maps)",
                         description="Per-process CUDA pinned and write-combined memory, estimated from /proc/PID/maps.")
     pn.add_argument("--pid", type=pid_arg, action="append", default=None, metavar="PID", help="only this process (repeatable)")
     pn.add_argument("--maps-file", action="append", default=None, metavar="FILE",
@@ -26,7 +35,7 @@ def add_parser(sub) -> None:
     pn.add_argument("--json", action="store_true", help="print JSON")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from ...collect.live import cap_rows_to_ram
     from ...model import HeldMemory, ProcessIdentity, ProcessPinned
 
@@ -42,7 +51,7 @@ def run(args) -> int:
         if not est.is_cuda:
             notes.append(f"{path}: no /dev/nvidia* mapping: not a CUDA process, nothing counted")
     live_rows: list[ProcessPinned] = []
-    groups: tuple = ()
+    groups: tuple[Cgroup, ...] = ()
     live_pinned = live_wc = 0
     if args.pid or not args.maps_file:
         snap = _live_snapshot(args.pid)
@@ -83,7 +92,7 @@ def run(args) -> int:
     return 0
 
 
-def _live_snapshot(pids):
+def _live_snapshot(pids: Optional[list[int]]) -> Snapshot:
     """A snapshot of this machine's CUDA processes (only ``pids`` when given), host memory and the
     kernel's pinned count, by the live collector without NVML: a traced process's row carries its
     tracer's figures, within what the kernel shows."""
@@ -92,11 +101,11 @@ def _live_snapshot(pids):
     for pid in pids or []:
         if not os.path.exists(f"/proc/{pid}"):
             raise UsageError(f"pid {pid}: no such process")
-    with LiveCollector(use_nvml=False, pids=pids, kernel_read_every_s=0) as col:
+    with LiveCollector(use_nvml=False, pids=pids, kernel_read_every_s=0, oom_lookback_s=0) as col:
         return col.snapshot()
 
 
-def _print_table(rows, groups, notes) -> None:
+def _print_table(rows: Sequence[ProcessPinned], groups: Sequence[Cgroup], notes: Sequence[str]) -> None:
     from ...outputs.text import grouped_process_lines
     from ...units import printable
 
@@ -111,7 +120,7 @@ def _print_table(rows, groups, notes) -> None:
           " VMPIN = the kernel's VmPin (io_uring, RDMA)")
 
 
-def _estimate_maps_file(path: str):
+def _estimate_maps_file(path: str) -> PinnedEstimate:
     """The pinned estimate of a saved /proc/PID/maps file; UsageError for anything else."""
     from ...collect.processes.procmaps import estimate_pinned, parse_maps
     from ...recording.infile import InputError, read_capped

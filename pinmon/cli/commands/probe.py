@@ -10,21 +10,28 @@ bad arguments.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import sys
-from typing import Optional, TextIO
+from typing import TYPE_CHECKING, Any, Optional, Sequence, TextIO
 
-from ..common import UsageError, cuda_device_arg, size_arg
+from ..common import UsageError, cuda_device_arg
+from ..options import Settings, shared
+from ..parser import Commands
+
+if TYPE_CHECKING:
+    from ...model import ProbeResult
 
 PROBE_SCHEMA = "pinmon.probe/1"
 JSON_SCHEMA = PROBE_SCHEMA
 EXIT_UNAVAILABLE = 3
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Commands) -> None:
     p = sub.add_parser(
-        "probe", help="measure pinned vs pageable transfers on this GPU (needs CuPy)",
+        "probe", parents=shared("config", "max_pinned"),
+        help="measure pinned vs pageable transfers on this GPU (needs CuPy)",
         description="Measure host<->device copies from pinned and pageable memory with CuPy: GB/s, "
                     "speedup, share of the PCIe link. Pinned memory used is capped (default 256M, never "
                     "over 5% of available RAM) and freed before exit, also on Ctrl-C. "
@@ -38,8 +45,6 @@ def add_parser(sub) -> None:
                         "remote to the GPU); on a one-node host say so and exit 0")
     p.add_argument("--gpu", type=cuda_device_arg, default=0, metavar="N|all",
                    help="CUDA device index (CUDA's numbering, as in CUDA_VISIBLE_DEVICES), or all (default 0)")
-    p.add_argument("--max-pinned", type=size_arg, default=None, metavar="SIZE", dest="sub_max_pinned",
-                   help="cap on pinned bytes (default 256M, never over 5%% of available RAM)")
     p.add_argument("--json", action="store_true",
                    help=f'print {{"schema": "{PROBE_SCHEMA}", "results": [...]}}')
 
@@ -53,13 +58,13 @@ def probe_kinds(sweep: bool, modes: bool) -> list[str]:
     return kinds
 
 
-def one_node_text(nodes) -> str:
+def one_node_text(nodes: Sequence[int]) -> str:
     where = f" (node {nodes[0]})" if nodes else ""
     return (f"this host has one NUMA node{where}: host memory is equally near every GPU, nothing to compare;"
             " no NUMA probe run")
 
 
-def nvml_links(nvml=None) -> dict[str, tuple[Optional[str], Optional[float]]]:
+def nvml_links(nvml: object = None) -> dict[str, tuple[Optional[str], Optional[float]]]:
     """{PCI address as sysfs spells it: (GPU name, link theoretical bytes/s)} from NVML; {} when NVML is
     unavailable. NVML and CUDA spell bus ids differently ("00000000:1B:00.0", "0000:1b:00.0")."""
     from ...collect.nvml import NvmlCollector, sysfs_pci_address
@@ -103,12 +108,12 @@ class ProgressBar:
             self.shown = False
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from ...collect.nvml import sysfs_pci_address
     from ...outputs.probe_text import format_probe, unavailable_text
     from ...probe import cuda_devices, run_probe
 
-    max_pinned = args.sub_max_pinned if args.sub_max_pinned is not None else args.max_pinned
+    max_pinned = settings.max_pinned_bytes
     kinds = probe_kinds(args.sweep, args.modes)
     # Whether there is a GPU to probe comes first: "nothing to compare" is only true of a box that has one.
     devices, reason = cuda_devices()
@@ -118,7 +123,7 @@ def run(args) -> int:
             print(json.dumps({"schema": PROBE_SCHEMA, "status": "unavailable",
                               "reason": unavailable_text(reason), "results": []}, indent=1))
         return EXIT_UNAVAILABLE
-    nodes: tuple = ()
+    nodes: Sequence[int] = ()
     if getattr(args, "numa", False):
         from ...collect.host.numa import list_nodes
 
@@ -143,7 +148,8 @@ def run(args) -> int:
     links = nvml_links()
     bar_stream = sys.stderr if sys.stderr.isatty() else None
     width = shutil.get_terminal_size((80, 24)).columns
-    results, payload = [], []
+    results: list[ProbeResult] = []
+    payload: list[dict[str, Any]] = []
     for index, bus in chosen:
         name, link = links.get(sysfs_pci_address(bus) or "", (None, None))
         for kind in kinds:
@@ -170,7 +176,7 @@ def run(args) -> int:
                 sys.stdout.flush()
     failed = [r for r in results if r.status != "ok"]
     if args.json:
-        doc = {"schema": PROBE_SCHEMA, "status": "unavailable" if failed else "ok"}
+        doc: dict[str, Any] = {"schema": PROBE_SCHEMA, "status": "unavailable" if failed else "ok"}
         if failed:
             doc["reason"] = "; ".join(f"GPU {r.gpu_index} {r.kind}: {unavailable_text(r.reason)}" for r in failed)
         print(json.dumps({**doc, "results": payload}, indent=1))

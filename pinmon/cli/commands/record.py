@@ -7,23 +7,25 @@ written before a stop stays readable.
 """
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import threading
 import time
+from types import FrameType
+from typing import Optional
 
-from ...limits import MAX_INTERVAL_S, MIN_INTERVAL_S
-from ..common import UsageError, duration_arg, interval_arg, load_config, plural
+from ..common import UsageError, duration_arg, plural
+from ..options import Settings, shared
+from ..parser import Commands
 
 
-def add_parser(sub) -> None:
-    r = sub.add_parser("record", help="write snapshots as JSON lines (gzip for .gz) for replay",
+def add_parser(sub: Commands) -> None:
+    r = sub.add_parser("record", parents=shared("config", "interval", "oom_lookback"),
+                       help="write snapshots as JSON lines (gzip for .gz) for replay",
                        description="Record snapshots as JSON lines (gzip when FILE ends in .gz). Never overwrites a file.")
     r.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="the new file to write (an existing file is never overwritten; - for standard output); gzip when it ends in .gz")
-    r.add_argument("--interval", type=interval_arg, default=None, metavar="S", dest="sub_interval",
-                   help=f"seconds between snapshots, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g}"
-                        " (default 1, or the config file's)")
     r.add_argument("--duration", type=duration_arg, default=None, metavar="S",
                    help="stop after S seconds, with a last snapshot then (default: until Ctrl-C)")
 
@@ -31,7 +33,7 @@ def add_parser(sub) -> None:
 def _install_stop_signals(stop: threading.Event) -> None:
     """Ctrl-C, SIGTERM and SIGHUP set ``stop``: the wait for the next snapshot ends at once, and no
     snapshot or write is cut in the middle."""
-    def handler(signum, frame):
+    def handler(signum: int, frame: Optional[FrameType]) -> None:
         stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -45,12 +47,11 @@ def wait_for_stop(stop: threading.Event, seconds: float) -> None:
     stop.wait(seconds)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from ...collect.live import LiveCollector
     from ...recording import Recorder, RecordingError
 
-    config = load_config(args.config)
-    interval = args.sub_interval or args.interval or config.interval_s
+    interval = settings.interval_s
     try:
         rec = Recorder(args.output)
     except RecordingError as e:
@@ -60,7 +61,7 @@ def run(args) -> int:
     start = time.monotonic()
     deadline = None if args.duration is None else start + args.duration
     try:
-        with rec, LiveCollector(interval_s=interval) as col:
+        with rec, LiveCollector(interval_s=interval, oom_lookback_s=settings.oom_lookback_s) as col:
             col.snapshot()  # the first one only starts the rates
             next_t = start + interval
             while True:

@@ -25,13 +25,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Mapping, Optional
 
 from ..common import UsageError
+from ..options import Settings, shared
+from ..parser import Commands
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Commands) -> None:
     p = sub.add_parser(
-        "trace", help="run a Python GPU program with the in-process tracer (exact per-process figures)",
+        "trace", parents=shared("config"),
+        help="run a Python GPU program with the in-process tracer (exact per-process figures)",
         description="Run CMD with pinmon's in-process tracer: every Python process it starts that imports "
                     "a CUDA library (CuPy, PyTorch, JAX, numba.cuda, cuda-python, ...) reports its pinned "
                     "allocations and host<->device copies every 0.5 s to the per-user report directory, "
@@ -54,7 +58,8 @@ def bootstrap_dir() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(trace.__file__)), "bootstrap")
 
 
-def traced_env(environ=None, trace_dir=None, engine=None) -> dict:
+def traced_env(environ: Optional[Mapping[str, str]] = None, trace_dir: Optional[str] = None,
+               engine: Optional[str] = None) -> dict[str, str]:
     """The environment that injects the tracer into Python processes."""
     env = dict(os.environ if environ is None else environ)
     boot = bootstrap_dir()
@@ -73,7 +78,7 @@ def traced_env(environ=None, trace_dir=None, engine=None) -> dict:
     return env
 
 
-def say_engine(cmd: list, environ: dict, env: dict) -> None:
+def say_engine(cmd: list[str], environ: dict[str, str], env: dict[str, str]) -> None:
     """The one line on the engine the program will get (``pinmon.trace.target``); where that is known,
     the traced process speaks up only if it gets another."""
     from ...trace.target import check, driver_branch
@@ -89,10 +94,8 @@ def say_engine(cmd: list, environ: dict, env: dict) -> None:
         env["PINMON_TRACE_EXPECT"] = expected
 
 
-def run(args) -> int:
-    cmd = list(args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    cmd = list(args.cmd)  # everything from CMD on, as given (parser.CliParser: never parsed by pinmon)
     if not cmd:
         raise UsageError("trace: no command given (pinmon trace -- python train.py ...)")
     from ...trace import bad_engine_env, engine_mode

@@ -5,13 +5,19 @@ For a group's cgroup (``ownership.CgroupPaths``), on the hierarchy that holds th
 
 | figure | cgroup v2 | cgroup v1 |
 | --- | --- | --- |
-| limit | the smallest ``memory.max`` on the path from the group up to the mount's root | ``memory.limit_in_bytes`` likewise; the huge page-aligned "unlimited" value (>= 2**60) is no limit |
+| limit | the smallest ``memory.max`` on the path from each of the group's processes' own cgroups up to the mount's root; ``max`` is no limit, ``0`` a limit of zero bytes (nothing can be charged) | ``memory.limit_in_bytes`` likewise; no limit reads as the huge page-aligned value (>= 2**60, what writing ``-1`` sets); ``0`` is a limit of zero bytes (the kernel takes it on an empty cgroup) |
 | usage | ``memory.current`` | ``memory.usage_in_bytes`` |
 | OOM kills | ``oom_kill`` in ``memory.events`` (counts the group's descendants too) | ``oom_kill`` in ``memory.oom_control`` (kernel 4.13+; counts only kills of tasks in that very cgroup) |
 
 An ancestor's limit binds its descendants (v1: with ``memory.use_hierarchy``, always on since 5.16),
 which is why the walk goes up to the root: a pod's limit sits on the pod slice above its containers,
-a Slurm job's on ``job_<j>`` above its steps.
+a Slurm job's on ``job_<j>`` above its steps. A limit below the group's own cgroup binds the
+processes there: a Slurm step is the group while its processes sit in ``step_0/user/task_<n>``,
+so the walk starts at each process's own cgroup (``read``'s ``leaves``), and the group's limit is the
+tightest of all, whatever order its processes come in.
+
+This is pinmon's one limit walker: the host's figure for pinmon's own cgroup
+(``collect/host/memory.py``) is read through it too.
 
 Cost: ``read`` takes every group of one snapshot at once and reads each cgroup's usage once, however
 many processes it holds. Its files stay open (up to ``MAX_OPEN_FILES``; past that a file is opened
@@ -31,7 +37,7 @@ import os
 import posixpath
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from .mounts import CgroupMounts, Mount, read_mounts, to_dir
 from .ownership import CgroupPaths
@@ -44,6 +50,7 @@ MAX_DIGITS = 20               # past 64 bits: not a figure the kernel writes
 # Files kept open between snapshots (three per group: ~80 groups), well under a process's usual
 # limit of 1024 open files (the exporter's sockets and pinmon's other readers need the rest).
 MAX_OPEN_FILES = 256
+MAX_LEAF_PLANS = 16384
 
 V2_FILES = ("memory.max", "memory.current", "memory.events")
 V1_FILES = ("memory.limit_in_bytes", "memory.usage_in_bytes", "memory.oom_control")
@@ -126,6 +133,8 @@ class CgroupMemoryReader:
         self._limits: dict[str, tuple[float, Optional[int], Optional[str]]] = {}
         # group -> (figures read at, _plan's tuple, _slow_part's tuple)
         self._groups: dict[CgroupPaths, tuple[float, tuple, tuple]] = {}
+        # (group, a process's own cgroup below it) -> _leaf_walk's tuple
+        self._leaf_plans: dict[tuple[CgroupPaths, CgroupPaths], tuple] = {}
         self._swept_at = clock()
         # file path -> (last read at, fd): kept open, read from offset 0
         self._open: dict[str, tuple[float, int]] = {}
@@ -257,7 +266,33 @@ class CgroupMemoryReader:
             notes.append(note)
         return limit, limit_path, ooms, tuple(notes)
 
-    def read_one(self, group: CgroupPaths, now: Optional[float] = None) -> CgroupMemory:
+    def _leaf_walk(self, group: CgroupPaths, plan: tuple, leaf: CgroupPaths) -> tuple:
+        """[(limit file, cgroup path)] of the cgroups from ``leaf`` (a process's own cgroup) up to,
+        not including, the group's: empty where ``leaf`` is not below it. Worked out once."""
+        kept = self._leaf_plans.get((group, leaf))
+        if kept is not None:
+            return kept
+        walk: list[tuple[str, str]] = []
+        version, mount, path = self._hierarchy(leaf)
+        usage_file = plan[3]
+        if mount is not None and path is not None and usage_file is not None:
+            group_dir = posixpath.dirname(usage_file)
+            directory, _why = to_dir(mount, path)
+            if directory is not None and directory.startswith(group_dir + "/"):
+                limit_name = (V2_FILES if version == 2 else V1_FILES)[0]
+                d = directory
+                while d != group_dir and len(d) > len(group_dir):
+                    walk.append((posixpath.join(d, limit_name), _cgroup_path_of(mount, d)))
+                    d = posixpath.dirname(d)
+        if len(self._leaf_plans) >= MAX_LEAF_PLANS:
+            self._leaf_plans.clear()
+        self._leaf_plans[(group, leaf)] = out = tuple(walk)
+        return out
+
+    def read_one(self, group: CgroupPaths, now: Optional[float] = None,
+                 leaves: Sequence[CgroupPaths] = ()) -> CgroupMemory:
+        """``group``'s figures; ``leaves``: its processes' own cgroups below it, in a fixed order,
+        whose limits bind those processes too (the tightest of all is the group's)."""
         now = self._clock() if now is None else now
         kept = self._groups.get(group)
         if kept is None or now - kept[0] >= self.recheck_s:
@@ -266,6 +301,13 @@ class CgroupMemoryReader:
             self._groups[group] = kept
         version, path, _note, usage_file, _events, _walk = kept[1]
         limit, limit_path, ooms, notes = kept[2]
+        for leaf in leaves:
+            for limit_file, cgroup_path in self._leaf_walk(group, kept[1], leaf):
+                value, note = self._limit_at(limit_file, now)
+                if note:
+                    notes = notes + (note,)
+                if value is not None and (limit is None or value < limit):
+                    limit, limit_path = value, cgroup_path
         current = None
         if usage_file is not None:
             text, why = self._read_kept(usage_file, now)
@@ -274,13 +316,16 @@ class CgroupMemoryReader:
                 notes = notes + (f"{posixpath.basename(usage_file)}: {why or 'not a number'}",)
         return CgroupMemory(version, path, limit, limit_path, current, ooms, tuple(dict.fromkeys(notes)))
 
-    def read(self, groups: Iterable[CgroupPaths]) -> dict[CgroupPaths, CgroupMemory]:
-        """Every distinct group's figures, each cgroup's usage read once."""
+    def read(self, groups: Iterable[CgroupPaths],
+             leaves: Optional[Mapping[CgroupPaths, Sequence[CgroupPaths]]] = None) -> dict[CgroupPaths, CgroupMemory]:
+        """Every distinct group's figures, each cgroup's usage read once; ``leaves``: per group, its
+        processes' own cgroups below it (``read_one``)."""
         now = self._clock()
+        leaves = leaves or {}
         out: dict[CgroupPaths, CgroupMemory] = {}
         for group in groups:
             if group not in out:
-                out[group] = self.read_one(group, now)
+                out[group] = self.read_one(group, now, leaves.get(group, ()))
         if now - self._swept_at >= self.recheck_s:
             self._swept_at = now
             self._forget_older_than(now - 3 * self.recheck_s)
@@ -297,5 +342,6 @@ class CgroupMemoryReader:
             del self._limits[f]
         for group in [g for g, entry in self._groups.items() if entry[0] < t]:
             del self._groups[group]
+        self._leaf_plans.clear()
         for path in [p for p, (read_at, _fd) in self._open.items() if read_at < t]:
             os.close(self._open.pop(path)[1])

@@ -25,6 +25,9 @@ Sources, cheapest first (paths under the reader's ``root``):
    runtimes' defaults (a changed ``state``/``runroot``/``data-root`` hides them).
 3. Otherwise the id: ``Names()`` with nothing set.
 
+A group in a delegated subtree (``Owner.delegated_uid``) gets no names at all: its path's claim to
+a pod or container is its user's word, and the real pod's names would lend it that pod's face.
+
 Not used: the kubelet's pod directories ``/var/lib/kubelet/pods/<uid>/`` hold neither the
 namespace nor a map from container id to name (``containers/<name>/`` lists names only), and the
 pod name in ``etc-hosts`` is the pod's hostname, which a spec can set to anything. Podman keeps
@@ -263,6 +266,10 @@ class NameResolver:
         return names_from_docker_config(got.data, pod_uid)
 
     def names(self, owner: Owner) -> Names:
+        if owner.delegated_uid is not None:
+            # A user's own cgroup named after a pod or container: the node's records of that pod or
+            # container are not this group's, and lending their names would make it pass for it.
+            return NO_NAMES
         if owner.kind == KIND_POD:
             if owner.container_id and not owner.helper:
                 found = self.containers.get(owner.container_id) or self._state(owner, owner.container_id)

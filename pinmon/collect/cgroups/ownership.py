@@ -29,6 +29,20 @@ Path forms, as the runtimes write them:
 - systemd: the deepest ``*.service`` or ``*.scope`` (``session-3.scope`` under ``user-1000.slice``,
   units under ``user@1000.service``).
 
+**Delegated subtrees.** On cgroup v2 a user owns ``user@UID.service`` and everything below it
+(systemd delegates it; rootless Podman and Docker make their containers there), and an
+administrator may hand a v1 or v2 directory to a user with ``chown``. A user can name a cgroup there
+after anything: pod UIDs and container ids are readable by anyone in ``/proc/PID/cgroup``. So an
+identity claimed below a delegated directory is that user's: ``delegated_uid`` is set, the owner is
+shown as "user 1500: podman a42d519714d6", its key carries the user, and no name is taken from the
+node's records of the real pod or container (``names.py``). The ``user@UID.service`` rule is read
+here from the path; the directory owner rule needs a look at the directories (``delegation.py``),
+which ``delegated`` applies.
+
+**Keys.** A group's key holds its kind, its ids and its cgroup path (``path_id``): two cgroups are
+never one group, whatever their names claim, and every process of one container (cut at the same
+component) shares one key.
+
 Container ids are 64 lower-case hex digits, job and step numbers at most 10 digits, unit names
 systemd's alphabet. A component that claims a kind but whose id fails its check is not trusted:
 the owner is the plain path. Every text an ``Owner`` shows is ``printable`` and bounded; ``..``
@@ -37,7 +51,9 @@ limits reader can refuse it, and skipped when looking for owners.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
@@ -57,6 +73,8 @@ DISPLAY_MAX_CHARS = 64      # an owner's name in a table cell, a label, a findin
 PATH_MAX_CHARS = 96         # a plain path shown: its tail, where the leaf names the group
 SHORT_ID_CHARS = 12         # as docker ps and crictl show container ids
 MAX_LINES = 64              # a real file has at most ~16 (one per hierarchy)
+KEY_PATH_CHARS = 160        # a path kept whole in a key; a longer one is its head and a digest
+DIGEST_CHARS = 16           # hex digits of sha256: 64 bits
 
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
@@ -105,20 +123,48 @@ class Owner:
     slurm_step: Optional[str] = None      # a number, "batch", "extern" or "interactive"
     unit: Optional[str] = None            # systemd unit, e.g. "nginx.service", "session-3.scope"
     user_uid: Optional[int] = None        # user@UID.service / user-UID.slice / Slurm uid_UID
+    # The user who owns the delegated subtree the group sits in (a user@UID.service ancestor, or a
+    # directory on its path not owned by root): what the path claims is that user's word.
+    delegated_uid: Optional[int] = None
+    # The process's own cgroup, below the group's (a Slurm task under its step): a limit set there
+    # binds the process too. Not part of the owner's identity.
+    process_cgroup: CgroupPaths = dataclasses.field(default=CgroupPaths(), compare=False)
 
     @functools.cached_property
     def key(self) -> str:
-        """A stable identity of the group, printable: equal for every process of one group (made once
-        per owner: the owner cache hands the same object out every snapshot)."""
+        """A stable identity of the group, printable and bounded: equal for every process of one
+        group, different for two cgroups (made once per owner: the owner cache hands the same object
+        out every snapshot)."""
+        user = f"user/{self.delegated_uid}/" if self.delegated_uid is not None else ""
+        path = path_id(self.memory_path)
         if self.kind == KIND_POD:
             tail = self.container_id or "-"
-            return f"pod/{self.pod_uid}/{tail}" + (f"/{self.helper}" if self.helper else "")
-        if self.kind in (KIND_DOCKER, KIND_PODMAN):
-            return f"{self.kind}/{self.container_id}" + (f"/{self.helper}" if self.helper else "")
-        if self.kind == KIND_SLURM:
-            return f"slurm/{self.slurm_job}/{self.slurm_step or '-'}"
-        path = self.cgroup.v1_memory if self.cgroup.v1_memory is not None else self.cgroup.v2
-        return f"{self.kind}/{printable(path, 4096)}"
+            ident = f"pod/{self.pod_uid}/{tail}" + (f"/{self.helper}" if self.helper else "")
+        elif self.kind in (KIND_DOCKER, KIND_PODMAN):
+            ident = f"{self.kind}/{self.container_id}" + (f"/{self.helper}" if self.helper else "")
+        elif self.kind == KIND_SLURM:
+            ident = f"slurm/{self.slurm_job}/{self.slurm_step or '-'}"
+        else:
+            return f"{user}{self.kind}/{path}"
+        return f"{user}{ident}@{path}"
+
+    @property
+    def memory_path(self) -> Optional[str]:
+        """The group's path in the hierarchy that holds the memory controller where there is one (v1
+        memory's line, else the unified one's)."""
+        return self.cgroup.v1_memory if self.cgroup.v1_memory is not None else self.cgroup.v2
+
+
+def path_id(path: Optional[str]) -> str:
+    """A cgroup path as part of a key: the path itself where it is printable and at most
+    ``KEY_PATH_CHARS`` long, else its printable head, "…#" and a digest of the whole path, so two
+    paths never share a key and a key stays short."""
+    if path is None:
+        return "n/a"
+    if len(path) <= KEY_PATH_CHARS and path.isprintable() and "…#" not in path:
+        return path
+    digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
+    return f"{printable(path, 48)}…#{digest}"
 
 
 def short_id(container_id: str) -> str:
@@ -334,7 +380,20 @@ def classify_path(path: str) -> Optional[_Found]:
     for finder in (_find_pod, _find_slurm, _find_container, _find_unit):
         found = finder(comps)
         if found is not None:
+            uid = _delegating_user(comps[:found.depth])
+            if uid is not None and found.kind != "bad":
+                return _Found(found.kind, found.depth, found.fields + (("delegated_uid", uid),))
             return found
+    return None
+
+
+def _delegating_user(comps: list[str]) -> Optional[int]:
+    """The uid of the outermost ``user@UID.service`` among ``comps`` (the group's path): systemd
+    hands that subtree to the user, who may name cgroups below it as they like."""
+    for comp in comps:
+        m = _USER_SERVICE.match(comp)
+        if m:
+            return int(m.group(1))
     return None
 
 
@@ -353,6 +412,7 @@ def _cut(path: Optional[str], found: Optional[_Found]) -> Optional[str]:
 
 
 def _display(kind: str, f: dict, path: Optional[str]) -> str:
+    delegated = f.get("delegated_uid")
     if kind == KIND_POD:
         s = f"pod {f['pod_uid'][:8]}"
         if f.get("container_id"):
@@ -363,13 +423,31 @@ def _display(kind: str, f: dict, path: Optional[str]) -> str:
         s = f"job {f['slurm_job']}" + (f".{f['slurm_step']}" if f.get("slurm_step") else "")
     elif kind == KIND_SYSTEMD:
         s = printable(f["unit"], DISPLAY_MAX_CHARS)
-        if f.get("user_uid") is not None:
+        if f.get("user_uid") is not None and delegated is None:
             s = f"{s} (uid {f['user_uid']})"
     else:
         return bounded_path(path, DISPLAY_MAX_CHARS) if path is not None else "n/a"
     if f.get("helper"):
         s += f" ({f['helper']})"
+    if delegated is not None:
+        s = f"user {delegated}: {s}"
     return printable(s, DISPLAY_MAX_CHARS)
+
+
+_OWNER_FIELDS = ("pod_uid", "qos", "container_id", "runtime", "podman_pod_id", "helper", "slurm_job",
+                 "slurm_step", "unit", "user_uid")
+
+
+def delegated(owner: Owner, uid: int) -> Owner:
+    """``owner`` as the word of user ``uid``, who owns a directory on its path (``delegation.py``):
+    shown as that user's, with a key of its own. An owner already delegated, or with no cgroup line,
+    is returned as it is."""
+    if owner.delegated_uid is not None or owner.kind == KIND_UNKNOWN:
+        return owner
+    fields = {k: getattr(owner, k) for k in _OWNER_FIELDS}
+    fields["delegated_uid"] = uid
+    return dataclasses.replace(owner, delegated_uid=uid,
+                               display=_display(owner.kind, fields, owner.memory_path))
 
 
 def owner_of(text: str) -> Owner:
@@ -393,9 +471,10 @@ def owner_of(text: str) -> Owner:
         if found is not None:  # a forged or unknown id: trust no other line either
             chosen = None
             break
+    own = CgroupPaths(v2, v1_mem)
     if chosen is None:
         plain = v1_mem if v1_mem is not None else v2 if v2 is not None else others[0]
-        return Owner(KIND_CGROUP, bounded_path(plain, DISPLAY_MAX_CHARS), CgroupPaths(v2, v1_mem))
+        return Owner(KIND_CGROUP, bounded_path(plain, DISPLAY_MAX_CHARS), own, process_cgroup=own)
     fields = dict(chosen.fields)
     paths = []
     for group_path in (v2, v1_mem):
@@ -403,4 +482,14 @@ def owner_of(text: str) -> Owner:
         same = found is not None and found.kind == chosen.kind and found.fields == chosen.fields
         paths.append(_cut(group_path, found) if same else group_path)
     return Owner(chosen.kind, _display(chosen.kind, fields, None), CgroupPaths(*paths),
-                 **{k: v for k, v in fields.items() if v is not None})
+                 process_cgroup=own, **{k: v for k, v in fields.items() if v is not None})
+
+
+def owner_of_path(path: str, v1_memory: bool) -> Owner:
+    """The owner a process in cgroup ``path`` of the memory hierarchy (v1's when ``v1_memory``, else
+    the unified one) would have: a cgroup the kernel names in its log, whose processes may be gone.
+    A path with a line break (a cgroup name can hold one) is a plain path, never a second line."""
+    if not path.startswith("/") or any(c in path for c in "\n\r\0"):
+        return Owner(KIND_CGROUP, bounded_path(path, DISPLAY_MAX_CHARS),
+                     CgroupPaths(None, path) if v1_memory else CgroupPaths(path, None))
+    return owner_of(f"1:memory:{path}\n" if v1_memory else f"0::{path}\n")

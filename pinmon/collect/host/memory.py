@@ -4,9 +4,12 @@ Inside a container /proc/meminfo (and psutil) report the host's RAM, while the c
 the OOM killer enforces; ``effective_mem_limit_bytes`` is the smaller of the two. Every reader takes
 a ``root`` so tests can point it at a fake tree, and returns None for what it cannot read.
 
-The live collector reads this every second through ``HostMemoryReader``, which finds the tightest
-cgroup limit (a walk over the cgroup's ancestors, a file each) once per ``CGROUP_RECHECK_S`` and
-reads only /proc/meminfo and that cgroup's usage in between: a changed limit shows within that time.
+The cgroup limit is that of pinmon's own cgroup (``/proc/self/cgroup``), read by the one limit
+walker, ``collect/cgroups/limits.py``: the hierarchy that holds the memory controller found from
+mountinfo, the tightest limit from the cgroup up to the mount's root, ``0`` a limit of zero bytes
+on both versions. The live collector reads this every second through ``HostMemoryReader``, which
+reads /proc/self/cgroup again once per ``CGROUP_RECHECK_S``; the walker itself keeps limits for its
+own recheck time and reads the cgroup's usage each time.
 """
 from __future__ import annotations
 
@@ -16,11 +19,11 @@ import socket
 import time
 from typing import Callable, Optional
 
+from ..cgroups.limits import CgroupMemory, CgroupMemoryReader
+from ..cgroups.ownership import CgroupPaths, parse_proc_cgroup
 from ..rawfile import read_bytes
 
-# cgroup v1 reports "no limit" as a huge page-aligned number (e.g. 9223372036854771712).
-_UNLIMITED_FLOOR = 1 << 60
-# How long the live reader keeps the tightest cgroup limit it found before walking the cgroups again.
+# How long the live reader keeps pinmon's own cgroup before reading /proc/self/cgroup again.
 CGROUP_RECHECK_S = 10.0
 
 
@@ -60,66 +63,16 @@ def _read(path: str) -> Optional[str]:
         return None
 
 
-def parse_cgroup_limit(text: Optional[str]) -> Optional[int]:
-    """Contents of memory.max / memory.limit_in_bytes -> bytes, None for 'max', unlimited or junk."""
-    if text is None:
-        return None
-    s = text.strip()
-    if not s or s == "max":
-        return None
-    try:
-        value = int(s)
-    except ValueError:
-        return None
-    if value <= 0 or value >= _UNLIMITED_FLOOR:
-        return None
-    return value
+def own_cgroup(root: str = "/") -> CgroupPaths:
+    """pinmon's own cgroup in each hierarchy that may hold the memory controller."""
+    v2, v1_memory, _others = parse_proc_cgroup(_read(os.path.join(root, "proc/self/cgroup")) or "")
+    return CgroupPaths(v2, v1_memory)
 
 
 def cgroup_memory_limit(root: str = "/") -> Optional[int]:
-    """The tightest memory limit on this process's cgroup and its ancestors (v2, else v1)."""
-    found = _tightest_cgroup(root)
-    return found[0] if found else None
-
-
-def _tightest_cgroup(root: str) -> Optional[tuple[int, str, str]]:
-    """(limit bytes, cgroup dir, usage file name) of the tightest limit, or None."""
-    cgroup = _read(os.path.join(root, "proc/self/cgroup")) or ""
-    v2_path, v1_path = None, None
-    for line in cgroup.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        hier, controllers, path = parts
-        if hier == "0" and controllers == "":
-            v2_path = path
-        elif "memory" in controllers.split(","):
-            v1_path = path
-    limits: list[tuple[int, str, str]] = []
-    for base, rel, name, usage in (
-            (os.path.join(root, "sys/fs/cgroup"), v2_path, "memory.max", "memory.current"),
-            (os.path.join(root, "sys/fs/cgroup/memory"), v1_path, "memory.limit_in_bytes",
-             "memory.usage_in_bytes")):
-        if rel is None:
-            continue
-        # In a container the cgroup namespace makes our own cgroup look like "/", and the files
-        # sit at the mount root; outside one, walk from our cgroup up to the root.
-        rel = rel.strip().lstrip("/")
-        seen = set()
-        while True:
-            d = os.path.normpath(os.path.join(base, rel)) if rel else base
-            if d in seen:
-                break
-            seen.add(d)
-            limit = parse_cgroup_limit(_read(os.path.join(d, name)))
-            if limit is not None:
-                limits.append((limit, d, usage))
-            if not rel:
-                break
-            rel = os.path.dirname(rel)
-        if limits:
-            break
-    return min(limits) if limits else None
+    """The tightest memory limit on this process's cgroup and its ancestors, bytes; None: none."""
+    with CgroupMemoryReader(root=root) as reader:
+        return reader.read_one(own_cgroup(root)).limit_bytes
 
 
 def memlock_limit() -> tuple[Optional[int], Optional[bool]]:
@@ -135,28 +88,50 @@ def memlock_limit() -> tuple[Optional[int], Optional[bool]]:
 
 def read_host_memory(root: str = "/") -> tuple[dict, list[str]]:
     """Host memory fields for ``HostMemory`` (pinned estimate excluded) and notices."""
-    return _host_memory(root, _tightest_cgroup(root))
+    with CgroupMemoryReader(root=root) as reader:
+        own = reader.read_one(own_cgroup(root))
+        return _host_memory(root, own, limit_usage(reader, own))
+
+
+def limit_usage(reader: CgroupMemoryReader, cgroup: CgroupMemory, now: Optional[float] = None) -> Optional[int]:
+    """The usage of the cgroup that sets ``cgroup``'s limit (itself, or an ancestor whose usage
+    counts every cgroup below it), bytes; None where unknown."""
+    if cgroup.limit_path is None:
+        return None
+    if cgroup.limit_path == cgroup.path:
+        return cgroup.current_bytes
+    paths = CgroupPaths(cgroup.limit_path, None) if cgroup.version == 2 else CgroupPaths(None, cgroup.limit_path)
+    return reader.read_one(paths, now).current_bytes
 
 
 class HostMemoryReader:
-    """``read_host_memory`` for a reader that runs every second: the cgroup walk is done again only
-    after ``CGROUP_RECHECK_S``; the usage of the tightest cgroup is read each time."""
+    """``read_host_memory`` for a reader that runs every second: /proc/self/cgroup is read again only
+    after ``CGROUP_RECHECK_S``; ``memory`` (the live collector's group reader, shared) keeps the
+    limit walk for its own recheck time and reads the usage each time."""
 
-    def __init__(self, root: str = "/", clock: Callable[[], float] = time.monotonic):
+    def __init__(self, root: str = "/", clock: Callable[[], float] = time.monotonic,
+                 memory: Optional[CgroupMemoryReader] = None):
         self.root = root
         self._clock = clock
-        self._tight: Optional[tuple[int, str, str]] = None
-        self._walked_at: Optional[float] = None
+        self._own_reader = memory is None
+        self.memory = memory if memory is not None else CgroupMemoryReader(root=root, clock=clock)
+        self._own: Optional[CgroupPaths] = None
+        self._read_at: Optional[float] = None
 
     def read(self) -> tuple[dict, list[str]]:
         now = self._clock()
-        if self._walked_at is None or now - self._walked_at >= CGROUP_RECHECK_S:
-            self._tight = _tightest_cgroup(self.root)
-            self._walked_at = now
-        return _host_memory(self.root, self._tight)
+        if self._own is None or self._read_at is None or now - self._read_at >= CGROUP_RECHECK_S:
+            self._own = own_cgroup(self.root)
+            self._read_at = now
+        own = self.memory.read_one(self._own, now)
+        return _host_memory(self.root, own, limit_usage(self.memory, own, now))
+
+    def close(self) -> None:
+        if self._own_reader:
+            self.memory.close()
 
 
-def _host_memory(root: str, tight: Optional[tuple[int, str, str]]) -> tuple[dict, list[str]]:
+def _host_memory(root: str, cgroup: CgroupMemory, usage: Optional[int]) -> tuple[dict, list[str]]:
     notices: list[str] = []
     meminfo_text = _read(os.path.join(root, "proc/meminfo"))
     if meminfo_text is None:
@@ -167,15 +142,13 @@ def _host_memory(root: str, tight: Optional[tuple[int, str, str]]) -> tuple[dict
     swap_used = None
     if "SwapTotal" in info and "SwapFree" in info:
         swap_used = max(0, info["SwapTotal"] - info["SwapFree"])
-    cg = tight[0] if tight else None
+    cg = cgroup.limit_bytes
     candidates = [v for v in (total, cg) if v is not None]
     effective = min(candidates) if candidates else None
-    if tight is not None and available is not None:
-        # MemAvailable is host-wide; inside a tight cgroup the room left is bounded by the limit.
-        limit, cgroup_dir, usage_name = tight
-        usage = _cgroup_usage(cgroup_dir, usage_name)
-        if usage is not None:
-            available = min(available, max(0, limit - usage))
+    if cg is not None and available is not None and usage is not None:
+        # MemAvailable is host-wide; inside a tight cgroup the room left is bounded by the limit,
+        # less what the cgroup that sets it uses (its usage counts every cgroup below it).
+        available = min(available, max(0, cg - usage))
     lock, unlimited = memlock_limit()
     fields = {
         "hostname": socket.gethostname(),
@@ -190,13 +163,3 @@ def _host_memory(root: str, tight: Optional[tuple[int, str, str]]) -> tuple[dict
         "memlock_unlimited": unlimited,
     }
     return fields, notices
-
-
-def _cgroup_usage(cgroup_dir: str, name: str) -> Optional[int]:
-    text = _read(os.path.join(cgroup_dir, name))
-    if text is None:
-        return None
-    try:
-        return int(text.strip())
-    except ValueError:
-        return None

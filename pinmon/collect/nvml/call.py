@@ -8,7 +8,7 @@ words of those reports are here too: what each function could not read, and why 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Literal, Optional, Protocol, Sequence, get_args
 
 # NVML return codes: part of NVML's ABI, identical in every pynvml.
 NVML_ERROR_UNINITIALIZED = 1
@@ -23,8 +23,10 @@ NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
 # A driver too old for a function answers FUNCTION_NOT_FOUND: for the user that is "not supported".
 _NOT_SUPPORTED_CODES = frozenset({NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND})
 
-# Every NVML function pinmon calls (the collector, the sampler, GPM), for fakes and fault-injection tests.
-NVML_FUNCTIONS: tuple[str, ...] = (
+# Every NVML function pinmon calls (the collector, the sampler, GPM): a name outside this list is
+# a type error at the call, and typings/pynvml.pyi declares each with pynvml's signature. Listed at
+# run time in NVML_FUNCTIONS, for fakes and fault-injection tests.
+NvmlFunction = Literal[
     "nvmlInit",
     "nvmlShutdown",
     "nvmlDeviceGetCount",
@@ -47,7 +49,8 @@ NVML_FUNCTIONS: tuple[str, ...] = (
     "nvmlGpmSampleGet",
     "nvmlGpmMetricsGet",
     "nvmlGpmSampleFree",
-)
+]
+NVML_FUNCTIONS: tuple[NvmlFunction, ...] = get_args(NvmlFunction)
 
 # What a failing call could not read, in a notice's words.
 _WHAT = {
@@ -108,8 +111,11 @@ def _error_text(e: BaseException) -> str:
         return f"NVML error {getattr(e, 'value', '?')}"
 
 
-def call_nvml(nvml: Any, name: str, *args: Any) -> tuple[Any, Optional[NvmlFailure]]:
-    """Call ``nvml.<name>(*args)``; returns ``(value, None)`` or ``(None, NvmlFailure)``, never raises."""
+def call_nvml(nvml: object, name: NvmlFunction, *args: object) -> tuple[object, Optional[NvmlFailure]]:
+    """Call ``nvml.<name>(*args)``; returns ``(value, None)`` or ``(None, NvmlFailure)``, never raises.
+
+    ``nvml`` is the pynvml module or a stand-in with its names. The value is ``object``: whatever the
+    binding answered, which ``values`` checks before anything reads it."""
     fn = getattr(nvml, name, None)
     if fn is None:
         return None, NvmlFailure(name, NVML_ERROR_FUNCTION_NOT_FOUND, "not in this pynvml")
@@ -121,6 +127,12 @@ def call_nvml(nvml: Any, name: str, *args: Any) -> tuple[Any, Optional[NvmlFailu
             code = getattr(e, "value", None)
             return None, NvmlFailure(name, code if isinstance(code, int) else None, _error_text(e))
         return None, NvmlFailure(name, None, f"{type(e).__name__}: {_error_text(e)}")
+
+
+class NvmlCall(Protocol):
+    """``call_nvml``'s signature, for code that takes it (or a test's stand-in) as an argument."""
+
+    def __call__(self, nvml: object, name: NvmlFunction, *args: object) -> tuple[object, Optional[NvmlFailure]]: ...
 
 
 def failure_notice(index: int, failures: Sequence[NvmlFailure],

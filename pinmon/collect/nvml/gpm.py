@@ -13,7 +13,9 @@ counted in the next good one rather than lost; ``failing_s()`` says for how long
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol
+
+from .call import NvmlFailure, NvmlFunction
 
 # nvmlGpmMetricId_t values (pynvml's NVML_GPM_METRIC_PCIE_TX_PER_SEC / _RX_PER_SEC).
 PCIE_TX_PER_SEC, PCIE_RX_PER_SEC = 20, 21
@@ -24,7 +26,10 @@ _RATE_UNIT_BYTES = 1 << 20
 MIN_INTERVAL_S = 0.1
 _VERSION = 1  # NVML_GPM_METRICS_GET_VERSION / NVML_GPM_SUPPORT_VERSION
 
-Call = Callable[..., tuple[Any, Any]]
+class Call(Protocol):
+    """One NVML call for this GPU: ``(value, None)`` or ``(None, failure)``."""
+
+    def __call__(self, name: NvmlFunction, *args: object) -> tuple[object, Optional[NvmlFailure]]: ...
 
 
 class GpmReader:
@@ -34,12 +39,12 @@ class GpmReader:
     failures. ``clock`` stamps each sample. Use ``start()`` once; it says whether GPM works here.
     """
 
-    def __init__(self, nvml_module: Any, handle: Any, nvml: Call, clock: Callable[[], float]):
+    def __init__(self, nvml_module: object, handle: object, nvml: Call, clock: Callable[[], float]):
         self._module = nvml_module
         self._handle = handle
         self._nvml = nvml
         self._clock = clock
-        self._samples: list[Any] = []
+        self._samples: list[object] = []
         self._base: Optional[int] = None  # index in _samples of the sample that starts the interval
         self._base_time: Optional[float] = None
         self._failing_since: Optional[float] = None  # clock() of the first failed take in a row
@@ -98,7 +103,7 @@ class GpmReader:
         """Whether a sample may be taken at ``now`` (started, and ``MIN_INTERVAL_S`` since the last)."""
         return self._base_time is not None and now - self._base_time >= MIN_INTERVAL_S
 
-    def _rates(self, first: Any, second: Any) -> Optional[tuple[Optional[float], Optional[float]]]:
+    def _rates(self, first: object, second: object) -> Optional[tuple[Optional[float], Optional[float]]]:
         make = getattr(self._module, "c_nvmlGpmMetricsGet_t", None)
         if make is None:
             return None
@@ -111,7 +116,8 @@ class GpmReader:
         result, failure = self._nvml("nvmlGpmMetricsGet", request)
         if failure is not None or result is None:
             return None
-        return _rate(result.metrics[0]), _rate(result.metrics[1])
+        # NVML fills in the request it is given, and pynvml hands that same request back.
+        return _rate(request.metrics[0]), _rate(request.metrics[1])
 
     def close(self) -> None:
         """Free the sample buffers (idempotent)."""

@@ -17,18 +17,24 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, TypedDict
+from typing import Any, Callable, Optional, Protocol, TypedDict
 
 from ...model import EXACT_PCIE_METHODS, Gpu, Link, Pcie
 from ...model.link import theoretical_bytes_per_s
-from .call import START_REASONS, NvmlFailure, call_nvml, failure_notice
+from .call import START_REASONS, NvmlFailure, NvmlFunction, call_nvml, failure_notice
 from .counters import WRAP_BYTES, counter_hz_for_link
 from .sampler import ERROR_PERIOD_S, PcieSampler
 from .sysfs import sysfs_numa_node
-from .values import bytes_value, format_cpu_list, processes, small_int, str_or_none
+from .values import bytes_value, cpu_mask_words, format_cpu_list, processes, small_int, str_or_none
 
 # The current link width is read again after this many seconds (at once when the generation moves).
 LINK_WIDTH_TTL_S = 10.0
+
+
+class _Get(Protocol):
+    """One GPU's NVML call: the value, or None when it failed (the failure is kept elsewhere)."""
+
+    def __call__(self, name: NvmlFunction, *args: object) -> object: ...
 
 
 class _PcieErrors(TypedDict):
@@ -42,7 +48,7 @@ class _PcieErrors(TypedDict):
 @dataclass
 class _GpuState:
     index: int
-    handle: Any = None
+    handle: object = None  # NVML's device handle; None until opened
     name: Optional[str] = None
     uuid: Optional[str] = None
     pci_bus_id: Optional[str] = None
@@ -67,7 +73,7 @@ class NvmlCollector:
     tests drive ``sampler.poll_once()`` themselves; ``clock`` stamps the counter reads.
     """
 
-    def __init__(self, nvml: Any = None, counter_hz: Optional[float] = None, *, background: bool = True,
+    def __init__(self, nvml: object = None, counter_hz: Optional[float] = None, *, background: bool = True,
                  clock: Callable[[], float] = time.monotonic, sysfs_root: str = "/sys",
                  error_period_s: float = ERROR_PERIOD_S, prefer_gpm: bool = True):
         if counter_hz is not None and not counter_hz > 0:
@@ -180,13 +186,13 @@ class NvmlCollector:
         pci = get("nvmlDeviceGetPciInfo", handle)
         st.pci_bus_id = str_or_none(getattr(pci, "busId", None)) if pci is not None else None
         words = max(1, ((os.cpu_count() or 64) + 63) // 64)
-        st.cpu_affinity = format_cpu_list(get("nvmlDeviceGetCpuAffinity", handle, words))
+        st.cpu_affinity = format_cpu_list(cpu_mask_words(get("nvmlDeviceGetCpuAffinity", handle, words)))
         st.numa_node = self._numa_node(st, get)
         if failures:
             st.start_notices.append(failure_notice(index, failures))
         return st
 
-    def _numa_node(self, st: _GpuState, get: Callable[..., Any]) -> Optional[int]:
+    def _numa_node(self, st: _GpuState, get: _Get) -> Optional[int]:
         # sysfs first: it is the host node nearest the PCIe device, which is what pinned-memory
         # placement needs. NVML's answer exists only where the GPU is itself a NUMA node (its
         # memory's node on coherent platforms), so it is the fallback, not the authority.
@@ -198,9 +204,9 @@ class NvmlCollector:
             return value
         return None
 
-    def _getter(self, st: _GpuState, failures: list[NvmlFailure]) -> Callable[..., Any]:
+    def _getter(self, st: _GpuState, failures: list[NvmlFailure]) -> _Get:
         """A call_nvml for one GPU: a lost GPU is not asked again, failures are collected."""
-        def get(name: str, *args: Any) -> Any:
+        def get(name: NvmlFunction, *args: object) -> object:
             if st.lost is not None:
                 return None
             value, failure = call_nvml(self.nvml, name, *args)

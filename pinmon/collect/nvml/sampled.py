@@ -10,13 +10,28 @@ import functools
 import queue
 import threading
 import time
-from typing import Any, Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, Protocol
+
+from .call import NvmlFailure, NvmlFunction
 
 # nvmlDeviceGetPcieThroughput's "KB" is 1000 bytes: during a 55 GB/s copy it read 59.4e6 KB/s,
 # which matches the counters' link bytes (1.08x payload) only with 1000.
 _THROUGHPUT_UNIT_BYTES = 1000
 
 Rates = Optional[tuple[Optional[float], Optional[float]]]
+
+
+def _bytes_per_s(kb_per_s: object) -> Optional[float]:
+    """NVML's throughput answer (an unsigned count of kB/s) in bytes/s; None for any other answer."""
+    if isinstance(kb_per_s, bool) or not isinstance(kb_per_s, int) or kb_per_s < 0:
+        return None
+    return float(kb_per_s) * _THROUGHPUT_UNIT_BYTES
+
+
+class GpuCall(Protocol):
+    """One NVML call for GPU ``gpu`` (its handle added by the caller): ``(value, failure)``."""
+
+    def __call__(self, gpu: int, name: NvmlFunction, *args: object) -> tuple[object, Optional[NvmlFailure]]: ...
 
 
 class DaemonPool:
@@ -63,7 +78,7 @@ class ThroughputSampler:
     whether both directions said NotSupported.
     """
 
-    def __init__(self, nvml: Any, call: Callable[..., tuple[Any, Any]], lost: Callable[[int], bool],
+    def __init__(self, nvml: object, call: GpuCall, lost: Callable[[int], bool],
                  landed: Callable[[int, Rates, bool], None], workers: int = 8):
         self.nvml = nvml
         self._call = call
@@ -131,12 +146,12 @@ class ThroughputSampler:
             if not self._lost(gpu):
                 tx_kb, tx_failure = self._call(gpu, "nvmlDeviceGetPcieThroughput",
                                                getattr(nvml, "NVML_PCIE_UTIL_TX_BYTES", 0))
-            if rx_kb is None and tx_kb is None:
+            rx, tx = _bytes_per_s(rx_kb), _bytes_per_s(tx_kb)
+            if rx is None and tx is None:
                 unsupported = all(getattr(f, "not_supported", False) for f in (rx_failure, tx_failure))
                 self._landed(gpu, None, unsupported)
             else:
-                self._landed(gpu, (None if rx_kb is None else float(rx_kb) * _THROUGHPUT_UNIT_BYTES,
-                                   None if tx_kb is None else float(tx_kb) * _THROUGHPUT_UNIT_BYTES), False)
+                self._landed(gpu, (rx, tx), False)
         finally:
             with self._idle:
                 self._in_flight.discard(gpu)

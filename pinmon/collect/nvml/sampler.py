@@ -23,10 +23,10 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from ...model.kinds import PcieMethod
-from .call import FailureLog, call_nvml
+from .call import FailureLog, NvmlCall, NvmlFailure, NvmlFunction, call_nvml
 from .counters import BYTE_FIELDS, ERROR_FIELDS, EventCounter, LinkBytes, byte_values, fold_errors
 from .gpm import GpmReader
 from .sampled import Rates, ThroughputSampler
@@ -42,9 +42,9 @@ GPM_GIVE_UP_S = 5.0
 @dataclass
 class _Gpu:
     index: int
-    handle: Any
+    handle: object
     method: Optional[PcieMethod] = None  # None: no reading
-    lost: Any = None  # the failure that said GPU_IS_LOST
+    lost: Optional[NvmlFailure] = None  # the failure that said GPU_IS_LOST
     link_bytes: Optional[LinkBytes] = None  # the byte counters, once read
     errors: dict[str, Optional[EventCounter]] = field(default_factory=dict)
     errors_due: float = 0.0  # clock() when the error counters are next read
@@ -64,8 +64,8 @@ class PcieSampler:
     and ``refresh_sampled()`` themselves.
     """
 
-    def __init__(self, nvml: Any, gpus: Sequence[tuple[int, Any]], hz: float, *,
-                 call: Callable[..., tuple[Any, Any]] = call_nvml,
+    def __init__(self, nvml: object, gpus: Sequence[tuple[int, object]], hz: float, *,
+                 call: NvmlCall = call_nvml,
                  clock: Callable[[], float] = time.monotonic, error_period_s: float = ERROR_PERIOD_S,
                  sample_workers: int = 8, prefer_gpm: bool = True):
         if not hz > 0:
@@ -87,10 +87,10 @@ class PcieSampler:
         self._thread: Optional[threading.Thread] = None
         self._cpu_s = 0.0
         self._notices: list[str] = []
-        self._start_failures: dict[int, list[tuple[Any, int]]] = {}
+        self._start_failures: dict[int, list[tuple[NvmlFailure, int]]] = {}
         self._started = False
         byte_ids = [getattr(nvml, name, None) for name in BYTE_FIELDS]  # None: not in this pynvml
-        self._byte_fields: Optional[list[Any]] = None if None in byte_ids else byte_ids
+        self._byte_fields: Optional[list[object]] = None if None in byte_ids else byte_ids
         self._error_fields = [(fid, short) for (name, short) in ERROR_FIELDS
                               if (fid := getattr(nvml, name, None)) is not None]
 
@@ -167,7 +167,7 @@ class PcieSampler:
 
     # --- NVML calls --------------------------------------------------------------------------
 
-    def _nvml(self, g: _Gpu, name: str, *args: Any) -> tuple[Any, Any]:
+    def _nvml(self, g: _Gpu, name: NvmlFunction, *args: object) -> tuple[object, Optional[NvmlFailure]]:
         """One NVML call for GPU ``g``: ``(value, failure)``. Failures other than NotSupported are
         recorded for the collector to report; GPU_IS_LOST marks the GPU lost."""
         value, failure = self._call(self.nvml, name, *args)
@@ -364,12 +364,12 @@ class PcieSampler:
         with self._lock:
             return {short: (None if c is None else c.delta) for short, c in g.errors.items()}
 
-    def lost(self, gpu: int) -> Any:
+    def lost(self, gpu: int) -> Optional[NvmlFailure]:
         """The failure that reported the GPU lost, or None."""
         g = self._gpus.get(gpu)
         return None if g is None else g.lost
 
-    def mark_lost(self, gpu: int, failure: Any) -> None:
+    def mark_lost(self, gpu: int, failure: NvmlFailure) -> None:
         """Stop polling a GPU another caller found lost."""
         g = self._gpus.get(gpu)
         if g is not None:
@@ -377,7 +377,7 @@ class PcieSampler:
                 if g.lost is None:
                     g.lost = failure
 
-    def drain_failures(self, gpu: int) -> list[tuple[Any, int]]:
+    def drain_failures(self, gpu: int) -> list[tuple[NvmlFailure, int]]:
         """NVML failures (other than NotSupported and lost) since the last drain: (failure, count)."""
         g = self._gpus.get(gpu)
         if g is None:
@@ -385,7 +385,7 @@ class PcieSampler:
         with self._lock:
             return g.failures.drain()
 
-    def take_start_failures(self, gpu: int) -> list[tuple[Any, int]]:
+    def take_start_failures(self, gpu: int) -> list[tuple[NvmlFailure, int]]:
         """NVML failures of ``start()`` for this GPU (other than NotSupported and lost), once;
         they are taken out of what ``drain_failures`` hands out, so none is reported twice."""
         with self._lock:

@@ -3,6 +3,7 @@ names become text, a CPU affinity mask becomes a CPU list, a field value its int
 """
 from __future__ import annotations
 
+import ctypes
 from typing import Any, Optional, Sequence
 
 from ...model import GpuProcess
@@ -31,6 +32,19 @@ def str_or_none(value: Any) -> Optional[str]:
     if isinstance(value, bytes):
         value = value.decode(errors="replace")
     return value if isinstance(value, str) and value else None
+
+
+def cpu_mask_words(value: object) -> Optional[list[int]]:
+    """NVML's CPU affinity answer, a ctypes array of 64-bit words (a list from a stand-in), as its
+    words; None for any other answer or a word that is not a 64-bit count."""
+    if not isinstance(value, (ctypes.Array, list, tuple)):
+        return None
+    words: list[int] = []
+    for word in value:
+        if isinstance(word, bool) or not isinstance(word, int) or not 0 <= word < 1 << 64:
+            return None
+        words.append(word)
+    return words
 
 
 def format_cpu_list(mask_words: Optional[Sequence[int]]) -> Optional[str]:

@@ -3,13 +3,16 @@ limit, where the OOM killer acts, worst first.
 
 One row per group (``Snapshot.cgroups``): its severity (the advisor's active finding about it), a bar
 of its pinned share of its limit with ``┃`` at the critical threshold, the share, the bytes held, the
-limit, its processes and its OOM kills since pinmon started, then its name in the width left over. On
+limit, its processes and its OOM kills since pinmon started, then its name in the width left over.
+The status line below counts the memory cgroup OOM kills in the kernel's log (their groups may be
+gone; the advisor's ``oom-killed`` findings tell each). On
 a wide terminal the group's memory in use, its ``VmPin`` and its kind join them. A group whose
 processes have gone stays a few minutes, dimmed, marked "gone". Enter opens the group in full
 (``GroupScreen``), live. Every name is one printable line, cut to its column.
 """
 from __future__ import annotations
 
+import time
 from typing import Optional
 
 from rich.text import Text
@@ -176,12 +179,13 @@ class ContainerPanel(Vertical, CompositeView):
             set_content(status, "waiting for the first snapshot")
             return
         loose = ungrouped(snap)
+        kills = oom_kills_text(snap)
         if not self.groups:
             text = ("no groups: no process holding pinned memory runs in a container, pod, job or unit"
                     if snap.processes else "no groups: no process holds pinned memory")
             if loose and any(p.identity.cgroup is None for p in loose) and snap.source != "live":
                 text += " (a recording made before pinmon read groups has none)"
-            set_content(status, Content.styled(text, "dim"))
+            set_content(status, Content.assemble((text, "dim"), *([(kills, "bold $error")] if kills else [])))
             return
         severities = list(self.severity.values())
         crit, warn = severities.count("critical"), severities.count("warning")
@@ -193,4 +197,17 @@ class ContainerPanel(Vertical, CompositeView):
         if loose:
             held = summed(p.held for p in loose).bytes or 0
             parts.append(f"; {len(loose)} process{'es' if len(loose) != 1 else ''} in no group, {fmt_bytes(held)}")
+        if kills:
+            parts.append((kills, "bold $error"))
         set_content(status, Content.assemble(*parts))
+
+
+def oom_kills_text(snap: Snapshot) -> str:
+    """The status line's word on the kernel log's OOM kills: how many, and the latest's group and time."""
+    if not snap.oom_kills:
+        return ""
+    latest = max(snap.oom_kills, key=lambda k: (k.time, k.seq or 0))
+    n = len(snap.oom_kills)
+    when = time.strftime("%H:%M", time.localtime(latest.time))
+    return (f"; {n} OOM kill{'s' if n != 1 else ''} in the kernel's log, latest {printable(latest.name, 40)}"
+            f" at {when} (see findings)")

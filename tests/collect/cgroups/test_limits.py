@@ -235,3 +235,28 @@ def test_a_reader_dropped_without_close_closes_its_files(tmp_path):
     del reader
     gc.collect()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_limit_below_the_group_binds_through_its_processes_cgroups(tmp_path):
+    step = "/system.slice/slurmstepd.scope/job_7/step_0"
+    root = fake_root(tmp_path, "v2", {
+        "/system.slice/slurmstepd.scope/job_7": v2_group(max_=8 << 30),
+        step: v2_group(current=1 << 30),
+        f"{step}/user/task_0": v2_group(max_=2 << 30),
+        "/elsewhere": v2_group(max_=MIB),
+    })
+    group = CgroupPaths(v2=step)
+    reader = CgroupMemoryReader(root)
+    assert reader.read_one(group).limit_bytes == 8 << 30  # the group's own walk
+    leaf = CgroupPaths(v2=f"{step}/user/task_0")
+    got = reader.read([group], {group: [leaf, CgroupPaths(v2="/elsewhere")]})[group]
+    # The task's limit binds; a "leaf" that is not below the group is not walked.
+    assert got.limit_bytes == 2 << 30 and got.limit_path == f"{step}/user/task_0"
+    assert got.current_bytes == 1 << 30 and got.path == step
+
+
+def test_zero_is_a_limit_on_both_versions(tmp_path):
+    root = fake_root(tmp_path / "v2", "v2", {"/z": v2_group(max_=0)})
+    assert CgroupMemoryReader(root).read_one(CgroupPaths(v2="/z")).limit_bytes == 0
+    root = fake_root(tmp_path / "v1", "v1_only", {"/z": v1_group(limit=0)})
+    assert CgroupMemoryReader(root).read_one(CgroupPaths(v1_memory="/z")).limit_bytes == 0

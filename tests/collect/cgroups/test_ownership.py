@@ -132,7 +132,8 @@ def test_processes_of_one_container_share_a_key_and_a_group():
 def test_slurm_tasks_of_one_step_share_the_step_group():
     a = owner_of("0::/system.slice/slurmstepd.scope/job_1/step_0/user/task_0\n")
     b = owner_of("0::/system.slice/slurmstepd.scope/job_1/step_0/user/task_1\n")
-    assert a == b and a.key == "slurm/1/0"
+    assert a == b and a.key == "slurm/1/0@/system.slice/slurmstepd.scope/job_1/step_0"
+    assert a.process_cgroup.v2.endswith("task_0") and b.process_cgroup.v2.endswith("task_1")
 
 
 def test_memory_line_wins_on_a_hybrid_host():

@@ -43,6 +43,16 @@ def test_static_facts_link_memory_processes(no_sysfs):
     c.close()
 
 
+def test_a_cpu_affinity_that_is_not_a_mask_is_no_affinity(no_sysfs):
+    # Before, format_cpu_list raised on it and the collector could not start.
+    fake = FakeNvml(1)
+    fake.nvmlDeviceGetCpuAffinity = lambda handle, words: "0-15"
+    c = collector(fake, no_sysfs)
+    (g,), notices = c.read()
+    assert c.available and g.cpu_affinity is None and g.name == "NVIDIA H200" and notices == ()
+    c.close()
+
+
 def test_a_pid_listed_twice_is_one_process():
     fake = FakeNvml([FakeGpu(processes=[(5, 100), (5, 50), (6, None), (6, 10)])])
     c = collector(fake, "/nonexistent")

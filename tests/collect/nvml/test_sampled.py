@@ -45,6 +45,14 @@ def test_a_lost_gpu_is_not_asked_for_its_tx():
     assert len(calls) == 1 and landed == [(0, None, False)]
 
 
+def test_an_answer_that_is_not_a_count_is_no_reading():
+    # Before, float() of it raised in the worker and nothing landed for that GPU.
+    s, landed, _ = make({0: [("lots", None), (1_000, None)], 1: [(-5, None), (2.5, None)]})
+    s.sample_now(0)
+    s.sample_now(1)
+    assert landed == [(0, (None, 1e6), False), (1, None, False)]
+
+
 def test_requests_run_on_workers_once_per_gpu_in_flight():
     release = threading.Event()
     s, landed, calls = make({0: [(1, None), (1, None)], 1: [(2, None), (2, None)]}, gate=release)

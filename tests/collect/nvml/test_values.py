@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pytest
 
 from pinmon.collect.nvml import format_cpu_list
-from pinmon.collect.nvml.values import bytes_value, field_int, processes, small_int, str_or_none
+from pinmon.collect.nvml.values import bytes_value, cpu_mask_words, field_int, processes, small_int, str_or_none
 
 
 @pytest.mark.parametrize("words, text", [
@@ -19,6 +19,15 @@ from pinmon.collect.nvml.values import bytes_value, field_int, processes, small_
 ])
 def test_format_cpu_list(words, text):
     assert format_cpu_list(words) == text
+
+
+def test_cpu_mask_words_takes_pynvml_s_array_or_a_list_and_nothing_else():
+    import ctypes
+
+    assert cpu_mask_words((ctypes.c_ulonglong * 2)(0xFFFF, 1 << 63)) == [0xFFFF, 1 << 63]
+    assert cpu_mask_words([3, 0]) == [3, 0] and cpu_mask_words(()) == []
+    for answer in (None, "0-15", 7, [1, "2"], [-1], [1 << 64], [True], {1: 2}):
+        assert cpu_mask_words(answer) is None, answer
 
 
 def test_field_int_reads_the_member_its_value_type_names():

@@ -1,0 +1,67 @@
+"""``OomKill``: a process the kernel killed at a memory cgroup's limit, as its log tells it.
+
+A group's cgroup goes with its last process: a Slurm job OOM-killed by its pinned memory ends, and
+nothing live is left to show. The kernel's log keeps the kill (``collect/host/oom_log.py``); a
+snapshot carries those within the lookback (``Snapshot.oom_kills``), each with the group named as a
+live group is named, so the advisor (``oom-killed``), ``check``, recordings and the exporter can say
+why the job died.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .kinds import GROUP_KIND_WORDS, GroupKind, LimitSource
+from .serial import Serial
+
+
+@dataclass(frozen=True)
+class OomKill(Serial):
+    """One memory cgroup OOM kill. Bytes; None where the log does not say. Every text is printable
+    and bounded (the task name and cgroup names are user text)."""
+
+    time: float                                # when, Unix seconds (the log's monotonic time + boot time)
+    pid: int
+    process: str                               # the task's name (comm)
+    seq: Optional[int] = None                  # the kernel log's sequence number of the kill
+    uid: Optional[int] = None
+    # The group, named as live groups are (Cgroup's fields of the same names); key equals the key a
+    # live group of that cgroup has. kind "unknown" where the log names no cgroup.
+    key: Optional[str] = None
+    kind: GroupKind = "unknown"
+    name: str = "n/a"
+    job: Optional[str] = None                  # Slurm job id
+    step: Optional[str] = None
+    pod: Optional[str] = None
+    namespace: Optional[str] = None
+    container: Optional[str] = None
+    container_id: Optional[str] = None
+    pod_uid: Optional[str] = None
+    delegated_uid: Optional[int] = None        # a user's delegated subtree: its names are that user's word
+    path: Optional[str] = None                 # the victim's cgroup (task_memcg)
+    limit_path: Optional[str] = None           # the cgroup whose limit was hit (oom_memcg)
+    memory_limit_bytes: Optional[int] = None   # that limit
+    limit_source: Optional[LimitSource] = None  # "kernel log": the limit logged at the kill; "cgroup": read since
+    total_vm_bytes: Optional[int] = None
+    anon_rss_bytes: Optional[int] = None
+    file_rss_bytes: Optional[int] = None
+    shmem_rss_bytes: Optional[int] = None      # shared memory resident at the kill: CUDA's pinned memory is here
+
+    @property
+    def subject(self) -> str:
+        """How a finding names the killed process's group, as ``Cgroup.subject`` names a live one."""
+        return f"{GROUP_KIND_WORDS.get(self.kind, 'group')} {self.name}"
+
+    @property
+    def rss_bytes(self) -> Optional[int]:
+        """Its resident memory at the kill (anon + file + shmem); None where the log does not say."""
+        parts = (self.anon_rss_bytes, self.file_rss_bytes, self.shmem_rss_bytes)
+        return None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
+
+    @property
+    def shmem_fraction(self) -> Optional[float]:
+        """Shared memory's share of its resident memory at the kill (pinned memory is shared memory)."""
+        rss = self.rss_bytes
+        if not rss or self.shmem_rss_bytes is None:
+            return None
+        return self.shmem_rss_bytes / rss
