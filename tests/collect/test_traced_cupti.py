@@ -192,3 +192,19 @@ def test_rates_above_any_host_link_are_unknown():
     s = copies_of({"copies": copies}).get("h2d", "pinned")
     assert (s.bytes_per_s, s.achieved_bytes_per_s, s.rate_p50_bytes_per_s, s.rate_p10_bytes_per_s) == \
         (None, None, 55e9, None)
+
+
+def test_a_report_claiming_more_than_any_host_holds_cannot_make_its_row_unreadable():
+    """Figures up to 2**63 - 1 pass a report's own check, a snapshot refuses byte figures over 1 EiB:
+    a process whose resident set could not be read (no clamp) stays a row every reader takes."""
+    from pinmon.limits import MAX_SIZE_BYTES
+    from pinmon.model import HostMemory, Snapshot
+
+    rep = copy.deepcopy(report())
+    rep["pinned"].update(bytes=2**62, registered_bytes=2**63 - 1, write_combined_bytes=2**62)
+    rep["allocs"]["median_bytes"] = 2**62
+    row = TracedProcess(pid=1, report=rep).apply(ProcessPinned(pid=1))
+    assert row.held.pinned_bytes == row.held.registered_bytes == MAX_SIZE_BYTES
+    assert row.allocations.median_bytes is None  # no allocation is that large: unknown
+    snap = Snapshot(time=1.0, host=HostMemory(hostname="h"), processes=(row,))
+    assert Snapshot.from_dict(snap.to_dict()) == snap
