@@ -1,0 +1,79 @@
+"""What one probed call did, from its event's fields: the catalog's meaning of the arguments applied
+to a process's tally. Pure: the tally (``aggregate.ProcessTally``) and the process's memory
+(``classify.ProcessMemory``) hold the state."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from . import catalog as c
+
+MAX_COPY_BYTES = 1 << 48  # 256 TiB: no single copy moves more; a larger argument is not a real copy
+
+
+def _int(v: Any) -> Optional[int]:
+    return v if isinstance(v, int) else None
+
+
+def _size(v: Any) -> Optional[int]:
+    v = _int(v)
+    return v if v is not None and 0 <= v <= MAX_COPY_BYTES else None
+
+
+def apply(entry: c.Entry, fields: dict, tally: Any, returned: bool = False, tid: int = 0) -> None:
+    """Count one call of ``entry`` (its return when ``returned``) in ``tally``."""
+    kind = entry.kind
+    if returned:
+        if kind == c.ALLOC:
+            tally.alloc_returned(_int(fields.get("rc")), tid)
+        return
+    if kind == c.COPY:
+        tally.copy(entry.direction, _int(fields.get("host")), _size(fields.get("size")))
+    elif kind == c.UNIFIED:
+        tally.unified(_int(fields.get("dst")), _int(fields.get("src")), _size(fields.get("size")))
+    elif kind == c.DEVICE:
+        tally.device(_size(fields.get("size")))
+    elif kind == c.PEER:
+        tally.peer(_size(fields.get("size")))
+    elif kind in (c.DESC2D, c.DESC3D, c.DESC3D_PEER):
+        _descriptor(kind, fields, tally)
+    elif kind == c.BATCH:
+        _batch(fields, tally)
+    elif kind == c.BATCH_OPS:
+        n = _int(fields.get("n")) if "n" in fields else 1
+        tally.batch_ops(n)
+    elif kind == c.ALLOC:
+        tally.alloc(_size(fields.get("size")), _int(fields.get("flags")) or 0, tid)
+    elif kind == c.REGISTER:
+        tally.register(_int(fields.get("ptr")), _size(fields.get("size")), _int(fields.get("flags")) or 0)
+    elif kind == c.UNREGISTER:
+        tally.unregister(_int(fields.get("ptr")))
+    elif kind == c.FREE:
+        tally.free(_int(fields.get("ptr")))
+
+
+def _descriptor(kind: str, f: dict, tally: Any) -> None:
+    w, h = _int(f.get("w")), _int(f.get("h"))
+    d = _int(f.get("d")) if kind != c.DESC2D else 1
+    size = _size(w * h * d) if None not in (w, h, d) else None  # type: ignore[operator]
+    src = _side(_int(f.get("st")), _int(f.get("sh")), _int(f.get("sd")))
+    dst = _side(_int(f.get("dt")), _int(f.get("dh")), _int(f.get("dd")))
+    tally.described(src, dst, size, peer=kind == c.DESC3D_PEER)
+
+
+def _side(memory_type: Optional[int], host: Optional[int], device: Optional[int]) -> tuple[str, Optional[int]]:
+    """("host", pointer), ("device", None) or ("unified", pointer) for one side of a descriptor."""
+    if memory_type == c.MEMORYTYPE_HOST:
+        return "host", host
+    if memory_type == c.MEMORYTYPE_UNIFIED:
+        return "unified", device
+    return "device", None
+
+
+def _batch(f: dict, tally: Any) -> None:
+    n = _int(f.get("n"))
+    dsts, srcs, sizes = f.get("dsts"), f.get("srcs"), f.get("sizes")
+    known = []
+    if n is not None and isinstance(dsts, tuple) and isinstance(srcs, tuple) and isinstance(sizes, tuple):
+        for i in range(min(n, len(dsts), len(srcs), len(sizes), c.BATCH_FETCHED)):
+            known.append((dsts[i], srcs[i], _size(sizes[i])))
+    tally.batch(n, known)
