@@ -49,7 +49,7 @@ class ProcessTally:
         self.batch_calls = 0
         self.batch_copies = 0
         self.batch_copies_unmeasured = 0
-        self.batch_ops = 0
+        self.batch_op_count = 0
         self.allocations = Tally()
         self.alloc_flags: Counter = Counter()
         self.alloc_failed = 0
@@ -120,7 +120,7 @@ class ProcessTally:
     def batch_ops(self, n: Optional[int]) -> None:
         self.batch_calls += 1
         if n is not None and 0 <= n <= 1 << 32:
-            self.batch_ops += n
+            self.batch_op_count += n
 
     def alloc(self, size: Optional[int], flags: int, tid: int = 0) -> None:
         self.allocations.add(size)

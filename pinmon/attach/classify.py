@@ -109,11 +109,11 @@ class ProcessMemory:
 
     def __init__(self, pid: int, objects: KernelObjects, proc_root: str = "/proc",
                  is_cuda: Optional[IsCuda] = None,
-                 read_maps: Callable[[int], Optional[list]] = None,  # type: ignore[assignment]
+                 read_maps: Optional[Callable[[int], Optional[list]]] = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.pid, self.proc_root, self.clock = pid, proc_root, clock
         self.objects = objects
-        self._read = read_maps or (lambda p: read_process_maps(p, proc_root))
+        self._read = read_maps if read_maps is not None else (lambda p: read_process_maps(p, proc_root))
         self._is_cuda = is_cuda or (lambda p, ms: maps_real_nvidia_device(p, ms, proc_root))
         self.seen = _Ranges()          # allocated or registered during the attach
         self.cuda = False

@@ -4,6 +4,8 @@ The kernel prints each uprobe hit as::
 
     <comm>-<tid> (<tgid>) [<cpu>] <flags> <seconds>: <event>: (<address>) <name>=<value> ...
 
+(a return probe's address is ``(<function> <- <return address>)``).
+
 ``(<tgid>)`` is there with the instance's ``record-tgid`` option (``-------`` where the kernel has not
 saved it yet), the flags column with the top instance's ``irq-info`` (an instance starts with the top
 one's options). The command name is the thread's and may hold spaces and dashes, so the line is read
@@ -22,9 +24,9 @@ MAX_LINE_CHARS = 4096
 MAX_ARRAY_ITEMS = 64
 
 _LINE = re.compile(
-    r"^\s*(?P<comm>.*?)-(?P<tid>\d+)\s+(?:\(\s*(?P<tgid>\d+|-+)\)\s+)?\[(?P<cpu>\d+)\]\s+"
+    r"^\s*(?P<comm>.*)-(?P<tid>\d+)\s+(?:\(\s*(?P<tgid>\d+|-+)\)\s+)?\[(?P<cpu>\d+)\]\s+"
     r"(?:(?P<flags>[^\s\d][^\s]*)\s+)?(?P<ts>\d+(?:\.\d+)?):\s+(?P<event>[A-Za-z_][A-Za-z0-9_.]*):\s+"
-    r"\((?P<ip>0x[0-9a-fA-F]+|[^)]*)\)(?P<args>.*)$")
+    r"\((?P<ip>0x[0-9a-fA-F]+(?: <- 0x[0-9a-fA-F]+)?)\)(?P<args>.*)$")
 _ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(\{[^}]*\}|\S+)")
 _LOST = re.compile(r"^\s*CPU:\s*(?P<cpu>\d+)\s+\[LOST\s+(?P<count>\d+)\s+EVENTS\]\s*$")
 

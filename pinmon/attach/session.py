@@ -26,7 +26,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from ..collect.processes.kernel_objects import KernelObjects, learn
 from ..units import printable
@@ -90,7 +90,7 @@ class AttachSession:
         self.own_pid = os.getpid()
         self.group = group_name(self.own_pid)
         self.instance: Optional[Instance] = None
-        self.reader = None
+        self.reader: Optional[Union[RawReader, TextReader]] = None
         self.targets: Optional[Targets] = None
         self.files: list[_File] = []
         self.events: dict[str, tuple[Entry, bool]] = {}
@@ -455,7 +455,7 @@ class AttachSession:
         if not self.handle_signals or threading.current_thread() is not threading.main_thread():
             return
 
-        def on_signal(signum, frame):  # type: ignore[no-untyped-def]
+        def on_signal(signum, frame):
             raise SignalReceived(signum)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             try:
@@ -500,5 +500,5 @@ def _process(t: ProcessTally, window: float, enabled: float, scale: float) -> Pr
         pid=t.pid, window_s=window, stats=tuple(stats), peer=_other(t.peer_copies, enabled, scale),
         device=_other(t.device_copies, enabled, scale), host_to_host=_other(t.host_copies, enabled, scale),
         batch_calls=round(t.batch_calls * scale), batch_copies=round(t.batch_copies * scale),
-        batch_copies_unmeasured=round(t.batch_copies_unmeasured * scale), batch_ops=round(t.batch_ops * scale),
+        batch_copies_unmeasured=round(t.batch_copies_unmeasured * scale), batch_ops=round(t.batch_op_count * scale),
         pageable_may_be_registered=t.pageable_seen, allocations=allocations, notes=tuple(notes))

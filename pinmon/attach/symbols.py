@@ -59,7 +59,7 @@ class _FdReader(io.RawIOBase):
     def tell(self) -> int:
         return self._pos
 
-    def readinto(self, b) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, b) -> int:
         data = os.pread(self._fd, len(b), self._pos)
         b[: len(data)] = data
         self._pos += len(data)
@@ -90,6 +90,7 @@ def read_symbols(fd: int, wanted: Optional[Iterable[str]] = None) -> LibrarySymb
     try:
         from elftools.common.exceptions import ELFError
         from elftools.elf.elffile import ELFFile
+        from elftools.elf.sections import SymbolTableSection
     except ImportError:
         raise SymbolError("pyelftools is not installed") from None
     try:
@@ -98,7 +99,7 @@ def read_symbols(fd: int, wanted: Optional[Iterable[str]] = None) -> LibrarySymb
         segments = [(seg["p_vaddr"], seg["p_filesz"], seg["p_offset"]) for seg in elf.iter_segments()
                     if seg["p_type"] == "PT_LOAD"]
         dynsym = elf.get_section_by_name(".dynsym")
-        if dynsym is None:
+        if not isinstance(dynsym, SymbolTableSection):
             raise SymbolError("no .dynsym section")
         if dynsym.num_symbols() > MAX_DYNAMIC_SYMBOLS:
             raise SymbolError("too many dynamic symbols")
