@@ -31,7 +31,14 @@ import time
 from typing import Callable, Optional
 
 from ..collect.processes.kernel_objects import NVIDIA_MAJOR, KernelObjects
-from ..collect.processes.procmaps import Mapping, is_nvidiactl_mmap_area, is_pinned_mapping, parse_maps
+from ..collect.processes.procmaps import (
+    NVIDIACTL_PATH,
+    PINNED_PATH,
+    Mapping,
+    is_nvidiactl_mmap_area,
+    is_pinned_mapping,
+    parse_maps,
+)
 from ..collect.rawfile import read_bytes
 from ..limits import MAX_MAPS_BYTES
 
@@ -39,6 +46,7 @@ PINNED, WRITE_COMBINED, PAGEABLE = "pinned", "write_combined", "pageable"
 MISS_REREAD_S = 0.2
 MAX_RANGES = 65_536          # ranges registered or allocated during an attach, per process
 NVIDIA_PREFIX = "/dev/nvidia"
+ALLOCATION_PATHS = (PINNED_PATH, NVIDIACTL_PATH)
 
 IsCuda = Callable[[int, list], bool]
 
@@ -123,6 +131,8 @@ class ProcessMemory:
         self._mappings: list[Mapping] = []
         self._last_read = -1e18
         self.refresh()
+        # The mappings when the attach began: an allocation's mapping is one that was not among them.
+        self._initial: Optional[set] = {(m.start, m.end) for m in self._mappings} if self._mappings else None
 
     # --- the mappings --------------------------------------------------------------------------
 
@@ -186,14 +196,18 @@ class ProcessMemory:
     # --- what the process did --------------------------------------------------------------------
 
     def allocated(self, size: Optional[int], write_combined: bool) -> Optional[tuple[int, int]]:
-        """An allocation returned: re-read the mappings and take the new shared mapping that holds it
-        (the smallest one at least ``size`` long) as this allocation's range."""
-        before = {(m.start, m.end) for m in self._mappings}
+        """An allocation returned: re-read the mappings and take, as this allocation's range, the
+        smallest pinned-looking mapping (``/dev/zero (deleted)`` or ``/dev/nvidiactl``, shared) at least
+        ``size`` long that was not there when the attach began and no earlier allocation took. (Events
+        are read a little after they happen: several allocations may have returned by the re-read.)"""
         self.refresh()
+        if self._initial is None:
+            return None
         if not size:
             return None
-        fresh = [m for m in self._mappings if (m.start, m.end) not in before and m.perms[3] == "s"
-                 and m.size >= size]
+        fresh = [m for m in self._mappings if m.perms[3] == "s" and m.path in ALLOCATION_PATHS
+                 and m.size >= size and (m.start, m.end) not in self._initial
+                 and self.seen.by_start.get(m.start, (None,))[0] != m.end]
         if not fresh:
             return None
         m = min(fresh, key=lambda m: (m.size, m.start))

@@ -61,7 +61,7 @@ class RawReader:
             self.fds.append(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
 
     def learn(self, group: str, events: list[str]) -> list[str]:
-        """Read the layout of each event; the names of those whose layout could not be read."""
+        """Read the layout of each event of ``group``; the names of those whose layout could not be read."""
         missing = []
         for ev in events:
             try:

@@ -43,6 +43,10 @@ from .targets import Targets, find_targets, threads
 from .tracefs import Instance, Tracefs, TracefsError, explain_write_error, open_tracefs, preflight
 
 PUMP_INTERVAL_S = 0.1
+# The kernel's record of a new task, made in its parent: which process a thread started during the
+# attach belongs to, even once it has exited (its /proc entry is gone by the time its events are read).
+NEWTASK = ("task", "task_newtask")
+CLONE_THREAD = 0x10000
 MAX_TID_CACHE = 1 << 16
 SAMPLE_PERIOD_S = 1.0
 MIN_DUTY = 0.05
@@ -65,6 +69,9 @@ class Budget:
     max_events_per_s: float = 50_000.0
     over: str = "sample"          # "sample" or "stop"
     buffer_kb_per_cpu: int = 1024
+    # No host link moves more than this (PCIe 6.0 x16 is 128 GB/s, NVLink-C2C 900 GB/s): a process that
+    # calls libcuda with made-up sizes claims more, and its figures are held to this.
+    max_copy_bytes_per_s: float = 1e12
 
 
 @dataclass
@@ -200,11 +207,14 @@ class AttachSession:
                     self.failed[pid] = f"its libcuda ({f.path}): {f.refused}"
         if not live:
             raise AttachError(next(iter(self.failed.values()), "nothing could be probed"))
-        tids = [t for f in live for pid in f.pids for t in (threads(pid, self.proc_root) or [pid])]
+        owner = {t: pid for f in live for pid in f.pids for t in (threads(pid, self.proc_root) or [pid])}
         try:
-            self.instance.set("set_event_pid", " ".join(str(t) for t in sorted(set(tids))))
+            self.instance.set("set_event_pid", " ".join(str(t) for t in sorted(owner)))
         except OSError as e:
             raise AttachError(explain_write_error(e, "cannot set the instance's pids")) from None
+        self._tgids.update(owner)
+        if self.instance.set(os.path.join("events", *NEWTASK, "enable"), "1", optional=True):
+            self.reader.learn(NEWTASK[0], [NEWTASK[1]])
         for f in live:
             self._enable(f)
         live = [f for f in self.files if not f.refused]
@@ -281,6 +291,9 @@ class AttachSession:
         self._bad_pages += batch.bad_pages
         start = self.window_start if self.mono_clock else None
         for rec in batch.records:
+            if rec.event == NEWTASK[1]:
+                self._new_task(rec.tid, rec.fields)
+                continue
             ev = self.events.get(rec.event)
             if ev is None or (start is not None and rec.ts < start):
                 continue
@@ -294,6 +307,14 @@ class AttachSession:
         self._events_read += n
         self._budget(n)
         return n
+
+    def _new_task(self, parent_tid: int, fields: dict) -> None:
+        child, flags = fields.get("pid"), fields.get("clone_flags")
+        if not isinstance(child, int) or not isinstance(flags, int):
+            return
+        if len(self._tgids) >= MAX_TID_CACHE:
+            self._tgids.clear()
+        self._tgids[child] = self._tgid(parent_tid) if flags & CLONE_THREAD else child
 
     def _tgid(self, tid: int) -> Optional[int]:
         if tid in self.tallies:
@@ -402,7 +423,8 @@ class AttachSession:
                            f"enabled {enabled / window:.0%} of the window; totals scaled")
         if self._stopped:
             notices.append(f"over {self.budget.max_events_per_s:.0f} events/s: probes stopped after {enabled:.1f} s")
-        procs = {pid: _process(t, window, enabled, scale) for pid, t in self.tallies.items()}
+        procs = {pid: _process(t, window, enabled, scale, self.budget.max_copy_bytes_per_s)
+                 for pid, t in self.tallies.items()}
         files = tuple(ProbedFile(f.path, f.key[0], f.key[1], len(f.probes), tuple(f.pids), f.refused)
                       for f in self.files)
         return AttachResult(window, enabled, procs, dict(self.failed), files, self._events_read, lost,
@@ -479,10 +501,16 @@ def _other(t: Tally, enabled: float, scale: float) -> OtherCopies:
     return OtherCopies(round(t.count * scale), round(t.bytes * scale), t.bytes / enabled)
 
 
-def _process(t: ProcessTally, window: float, enabled: float, scale: float) -> ProcessCopies:
+def _process(t: ProcessTally, window: float, enabled: float, scale: float, cap: float) -> ProcessCopies:
     stats = []
+    notes = []
     for (direction, memory), c in sorted(t.copies.items()):
-        stats.append(CopyStats(direction, memory, c.bytes / enabled, round(c.bytes * scale), round(c.count * scale),
+        rate, total = c.bytes / enabled, round(c.bytes * scale)
+        if rate > cap:
+            notes.append(f"{direction} {memory}: the calls claimed {rate:.3g} B/s, more than any link moves; "
+                         f"held to {cap:.3g}")
+            rate, total = cap, min(total, round(cap * window))
+        stats.append(CopyStats(direction, memory, rate, total, round(c.count * scale),
                                c.sizes.percentile(0.5), c.sizes.percentile(0.9), c.sizes.max or None,
                                c.unknown_size))
     a, r = t.allocations, t.registrations
@@ -493,7 +521,6 @@ def _process(t: ProcessTally, window: float, enabled: float, scale: float) -> Pr
         failed=t.alloc_failed, registrations=round(r.count * scale), registered_bytes=round(r.bytes * scale),
         registration_median_bytes=r.sizes.percentile(0.5), registration_max_bytes=r.sizes.max or None,
         registration_flags=dict(t.register_flags), unregistrations=round(t.unregistrations * scale))
-    notes = []
     if t.memory.seen.by_start and len(t.memory.seen.by_start) >= 65_536:
         notes.append("too many ranges allocated or registered to follow them all")
     return ProcessCopies(

@@ -1,7 +1,8 @@
 """The tests' CUDA-like process: loads a (stand-in) libcuda.so.1 and calls it on command.
 
 Reads one JSON command a line on stdin, answers one JSON line on stdout. A command names a function,
-its arguments, how many calls and at what rate (calls a second, on a deadline schedule). An argument
+its arguments, how many calls and at what rate (calls a second, on a deadline schedule), and
+whether to make them from a new thread. An argument
 is a number, or an object:
 
 - ``{"buf": NAME, "off": N}``: the address of a named buffer (plus N). ``pinned`` is a shared anonymous
@@ -18,6 +19,7 @@ import ctypes
 import json
 import mmap
 import sys
+import threading
 import time
 
 BUF_BYTES = 64 << 20
@@ -67,13 +69,21 @@ def main() -> int:
         n, rate = cmd.get("n", 1), cmd.get("rate")
         t0 = time.monotonic()
         rets = set()
-        for i in range(n):
-            if rate:
-                due = t0 + i / rate
-                now = time.monotonic()
-                if due > now:
-                    time.sleep(due - now)
-            rets.add(fn(*args))
+
+        def calls():
+            for i in range(n):
+                if rate:
+                    due = t0 + i / rate
+                    now = time.monotonic()
+                    if due > now:
+                        time.sleep(due - now)
+                rets.add(fn(*args))
+        if cmd.get("thread"):  # from a thread started now, after the attach
+            t = threading.Thread(target=calls)
+            t.start()
+            t.join()
+        else:
+            calls()
         out = {name: slot.value for name, slot in slots.items()}
         for name, slot in slots.items():
             names.setdefault(name, slot.value)

@@ -48,8 +48,8 @@ class Child:
         hello = json.loads(self.proc.stdout.readline())
         self.buffers = hello["buffers"]
 
-    def call(self, fn: str, *args, n: int = 1, rate: Optional[float] = None) -> dict:
-        self.proc.stdin.write(json.dumps({"fn": fn, "args": list(args), "n": n, "rate": rate}) + "\n")
+    def call(self, fn: str, *args, n: int = 1, rate: Optional[float] = None, thread: bool = False) -> dict:
+        self.proc.stdin.write(json.dumps({"fn": fn, "args": list(args), "n": n, "rate": rate, "thread": thread}) + "\n")
         self.proc.stdin.flush()
         return json.loads(self.proc.stdout.readline())
 
