@@ -20,7 +20,7 @@ def build_elf(symbols: list[tuple[str, int, int, int]], machine: int = EM_AARCH6
         names.append(len(dynstr))
         dynstr += name.encode() + b"\0"
     dynsym = b"\0" * 24
-    for (name, value, typ, shndx), off in zip(symbols, names):
+    for (_name, value, typ, shndx), off in zip(symbols, names):
         dynsym += struct.pack("<IBBHQQ", off, (STB_GLOBAL << 4) | typ, 0, shndx, value, 16)
     shstrtab = b"\0.dynsym\0.dynstr\0.shstrtab\0.text\0"
     sh_names = {".dynsym": 1, ".dynstr": 9, ".shstrtab": 17, ".text": 27}
