@@ -19,6 +19,25 @@ def _size(v: Any) -> Optional[int]:
     return v if v is not None and 0 <= v <= MAX_COPY_BYTES else None
 
 
+def call_fields(entry: c.Entry, raw: dict) -> dict:
+    """A ``call`` event's slots (``a0``...) -> the entry's named fields, each cut to its type (a legacy
+    32-bit size arrives in a 64-bit register whose upper half is undefined; a descriptor's 32-bit
+    field was read with the 32 bits after it). Batch and return events fetch named fields."""
+    out: dict = {}
+    if entry.kind in c.DESC_KINDS:
+        types = {name: f.type for name, f in entry.fields}
+        for i, name in enumerate(c.DESC_FIELDS):
+            v = raw.get(f"a{i}")
+            out[name] = v & 0xFFFFFFFF if isinstance(v, int) and types.get(name) == "u32" else v
+        return out
+    for name, f in entry.fields:
+        v = raw.get(f"a{f.arg}")
+        if isinstance(v, int) and f.type == "u32":
+            v &= 0xFFFFFFFF
+        out[name] = v
+    return out
+
+
 def apply(entry: c.Entry, fields: dict, tally: Any, returned: bool = False, tid: int = 0) -> None:
     """Count one call of ``entry`` (its return when ``returned``) in ``tally``."""
     kind = entry.kind

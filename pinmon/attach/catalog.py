@@ -50,6 +50,9 @@ REGISTER = "register"        # cuMemHostRegister
 UNREGISTER = "unregister"
 FREE = "free"                # cuMemFreeHost
 
+DESC_KINDS = frozenset({DESC2D, DESC3D, DESC3D_PEER})
+# A descriptor's fields as its probes fetch them, in this order (probes.py, calls.py).
+DESC_FIELDS = ("st", "sh", "sd", "dt", "dh", "dd", "w", "h", "d")
 COPY_KINDS = frozenset({COPY, UNIFIED, DEVICE, PEER, DESC2D, DESC3D, DESC3D_PEER, BATCH, BATCH_OPS})
 HOST_KINDS = frozenset({ALLOC, REGISTER, UNREGISTER, FREE})
 

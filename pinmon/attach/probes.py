@@ -1,10 +1,10 @@
 """pinmon's uprobe definitions: named, written, removed, and those of a dead pinmon cleaned up.
 
 Every probe of one pinmon process is in the group ``pinmon_<its pid>``; an event is named for the
-function and the file (``cuMemcpyHtoD_v2_0``, ``cuMemHostAlloc_0_ret`` for a return probe), a valid
-tracefs identifier of at most 63 characters. A definition line::
+shape of what its probes fetch and the file (``call_0``, ``batch_0``, ``ret_0``), a valid tracefs
+identifier of at most 63 characters, and holds one probe per function of that shape. A definition::
 
-    p:pinmon_123/cuMemcpyHtoD_v2_0 /proc/123/fd/7:0x2a1b40 host=%si:u64 size=%dx:u64
+    p:pinmon_123/call_0 /proc/123/fd/7:0x2a1b40 fn=\\41:u16 a0=%di:u64 ... a4=%r8:u64 a5=\\0:u64 ... a8=\\0:u64
 
 A group whose pinmon is gone (SIGKILL leaves its probes behind) is removed by the next attach: its
 pid is not running, or is pinmon's own, or is a process that holds no descriptor of the group's
@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from . import catalog as c
 from .arch import arg_register
 from .catalog import CATALOG, Entry, Fetch
 from .tracefs import Instance, Tracefs
@@ -26,7 +27,17 @@ from .tracefs import Instance, Tracefs
 GROUP_PREFIX = "pinmon_"
 GROUP_RE = re.compile(r"^pinmon_([0-9]+)$")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-RETURN_FETCH = "rc=$retval:s32"
+
+# Probes share three events: entry probes whose fields fit nine 64-bit slots (a call's first five
+# arguments, or a copy descriptor's nine fields), batches (their arrays), and return probes. The
+# kernel disables an event's probes together, waiting for one grace period (tens of ms) per event:
+# with one event a function, detaching 85 probes took 5 s on the test box. Each probe carries its
+# function as an immediate value (``fn``), so the events still say which function fired.
+CALL, BATCH, RET = "call", "batch", "ret"
+CALL_ARGS = 5
+SLOTS = 9
+FUNCTION_IDS: dict[str, int] = {name: i for i, name in enumerate(sorted(CATALOG))}
+ENTRIES_BY_ID: dict[int, Entry] = {i: CATALOG[name] for name, i in FUNCTION_IDS.items()}
 
 
 def group_name(pid: int) -> str:
@@ -41,8 +52,14 @@ class Probe:
     returns: bool = False
 
 
-def event_name(function: str, file_index: int, returns: bool = False) -> str:
-    name = f"{function}_{file_index}" + ("_ret" if returns else "")
+def shape_of(entry: Entry, returns: bool = False) -> str:
+    if returns:
+        return RET
+    return BATCH if entry.kind == c.BATCH else CALL
+
+
+def event_name(shape: str, file_index: int) -> str:
+    name = f"{shape}_{file_index}"
     if not NAME_RE.match(name):
         raise ValueError(f"not a tracefs event name: {name!r}")
     return name
@@ -55,6 +72,24 @@ def fetch_text(name: str, fetch: Fetch, arch: str) -> str:
     return f"{name}={where}:{fetch.type}{array}"
 
 
+def fetch_args(entry: Entry, shape: str, arch: str) -> list[str]:
+    """The fetch-args of one probe: its function's id, then its shape's fields in one order. A call
+    fills the slots ``a0..a8`` with its argument registers, a descriptor copy with its fields (in
+    ``DESC_FIELDS`` order, each read as 64 bits: ``calls.call_fields`` cuts them to their types)."""
+    out = [f"fn=\\{FUNCTION_IDS[entry.name]}:u16"]
+    if shape == RET:
+        return out + ["rc=$retval:s32"]
+    if shape == BATCH:
+        return out + [fetch_text(n, f, arch) for n, f in entry.fields]
+    if entry.kind in c.DESC_KINDS:
+        fields = dict(entry.fields)
+        slots = [fetch_text(f"a{i}", Fetch(0, "u64", fields[n].offset), arch) if n in fields else f"a{i}=\\1:u64"
+                 for i, n in enumerate(c.DESC_FIELDS)]  # a 2D copy has no depth: 1
+    else:
+        slots = [f"a{i}={arg_register(arch, i)}:u64" if i < CALL_ARGS else f"a{i}=\\0:u64" for i in range(SLOTS)]
+    return out + slots
+
+
 def plan(offsets: dict[str, int], file_index: int, catalog: Optional[dict[str, Entry]] = None) -> list[Probe]:
     """The probes for one file: each catalog function it exports (a return probe too where asked)."""
     out = []
@@ -62,16 +97,16 @@ def plan(offsets: dict[str, int], file_index: int, catalog: Optional[dict[str, E
         off = offsets.get(name)
         if off is None:
             continue
-        out.append(Probe(event_name(name, file_index), entry, off))
+        out.append(Probe(event_name(shape_of(entry), file_index), entry, off))
         if entry.returns:
-            out.append(Probe(event_name(name, file_index, True), entry, off, True))
+            out.append(Probe(event_name(RET, file_index), entry, off, True))
     return out
 
 
 def definition(group: str, probe: Probe, path: str, arch: str) -> str:
-    args = [RETURN_FETCH] if probe.returns else [fetch_text(n, f, arch) for n, f in probe.entry.fields]
+    shape = probe.event.rsplit("_", 1)[0]
     head = f"{'r' if probe.returns else 'p'}:{group}/{probe.event} {path}:0x{probe.offset:x}"
-    return " ".join([head] + args)
+    return " ".join([head] + fetch_args(probe.entry, shape, arch))
 
 
 def listed_events(fs: Tracefs) -> dict[str, list[str]]:

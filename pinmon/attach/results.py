@@ -101,4 +101,5 @@ class AttachResult:
     sampled: Optional[float] = None          # the share of the window the probes were enabled, when sampled
     stopped_early: bool = False              # the event rate passed the budget and the attach stopped
     attach_s: Optional[float] = None
+    started_mono: Optional[float] = None     # the window's start on CLOCK_MONOTONIC (time.monotonic())
     notices: tuple[str, ...] = field(default_factory=tuple)

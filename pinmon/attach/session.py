@@ -13,7 +13,10 @@ defined, the targets' threads set as the instance's pids (new threads follow), t
 Detaching undoes all of it, on a normal exit, an exception, Ctrl-C, SIGTERM and SIGHUP (turned into
 ``SignalReceived`` while attached).
 
-The event budget: above ``Budget.max_events_per_s`` (over one second), the probes are enabled only
+The window starts when every probe is enabled and ends when the instance stops recording
+(``tracing_on``, at once); events are counted by their time on CLOCK_MONOTONIC inside it.
+
+The event budget: above ``Budget.max_events_per_s`` (over one second), events are recorded only
 part of each second (``over="sample"``: rates from the enabled time, totals scaled to the window, the
 share in ``sampled``) or disabled for the rest of the window (``over="stop"``, ``stopped_early``).
 """
@@ -33,9 +36,9 @@ from ..units import printable
 from . import calls
 from .aggregate import ProcessTally, Tally
 from .arch import arch_of_kernel
-from .catalog import CATALOG, Entry
+from .catalog import CATALOG
 from .classify import IsCuda, ProcessMemory
-from .probes import Probe, clean_stale, definition, group_name, plan, remove_events
+from .probes import CALL, ENTRIES_BY_ID, RET, Probe, clean_stale, definition, group_name, plan, remove_events
 from .reader import RawReader, TextReader
 from .results import AllocationStats, AttachResult, CopyStats, OtherCopies, ProbedFile, ProcessCopies
 from .symbols import SymbolError, read_symbols
@@ -100,7 +103,7 @@ class AttachSession:
         self.reader: Optional[Union[RawReader, TextReader]] = None
         self.targets: Optional[Targets] = None
         self.files: list[_File] = []
-        self.events: dict[str, tuple[Entry, bool]] = {}
+        self.events: dict[str, str] = {}          # event name -> the shape of its probes
         self.defined: list[str] = []
         self.tallies: dict[int, ProcessTally] = {}
         self.failed: dict[int, str] = {}
@@ -248,25 +251,26 @@ class AttachSession:
                 self.notices.append(f"{probe.event}: not probed ({os.strerror(e.errno) if e.errno else e})")
                 continue
             done.append(probe)
-            self.defined.append(probe.event)
-            self.events[probe.event] = (probe.entry, probe.returns)
+            if probe.event not in self.events:
+                self.defined.append(probe.event)
+                self.events[probe.event] = probe.event.rsplit("_", 1)[0]
         f.probes = done
 
     def _enable(self, f: _File) -> None:
         assert self.instance is not None
-        for i, probe in enumerate(f.probes):
+        for i, event in enumerate(dict.fromkeys(p.event for p in f.probes)):
             try:
-                self.instance.set(os.path.join("events", self.group, probe.event, "enable"), "1")
+                self.instance.set(os.path.join("events", self.group, event, "enable"), "1")
             except OSError as e:
                 if i == 0:
                     f.refused = self._refusal(e, "enabling a probe")
                     self._forget(f)
                     return
-                self.notices.append(f"{probe.event}: not enabled ({os.strerror(e.errno) if e.errno else e})")
+                self.notices.append(f"{event}: not enabled ({os.strerror(e.errno) if e.errno else e})")
 
     def _forget(self, f: _File) -> None:
         assert self.fs is not None
-        names = [p.event for p in f.probes]
+        names = list(dict.fromkeys(p.event for p in f.probes))
         remove_events(self.fs, self.group, names)
         for n in names:
             self.events.pop(n, None)
@@ -290,19 +294,22 @@ class AttachSession:
         self._lost += batch.lost
         self._bad_pages += batch.bad_pages
         start = self.window_start if self.mono_clock else None
+        end = self.window_end if self.window_end is not None else float("inf")
         for rec in batch.records:
             if rec.event == NEWTASK[1]:
                 self._new_task(rec.tid, rec.fields)
                 continue
-            ev = self.events.get(rec.event)
-            if ev is None or (start is not None and rec.ts < start):
+            shape = self.events.get(rec.event)
+            entry = ENTRIES_BY_ID.get(rec.fields.get("fn", -1)) if shape is not None else None
+            if entry is None or (start is not None and not start <= rec.ts <= end):
                 continue
             pid = rec.tgid if rec.tgid in self.tallies else self._tgid(rec.tid)
             tally = self.tallies.get(pid) if pid is not None else None
             if tally is None:
                 self._unattributed += 1
                 continue
-            calls.apply(ev[0], rec.fields, tally, ev[1], rec.tid)
+            fields = calls.call_fields(entry, rec.fields) if shape == CALL else rec.fields
+            calls.apply(entry, fields, tally, shape == RET, rec.tid)
         n = len(batch.records)
         self._events_read += n
         self._budget(n)
@@ -337,11 +344,13 @@ class AttachSession:
         return tgid
 
     def _set_enabled(self, on: bool) -> None:
+        """Record events or not: the instance's own ``tracing_on``, which takes effect at once (the
+        probes stay in place; disabling them waits for the kernel's grace periods)."""
         if self.instance is None or on == self.enabled:
             return
         now = self.clock()
         try:
-            self.instance.set(os.path.join("events", self.group, "enable"), "1" if on else "0")
+            self.instance.set("tracing_on", "1" if on else "0")
         except OSError as e:
             self.notices.append(explain_write_error(e, "toggling the probes"))
             return
@@ -364,6 +373,8 @@ class AttachSession:
                 if self.budget.over == "stop":
                     self._stopped = True
                     self._set_enabled(False)
+                    if self.instance is not None:  # and the probes out of the targets' way
+                        self.instance.set(os.path.join("events", self.group, "enable"), "0", optional=True)
                     return
                 self._duty = max(MIN_DUTY, min(1.0, self.budget.max_events_per_s / rate * enabled_share))
         else:
@@ -429,7 +440,8 @@ class AttachSession:
                       for f in self.files)
         return AttachResult(window, enabled, procs, dict(self.failed), files, self._events_read, lost,
                             sampled=(enabled / window) if self._duty is not None else None,
-                            stopped_early=self._stopped, attach_s=self.attach_s, notices=tuple(notices))
+                            stopped_early=self._stopped, attach_s=self.attach_s, started_mono=self.window_start,
+                            notices=tuple(notices))
 
     def _overrun(self) -> int:
         if self.instance is None or not self.instance.created:

@@ -143,6 +143,17 @@ def test_calls_land_in_their_direction_and_kind():
     assert t.pageable_seen
 
 
+def test_a_call_events_registers_become_the_functions_fields():
+    raw = {"fn": 1, "a0": 7, "a1": 0xFFFF_FFFF_0000_0010, "a2": (5 << 32) | 4096, "a3": 0, "a4": 0}
+    assert calls.call_fields(CATALOG["cuMemcpyHtoD"], raw) == {"host": 0xFFFF_FFFF_0000_0010, "size": 4096}
+    assert calls.call_fields(CATALOG["cuMemcpyHtoD_v2"], raw) == {"host": 0xFFFF_FFFF_0000_0010, "size": (5 << 32) | 4096}
+    assert calls.call_fields(CATALOG["cuMemcpyPeer"], dict(raw, a4=99)) == {"size": 99}
+    desc = {"a0": (7 << 32) | 1, "a1": 10, "a2": (9 << 32) | 5, "a3": 2, "a4": 0, "a5": 6, "a6": 100, "a7": 3, "a8": 1}
+    assert calls.call_fields(CATALOG["cuMemcpy2D"], desc) == {"st": 1, "sh": 10, "sd": 5, "dt": 2, "dh": 0, "dd": 6,
+                                                               "w": 100, "h": 3, "d": 1}
+    assert calls.call_fields(CATALOG["cuMemcpy2D_v2"], desc)["sd"] == (9 << 32) | 5
+
+
 def test_descriptors_batches_and_bad_sizes():
     t = tally()
     d2 = {"st": 1, "sh": PINNED_PTR, "sd": 0, "dt": 2, "dh": 0, "dd": 0x200001000, "w": 100, "h": 3}
