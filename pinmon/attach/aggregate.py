@@ -28,13 +28,13 @@ class Tally:
         self.sizes = SizeHistogram()
         self.unknown_size = 0   # calls whose size argument could not be read
 
-    def add(self, size: Optional[int]) -> None:
-        self.count += 1
+    def add(self, size: Optional[int], times: int = 1) -> None:
+        self.count += times
         if size is None:
-            self.unknown_size += 1
+            self.unknown_size += times
             return
-        self.bytes += size
-        self.sizes.add(size)
+        self.bytes += size * times
+        self.sizes.add(size, times)
 
 
 class ProcessTally:
@@ -60,67 +60,67 @@ class ProcessTally:
         self.pageable_seen = False
         self._pending_alloc: dict[int, list[tuple[Optional[int], int]]] = {}  # tid -> calls not returned yet
 
-    def _copy(self, direction: str, host_kind: str, size: Optional[int]) -> None:
+    def _copy(self, direction: str, host_kind: str, size: Optional[int], times: int = 1) -> None:
         key = (direction, host_kind)
         t = self.copies.get(key)
         if t is None:
             t = self.copies[key] = Tally()
-        t.add(size)
+        t.add(size, times)
         if host_kind == PAGEABLE:
             self.pageable_seen = True
 
     # --- the calls (calls.apply) -------------------------------------------------------------------
 
-    def copy(self, direction: Optional[str], host: Optional[int], size: Optional[int]) -> None:
+    def copy(self, direction: Optional[str], host: Optional[int], size: Optional[int], times: int = 1) -> None:
         if direction in DIRECTIONS:
-            self._copy(direction, self.memory.host_kind(host), size)
+            self._copy(direction, self.memory.host_kind(host), size, times)
 
-    def unified(self, dst: Optional[int], src: Optional[int], size: Optional[int]) -> None:
+    def unified(self, dst: Optional[int], src: Optional[int], size: Optional[int], times: int = 1) -> None:
         dst_host, src_host = self.memory.is_host(dst), self.memory.is_host(src)
         if src_host and not dst_host:
-            self._copy("h2d", self.memory.host_kind(src), size)
+            self._copy("h2d", self.memory.host_kind(src), size, times)
         elif dst_host and not src_host:
-            self._copy("d2h", self.memory.host_kind(dst), size)
+            self._copy("d2h", self.memory.host_kind(dst), size, times)
         elif dst_host:
-            self.host_copies.add(size)
+            self.host_copies.add(size, times)
         else:
-            self.device_copies.add(size)
+            self.device_copies.add(size, times)
 
     def described(self, src: tuple[str, Optional[int]], dst: tuple[str, Optional[int]], size: Optional[int],
-                  peer: bool = False) -> None:
+                  peer: bool = False, times: int = 1) -> None:
         s_host = src[0] == "host" or (src[0] == "unified" and self.memory.is_host(src[1]))
         d_host = dst[0] == "host" or (dst[0] == "unified" and self.memory.is_host(dst[1]))
         if s_host and not d_host:
-            self._copy("h2d", self.memory.host_kind(src[1]), size)
+            self._copy("h2d", self.memory.host_kind(src[1]), size, times)
         elif d_host and not s_host:
-            self._copy("d2h", self.memory.host_kind(dst[1]), size)
+            self._copy("d2h", self.memory.host_kind(dst[1]), size, times)
         elif d_host:
-            self.host_copies.add(size)
+            self.host_copies.add(size, times)
         elif peer:
-            self.peer_copies.add(size)
+            self.peer_copies.add(size, times)
         else:
-            self.device_copies.add(size)
+            self.device_copies.add(size, times)
 
-    def device(self, size: Optional[int]) -> None:
-        self.device_copies.add(size)
+    def device(self, size: Optional[int], times: int = 1) -> None:
+        self.device_copies.add(size, times)
 
-    def peer(self, size: Optional[int]) -> None:
-        self.peer_copies.add(size)
+    def peer(self, size: Optional[int], times: int = 1) -> None:
+        self.peer_copies.add(size, times)
 
-    def batch(self, n: Optional[int], known: list) -> None:
-        self.batch_calls += 1
+    def batch(self, n: Optional[int], known: list, times: int = 1) -> None:
+        self.batch_calls += times
         if n is None or n < 0:
             return
         n = min(n, 1 << 32)
-        self.batch_copies += n
+        self.batch_copies += n * times
         for dst, src, size in known:
-            self.unified(dst, src, size)
-        self.batch_copies_unmeasured += n - len(known)
+            self.unified(dst, src, size, times)
+        self.batch_copies_unmeasured += (n - len(known)) * times
 
-    def batch_ops(self, n: Optional[int]) -> None:
-        self.batch_calls += 1
+    def batch_ops(self, n: Optional[int], times: int = 1) -> None:
+        self.batch_calls += times
         if n is not None and 0 <= n <= 1 << 32:
-            self.batch_op_count += n
+            self.batch_op_count += n * times
 
     def alloc(self, size: Optional[int], flags: int, tid: int = 0) -> None:
         self.allocations.add(size)

@@ -50,12 +50,18 @@ class Layout:
     struct: struct.Struct            # common_type, common_pid, then each field (arrays flattened)
     counts: tuple[int, ...]          # values per field (1, or an array's length)
 
+    @property
+    def flat(self) -> bool:
+        return all(n == 1 for n in self.counts)
+
     def decode(self, record: bytes) -> Optional[tuple[int, dict]]:
         """(thread id, {field: int or tuple}) of one record; None when it is too short."""
         if len(record) < self.struct.size:
             return None
         values = self.struct.unpack_from(record)
         tid = values[1]
+        if self.flat:
+            return tid, dict(zip(self.names, values[2:]))
         out: dict = {}
         i = 2
         for name, n in zip(self.names, self.counts):

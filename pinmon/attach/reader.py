@@ -5,9 +5,11 @@ records (``rawpages.py``) with each event's layout from its ``format`` file. ``T
 instance's ``trace_pipe`` (the kernel formats each event as a line, ``events.py`` parses it); it is
 kept for comparison (``bench/attach_cost.py``) and as a fallback where a layout cannot be read.
 
-Both return what they read since the last call as ``Record``s: (seconds on the trace clock, thread
-id, tgid or None, event name, fields), at most ``max_records`` a call (the rest stays in the kernel's
-buffer for the next call), plus the count of events the kernel says were lost.
+Both return what they read since the last call, at most ``max_records`` a call (the rest stays in
+the kernel's buffer for the next call), in time order, plus the count of events the kernel says were
+lost: ``RawReader`` as (seconds on the trace clock, record bytes) pairs, left to decode (``decode``):
+a loop of equal calls makes equal records, decoded once; ``TextReader`` as ``Record``s (seconds,
+thread id, tgid or None, event name, fields).
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ class Batch(NamedTuple):
     records: list
     lost: int
     bad_pages: int
+    raw: bool = False
 
 
 def _nonblocking_read(fd: int, size: int) -> Optional[bytes]:
@@ -46,6 +49,10 @@ def _nonblocking_read(fd: int, size: int) -> Optional[bytes]:
         if e.errno in (errno.EAGAIN, errno.EINTR):
             return None
         raise
+
+
+def _first(pair: tuple) -> float:
+    return pair[0]
 
 
 class RawReader:
@@ -88,14 +95,16 @@ class RawReader:
                     lost += max(parsed.missed, 1)
                 bad += parsed.bad
                 for ts_ns, event_id, record in parsed.records:
-                    layout = layouts.get(event_id)
-                    if layout is None:
-                        continue
-                    decoded = layout.decode(record)
-                    if decoded is not None:
-                        records.append(Record(ts_ns / 1e9, decoded[0], None, layout.name, decoded[1]))
-        records.sort(key=lambda r: r.ts)  # CPUs' pages interleave: the calls in the order they ran
-        return Batch(records, lost, bad)
+                    if event_id in layouts:
+                        records.append((ts_ns / 1e9, record))
+        records.sort(key=_first)  # CPUs' pages interleave: the calls in the order they ran
+        return Batch(records, lost, bad, raw=True)
+
+    def decode(self, record: bytes) -> Optional[Record]:
+        """A record's thread, event and fields (its time left at 0); None for one of no known event."""
+        layout = self.layouts.get(record[0] | (record[1] << 8))
+        decoded = layout.decode(record) if layout is not None else None
+        return None if decoded is None else Record(0.0, decoded[0], None, layout.name, decoded[1])  # type: ignore[union-attr]
 
     def close(self) -> None:
         for fd in self.fds:

@@ -36,10 +36,10 @@ from ..units import printable
 from . import calls
 from .aggregate import ProcessTally, Tally
 from .arch import arch_of_kernel
-from .catalog import CATALOG
+from .catalog import ALLOC, CATALOG, FREE, REGISTER, UNREGISTER
 from .classify import IsCuda, ProcessMemory
 from .probes import CALL, ENTRIES_BY_ID, RET, Probe, clean_stale, definition, group_name, plan, remove_events
-from .reader import RawReader, TextReader
+from .reader import RawReader, Record, TextReader
 from .results import AllocationStats, AttachResult, CopyStats, OtherCopies, ProbedFile, ProcessCopies
 from .symbols import SymbolError, read_symbols
 from .targets import Targets, find_targets, threads
@@ -51,6 +51,8 @@ PUMP_INTERVAL_S = 0.1
 NEWTASK = ("task", "task_newtask")
 CLONE_THREAD = 0x10000
 MAX_TID_CACHE = 1 << 16
+MAX_DECODED = 4096                 # distinct records kept decoded
+ORDERED = frozenset({ALLOC, REGISTER, UNREGISTER, FREE})
 SAMPLE_PERIOD_S = 1.0
 MIN_DUTY = 0.05
 
@@ -121,6 +123,7 @@ class AttachSession:
         self._bad_pages = 0
         self._unattributed = 0
         self._tgids: dict[int, Optional[int]] = {}
+        self._decoded: dict[bytes, Optional[tuple]] = {}
         self._rate_slot = (0.0, 0)
         self._duty: Optional[float] = None
         self._stopped = False
@@ -287,33 +290,80 @@ class AttachSession:
     # --- reading ----------------------------------------------------------------------------------
 
     def pump(self) -> int:
-        """Read and tally what the kernel has; the number of events read."""
+        """Read and tally what the kernel has; the number of events read.
+
+        Calls that change what a pointer is (allocations, registrations, frees and their returns)
+        and new threads are applied in order; copies between two of them are counted by their
+        record's bytes first (a loop of equal copies: equal records) and applied once with a count."""
         if self.reader is None:
             return 0
         batch = self.reader.read()
         self._lost += batch.lost
         self._bad_pages += batch.bad_pages
-        start = self.window_start if self.mono_clock else None
-        end = self.window_end if self.window_end is not None else float("inf")
+        start = self.window_start if self.mono_clock else -1.0
+        end = self.window_end if self.window_end is not None and self.mono_clock else float("inf")
+        pending: dict = {}
         for rec in batch.records:
-            if rec.event == NEWTASK[1]:
-                self._new_task(rec.tid, rec.fields)
+            if batch.raw:
+                ts, data = rec
+                d = self._decoded.get(data)
+                if d is None:
+                    d = self._decode(self.reader.decode(data))  # type: ignore[union-attr]
+                    if len(self._decoded) >= MAX_DECODED:
+                        self._decoded.clear()
+                    self._decoded[data] = d
+                key = data
+            else:
+                ts, d, key = rec.ts, self._decode(rec), None
+            if d is None:
                 continue
-            shape = self.events.get(rec.event)
-            entry = ENTRIES_BY_ID.get(rec.fields.get("fn", -1)) if shape is not None else None
-            if entry is None or (start is not None and not start <= rec.ts <= end):
+            if d[0] == NEWTASK[1]:
+                self._flush(pending)
+                self._new_task(d[1], d[3])
                 continue
-            pid = rec.tgid if rec.tgid in self.tallies else self._tgid(rec.tid)
-            tally = self.tallies.get(pid) if pid is not None else None
-            if tally is None:
-                self._unattributed += 1
+            if not start <= ts <= end:
                 continue
-            fields = calls.call_fields(entry, rec.fields) if shape == CALL else rec.fields
-            calls.apply(entry, fields, tally, shape == RET, rec.tid)
+            if key is None or d[4]:
+                self._flush(pending)
+                self._apply(d, 1)
+            else:
+                got = pending.get(key)
+                if got is None:
+                    pending[key] = [1, d]
+                else:
+                    got[0] += 1
+        self._flush(pending)
         n = len(batch.records)
         self._events_read += n
         self._budget(n)
         return n
+
+    def _decode(self, rec: Optional[Record]) -> Optional[tuple]:
+        """(shape or NEWTASK's name, thread id, tgid, fields, in order?, entry) of a record."""
+        if rec is None:
+            return None
+        if rec.event == NEWTASK[1]:
+            return (NEWTASK[1], rec.tid, rec.tgid, rec.fields, True, None)
+        shape = self.events.get(rec.event)
+        entry = ENTRIES_BY_ID.get(rec.fields.get("fn", -1)) if shape is not None else None
+        if entry is None:
+            return None
+        fields = calls.call_fields(entry, rec.fields) if shape == CALL else rec.fields
+        return (shape, rec.tid, rec.tgid, fields, shape == RET or entry.kind in ORDERED, entry)
+
+    def _flush(self, pending: dict) -> None:
+        for count, d in pending.values():
+            self._apply(d, count)
+        pending.clear()
+
+    def _apply(self, d: tuple, times: int) -> None:
+        shape, tid, tgid, fields, _, entry = d
+        pid = tgid if tgid in self.tallies else self._tgid(tid)
+        tally = self.tallies.get(pid) if pid is not None else None
+        if tally is None:
+            self._unattributed += times
+            return
+        calls.apply(entry, fields, tally, shape == RET, tid, times)
 
     def _new_task(self, parent_tid: int, fields: dict) -> None:
         child, flags = fields.get("pid"), fields.get("clone_flags")

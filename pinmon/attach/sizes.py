@@ -29,9 +29,10 @@ class SizeHistogram:
         self.max = 0
 
     def add(self, size: int, times: int = 1) -> None:
-        b = self.buckets.get(bucket_of(size))
+        key = bucket_of(size)
+        b = self.buckets.get(key)
         if b is None:
-            self.buckets[bucket_of(size)] = [times, size, size]
+            self.buckets[key] = [times, size, size]
         else:
             b[0] += times
             if size < b[1]:

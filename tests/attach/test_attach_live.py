@@ -306,4 +306,4 @@ def test_the_raw_reader_is_timed_on_the_mono_clock(child):
         before = time.monotonic()
         child.call("cuMemcpyHtoD_v2", 0x1000, {"buf": "pinned"}, 3)
         batch = s.reader.read()
-        assert batch.records and all(before <= rec.ts <= time.monotonic() for rec in batch.records)
+        assert batch.raw and batch.records and all(before <= ts <= time.monotonic() for ts, _ in batch.records)
