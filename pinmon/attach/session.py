@@ -111,7 +111,8 @@ class AttachSession:
         self.failed: dict[int, str] = {}
         self.notices: list[str] = []
         self.attach_s: Optional[float] = None
-        self.detach_s: Optional[float] = None
+        self.detach_s: Optional[float] = None     # until the probes are gone from the targets
+        self.cleanup_s: Optional[float] = None    # then pinmon's instance removed
         self.window_start: Optional[float] = None
         self.window_end: Optional[float] = None
         self.mono_clock = False
@@ -501,7 +502,11 @@ class AttachSession:
     # --- detach -----------------------------------------------------------------------------------
 
     def detach(self) -> None:
-        """Remove everything the attach made; safe to call twice, and from any failure point."""
+        """Remove everything the attach made; safe to call twice, and from any failure point.
+
+        The probes go first (disabled, then deleted: the targets run untouched from then on, which
+        ``detach_s`` times), pinmon's own instance and its buffers after (``cleanup_s``: removing an
+        instance waits for the kernel's grace periods, and touches no target)."""
         with self._lock:
             t0 = time.monotonic()
             if self.instance is not None and self.instance.created:
@@ -514,6 +519,11 @@ class AttachSession:
                 self.enabled = False
             if self.window_end is None and self.window_start is not None:
                 self.window_end = self.clock()
+            if self.fs is not None and self.defined:
+                errors = remove_events(self.fs, self.group, self.defined)
+                self.notices += [f"could not remove a probe: {e}" for e in errors[:3]]
+                self.defined = []
+            t1 = time.monotonic()
             if self.reader is not None:
                 self.reader.close()
                 self.reader = None
@@ -522,15 +532,12 @@ class AttachSession:
                     self.instance.remove()
                 except OSError as e:
                     self.notices.append(f"could not remove the trace instance: {os.strerror(e.errno) if e.errno else e}")
-            if self.fs is not None and self.defined:
-                errors = remove_events(self.fs, self.group, self.defined)
-                self.notices += [f"could not remove a probe: {e}" for e in errors[:3]]
-                self.defined = []
             if self.targets is not None:
                 self.targets.close()
             self._restore_signals()
             if self.window_start is not None and self.detach_s is None:
-                self.detach_s = time.monotonic() - t0
+                self.detach_s = t1 - t0
+                self.cleanup_s = time.monotonic() - t1
 
     def _install_signals(self) -> None:
         if not self._atexit:
