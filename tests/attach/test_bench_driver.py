@@ -5,22 +5,20 @@ anonymous mapping, pinned-looking: on the GPU box it is a /dev/nvidiactl mapping
 import json
 import os
 import subprocess
-import sys
 import time
 
 import pytest
 
 from pinmon.attach import AttachSession
 from tests.attach.standin import build, why_not
+from tests.bench_scripts import load_bench
 
 WHY = why_not()
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.xdist_group("tracefs")]
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 
 def test_the_paced_driver_on_the_stand_in(tmp_path):
-    import attach_accuracy
+    attach_accuracy = load_bench("attach_accuracy")
     lib_dir = tmp_path / "lib"
     lib_dir.mkdir()
     build(str(lib_dir))
