@@ -195,7 +195,7 @@ class AttachSession:
             self.objects = learn()
         self.instance = Instance(fs, self.group)
         try:
-            self.instance.create(self.budget.buffer_kb_per_cpu)
+            self.instance.create(self.budget.buffer_kb_per_cpu, record_tgid=self.reader_kind == "text")
         except OSError as e:
             raise AttachError(explain_write_error(e, "cannot make a trace instance")) from None
         self.mono_clock = self.instance.clock() == "mono"

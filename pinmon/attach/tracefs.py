@@ -139,16 +139,16 @@ class Instance:
     def path(self, *parts: str) -> str:
         return self.fs.path(self.rel, *parts)
 
-    def create(self, buffer_kb_per_cpu: int) -> None:
+    def create(self, buffer_kb_per_cpu: int, record_tgid: bool = False) -> None:
         os.mkdir(self.path())
         self.created = True
         self.set("buffer_size_kb", str(buffer_kb_per_cpu))
         # CLOCK_MONOTONIC: event times compare with time.monotonic(), so the window's edges are exact.
         self.set("trace_clock", "mono", optional=True)
-        # A thread a target starts later is followed (set_event_pid below), and the text output says
-        # which process a thread belongs to.
+        # A thread a target starts later is followed (its pid joins the instance's set_event_pid).
         self.set("options/event-fork", "1", optional=True)
-        self.set("options/record-tgid", "1", optional=True)
+        if record_tgid:  # the text output then says which process a thread belongs to
+            self.set("options/record-tgid", "1", optional=True)
 
     def set(self, rel: str, value: str, optional: bool = False) -> bool:
         try:

@@ -307,3 +307,20 @@ def test_the_raw_reader_is_timed_on_the_mono_clock(child):
         child.call("cuMemcpyHtoD_v2", 0x1000, {"buf": "pinned"}, 3)
         batch = s.reader.read()
         assert batch.raw and batch.records and all(before <= ts <= time.monotonic() for ts, _ in batch.records)
+
+
+def test_the_hand_tool_prints_json_or_one_line(child):
+    out = subprocess.run([sys.executable, "-m", "pinmon.attach", str(child.pid), "--seconds", "0.3"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = __import__("json").loads(out.stdout)
+    assert str(child.pid) in doc["processes"] and doc["detach_s"] is not None
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        out = subprocess.run([sys.executable, "-m", "pinmon.attach", str(sleeper.pid)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "does not map libcuda" in out.stderr
+    assert mine() == (False, False)
