@@ -40,11 +40,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
+from trace_paced import COPY_BYTES, ROUND_S, make_jax, make_numba, make_torch  # noqa: E402
+
 from provenance import portable_argv, portable_text, provenance  # noqa: E402
 
 MIB = 1 << 20
-COPY = 8 * MIB
-ROUND_S = 0.04
+COPY = COPY_BYTES
 GOAL = 0.01
 LIBS = ("torch", "cupy", "numba", "jax", "cudart", "driver")
 DRIVER_SOURCE = os.path.join(HERE, "attach", "paced_driver.c")
@@ -52,16 +53,12 @@ DRIVER_SOURCE = os.path.join(HERE, "attach", "paced_driver.c")
 
 # --- the workloads (run as children of this script) ------------------------------------------------
 
-def _torch():
-    import torch
-    host = torch.ones(COPY // 4).pin_memory()
-    dev = torch.empty(COPY // 4, device="cuda")
-
-    def rnd():
-        dev.copy_(host)
-        host.copy_(dev)
-        torch.cuda.synchronize()
-    return [("h2d", "pinned", COPY), ("d2h", "pinned", COPY)], rnd, None
+def _from_trace_paced(make):
+    """A workload of bench/trace_paced.py (the same paced rounds its engines are measured on)."""
+    def build():
+        lib = make()
+        return [(d, m, COPY) for d, m in lib.streams], lib.round, None
+    return build
 
 
 def _cupy():
@@ -92,34 +89,6 @@ def _cupy():
     return streams, rnd, (cycle, 3 * MIB + 4096, 2 * MIB)
 
 
-def _numba():
-    import numpy as np
-    from numba import cuda
-    a = np.ones(COPY // 4, np.float32)
-    b = np.empty_like(a)
-    d = cuda.device_array_like(a)
-
-    def rnd():
-        d.copy_to_device(a)
-        d.copy_to_host(b)
-        cuda.synchronize()
-    return [("h2d", "pageable", COPY), ("d2h", "pageable", COPY)], rnd, None
-
-
-def _jax():
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    import jax
-    import numpy as np
-    a = np.ones(COPY // 4, np.float32)
-    gpu = jax.devices("gpu")[0]
-
-    def rnd():
-        x = jax.device_put(a, gpu)
-        x.block_until_ready()
-        np.asarray(x)
-    return [("h2d", "pinned", COPY), ("d2h", "pinned", COPY)], rnd, None
-
-
 def _cudart():
     from cuda.bindings import runtime as rt
 
@@ -144,7 +113,8 @@ def _cudart():
             ("d2h", "pageable", COPY)], rnd, None
 
 
-MAKERS = {"torch": _torch, "cupy": _cupy, "numba": _numba, "jax": _jax, "cudart": _cudart}
+MAKERS = {"torch": _from_trace_paced(make_torch), "cupy": _cupy, "numba": _from_trace_paced(make_numba),
+          "jax": _from_trace_paced(make_jax), "cudart": _cudart}
 
 
 def child(lib: str, seconds: float, out: str) -> int:

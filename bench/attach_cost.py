@@ -22,7 +22,6 @@ Usage (root, from the repository root):
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import resource
@@ -37,6 +36,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
+from attach_accuracy import real_libcuda  # noqa: E402
+
 from pinmon.attach import AttachError, AttachSession  # noqa: E402
 from provenance import portable_argv, portable_text, provenance  # noqa: E402
 
@@ -201,16 +202,6 @@ def loop_slowdown(w: Workload, seconds: float, rounds: int) -> dict:
 
 def _summary(values: list) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
-
-
-def real_libcuda() -> str:
-    ctypes.CDLL("libcuda.so.1")
-    with open("/proc/self/maps") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 6 and os.path.basename(parts[5]).startswith("libcuda.so"):
-                return parts[5]
-    raise RuntimeError("libcuda.so.1 loaded but not found in this process's maps")
 
 
 def build_driver(tmp: str) -> str:
