@@ -53,7 +53,7 @@ FREE = "free"                # cuMemFreeHost
 DESC_KINDS = frozenset({DESC2D, DESC3D, DESC3D_PEER})
 # A descriptor's fields as its probes fetch them, in this order (probes.py, calls.py).
 DESC_FIELDS = ("st", "sh", "sd", "dt", "dh", "dd", "w", "h", "d")
-COPY_KINDS = frozenset({COPY, UNIFIED, DEVICE, PEER, DESC2D, DESC3D, DESC3D_PEER, BATCH, BATCH_OPS})
+# Host-memory calls: they change what a pointer is, so they are applied in the order they ran.
 HOST_KINDS = frozenset({ALLOC, REGISTER, UNREGISTER, FREE})
 
 BATCH_FETCHED = 8

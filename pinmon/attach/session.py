@@ -36,8 +36,8 @@ from ..units import printable
 from . import calls
 from .aggregate import ProcessTally, Tally
 from .arch import arch_of_kernel
-from .catalog import ALLOC, CATALOG, FREE, REGISTER, UNREGISTER
-from .classify import IsCuda, ProcessMemory
+from .catalog import CATALOG, HOST_KINDS
+from .classify import MAX_RANGES, IsCuda, ProcessMemory
 from .probes import CALL, ENTRIES_BY_ID, RET, Probe, clean_stale, definition, group_name, plan, remove_events
 from .reader import RawReader, Record, TextReader
 from .results import AllocationStats, AttachResult, CopyStats, OtherCopies, ProbedFile, ProcessCopies
@@ -52,7 +52,6 @@ NEWTASK = ("task", "task_newtask")
 CLONE_THREAD = 0x10000
 MAX_TID_CACHE = 1 << 16
 MAX_DECODED = 4096                 # distinct records kept decoded
-ORDERED = frozenset({ALLOC, REGISTER, UNREGISTER, FREE})
 SAMPLE_PERIOD_S = 1.0
 MIN_DUTY = 0.05
 
@@ -350,7 +349,7 @@ class AttachSession:
         if entry is None:
             return None
         fields = calls.call_fields(entry, rec.fields) if shape == CALL else rec.fields
-        return (shape, rec.tid, rec.tgid, fields, shape == RET or entry.kind in ORDERED, entry)
+        return (shape, rec.tid, rec.tgid, fields, shape == RET or entry.kind in HOST_KINDS, entry)
 
     def _flush(self, pending: dict) -> None:
         for count, d in pending.values():
@@ -590,7 +589,7 @@ def _process(t: ProcessTally, window: float, enabled: float, scale: float, cap: 
         failed=t.alloc_failed, registrations=round(r.count * scale), registered_bytes=round(r.bytes * scale),
         registration_median_bytes=r.sizes.percentile(0.5), registration_max_bytes=r.sizes.max or None,
         registration_flags=dict(t.register_flags), unregistrations=round(t.unregistrations * scale))
-    if t.memory.seen.by_start and len(t.memory.seen.by_start) >= 65_536:
+    if len(t.memory.seen.by_start) >= MAX_RANGES:
         notes.append("too many ranges allocated or registered to follow them all")
     return ProcessCopies(
         pid=t.pid, window_s=window, stats=tuple(stats), peer=_other(t.peer_copies, enabled, scale),
