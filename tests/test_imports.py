@@ -130,14 +130,18 @@ def test_no_private_names_imported_across_packages():
 VIEWS = ("pinmon.tui", "pinmon.outputs", "pinmon.export", "pinmon.cli")
 FORBIDDEN = [
     ("pinmon.collect", VIEWS + ("pinmon.advise", "pinmon.probe", "pinmon.recording")),
-    ("pinmon.advise", VIEWS + ("pinmon.collect", "pinmon.probe", "pinmon.trace", "pinmon.recording")),
+    ("pinmon.advise", VIEWS + ("pinmon.collect", "pinmon.probe", "pinmon.trace", "pinmon.recording", "pinmon.attach")),
+    # attach (uprobes on libcuda) reads the machine like collect, and uses collect's /proc readers.
+    ("pinmon.attach", VIEWS + ("pinmon.advise", "pinmon.probe", "pinmon.trace", "pinmon.recording")),
     ("pinmon.probe", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.recording")),
     # The model (snapshot types, the Source protocol, the probe join, link arithmetic) is what every
     # side shares, and the recording format sits on it: neither knows a collector, a rule or a view.
-    ("pinmon.model", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe", "pinmon.trace", "pinmon.recording")),
-    ("pinmon.recording", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe", "pinmon.trace")),
-    ("pinmon.tui", ("pinmon.collect", "pinmon.probe", "pinmon.trace", "pinmon.cli", "pinmon.export")),
-    ("pinmon.outputs", ("pinmon.tui", "pinmon.cli", "pinmon.export", "pinmon.probe", "pinmon.collect")),
+    ("pinmon.model", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe", "pinmon.trace", "pinmon.recording",
+                              "pinmon.attach")),
+    ("pinmon.recording", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe", "pinmon.trace", "pinmon.attach")),
+    ("pinmon.tui", ("pinmon.collect", "pinmon.probe", "pinmon.trace", "pinmon.cli", "pinmon.export", "pinmon.attach")),
+    ("pinmon.outputs", ("pinmon.tui", "pinmon.cli", "pinmon.export", "pinmon.probe", "pinmon.collect",
+                        "pinmon.attach")),
     ("pinmon.export", ("pinmon.tui", "pinmon.cli")),
 ]
 
