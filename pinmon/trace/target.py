@@ -11,7 +11,8 @@ missing, the pip command to run with that interpreter. It says so when it cannot
 a check that fails).
 
 The subprocess imports nothing of CUDA: it looks modules up (``importlib.util.find_spec``) and reads
-installed distributions' versions.
+installed distributions' versions. Root runs it, often in a directory others write, so it imports
+nothing from the working directory or the environment's path: see ``CHECK_CODE``.
 """
 from __future__ import annotations
 
@@ -43,27 +44,43 @@ _PYTHON_NAME = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?([dmu]|-dbg)?$")
 _ISOLATING = {"I": "-I", "E": "-E", "S": "-S"}  # options that keep sitecustomize or PYTHONPATH out
 _OPTS_WITH_VALUE = set("WXcm")
 
+# Runs as root in the program's interpreter, so it must run nothing that the caller's working
+# directory or environment could plant: it starts with -E -s (no PYTHONPATH, PYTHONHOME, PYTHONSTARTUP
+# or user site; both exist in every Python, unlike -P) in "/", and drops the working directory's entry
+# before its first import. What the program's environment adds to the path (PYTHONPATH, the user site)
+# comes in argv[1] as JSON and is only searched, as data: a module's spec is looked up, a
+# distribution's metadata read, nothing there is imported.
 CHECK_CODE = """
-import json, re, sys
+import sys
+if sys.path and sys.path[0] in ("", "."):
+    del sys.path[0]
+import json, os, re
 out = {"version": list(sys.version_info[:3])}
 try:
-    import importlib.util, importlib.metadata as md
+    import importlib.machinery, importlib.util, importlib.metadata as md
+    extra = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    added = [p for p in extra.get("path", []) if isinstance(p, str)]
+    if extra.get("user_site") and sys.prefix == getattr(sys, "base_prefix", sys.prefix):
+        import site
+        added.append(site.getusersitepackages())
+    search = added + [p for p in sys.path if p not in added]
     def spec(name):
         try:
-            return importlib.util.find_spec(name) is not None
+            return importlib.util.find_spec(name) is not None or \\
+                importlib.machinery.PathFinder.find_spec(name, added) is not None
         except Exception:
             return False
-    def version(dist):
+    def dist(name):
         try:
-            return md.version(dist)
+            return next(iter(md.distributions(name=name, path=search)), None)
         except Exception:
             return None
+    def version(name):
+        d = dist(name)
+        return None if d is None else d.version
     out["cupti"] = spec("cupti")
     out["dists"] = {d: version(d) for d in %r}
-    try:
-        requires = md.requires("cupti-python") or []
-    except Exception:
-        requires = []
+    requires = getattr(dist("cupti-python"), "requires", None) or []
     names = [re.match(r"[A-Za-z0-9._-]+", r).group(0) for r in requires if "extra ==" not in r]
     out["cupti_missing"] = [n for n in names if version(n) is None][:8]
 except Exception as e:
@@ -168,13 +185,23 @@ def isolating_option(options: list) -> Optional[str]:
     return None
 
 
+def search_path_of(environ: dict, cwd: Optional[str] = None) -> dict:
+    """What the program's environment adds to its module search path, for ``CHECK_CODE`` to search as
+    data: PYTHONPATH's entries (relative ones, and the empty one, against the caller's directory, as
+    the program will resolve them) and whether the user site applies."""
+    here = os.getcwd() if cwd is None else cwd
+    raw = environ.get("PYTHONPATH", "")  # set but empty: no entry; an empty entry in it: the directory
+    entries = [os.path.join(here, p) for p in raw.split(os.pathsep)] if raw else []
+    return {"path": [os.path.normpath(p) for p in entries][:64], "user_site": not environ.get("PYTHONNOUSERSITE")}
+
+
 def probe_interpreter(path: str, environ: dict, timeout_s: float = CHECK_TIMEOUT_S) -> dict:
     """What ``path`` says of itself (``CHECK_CODE``), or {"error": why} when it does not answer."""
     env = dict(environ)
     env["PINMON_TRACE"] = "0"
     try:
-        r = subprocess.run([path, "-c", CHECK_CODE], env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                           timeout=timeout_s)
+        r = subprocess.run([os.path.abspath(path), "-E", "-s", "-c", CHECK_CODE, json.dumps(search_path_of(environ))],
+                           env=env, cwd="/", stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return {"error": f"it did not answer within {timeout_s:g} s"}
     except OSError as e:

@@ -1,5 +1,6 @@
 """``pinmon trace``'s check of the program's interpreter: which interpreter a command runs, what it
 says of itself, which CUPTI major to install there and the one line printed."""
+import glob
 import os
 import subprocess
 import sys
@@ -149,3 +150,67 @@ def test_pinmon_trace_prints_the_line_for_a_shell_command_and_a_script(tmp_path)
     r = subprocess.run([PY, "-m", "pinmon", "trace", "--engine", "hooks", "--", s], env=env(str(d)),
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.stderr == ""  # the hooks need no check
+
+
+# Modules a planted directory could offer: the check's own imports and what Python itself looks up.
+PLANTED = ("json", "re", "os", "site", "sitecustomize", "usercustomize", "importlib", "encodings", "cupti")
+
+
+def plant(directory, marker):
+    """Modules in ``directory`` that, imported, write ``marker``; cupti among them."""
+    code = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    for name in PLANTED:
+        (directory / f"{name}.py").write_text(code)
+    return directory
+
+
+def older_pythons():
+    """Interpreters other than this one (where present) that lack -P (older than 3.11) or predate -I."""
+    found = []
+    for pattern in ("/root/.pyenv/versions/3.8*/bin/python3.8", "/root/.pyenv/versions/3.10*/bin/python3.10",
+                    "/root/.pyenv/versions/2.7*/bin/python2.7", "/usr/bin/python3.1[0-9]"):
+        found += sorted(glob.glob(pattern))[:1]
+    return found
+
+
+@pytest.mark.parametrize("python", [PY] + older_pythons())
+@pytest.mark.parametrize("pythonpath", [None, "", ":", ".", "lib"])
+def test_the_check_runs_nothing_from_the_working_directory(tmp_path, monkeypatch, python, pythonpath):
+    """Root running ``pinmon trace -- python3 prog.py`` in a directory others write: the check of the
+    interpreter imports none of the modules planted there (nor in a relative PYTHONPATH entry)."""
+    marker = tmp_path / "ran"
+    work, lib = tmp_path / "work", tmp_path / "work" / "lib"
+    lib.mkdir(parents=True)
+    plant(work, marker), plant(lib, marker)
+    monkeypatch.chdir(work)
+    environ = dict(os.environ)
+    environ.pop("PYTHONPATH", None)
+    if pythonpath is not None:
+        environ["PYTHONPATH"] = pythonpath
+    info = T.probe_interpreter(python, environ)
+    assert not marker.exists(), marker.read_text()
+    assert info["version"][0] in (2, 3)
+    if info["version"][:2] >= [3, 8]:
+        assert "error" not in info
+        # A cupti the program would import (its PYTHONPATH names the directory) is found, as data.
+        assert info["cupti"] is bool(pythonpath)
+
+
+def test_pinmon_trace_in_a_directory_others_write_runs_nothing_from_it(tmp_path):
+    """The form docs/hardening.md calls safe: ``pinmon trace -- python3 /path/prog.py`` run by root in a
+    directory holding planted modules; neither the check nor the program imports them."""
+    marker = tmp_path / "ran"
+    work, prog = tmp_path / "work", tmp_path / "prog"
+    work.mkdir(), prog.mkdir()
+    plant(work, marker)
+    os.chmod(work, 0o1777)
+    (prog / "benign.py").write_text("import json, re\nprint(json.dumps('ok'))\n")
+    reports = tmp_path / "reports"
+    reports.mkdir(mode=0o700)
+    # pinmon as its console script starts it: no working directory on its own path.
+    pinmon = [PY, "-c", "import sys; del sys.path[0]; from pinmon.cli import main; sys.exit(main())"]
+    r = subprocess.run(pinmon + ["trace", "--", PY, str(prog / "benign.py")], env=env(str(reports)), cwd=work,
+                       capture_output=True, text=True, timeout=60)
+    assert not marker.exists(), marker.read_text()
+    assert r.returncode == 0 and r.stdout == '"ok"\n', r.stderr
+    assert "has no cupti-python" in r.stderr
