@@ -3,12 +3,13 @@
 The tracer runs inside the traced program's interpreter and imports ``cupti-python`` from *that*
 environment, not pinmon's: ``pinmon trace`` installed in one venv, the job in another (or a conda
 env) needs ``cupti-python`` in the job's. ``check(cmd, environ)`` finds the interpreter (CMD itself
-when it is ``python``/``python3.X``, or the interpreter a script's ``#!`` line names), asks it in a
-short subprocess (``CHECK_TIMEOUT_S``) whether it can import ``cupti`` (and has what ``cupti-python``
-requires) and which CUDA wheels it has,
-and returns the one line ``pinmon trace`` prints: the engine the program will get and, where CUPTI is
-missing, the pip command to run with that interpreter. It says so when it cannot tell (a shell script,
-a check that fails).
+when it is ``python``/``python3.X``, the interpreter a script's ``#!`` line names, or the first
+interpreter among a launcher's arguments: ``mpirun -np 2 python3 train.py``), asks it in a short
+subprocess (``CHECK_TIMEOUT_S``) whether it can import ``cupti`` (and has what ``cupti-python``
+requires) and which CUDA wheels it has, and returns the one line ``pinmon trace`` prints: the engine
+the program will get and, where CUPTI is missing, the pip command to run with that interpreter. A
+command that is no Python program (``sleep``, a shell script) gets a line saying what the tracer does
+for it; a check that fails says so. Without an NVIDIA driver, nothing is said of CUPTI.
 
 The subprocess imports nothing of CUDA: it looks modules up (``importlib.util.find_spec``) and reads
 installed distributions' versions. Root runs it, often in a directory others write, so it imports
@@ -43,6 +44,7 @@ _DISTS = ("cupti-python",) + VERSIONED_WHEELS + tuple(d for ds in CUDA_WHEELS.va
 _PYTHON_NAME = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?([dmu]|-dbg)?$")
 _ISOLATING = {"I": "-I", "E": "-E", "S": "-S"}  # options that keep sitecustomize or PYTHONPATH out
 _OPTS_WITH_VALUE = set("WXcm")
+SHELLS = frozenset(("sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox"))
 
 # Runs as root in the program's interpreter, so it must run nothing that the caller's working
 # directory or environment could plant: it starts with -E -s (no PYTHONPATH, PYTHONHOME, PYTHONSTARTUP
@@ -213,7 +215,16 @@ def probe_interpreter(path: str, environ: dict, timeout_s: float = CHECK_TIMEOUT
     return out if isinstance(out, dict) else {"error": "it gave no answer"}
 
 
-def driver_branch(path: str = "/proc/driver/nvidia/version") -> Optional[int]:
+DRIVER_VERSION_FILE = "/proc/driver/nvidia/version"
+
+
+def driver_loaded(path: str = DRIVER_VERSION_FILE) -> bool:
+    """Whether the NVIDIA kernel module is loaded (it makes this file): without it no CUDA runs, and
+    so no CUPTI."""
+    return os.path.exists(path)
+
+
+def driver_branch(path: str = DRIVER_VERSION_FILE) -> Optional[int]:
     """The NVIDIA driver's branch (580 for 580.159), from the kernel module's version file."""
     try:
         with open(path, "rb") as f:
@@ -253,17 +264,56 @@ def pip_line(python: str, major: int) -> str:
     return f"{shlex.quote(python)} -m pip install " + " ".join(shlex.quote(p) for p in CUPTI_PIP[major])
 
 
+def _script_interpreter(exe: str) -> Optional[str]:
+    """The program a script's ``#!`` line names (``bash``), or None when ``exe`` is no script."""
+    words = _shebang(exe)
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env":
+        rest = [w for w in words[1:] if not (w.startswith("-") or "=" in w)]
+        return os.path.basename(rest[0]) if rest else "env"
+    return os.path.basename(words[0])
+
+
+def not_python_line(cmd: list, environ: dict) -> str:
+    """What ``pinmon trace`` can do for a command that is no Python program: trace the Python programs
+    it starts, never the command itself; the first of them speaks up if CUPTI does not start there."""
+    name = os.path.basename(cmd[0])
+    exe = _which(cmd[0], environ)
+    shell = _script_interpreter(exe) if exe else None
+    what = f"{name} is a {shell} script, not a Python program" if shell else f"{name} is not a Python program"
+    itself = "" if shell else f", never {name} itself"
+    return (f"{what}: the tracer runs inside Python programs that import a CUDA library, so it traces any "
+            f"that {name} starts (the first one says so if CUPTI does not start there){itself}")
+
+
+def _python_started_by(cmd: list, environ: dict) -> Optional[list]:
+    """``cmd`` from its first argument that is a Python interpreter, for launchers that take the program
+    as arguments (``mpirun -np 2 python3 train.py``, ``env X=1 python3 ...``); None when there is none,
+    or when ``cmd`` is a shell or a script, whose arguments say nothing of what it runs."""
+    exe = _which(cmd[0], environ)
+    if exe is None or os.path.basename(exe) in SHELLS or _script_interpreter(exe) is not None:
+        return None
+    for i, word in enumerate(cmd[1:64], start=1):
+        if is_python_name(word) and _which(word, environ) is not None:
+            return cmd[i:]
+    return None
+
+
 def check(cmd: list, environ: dict, branch: Optional[int] = None,
-          probe=probe_interpreter) -> tuple[str, Optional[str]]:
+          probe=probe_interpreter, driver: bool = True) -> tuple[str, Optional[str]]:
     """(the line to print, the engine expected: "cupti", "hooks" or None when unknown) for ``cmd``
-    run with the ``auto`` or ``cupti`` engine; ``branch``: the driver's (``driver_branch``)."""
+    run with the ``auto`` or ``cupti`` engine; ``branch``: the driver's (``driver_branch``); ``driver``:
+    whether one is loaded (``driver_loaded``). Without a driver nothing is said of CUPTI, which cannot
+    start there: the program's own error says there is no GPU."""
     if not cmd or _which(cmd[0], environ) is None:
         return "", None  # nothing to run: exec says so
     interp = find_interpreter(cmd, environ)
     if interp is None:
-        name = os.path.basename(cmd[0]) if cmd else "CMD"
-        return (f"cannot tell which Python {name} runs: CUPTI needs cupti-python in that Python's "
-                f"environment ({pip_line('python', cupti_major({}, branch))})", None)
+        started = _python_started_by(cmd, environ)
+        if started is None:
+            return not_python_line(cmd, environ), None
+        return check(started, environ, branch, probe, driver)
     py = interp.path
     iso = isolating_option(interp.options)
     if iso:
@@ -271,11 +321,13 @@ def check(cmd: list, environ: dict, branch: Optional[int] = None,
                 f"use python -P -m pinmon.trace with pinmon installed in that environment", None)
     info = probe(py, environ)
     if "error" in info:
-        return (f"cannot tell whether {py} has cupti-python: {info['error']}", None)
+        return ("", None) if not driver else (f"cannot tell whether {py} has cupti-python: {info['error']}", None)
     version = tuple(info.get("version") or ())
     if version and version[:2] < MIN_PYTHON:
         return (f"no tracer: {py} is Python {'.'.join(map(str, version[:3]))}; "
                 f"pinmon's tracer needs {'.'.join(map(str, MIN_PYTHON))} or later", None)
+    if not driver:
+        return "", "hooks"
     dists = info.get("dists") if isinstance(info.get("dists"), dict) else {}
     major = cupti_major(dists, branch)
     if not info.get("cupti"):

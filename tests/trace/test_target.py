@@ -9,6 +9,7 @@ import pytest
 
 from pinmon.trace import target as T
 
+from .conftest import pinmon_cmd
 from .test_command import ROOT, env
 
 FAKECUPTI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakecupti")
@@ -109,9 +110,48 @@ def test_the_line_for_each_case(tmp_path):
     assert expect is None and "-I does not run pinmon's bootstrap" in line
     line, expect = T.check([PY], e, None, probe=lambda p, env: {"error": "it did not answer within 5 s"})
     assert expect is None and line == f"cannot tell whether {PY} has cupti-python: it did not answer within 5 s"
-    line, expect = T.check(["sh", "-c", "python3 x.py"], e, 580, probe=fake_probe())
-    assert expect is None and line.startswith("cannot tell which Python sh runs") and "python -m pip install" in line
     assert T.check(["no-such-command"], e, 580, probe=fake_probe()) == ("", None)
+
+
+def test_a_command_that_is_no_python_program(tmp_path):
+    """``sleep``, a shell or a shell script: said plainly, with what the tracer will and will not do and
+    no pip command (which Python it starts, if any, is not known here)."""
+    e = dict(os.environ, PATH=f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    for driver in (True, False):
+        line, expect = T.check(["sleep", "10"], e, 580, probe=fake_probe(), driver=driver)
+        assert expect is None and line == (
+            "sleep is not a Python program: the tracer runs inside Python programs that import a CUDA library, "
+            "so it traces any that sleep starts (the first one says so if CUPTI does not start there), never "
+            "sleep itself")
+    line, expect = T.check(["sh", "-c", "python3 x.py"], e, 580, probe=fake_probe())
+    assert expect is None and line.startswith("sh is not a Python program") and "pip" not in line
+    script(tmp_path, "job.sh", "#!/bin/bash\npython3 train.py\n")
+    line, expect = T.check(["job.sh"], e, 580, probe=fake_probe())
+    assert expect is None and line.startswith("job.sh is a bash script, not a Python program: ")
+    assert "never" not in line and "pip" not in line
+
+
+def test_a_launcher_is_checked_for_the_python_it_starts(tmp_path):
+    e = dict(os.environ, PATH=f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    asked = []
+    probe = fake_probe(cupti=True, dists={"cupti-python": "13.0.1"})
+    line, expect = T.check(["env", "A=1", PY, "train.py"], e, 580, probe=lambda p, env: asked.append(p) or probe(p, env))
+    assert asked == [PY] and expect == "cupti" and line.startswith(f"engine cupti where CUPTI starts: {PY}")
+    # A shell's arguments say nothing of what it runs.
+    line, expect = T.check(["sh", "-c", 'exec "$0" "$@"', PY, "x.py"], e, 580, probe=probe)
+    assert expect is None and line.startswith("sh is not a Python program")
+
+
+def test_without_a_driver_nothing_is_said_of_cupti():
+    """No NVIDIA driver: CUPTI cannot start, so no engine line and no pip command; what holds for any
+    engine (an old Python, -I) is still said."""
+    e = dict(os.environ)
+    assert T.check([PY, "x.py"], e, None, probe=fake_probe(), driver=False) == ("", "hooks")
+    line, _ = T.check([PY, "x.py"], e, None, probe=fake_probe(version=[3, 8, 10]), driver=False)
+    assert line.startswith(f"no tracer: {PY} is Python 3.8.10")
+    assert T.check([PY, "-I", "x.py"], e, None, probe=fake_probe(), driver=False)[0].startswith("no tracer:")
+    assert T.check([PY], e, None, probe=lambda p, env: {"error": "x"}, driver=False) == ("", None)
+    assert T.driver_loaded("/nonexistent/version") is False
 
 
 def test_asking_a_real_interpreter(tmp_path):
@@ -138,15 +178,18 @@ def test_asking_a_real_interpreter(tmp_path):
 def test_pinmon_trace_prints_the_line_for_a_shell_command_and_a_script(tmp_path):
     d = tmp_path / "reports"
     d.mkdir(mode=0o700)
-    r = subprocess.run([PY, "-m", "pinmon", "trace", "--", "sh", "-c", "echo hi"], env=env(str(d)),
+    r = subprocess.run([*pinmon_cmd(), "trace", "--", "sh", "-c", "echo hi"], env=env(str(d)),
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 0 and r.stdout == "hi\n"
-    assert r.stderr.startswith("pinmon trace: cannot tell which Python sh runs: CUPTI needs cupti-python")
+    assert r.stderr.startswith("pinmon trace: sh is not a Python program: the tracer runs inside Python programs")
     s = script(tmp_path, "job", f"#!{PY}\nprint('job')\n")
-    r = subprocess.run([PY, "-m", "pinmon", "trace", "--", s], env=env(str(d)), capture_output=True, text=True,
+    r = subprocess.run([*pinmon_cmd(), "trace", "--", s], env=env(str(d)), capture_output=True, text=True,
                        cwd=ROOT, timeout=60)
     assert r.returncode == 0 and r.stdout == "job\n"
     assert r.stderr.startswith(f"pinmon trace: engine hooks: {PY} has no cupti-python") and r.stderr.count("\n") == 1
+    r = subprocess.run([*pinmon_cmd(driver=False), "trace", "--", s], env=env(str(d)), capture_output=True,
+                       text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and r.stdout == "job\n" and r.stderr == ""  # no driver: no pip command
     r = subprocess.run([PY, "-m", "pinmon", "trace", "--engine", "hooks", "--", s], env=env(str(d)),
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.stderr == ""  # the hooks need no check
@@ -208,7 +251,8 @@ def test_pinmon_trace_in_a_directory_others_write_runs_nothing_from_it(tmp_path)
     reports = tmp_path / "reports"
     reports.mkdir(mode=0o700)
     # pinmon as its console script starts it: no working directory on its own path.
-    pinmon = [PY, "-c", "import sys; del sys.path[0]; from pinmon.cli import main; sys.exit(main())"]
+    pinmon = pinmon_cmd()
+    pinmon[-1] = "import sys; del sys.path[0]; " + pinmon[-1]
     r = subprocess.run(pinmon + ["trace", "--", PY, str(prog / "benign.py")], env=env(str(reports)), cwd=work,
                        capture_output=True, text=True, timeout=60)
     assert not marker.exists(), marker.read_text()

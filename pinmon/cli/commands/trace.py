@@ -14,7 +14,9 @@ Before the program starts:
   line on stderr says why. The program runs all the same.
 - with the ``auto`` or ``cupti`` engine, the program's interpreter is checked (``pinmon.trace.target``):
   one line says the engine it will get and, where ``cupti-python`` is missing from that interpreter's
-  environment, the pip command that installs it there. The traced process adds a line only when what
+  environment, the pip command that installs it there. A command that is no Python program gets a line
+  saying so (only the Python programs it starts are traced); without an NVIDIA driver nothing is said of
+  CUPTI, which cannot start there. The traced process adds a line only when what
   it gets differs (CUPTI taken by another tool, say).
 
 ``--engine`` (default: ``$PINMON_TRACE_ENGINE``, else ``auto``) picks CUPTI or the hooks; a value of
@@ -76,11 +78,11 @@ def traced_env(environ=None, trace_dir=None, engine=None) -> dict:
 def say_engine(cmd: list, environ: dict, env: dict) -> None:
     """The one line on the engine the program will get (``pinmon.trace.target``); where that is known,
     the traced process speaks up only if it gets another."""
-    from ...trace.target import check, driver_branch
+    from ...trace.target import check, driver_branch, driver_loaded
     from ...units import printable
 
     try:
-        line, expected = check(cmd, environ, branch=driver_branch())
+        line, expected = check(cmd, environ, branch=driver_branch(), driver=driver_loaded())
     except Exception as e:  # the check is advice: it never stops the program
         line, expected = f"cannot tell which engine the program will get ({type(e).__name__})", None
     if line:
