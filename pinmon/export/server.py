@@ -20,11 +20,19 @@ buffer, never a thread:
   (``RESPONSE_TIMEOUT_S``), not one per send: a client that reads a byte now and then cannot stretch
   it. Responses not yet taken hold at most ``MAX_PENDING_BYTES`` together; beyond that the oldest
   is dropped.
-- At most ``MAX_QUEUED`` complete requests wait for a worker; beyond that a connection is closed.
+- Complete requests wait for a worker in one queue per peer (``request_queue``; a peer is the
+  client's user on this machine, else its address: ``peers``), taken in turn, newest first within a
+  peer: at most ``MAX_QUEUED_PER_PEER`` a peer (its oldest dropped beyond) and ``MAX_QUEUED`` in
+  all (the busiest peer's oldest dropped). A flood of requests from one user or address delays
+  another's scrape by at most one request per worker, and never pushes it out.
+- A request whose client has already closed its socket (it sent the request and left without
+  reading: the kernel holds the socket orphaned) is not rendered.
 - Out of file descriptors (EMFILE and kin), the loop closes a waiting connection (as above) to make
   room, and when there is none it stops accepting for ``ACCEPT_BACKOFF_S``: the listening socket
   stays readable, so retrying at once would spin a core.
-- Nothing is logged per connection, and nothing a client does makes a traceback.
+- Nothing is logged per connection, and nothing a client does makes a traceback. ``counts()``
+  says what the server has done so far (connections accepted, requests queued, served, dropped and
+  why): what the tests wait on, instead of sleeping.
 
 Binding happens in the constructor, so "address already in use" is reported before any collection
 starts. IPv6 addresses are written in brackets (``[::1]:9477``), as in URLs.
@@ -34,7 +42,6 @@ from __future__ import annotations
 import collections
 import errno
 import ipaddress
-import queue
 import selectors
 import socket
 import struct
@@ -46,6 +53,8 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import make_wsgi_app
 
 from .http import INTERNAL_ERROR, RequestHandler, render, serve_head
+from .peers import client_socket, gone, peer_key
+from .request_queue import FairQueue
 
 DEFAULT_LISTEN = "127.0.0.1:9477"
 WORKERS = 4
@@ -53,6 +62,8 @@ MAX_WAITING = 256
 # A burst of complete requests (forty clients that send one and never read the answer) waits here
 # rather than pushing out the scrape that comes after it; a worker renders one in a few ms.
 MAX_QUEUED = 128
+# One peer's share: far more than a Prometheus (or a few behind one proxy) ever has waiting.
+MAX_QUEUED_PER_PEER = 16
 REQUEST_TIMEOUT_S = 5.0
 # Prometheus gives up on a scrape after its scrape_timeout, 10 s by default.
 RESPONSE_TIMEOUT_S = 10.0
@@ -150,6 +161,10 @@ class _Writing:
         self.data = data
 
 
+COUNTS = ("accepted", "queued", "served", "gone_unrendered", "dropped_queue_full", "dropped_for_room",
+          "dropped_unsent", "expired", "accept_pauses")
+
+
 class MetricsServer:
     """Serves ``registry`` at /metrics (and /) on (host, port) from a loop thread and ``workers`` threads."""
 
@@ -169,9 +184,10 @@ class MetricsServer:
         self.timeout_s = timeout_s
         self.response_timeout_s = response_timeout_s
         self.max_pending_bytes = max_pending_bytes
-        self.accept_pauses = 0  # times accepting stopped for lack of descriptors (for tests and stats)
-        self.expired = 0  # connections dropped at their deadline: a request not sent, a reply not read in time
-        self._queue: queue.Queue = queue.Queue(maxsize=MAX_QUEUED)
+        self._counts = dict.fromkeys(COUNTS, 0)
+        self._counts_lock = threading.Lock()
+        self.pending_bytes_peak = 0  # the most bytes of responses not yet taken, at once
+        self._queue = FairQueue(MAX_QUEUED, MAX_QUEUED_PER_PEER)
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -181,6 +197,32 @@ class MetricsServer:
         self._writing: dict[socket.socket, _Writing] = {}  # oldest first
         self._pending_bytes = 0
         self._done: collections.deque = collections.deque()  # (conn, rest of response) from workers
+
+    def _count(self, what: str, n: int = 1) -> None:
+        with self._counts_lock:
+            self._counts[what] += n
+
+    def counts(self) -> dict:
+        """What the server has done so far, and what it holds now (``waiting``, ``queued_now``,
+        ``writing``, ``pending_bytes``): ``accepted`` connections; requests ``queued`` for a worker and
+        ``served``; requests not rendered because their client had closed (``gone_unrendered``);
+        requests dropped from a full queue (``dropped_queue_full``), waiting connections closed to make
+        room (``dropped_for_room``), responses dropped to bound memory (``dropped_unsent``);
+        connections dropped at their deadline (``expired``: a request not sent, a reply not read in
+        time); times accepting stopped for lack of descriptors (``accept_pauses``)."""
+        with self._counts_lock:
+            out = dict(self._counts)
+        out.update(waiting=len(self._waiting), queued_now=len(self._queue), writing=len(self._writing),
+                   pending_bytes=self._pending_bytes)
+        return out
+
+    @property
+    def expired(self) -> int:
+        return self._counts["expired"]
+
+    @property
+    def accept_pauses(self) -> int:
+        return self._counts["accept_pauses"]
 
     @property
     def url(self) -> str:
@@ -199,11 +241,8 @@ class MetricsServer:
     def stop(self) -> None:
         self._stopping.set()
         self._wake()
-        for _ in range(self.workers):
-            try:
-                self._queue.put(None, timeout=1.0)
-            except queue.Full:
-                break
+        for item in self._queue.close():
+            _close(item[0])
         for t in self._threads:
             t.join(5.0)
         self._threads = []
@@ -211,13 +250,6 @@ class MetricsServer:
             _close(conn)
         self._waiting.clear()
         self._writing.clear()
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is not None:
-                _close(item[0])
         while self._done:
             _close(self._done.popleft()[0])
         self.httpd.server_close()
@@ -254,7 +286,7 @@ class MetricsServer:
                         if key.data == "listen" and not self._accept(sel):
                             sel.unregister(listening)
                             paused_until = time.monotonic() + ACCEPT_BACKOFF_S
-                            self.accept_pauses += 1
+                            self._count("accept_pauses")
                     self._take_done(sel)
                     self._expire(sel, time.monotonic())
                 except Exception:  # a defect here must not end serving: the next turn goes on
@@ -302,6 +334,7 @@ class MetricsServer:
                 if not self._make_room(sel):
                     return False
                 continue  # a descriptor is free for the next try
+            self._count("accepted")
             try:
                 conn.setblocking(False)
                 if len(self._waiting) >= self.max_waiting:
@@ -324,6 +357,7 @@ class MetricsServer:
         except Exception:
             pass
         if conn in self._waiting:
+            self._count("dropped_for_room")
             self._drop(sel, conn)
         return True
 
@@ -345,18 +379,27 @@ class MetricsServer:
         if _head_complete(w.head):
             sel.unregister(conn)
             del self._waiting[conn]
-            try:
-                self._queue.put_nowait((conn, bytes(w.head), w.address))
-            except queue.Full:
-                _close(conn)
+            self._enqueue(conn, bytes(w.head), w.address)
         elif len(w.head) > MAX_HEAD_BYTES:
             self._drop(sel, conn)
+
+    def _enqueue(self, conn: socket.socket, head: bytes, address) -> None:
+        """A complete request into its peer's queue, unless its client has already left."""
+        if gone(conn, address):
+            self._count("gone_unrendered")
+            _close(conn)
+            return
+        self._count("queued")
+        for item in self._queue.put(peer_key(address, client_socket(conn, address)), (conn, head, address)):
+            self._count("dropped_queue_full")
+            _close(item[0])
 
     def _take_done(self, sel: selectors.BaseSelector) -> None:
         """Responses the workers could not write at once: written from here on, with one deadline."""
         while self._done:
             conn, rest = self._done.popleft()
             while self._writing and self._pending_bytes + len(rest) > self.max_pending_bytes:
+                self._count("dropped_unsent")
                 self._drop(sel, next(iter(self._writing)))  # the oldest has had the most time
             try:
                 sel.register(conn, selectors.EVENT_WRITE, "write")
@@ -365,6 +408,7 @@ class MetricsServer:
                 continue
             self._writing[conn] = _Writing(time.monotonic() + self.response_timeout_s, rest)
             self._pending_bytes += len(rest)
+            self.pending_bytes_peak = max(self.pending_bytes_peak, self._pending_bytes)
 
     def _write(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:
         w = self._writing.get(conn)
@@ -389,7 +433,7 @@ class MetricsServer:
                 conn, w = next(iter(held.items()))
                 if w.deadline > now:
                     break
-                self.expired += 1
+                self._count("expired")
                 self._drop(sel, conn)
 
     def _forget(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:
@@ -420,10 +464,15 @@ class MetricsServer:
                     _close(item[0])
                 return
             conn, head, address = item
+            if gone(conn, address):  # left while its request waited: rendering would be for nobody
+                self._count("gone_unrendered")
+                _close(conn)
+                continue
             try:
                 response = render(head, address, self.httpd)
             except Exception:  # the handler answers errors itself; this is for its own defects
                 response = INTERNAL_ERROR
+            self._count("served")
             self._send(conn, response)
 
     def _send(self, conn: socket.socket, response: bytes) -> None:
