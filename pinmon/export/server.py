@@ -30,6 +30,10 @@ buffer, never a thread:
 - Out of file descriptors (EMFILE and kin), the loop closes a waiting connection (as above) to make
   room, and when there is none it stops accepting for ``ACCEPT_BACKOFF_S``: the listening socket
   stays readable, so retrying at once would spin a core.
+- With TLS (``tls.server_context``), the handshake is the loop's too, done without blocking under the
+  request deadline, before the request is read: a client that never finishes it holds a place in
+  the waiting room until its deadline, never a worker. A failed handshake closes the connection; a
+  plain HTTP request to the TLS port gets a plain ``400`` saying to use https.
 - Nothing is logged per connection, and nothing a client does makes a traceback. ``counts()``
   says what the server has done so far (connections accepted, requests queued, served, dropped and
   why): what the tests wait on, instead of sleeping.
@@ -44,7 +48,7 @@ import errno
 import ipaddress
 import selectors
 import socket
-import struct
+import ssl
 import threading
 import time
 from typing import Optional
@@ -53,8 +57,20 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import make_wsgi_app
 
 from .http import INTERNAL_ERROR, RequestHandler, render, serve_head
-from .peers import client_socket, gone, peer_key
+from .peers import client_socket, peer_key
 from .request_queue import FairQueue
+from .sockets import (
+    HANDSHAKE_DONE,
+    HANDSHAKE_PLAIN_HTTP,
+    NOT_NOW,
+    PLAIN_TO_TLS,
+    abort,
+    answer_plain,
+    close_quietly,
+    finish,
+    gone_or_unknown,
+    handshake_step,
+)
 
 DEFAULT_LISTEN = "127.0.0.1:9477"
 WORKERS = 4
@@ -116,40 +132,15 @@ def _head_complete(buf: bytearray) -> bool:
     return b"\r\n\r\n" in buf or b"\n\n" in buf
 
 
-def _close(conn: socket.socket) -> None:
-    try:
-        conn.close()
-    except OSError:
-        pass
-
-
-def _abort(conn: socket.socket) -> None:
-    """Close a connection whose response will not be finished: a reset, so the kernel drops what it
-    still holds for a client that does not read, and the client cannot take a cut body for a whole one."""
-    try:
-        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    except OSError:
-        pass
-    _close(conn)
-
-
-def _finish(conn: socket.socket) -> None:
-    """Close after a whole response: FIN first, so the client reads it all before the end."""
-    try:
-        conn.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-    _close(conn)
-
-
 class _Waiting:
-    """A connection whose request head has not all arrived."""
-    __slots__ = ("deadline", "head", "address")
+    """A connection whose request head has not all arrived (with TLS: or whose handshake has not ended)."""
+    __slots__ = ("deadline", "head", "address", "handshaking")
 
-    def __init__(self, deadline: float, address):
+    def __init__(self, deadline: float, address, handshaking: bool = False):
         self.deadline = deadline
         self.head = bytearray()
         self.address = address
+        self.handshaking = handshaking
 
 
 class _Writing:
@@ -162,15 +153,17 @@ class _Writing:
 
 
 COUNTS = ("accepted", "queued", "served", "gone_unrendered", "dropped_queue_full", "dropped_for_room",
-          "dropped_unsent", "expired", "accept_pauses")
+          "dropped_unsent", "expired", "accept_pauses", "tls_failed", "plain_to_tls")
 
 
 class MetricsServer:
-    """Serves ``registry`` at /metrics (and /) on (host, port) from a loop thread and ``workers`` threads."""
+    """Serves ``registry`` at /metrics (and /) on (host, port) from a loop thread and ``workers`` threads;
+    over TLS with ``tls`` (a server context, ``tls.server_context``)."""
 
     def __init__(self, registry, host: str, port: int, *, workers: int = WORKERS,
                  max_waiting: int = MAX_WAITING, timeout_s: float = REQUEST_TIMEOUT_S,
-                 response_timeout_s: float = RESPONSE_TIMEOUT_S, max_pending_bytes: int = MAX_PENDING_BYTES):
+                 response_timeout_s: float = RESPONSE_TIMEOUT_S, max_pending_bytes: int = MAX_PENDING_BYTES,
+                 tls: Optional[ssl.SSLContext] = None):
         class Server(WSGIServer):
             address_family = _family(host)
             request_queue_size = LISTEN_BACKLOG
@@ -184,6 +177,7 @@ class MetricsServer:
         self.timeout_s = timeout_s
         self.response_timeout_s = response_timeout_s
         self.max_pending_bytes = max_pending_bytes
+        self.tls = tls
         self._counts = dict.fromkeys(COUNTS, 0)
         self._counts_lock = threading.Lock()
         self.pending_bytes_peak = 0  # the most bytes of responses not yet taken, at once
@@ -208,8 +202,10 @@ class MetricsServer:
         ``served``; requests not rendered because their client had closed (``gone_unrendered``);
         requests dropped from a full queue (``dropped_queue_full``), waiting connections closed to make
         room (``dropped_for_room``), responses dropped to bound memory (``dropped_unsent``);
-        connections dropped at their deadline (``expired``: a request not sent, a reply not read in
-        time); times accepting stopped for lack of descriptors (``accept_pauses``)."""
+        connections dropped at their deadline (``expired``: a handshake or request not sent, a reply
+        not read in time); times accepting stopped for lack of descriptors (``accept_pauses``); TLS
+        handshakes that failed (``tls_failed``), plain HTTP requests to the TLS port among them
+        (``plain_to_tls``)."""
         with self._counts_lock:
             out = dict(self._counts)
         out.update(waiting=len(self._waiting), queued_now=len(self._queue), writing=len(self._writing),
@@ -227,7 +223,7 @@ class MetricsServer:
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}/metrics"
 
     def start(self) -> "MetricsServer":
         self.httpd.socket.setblocking(False)
@@ -242,19 +238,19 @@ class MetricsServer:
         self._stopping.set()
         self._wake()
         for item in self._queue.close():
-            _close(item[0])
+            close_quietly(item[0])
         for t in self._threads:
             t.join(5.0)
         self._threads = []
         for conn in [*self._waiting, *self._writing]:
-            _close(conn)
+            close_quietly(conn)
         self._waiting.clear()
         self._writing.clear()
         while self._done:
-            _close(self._done.popleft()[0])
+            close_quietly(self._done.popleft()[0])
         self.httpd.server_close()
-        _close(self._wake_r)
-        _close(self._wake_w)
+        close_quietly(self._wake_r)
+        close_quietly(self._wake_w)
 
     def _wake(self) -> None:
         try:
@@ -337,9 +333,11 @@ class MetricsServer:
             self._count("accepted")
             try:
                 conn.setblocking(False)
+                if self.tls is not None:  # no I/O yet: the handshake is the loop's, step by step
+                    conn = self.tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
                 if len(self._waiting) >= self.max_waiting:
                     self._make_room(sel)
-                self._waiting[conn] = _Waiting(time.monotonic() + self.timeout_s, address)
+                self._waiting[conn] = _Waiting(time.monotonic() + self.timeout_s, address, self.tls is not None)
                 sel.register(conn, selectors.EVENT_READ, "client")
                 self._read(sel, conn)  # a scraper's request has usually arrived with the handshake
             except Exception:
@@ -362,49 +360,86 @@ class MetricsServer:
         return True
 
     def _read(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:
-        """Read what ``conn`` has sent; a complete head goes to the workers."""
+        """Read what ``conn`` has sent (after its TLS handshake); a complete head goes to the workers."""
         w = self._waiting.get(conn)
         if w is None:
             return
-        try:
-            data = conn.recv(4096)
-        except (BlockingIOError, InterruptedError):
+        if w.handshaking and not self._handshake(sel, conn, w):
             return
-        except OSError:
-            data = b""
-        if not data:  # closed by the client, or broken
-            self._drop(sel, conn)
-            return
-        w.head += data
-        if _head_complete(w.head):
-            sel.unregister(conn)
-            del self._waiting[conn]
-            self._enqueue(conn, bytes(w.head), w.address)
-        elif len(w.head) > MAX_HEAD_BYTES:
-            self._drop(sel, conn)
+        while True:
+            try:
+                data = conn.recv(4096)
+            except NOT_NOW:
+                return
+            except OSError:
+                data = b""
+            if not data:  # closed by the client, or broken
+                self._drop(sel, conn)
+                return
+            w.head += data
+            if _head_complete(w.head):
+                sel.unregister(conn)
+                del self._waiting[conn]
+                self._enqueue(conn, bytes(w.head), w.address)
+                return
+            if len(w.head) > MAX_HEAD_BYTES:
+                self._drop(sel, conn)
+                return
+            # TLS may hold decrypted bytes the socket no longer signals: read them now.
+            if not (isinstance(conn, ssl.SSLSocket) and conn.pending()):
+                return
+
+    def _handshake(self, sel: selectors.BaseSelector, conn: ssl.SSLSocket, w: _Waiting) -> bool:
+        """One step of the TLS handshake; True once it is done. Waits for what OpenSSL asks for (the
+        socket readable or, rarely, writable); a failure closes the connection."""
+        step = handshake_step(conn)
+        if step in (selectors.EVENT_READ, selectors.EVENT_WRITE):
+            self._wait_for(sel, conn, step)
+            return False
+        if step != HANDSHAKE_DONE:
+            self._count("tls_failed")
+            if step == HANDSHAKE_PLAIN_HTTP:
+                self._count("plain_to_tls")
+                self._forget(sel, conn)
+                answer_plain(conn, PLAIN_TO_TLS)
+            else:
+                self._drop(sel, conn)
+            return False
+        w.handshaking = False
+        self._wait_for(sel, conn, selectors.EVENT_READ)
+        return True
+
+    @staticmethod
+    def _wait_for(sel: selectors.BaseSelector, conn: socket.socket, events: int) -> None:
+        key = sel.get_key(conn)
+        if key.events != events:
+            sel.modify(conn, events, key.data)
 
     def _enqueue(self, conn: socket.socket, head: bytes, address) -> None:
         """A complete request into its peer's queue, unless its client has already left."""
-        if gone(conn, address):
+        if gone_or_unknown(conn, address):
             self._count("gone_unrendered")
-            _close(conn)
+            close_quietly(conn)
             return
         self._count("queued")
         for item in self._queue.put(peer_key(address, client_socket(conn, address)), (conn, head, address)):
             self._count("dropped_queue_full")
-            _close(item[0])
+            close_quietly(item[0])
 
     def _take_done(self, sel: selectors.BaseSelector) -> None:
         """Responses the workers could not write at once: written from here on, with one deadline."""
         while self._done:
             conn, rest = self._done.popleft()
+            if self._stopping.is_set():
+                close_quietly(conn)
+                continue
             while self._writing and self._pending_bytes + len(rest) > self.max_pending_bytes:
                 self._count("dropped_unsent")
                 self._drop(sel, next(iter(self._writing)))  # the oldest has had the most time
             try:
                 sel.register(conn, selectors.EVENT_WRITE, "write")
             except Exception:
-                _close(conn)
+                close_quietly(conn)
                 continue
             self._writing[conn] = _Writing(time.monotonic() + self.response_timeout_s, rest)
             self._pending_bytes += len(rest)
@@ -415,8 +450,12 @@ class MetricsServer:
         if w is None:
             return
         try:
-            sent = conn.send(w.data)
-        except (BlockingIOError, InterruptedError):
+            sent = conn.send(w.data)  # with TLS: the same bytes again until OpenSSL has taken them all
+        except ssl.SSLWantReadError:  # OpenSSL must read first (a TLS 1.3 key update)
+            self._wait_for(sel, conn, selectors.EVENT_READ)
+            return
+        except NOT_NOW:
+            self._wait_for(sel, conn, selectors.EVENT_WRITE)
             return
         except OSError:  # the client went away
             self._drop(sel, conn)
@@ -425,7 +464,9 @@ class MetricsServer:
         self._pending_bytes -= sent
         if not w.data:
             self._forget(sel, conn)
-            _finish(conn)
+            finish(conn)
+        else:
+            self._wait_for(sel, conn, selectors.EVENT_WRITE)
 
     def _expire(self, sel: selectors.BaseSelector, now: float) -> None:
         for held in (self._waiting, self._writing):
@@ -450,9 +491,9 @@ class MetricsServer:
         writing = conn in self._writing
         self._forget(sel, conn)
         if writing:
-            _abort(conn)
+            abort(conn)
         else:
-            _close(conn)
+            close_quietly(conn)
 
     # --- the workers -----------------------------------------------------------------------------
 
@@ -461,12 +502,12 @@ class MetricsServer:
             item = self._queue.get()
             if item is None or self._stopping.is_set():
                 if item is not None:
-                    _close(item[0])
+                    close_quietly(item[0])
                 return
             conn, head, address = item
-            if gone(conn, address):  # left while its request waited: rendering would be for nobody
+            if gone_or_unknown(conn, address):  # left while its request waited: rendering would be for nobody
                 self._count("gone_unrendered")
-                _close(conn)
+                close_quietly(conn)
                 continue
             try:
                 response = render(head, address, self.httpd)
@@ -480,16 +521,16 @@ class MetricsServer:
         writes the rest."""
         try:
             sent = conn.send(response)
-        except (BlockingIOError, InterruptedError):
+        except NOT_NOW:  # with TLS, the loop sends the same bytes again: OpenSSL goes on where it was
             sent = 0
         except OSError:  # the client went away
-            _close(conn)
+            close_quietly(conn)
             return
         if sent == len(response):
-            _finish(conn)
+            finish(conn)
             return
         if self._stopping.is_set():
-            _close(conn)
+            close_quietly(conn)
             return
         self._done.append((conn, memoryview(response)[sent:]))
         self._wake()

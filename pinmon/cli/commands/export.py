@@ -2,8 +2,10 @@
 
 A background thread takes a snapshot every ``--interval`` and runs the advisor; each scrape of
 ``/metrics`` serves the latest cached state (metric list in ``pinmon.export``). ``--once`` prints the
-metrics text and exits (for tests and cron). Binds loopback unless told otherwise. Exit 0 on
-SIGTERM / SIGINT, 2 for bad arguments, an unreadable recording or a port that cannot be bound.
+metrics text and exits (for tests and cron). Binds loopback unless told otherwise; ``--tls-cert``
+(with ``--tls-key``, ``--tls-client-ca``) serves https (``pinmon.export.tls``). Exit 0 on SIGTERM /
+SIGINT, 2 for bad arguments, an unreadable recording, a certificate or key that cannot be used, or a
+port that cannot be bound.
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "export", help="Prometheus exporter: serve /metrics (loopback by default)",
         description="Serve the latest snapshot, the advisor's findings and probe results as Prometheus "
-                    "metrics at http://HOST:PORT/metrics. A background thread collects every --interval "
+                    "metrics at http://HOST:PORT/metrics (https with --tls-cert). A background thread collects every --interval "
                     "seconds; a scrape never waits for collection. Exit 0 on SIGTERM/SIGINT, 2 for bad "
                     "arguments, an unreadable recording or a port in use.")
     p.add_argument("--listen", type=_listen, default=parse_listen(DEFAULT_LISTEN), metavar="HOST:PORT",
@@ -72,6 +74,9 @@ def add_parser(sub) -> None:
     p.add_argument("--top-processes", type=top_processes_arg, default=DEFAULT_TOP, metavar="N",
                    help=f"per-process series for the N processes with most pinned memory, the rest summed "
                         f"as pid=\"other\" (default {DEFAULT_TOP})")
+    p.add_argument("--tls-cert", metavar="FILE", help="serve https with this PEM certificate (chain)")
+    p.add_argument("--tls-key", metavar="FILE", help="its PEM private key, unencrypted (default: in --tls-cert's file)")
+    p.add_argument("--tls-client-ca", metavar="FILE", help="require client certificates signed by this PEM CA")
     p.add_argument("--once", action="store_true",
                    help="print the metrics text to stdout and exit (live: after --interval seconds of "
                         "counting; --replay: the state at the recording's end)")
@@ -112,6 +117,10 @@ def _check_args(args) -> None:
         raise UsageError("--probe-every probes this machine's GPU; it does not combine with --replay")
     if args.sub_probe_every is not None and args.once:
         raise UsageError("--probe-every does not combine with --once (use pinmon check --probe)")
+    if (args.tls_key or args.tls_client_ca) and not args.tls_cert:
+        raise UsageError("--tls-key and --tls-client-ca need --tls-cert")
+    if args.tls_cert and args.once:
+        raise UsageError("--tls-cert serves https; --once prints to stdout and serves nothing")
 
 
 def _once(source, refresher, interval: float) -> None:
@@ -138,8 +147,9 @@ def run(args) -> int:
     try:
         if not args.once:
             host, port = args.listen
+            tls = _tls_context(args)
             try:
-                server = MetricsServer(registry, host, port)  # bind first: a busy port fails before collecting
+                server = MetricsServer(registry, host, port, tls=tls)  # bind first: a busy port fails before collecting
             except (OSError, UnicodeError, ValueError) as e:  # the resolver may raise any of these
                 reason = getattr(e, "strerror", None) or " ".join(str(e).split())
                 raise UsageError(f"cannot listen on {_show_listen(host, port)}: {reason}") from None
@@ -161,6 +171,17 @@ def run(args) -> int:
             server.stop()
         if source is not None:
             source.close()
+
+
+def _tls_context(args):
+    if not args.tls_cert:
+        return None
+    from ...export.tls import TlsError, server_context
+
+    try:
+        return server_context(args.tls_cert, args.tls_key, args.tls_client_ca)
+    except TlsError as e:
+        raise UsageError(str(e)) from None
 
 
 def _show_listen(host: str, port: int) -> str:
