@@ -3,9 +3,10 @@
 A background thread takes a snapshot every ``--interval`` and runs the advisor; each scrape of
 ``/metrics`` serves the latest cached state (metric list in ``pinmon.export``). ``--once`` prints the
 metrics text and exits (for tests and cron). Binds loopback unless told otherwise; ``--tls-cert``
-(with ``--tls-key``, ``--tls-client-ca``) serves https (``pinmon.export.tls``). Exit 0 on SIGTERM /
-SIGINT, 2 for bad arguments, an unreadable recording, a certificate or key that cannot be used, or a
-port that cannot be bound.
+(with ``--tls-key``, ``--tls-client-ca``) serves https (``pinmon.export.tls``). Exit 0 when SIGTERM /
+SIGINT stops the server, 130 when SIGINT interrupts ``--once`` (it has printed nothing, and a one-shot
+that did not do its job must not look like one that did), 2 for bad arguments, an unreadable
+recording, a certificate or key that cannot be used, or a port that cannot be bound.
 """
 from __future__ import annotations
 
@@ -53,9 +54,10 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "export", help="Prometheus exporter: serve /metrics (loopback by default)",
         description="Serve the latest snapshot, the advisor's findings and probe results as Prometheus "
-                    "metrics at http://HOST:PORT/metrics (https with --tls-cert). A background thread collects every --interval "
-                    "seconds; a scrape never waits for collection. Exit 0 on SIGTERM/SIGINT, 2 for bad "
-                    "arguments, an unreadable recording or a port in use.")
+                    "metrics at http://HOST:PORT/metrics (https with --tls-cert). A background thread "
+                    "collects every --interval seconds; a scrape never waits for collection. Exit 0 when "
+                    "SIGTERM/SIGINT stops the server, 130 when SIGINT interrupts --once (nothing printed), 2 "
+                    "for bad arguments, an unreadable recording, unusable TLS files or a port in use.")
     p.add_argument("--listen", type=_listen, default=parse_listen(DEFAULT_LISTEN), metavar="HOST:PORT",
                    help=f"address to serve on (default {DEFAULT_LISTEN}: loopback only, so nothing off this "
                         "machine can scrape it). A wider bind must be asked for explicitly, e.g. "
