@@ -100,10 +100,28 @@ class Interpreter:
     via: Optional[str] = None   # the script whose #! line names it
 
 
-def _which(name: str, environ: dict) -> Optional[str]:
+def command_path(name: str, environ: dict) -> Optional[str]:
+    """Where ``name`` is run from: itself when it holds a slash, else the first match in PATH's
+    absolute entries. A relative entry (".", an empty one) would find a program in the working
+    directory, which root must not run because of a directory others can write."""
     if os.sep in name:
         return name if os.path.isfile(name) else None
-    return shutil.which(name, path=environ.get("PATH", os.defpath))
+    entries = [d for d in environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(d)]
+    return shutil.which(name, path=os.pathsep.join(entries)) if entries else None
+
+
+def relative_path_match(name: str, environ: dict) -> Optional[str]:
+    """The relative PATH entry through which ``name`` would have been found, when only such an entry
+    has it (so ``command_path`` does not)."""
+    if os.sep in name:
+        return None
+    for d in environ.get("PATH", os.defpath).split(os.pathsep):
+        if not os.path.isabs(d) and shutil.which(name, path=d or ".") is not None:
+            return d or "(empty: the working directory)"
+    return None
+
+
+_which = command_path
 
 
 def is_python_name(path: str) -> bool:

@@ -258,3 +258,27 @@ def test_pinmon_trace_in_a_directory_others_write_runs_nothing_from_it(tmp_path)
     assert not marker.exists(), marker.read_text()
     assert r.returncode == 0 and r.stdout == '"ok"\n', r.stderr
     assert "has no cupti-python" in r.stderr
+
+
+def test_a_relative_path_entry_never_finds_the_command(tmp_path):
+    """Root's PATH with "." (or an empty entry) in a directory others write: pinmon trace neither
+    checks nor runs the program planted there under the command's name."""
+    marker = tmp_path / "ran"
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("python3", "mytool"):
+        script(work, name, f"#!/bin/sh\necho planted >> {marker}\n")
+    reports = tmp_path / "reports"
+    reports.mkdir(mode=0o700)
+    system_path = os.environ.get("PATH", os.defpath)
+    for path in (f".{os.pathsep}{system_path}", f"{os.pathsep}{system_path}", f"{system_path}{os.pathsep}"):
+        e = env(str(reports), PATH=path)
+        r = subprocess.run([*pinmon_cmd(), "trace", "--", "python3", "-c", "print('real')"], env=e, cwd=work,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and r.stdout == "real\n", r.stderr  # the python3 of PATH's absolute entries
+        r = subprocess.run([*pinmon_cmd(), "trace", "--", "mytool"], env=e, cwd=work, capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 127 and "found only through PATH's relative entry" in r.stderr
+        assert r.stderr.count("\n") == 1 and "./mytool" in r.stderr
+    assert not marker.exists(), marker.read_text()
+    assert T.command_path("mytool", {"PATH": "."}) is None and T.command_path(PY, {}) == PY

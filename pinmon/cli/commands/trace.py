@@ -28,6 +28,7 @@ import argparse
 import os
 import sys
 
+from ...units import printable
 from ..common import UsageError
 
 
@@ -79,7 +80,6 @@ def say_engine(cmd: list, environ: dict, env: dict) -> None:
     """The one line on the engine the program will get (``pinmon.trace.target``); where that is known,
     the traced process speaks up only if it gets another."""
     from ...trace.target import check, driver_branch, driver_loaded
-    from ...units import printable
 
     try:
         line, expected = check(cmd, environ, branch=driver_branch(), driver=driver_loaded())
@@ -112,9 +112,18 @@ def run(args) -> int:
         say_engine(cmd, dict(os.environ), env)
     sys.stdout.flush()
     sys.stderr.flush()
+    from ...trace.target import command_path, relative_path_match
+
+    exe = command_path(cmd[0], env)
+    if exe is None:
+        relative = relative_path_match(cmd[0], env)
+        why = (f"found only through PATH's relative entry {relative!r}; give its path (./{cmd[0]}) to run it"
+               if relative else "No such file or directory")
+        print(f"pinmon: trace: cannot run {printable(repr(cmd[0]), 200)}: {printable(why, 300)}", file=sys.stderr)
+        return 127
     try:
-        os.execvpe(cmd[0], cmd, env)
+        os.execve(exe, cmd, env)
     except OSError as e:
-        print(f"pinmon: trace: cannot run {cmd[0]!r}: {e.strerror or e}", file=sys.stderr)
+        print(f"pinmon: trace: cannot run {printable(repr(cmd[0]), 200)}: {e.strerror or e}", file=sys.stderr)
         return 127 if isinstance(e, FileNotFoundError) else 126
     return 0  # pragma: no cover - exec does not return
