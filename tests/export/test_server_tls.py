@@ -167,7 +167,7 @@ def test_tls_is_applied_to_each_connection_from_the_loop_thread_only(pki):
     try:
         for _ in range(3):
             scrape(srv.url, pki.client_context())
-        assert threading.active_count() == before + 1 + srv.workers
+        assert threading.active_count() <= before + 1 + srv.workers  # the loop and the workers, no more
     finally:
         srv.stop()
 
