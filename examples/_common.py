@@ -1,6 +1,6 @@
 """Shared bits of the example programs: the command line (``--seconds``, and ``--torch`` where an
-example has a PyTorch variant), a paced loop, and ``run``: one line, not a traceback, where there is no
-GPU to run on."""
+example has a PyTorch variant), a paced loop, and ``run``: one line, not a traceback, where the
+example's library (CuPy, PyTorch) is not installed or there is no GPU to run on."""
 import argparse
 import os
 import sys
