@@ -84,6 +84,7 @@ SOURCES: dict[str, dict] = {
     "export_scrape_h200/": {
         "ran_on": H200, "command": "python3 bench/export_scrape.py OUTDIR", "commit": "391018e",
         "commit_from": "committed"},
+    "export_request_flood.json": {"ran_on": CPU_BOX},
     "export_server_attacks.json": {"ran_on": CPU_BOX},
     "gpm_facts_h200.json": {"ran_on": H200, "command": "python3 bench/gpm_facts.py OUT.json"},
     "gpm_intervals_h200.json": {

@@ -29,7 +29,7 @@ import stat
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
-from ...trace.report_file import TRACE_SCHEMA, proc_start_ticks
+from ...report_format import TRACE_SCHEMA, proc_start_ticks
 from ...units import printable
 from .cupti_fields import cupti_fields, transfer_fields
 
