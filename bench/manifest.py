@@ -37,6 +37,9 @@ CPU_BOX = "2-core box, no GPU"
 
 # path under bench/results -> where it ran, and what the file does not say itself.
 SOURCES: dict[str, dict] = {
+    "attach_cost_cpu.json": {"ran_on": CPU_BOX, "note": "pinmon attach on the tests' stand-in libcuda (gcc): attach and"
+                             " detach times, pinmon's CPU at 10,000 events/s with each reader, the cost of a probed"
+                             " call; a VM shared with other jobs"},
     "cgroup_cost_h200.json": {"ran_on": H200, "note": "cgroup v2, real groups"},
     "cgroup_cost_v1_cpu.json": {"ran_on": CPU_BOX, "note": "cgroup v1, real groups"},
     "cgroup_evidence_h200.json": {"ran_on": H200, "command": "python3 bench/cgroup_evidence.py OUT.json",
@@ -81,6 +84,7 @@ SOURCES: dict[str, dict] = {
     "export_scrape_h200/": {
         "ran_on": H200, "command": "python3 bench/export_scrape.py OUTDIR", "commit": "391018e",
         "commit_from": "committed"},
+    "export_request_flood.json": {"ran_on": CPU_BOX},
     "export_server_attacks.json": {"ran_on": CPU_BOX},
     "gpm_facts_h200.json": {"ran_on": H200, "command": "python3 bench/gpm_facts.py OUT.json"},
     "gpm_intervals_h200.json": {

@@ -24,6 +24,11 @@ Why these figures:
 
 Nesting needs no figure: a snapshot is at most 5 levels deep, and a JSON or TOML document nested past
 the parser's recursion limit is refused as such (the readers catch ``RecursionError``).
+
+- Parse cost. JSON's objects cost Python far more than their bytes: a 60 MiB line of ``{},`` is 20
+  million dicts, 1.6 GB. So a recording line or snapshot document is counted before it is parsed:
+  at most ``MAX_JSON_CONTAINERS`` objects and lists (16 for each of ``MAX_PROCESSES`` processes; a
+  process row has a handful) and ``MAX_JSON_VALUES`` values (64 each; a row has about 35).
 """
 from __future__ import annotations
 
@@ -46,6 +51,8 @@ MAX_CONFIG_BYTES = 1 << 20
 MAX_MAPS_BYTES = 64 << 20
 MAX_SNAPSHOT_FILE_BYTES = 64 << 20  # a whole-document snapshot (check --json output)
 MAX_LINE_BYTES = 64 << 20        # one line of a recording
+MAX_JSON_CONTAINERS = 1 << 20    # objects and lists in one recording line or snapshot document
+MAX_JSON_VALUES = 1 << 22        # values (separators) in one recording line or snapshot document
 MAX_RECORDING_LINES = 10_000_000
 
 MAX_GPUS = 256

@@ -1,10 +1,14 @@
 """contrib/kubernetes/pinmon-daemonset.yaml: a DaemonSet that runs a command pinmon accepts, on the
 node's PIDs, privileged, with every host path pinmon's readers use mounted read-only at the same
-path, bounded resources, and a Service and annotations that scrape the port it listens on."""
+path, bounded resources, and a Service and annotations that scrape the port it listens on; that port
+serves TLS only, to clients with a certificate (the files mounted from a Secret), and so does the
+image's own command (contrib/kubernetes/Dockerfile)."""
 from __future__ import annotations
 
+import json
 import os
 import posixpath
+import re
 
 import pytest
 
@@ -16,6 +20,7 @@ from pinmon.export.server import DEFAULT_LISTEN, parse_listen  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, "contrib", "kubernetes", "pinmon-daemonset.yaml")
+DOCKERFILE = os.path.join(ROOT, "contrib", "kubernetes", "Dockerfile")
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +69,8 @@ def _mounts(docs):
     out = {}
     for m in _container(docs)["volumeMounts"]:
         assert m["name"] in volumes, m["name"]
+        if "hostPath" not in volumes[m["name"]]:
+            continue  # the TLS Secret
         host = volumes[m["name"]]["hostPath"]["path"]
         # pinmon reads these paths as it would on the node: each is mounted where the node has it
         assert host == m["mountPath"], m
@@ -105,3 +112,39 @@ def test_prometheus_scrapes_the_port_it_listens_on(docs):
     sp = svc["spec"]["ports"][0]
     assert sp["targetPort"] in (port["name"], port["containerPort"]) and sp["port"] == port["containerPort"]
     assert int(svc["metadata"]["annotations"]["prometheus.io/port"]) == sp["port"]
+
+
+def _tls_files(args) -> list:
+    return [args.tls_cert, args.tls_key, args.tls_client_ca]
+
+
+def test_it_serves_tls_only_to_clients_with_a_certificate(docs):
+    args = build_parser().parse_args(_container(docs)["args"])
+    assert all(_tls_files(args)), "the DaemonSet must serve https with client certificates required"
+    spec = _one(docs, "DaemonSet")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    secret_mounts = {m["mountPath"]: volumes[m["name"]]["secret"] for m in _container(docs)["volumeMounts"]
+                     if "secret" in volumes[m["name"]]}
+    for path in _tls_files(args):  # each file comes from the Secret, read-only, readable by root only
+        directory, name = posixpath.split(path)
+        assert directory in secret_mounts, path
+        secret = secret_mounts[directory]
+        assert secret["defaultMode"] == 0o400 and name in ("tls.crt", "tls.key", "ca.crt")
+    assert all(m.get("readOnly") is True for m in _container(docs)["volumeMounts"])
+
+
+def test_nothing_probes_or_scrapes_it_in_plain_http(docs):
+    c = _container(docs)
+    assert "httpGet" not in c["livenessProbe"] and c["livenessProbe"]["tcpSocket"]["port"] == "metrics"
+    template = _one(docs, "DaemonSet")["spec"]["template"]
+    assert template["metadata"]["annotations"]["prometheus.io/scheme"] == "https"
+    assert _one(docs, "Service")["metadata"]["annotations"]["prometheus.io/scheme"] == "https"
+
+
+def test_the_images_own_command_serves_tls_at_the_daemonsets_paths(docs):
+    with open(DOCKERFILE, encoding="utf-8") as f:
+        text = f.read().replace("\\\n", " ")
+    cmd = json.loads(re.search(r"^CMD (\[.*\])$", text, re.M).group(1))
+    assert cmd[0] == "pinmon"
+    image_args = build_parser().parse_args(cmd[1:])
+    assert _tls_files(image_args) == _tls_files(build_parser().parse_args(_container(docs)["args"]))

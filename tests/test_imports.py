@@ -129,15 +129,21 @@ def test_no_private_names_imported_across_packages():
 # Packages that must not import each other, in the one direction data flows.
 VIEWS = ("pinmon.tui", "pinmon.outputs", "pinmon.export", "pinmon.cli")
 FORBIDDEN = [
-    ("pinmon.collect", VIEWS + ("pinmon.advise", "pinmon.probe", "pinmon.recording")),
-    ("pinmon.advise", VIEWS + ("pinmon.collect", "pinmon.probe", "pinmon.trace", "pinmon.recording")),
+    # The collectors run as root: the tracer's package (its __init__ starts hooks) runs in traced
+    # programs only; both sides share the report format through pinmon.report_format.
+    ("pinmon.collect", VIEWS + ("pinmon.advise", "pinmon.probe", "pinmon.recording", "pinmon.trace")),
+    ("pinmon.advise", VIEWS + ("pinmon.collect", "pinmon.probe", "pinmon.trace", "pinmon.recording", "pinmon.attach")),
+    # attach (uprobes on libcuda) reads the machine like collect, and uses collect's /proc readers.
+    ("pinmon.attach", VIEWS + ("pinmon.advise", "pinmon.probe", "pinmon.trace", "pinmon.recording")),
     ("pinmon.probe", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.recording")),
     # The model (snapshot types, the Source protocol, the probe join, link arithmetic) is what every
     # side shares, and the recording format sits on it: neither knows a collector, a rule or a view.
-    ("pinmon.model", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe", "pinmon.trace", "pinmon.recording")),
-    ("pinmon.recording", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe", "pinmon.trace")),
-    ("pinmon.tui", ("pinmon.collect", "pinmon.probe", "pinmon.trace", "pinmon.cli", "pinmon.export")),
-    ("pinmon.outputs", ("pinmon.tui", "pinmon.cli", "pinmon.export", "pinmon.probe", "pinmon.collect")),
+    ("pinmon.model", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe", "pinmon.trace", "pinmon.recording",
+                              "pinmon.attach")),
+    ("pinmon.recording", VIEWS + ("pinmon.collect", "pinmon.advise", "pinmon.probe", "pinmon.trace", "pinmon.attach")),
+    ("pinmon.tui", ("pinmon.collect", "pinmon.probe", "pinmon.trace", "pinmon.cli", "pinmon.export", "pinmon.attach")),
+    ("pinmon.outputs", ("pinmon.tui", "pinmon.cli", "pinmon.export", "pinmon.probe", "pinmon.collect",
+                        "pinmon.attach")),
     ("pinmon.export", ("pinmon.tui", "pinmon.cli")),
 ]
 
@@ -211,14 +217,28 @@ def test_no_private_name_of_textual_is_imported():
 
 
 def test_the_top_level_holds_packages_and_the_shared_leaves_only():
-    # The layering shows in the folders: beside the packages, only the table of bounds and the
-    # formatting at the edge (which reads the bounds), which every package uses and which use nothing
-    # else of pinmon.
+    # The layering shows in the folders: beside the packages, only the table of bounds, the
+    # formatting at the edge (which reads the bounds) and the tracer's report format (shared by the
+    # tracer and the collectors), which use nothing else of pinmon.
     loose = sorted(m for m in MODULES if m.count(".") == 1 and not MODULES[m].endswith("__init__.py"))
-    assert loose == ["pinmon.__main__", "pinmon.limits", "pinmon.units"]
+    assert loose == ["pinmon.__main__", "pinmon.limits", "pinmon.report_format", "pinmon.units"]
     assert [t for t in GRAPH["pinmon.limits"] if t != "pinmon"] == []
+    assert [t for t in GRAPH["pinmon.report_format"] if t != "pinmon"] == []
     assert [t for t in GRAPH["pinmon.units"] if t != "pinmon"] == ["pinmon.limits"]
 
 
 def test_every_forbidden_rule_names_a_package_that_exists():
     assert [s for s, _ in FORBIDDEN if s not in MODULES] == []
+
+
+def test_the_collectors_load_no_tracer_code():
+    """What the AST rule means at run time: root's collector, with everything it reads of reports,
+    never executes a module of the tracer's package."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pinmon.collect.live, pinmon.collect.traced.reader, pinmon.report_format; "
+            "print(sorted(m for m in sys.modules if m.startswith('pinmon.trace')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=os.path.dirname(ROOT))
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr

@@ -20,11 +20,23 @@ buffer, never a thread:
   (``RESPONSE_TIMEOUT_S``), not one per send: a client that reads a byte now and then cannot stretch
   it. Responses not yet taken hold at most ``MAX_PENDING_BYTES`` together; beyond that the oldest
   is dropped.
-- At most ``MAX_QUEUED`` complete requests wait for a worker; beyond that a connection is closed.
+- Complete requests wait for a worker in one queue per peer (``request_queue``; a peer is the
+  client's user on this machine, else its address: ``peers``), taken in turn, newest first within a
+  peer: at most ``MAX_QUEUED_PER_PEER`` a peer (its oldest dropped beyond) and ``MAX_QUEUED`` in
+  all (the busiest peer's oldest dropped). A flood of requests from one user or address delays
+  another's scrape by at most one request per worker, and never pushes it out.
+- A request whose client has already closed its socket (it sent the request and left without
+  reading: the kernel holds the socket orphaned) is not rendered.
 - Out of file descriptors (EMFILE and kin), the loop closes a waiting connection (as above) to make
   room, and when there is none it stops accepting for ``ACCEPT_BACKOFF_S``: the listening socket
   stays readable, so retrying at once would spin a core.
-- Nothing is logged per connection, and nothing a client does makes a traceback.
+- With TLS (``tls.server_context``), the handshake is the loop's too, done without blocking under the
+  request deadline, before the request is read: a client that never finishes it holds a place in
+  the waiting room until its deadline, never a worker. A failed handshake closes the connection; a
+  plain HTTP request to the TLS port gets a plain ``400`` saying to use https.
+- Nothing is logged per connection, and nothing a client does makes a traceback. ``counts()``
+  says what the server has done so far (connections accepted, requests queued, served, dropped and
+  why): what the tests wait on, instead of sleeping.
 
 Binding happens in the constructor, so "address already in use" is reported before any collection
 starts. IPv6 addresses are written in brackets (``[::1]:9477``), as in URLs.
@@ -34,10 +46,9 @@ from __future__ import annotations
 import collections
 import errno
 import ipaddress
-import queue
 import selectors
 import socket
-import struct
+import ssl
 import threading
 import time
 from typing import Optional
@@ -46,6 +57,20 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import make_wsgi_app
 
 from .http import INTERNAL_ERROR, RequestHandler, render, serve_head
+from .peers import client_socket, peer_key
+from .request_queue import FairQueue
+from .sockets import (
+    HANDSHAKE_DONE,
+    HANDSHAKE_PLAIN_HTTP,
+    NOT_NOW,
+    PLAIN_TO_TLS,
+    abort,
+    answer_plain,
+    close_quietly,
+    finish,
+    gone_or_unknown,
+    handshake_step,
+)
 
 DEFAULT_LISTEN = "127.0.0.1:9477"
 WORKERS = 4
@@ -53,6 +78,8 @@ MAX_WAITING = 256
 # A burst of complete requests (forty clients that send one and never read the answer) waits here
 # rather than pushing out the scrape that comes after it; a worker renders one in a few ms.
 MAX_QUEUED = 128
+# One peer's share: far more than a Prometheus (or a few behind one proxy) ever has waiting.
+MAX_QUEUED_PER_PEER = 16
 REQUEST_TIMEOUT_S = 5.0
 # Prometheus gives up on a scrape after its scrape_timeout, 10 s by default.
 RESPONSE_TIMEOUT_S = 10.0
@@ -105,40 +132,15 @@ def _head_complete(buf: bytearray) -> bool:
     return b"\r\n\r\n" in buf or b"\n\n" in buf
 
 
-def _close(conn: socket.socket) -> None:
-    try:
-        conn.close()
-    except OSError:
-        pass
-
-
-def _abort(conn: socket.socket) -> None:
-    """Close a connection whose response will not be finished: a reset, so the kernel drops what it
-    still holds for a client that does not read, and the client cannot take a cut body for a whole one."""
-    try:
-        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    except OSError:
-        pass
-    _close(conn)
-
-
-def _finish(conn: socket.socket) -> None:
-    """Close after a whole response: FIN first, so the client reads it all before the end."""
-    try:
-        conn.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-    _close(conn)
-
-
 class _Waiting:
-    """A connection whose request head has not all arrived."""
-    __slots__ = ("deadline", "head", "address")
+    """A connection whose request head has not all arrived (with TLS: or whose handshake has not ended)."""
+    __slots__ = ("deadline", "head", "address", "handshaking")
 
-    def __init__(self, deadline: float, address):
+    def __init__(self, deadline: float, address, handshaking: bool = False):
         self.deadline = deadline
         self.head = bytearray()
         self.address = address
+        self.handshaking = handshaking
 
 
 class _Writing:
@@ -150,12 +152,18 @@ class _Writing:
         self.data = data
 
 
+COUNTS = ("accepted", "queued", "served", "gone_unrendered", "dropped_queue_full", "dropped_for_room",
+          "dropped_unsent", "expired", "accept_pauses", "tls_failed", "plain_to_tls")
+
+
 class MetricsServer:
-    """Serves ``registry`` at /metrics (and /) on (host, port) from a loop thread and ``workers`` threads."""
+    """Serves ``registry`` at /metrics (and /) on (host, port) from a loop thread and ``workers`` threads;
+    over TLS with ``tls`` (a server context, ``tls.server_context``)."""
 
     def __init__(self, registry, host: str, port: int, *, workers: int = WORKERS,
                  max_waiting: int = MAX_WAITING, timeout_s: float = REQUEST_TIMEOUT_S,
-                 response_timeout_s: float = RESPONSE_TIMEOUT_S, max_pending_bytes: int = MAX_PENDING_BYTES):
+                 response_timeout_s: float = RESPONSE_TIMEOUT_S, max_pending_bytes: int = MAX_PENDING_BYTES,
+                 tls: Optional[ssl.SSLContext] = None):
         class Server(WSGIServer):
             address_family = _family(host)
             request_queue_size = LISTEN_BACKLOG
@@ -169,9 +177,11 @@ class MetricsServer:
         self.timeout_s = timeout_s
         self.response_timeout_s = response_timeout_s
         self.max_pending_bytes = max_pending_bytes
-        self.accept_pauses = 0  # times accepting stopped for lack of descriptors (for tests and stats)
-        self.expired = 0  # connections dropped at their deadline: a request not sent, a reply not read in time
-        self._queue: queue.Queue = queue.Queue(maxsize=MAX_QUEUED)
+        self.tls = tls
+        self._counts = dict.fromkeys(COUNTS, 0)
+        self._counts_lock = threading.Lock()
+        self.pending_bytes_peak = 0  # the most bytes of responses not yet taken, at once
+        self._queue = FairQueue(MAX_QUEUED, MAX_QUEUED_PER_PEER)
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -182,10 +192,38 @@ class MetricsServer:
         self._pending_bytes = 0
         self._done: collections.deque = collections.deque()  # (conn, rest of response) from workers
 
+    def _count(self, what: str, n: int = 1) -> None:
+        with self._counts_lock:
+            self._counts[what] += n
+
+    def counts(self) -> dict:
+        """What the server has done so far, and what it holds now (``waiting``, ``queued_now``,
+        ``writing``, ``pending_bytes``): ``accepted`` connections; requests ``queued`` for a worker and
+        ``served``; requests not rendered because their client had closed (``gone_unrendered``);
+        requests dropped from a full queue (``dropped_queue_full``), waiting connections closed to make
+        room (``dropped_for_room``), responses dropped to bound memory (``dropped_unsent``);
+        connections dropped at their deadline (``expired``: a handshake or request not sent, a reply
+        not read in time); times accepting stopped for lack of descriptors (``accept_pauses``); TLS
+        handshakes that failed (``tls_failed``), plain HTTP requests to the TLS port among them
+        (``plain_to_tls``)."""
+        with self._counts_lock:
+            out = dict(self._counts)
+        out.update(waiting=len(self._waiting), queued_now=len(self._queue), writing=len(self._writing),
+                   pending_bytes=self._pending_bytes)
+        return out
+
+    @property
+    def expired(self) -> int:
+        return self._counts["expired"]
+
+    @property
+    def accept_pauses(self) -> int:
+        return self._counts["accept_pauses"]
+
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}/metrics"
 
     def start(self) -> "MetricsServer":
         self.httpd.socket.setblocking(False)
@@ -199,30 +237,20 @@ class MetricsServer:
     def stop(self) -> None:
         self._stopping.set()
         self._wake()
-        for _ in range(self.workers):
-            try:
-                self._queue.put(None, timeout=1.0)
-            except queue.Full:
-                break
+        for item in self._queue.close():
+            close_quietly(item[0])
         for t in self._threads:
             t.join(5.0)
         self._threads = []
         for conn in [*self._waiting, *self._writing]:
-            _close(conn)
+            close_quietly(conn)
         self._waiting.clear()
         self._writing.clear()
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is not None:
-                _close(item[0])
         while self._done:
-            _close(self._done.popleft()[0])
+            close_quietly(self._done.popleft()[0])
         self.httpd.server_close()
-        _close(self._wake_r)
-        _close(self._wake_w)
+        close_quietly(self._wake_r)
+        close_quietly(self._wake_w)
 
     def _wake(self) -> None:
         try:
@@ -254,7 +282,7 @@ class MetricsServer:
                         if key.data == "listen" and not self._accept(sel):
                             sel.unregister(listening)
                             paused_until = time.monotonic() + ACCEPT_BACKOFF_S
-                            self.accept_pauses += 1
+                            self._count("accept_pauses")
                     self._take_done(sel)
                     self._expire(sel, time.monotonic())
                 except Exception:  # a defect here must not end serving: the next turn goes on
@@ -302,11 +330,14 @@ class MetricsServer:
                 if not self._make_room(sel):
                     return False
                 continue  # a descriptor is free for the next try
+            self._count("accepted")
             try:
                 conn.setblocking(False)
+                if self.tls is not None:  # no I/O yet: the handshake is the loop's, step by step
+                    conn = self.tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
                 if len(self._waiting) >= self.max_waiting:
                     self._make_room(sel)
-                self._waiting[conn] = _Waiting(time.monotonic() + self.timeout_s, address)
+                self._waiting[conn] = _Waiting(time.monotonic() + self.timeout_s, address, self.tls is not None)
                 sel.register(conn, selectors.EVENT_READ, "client")
                 self._read(sel, conn)  # a scraper's request has usually arrived with the handshake
             except Exception:
@@ -324,55 +355,107 @@ class MetricsServer:
         except Exception:
             pass
         if conn in self._waiting:
+            self._count("dropped_for_room")
             self._drop(sel, conn)
         return True
 
     def _read(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:
-        """Read what ``conn`` has sent; a complete head goes to the workers."""
+        """Read what ``conn`` has sent (after its TLS handshake); a complete head goes to the workers."""
         w = self._waiting.get(conn)
         if w is None:
             return
-        try:
-            data = conn.recv(4096)
-        except (BlockingIOError, InterruptedError):
+        if w.handshaking and not self._handshake(sel, conn, w):
             return
-        except OSError:
-            data = b""
-        if not data:  # closed by the client, or broken
-            self._drop(sel, conn)
-            return
-        w.head += data
-        if _head_complete(w.head):
-            sel.unregister(conn)
-            del self._waiting[conn]
+        while True:
             try:
-                self._queue.put_nowait((conn, bytes(w.head), w.address))
-            except queue.Full:
-                _close(conn)
-        elif len(w.head) > MAX_HEAD_BYTES:
-            self._drop(sel, conn)
+                data = conn.recv(4096)
+            except NOT_NOW:
+                return
+            except OSError:
+                data = b""
+            if not data:  # closed by the client, or broken
+                self._drop(sel, conn)
+                return
+            w.head += data
+            if _head_complete(w.head):
+                sel.unregister(conn)
+                del self._waiting[conn]
+                self._enqueue(conn, bytes(w.head), w.address)
+                return
+            if len(w.head) > MAX_HEAD_BYTES:
+                self._drop(sel, conn)
+                return
+            # TLS may hold decrypted bytes the socket no longer signals: read them now.
+            if not (isinstance(conn, ssl.SSLSocket) and conn.pending()):
+                return
+
+    def _handshake(self, sel: selectors.BaseSelector, conn: ssl.SSLSocket, w: _Waiting) -> bool:
+        """One step of the TLS handshake; True once it is done. Waits for what OpenSSL asks for (the
+        socket readable or, rarely, writable); a failure closes the connection."""
+        step = handshake_step(conn)
+        if step in (selectors.EVENT_READ, selectors.EVENT_WRITE):
+            self._wait_for(sel, conn, step)
+            return False
+        if step != HANDSHAKE_DONE:
+            self._count("tls_failed")
+            if step == HANDSHAKE_PLAIN_HTTP:
+                self._count("plain_to_tls")
+                self._forget(sel, conn)
+                answer_plain(conn, PLAIN_TO_TLS)
+            else:
+                self._drop(sel, conn)
+            return False
+        w.handshaking = False
+        self._wait_for(sel, conn, selectors.EVENT_READ)
+        return True
+
+    @staticmethod
+    def _wait_for(sel: selectors.BaseSelector, conn: socket.socket, events: int) -> None:
+        key = sel.get_key(conn)
+        if key.events != events:
+            sel.modify(conn, events, key.data)
+
+    def _enqueue(self, conn: socket.socket, head: bytes, address) -> None:
+        """A complete request into its peer's queue, unless its client has already left."""
+        if gone_or_unknown(conn, address):
+            self._count("gone_unrendered")
+            close_quietly(conn)
+            return
+        self._count("queued")
+        for item in self._queue.put(peer_key(address, client_socket(conn, address)), (conn, head, address)):
+            self._count("dropped_queue_full")
+            close_quietly(item[0])
 
     def _take_done(self, sel: selectors.BaseSelector) -> None:
         """Responses the workers could not write at once: written from here on, with one deadline."""
         while self._done:
             conn, rest = self._done.popleft()
+            if self._stopping.is_set():
+                close_quietly(conn)
+                continue
             while self._writing and self._pending_bytes + len(rest) > self.max_pending_bytes:
+                self._count("dropped_unsent")
                 self._drop(sel, next(iter(self._writing)))  # the oldest has had the most time
             try:
                 sel.register(conn, selectors.EVENT_WRITE, "write")
             except Exception:
-                _close(conn)
+                close_quietly(conn)
                 continue
             self._writing[conn] = _Writing(time.monotonic() + self.response_timeout_s, rest)
             self._pending_bytes += len(rest)
+            self.pending_bytes_peak = max(self.pending_bytes_peak, self._pending_bytes)
 
     def _write(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:
         w = self._writing.get(conn)
         if w is None:
             return
         try:
-            sent = conn.send(w.data)
-        except (BlockingIOError, InterruptedError):
+            sent = conn.send(w.data)  # with TLS: the same bytes again until OpenSSL has taken them all
+        except ssl.SSLWantReadError:  # OpenSSL must read first (a TLS 1.3 key update)
+            self._wait_for(sel, conn, selectors.EVENT_READ)
+            return
+        except NOT_NOW:
+            self._wait_for(sel, conn, selectors.EVENT_WRITE)
             return
         except OSError:  # the client went away
             self._drop(sel, conn)
@@ -381,7 +464,9 @@ class MetricsServer:
         self._pending_bytes -= sent
         if not w.data:
             self._forget(sel, conn)
-            _finish(conn)
+            finish(conn)
+        else:
+            self._wait_for(sel, conn, selectors.EVENT_WRITE)
 
     def _expire(self, sel: selectors.BaseSelector, now: float) -> None:
         for held in (self._waiting, self._writing):
@@ -389,7 +474,7 @@ class MetricsServer:
                 conn, w = next(iter(held.items()))
                 if w.deadline > now:
                     break
-                self.expired += 1
+                self._count("expired")
                 self._drop(sel, conn)
 
     def _forget(self, sel: selectors.BaseSelector, conn: socket.socket) -> None:
@@ -406,9 +491,9 @@ class MetricsServer:
         writing = conn in self._writing
         self._forget(sel, conn)
         if writing:
-            _abort(conn)
+            abort(conn)
         else:
-            _close(conn)
+            close_quietly(conn)
 
     # --- the workers -----------------------------------------------------------------------------
 
@@ -417,13 +502,18 @@ class MetricsServer:
             item = self._queue.get()
             if item is None or self._stopping.is_set():
                 if item is not None:
-                    _close(item[0])
+                    close_quietly(item[0])
                 return
             conn, head, address = item
+            if gone_or_unknown(conn, address):  # left while its request waited: rendering would be for nobody
+                self._count("gone_unrendered")
+                close_quietly(conn)
+                continue
             try:
                 response = render(head, address, self.httpd)
             except Exception:  # the handler answers errors itself; this is for its own defects
                 response = INTERNAL_ERROR
+            self._count("served")
             self._send(conn, response)
 
     def _send(self, conn: socket.socket, response: bytes) -> None:
@@ -431,16 +521,16 @@ class MetricsServer:
         writes the rest."""
         try:
             sent = conn.send(response)
-        except (BlockingIOError, InterruptedError):
+        except NOT_NOW:  # with TLS, the loop sends the same bytes again: OpenSSL goes on where it was
             sent = 0
         except OSError:  # the client went away
-            _close(conn)
+            close_quietly(conn)
             return
         if sent == len(response):
-            _finish(conn)
+            finish(conn)
             return
         if self._stopping.is_set():
-            _close(conn)
+            close_quietly(conn)
             return
         self._done.append((conn, memoryview(response)[sent:]))
         self._wake()

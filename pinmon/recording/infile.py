@@ -109,23 +109,32 @@ def _read(f: ByteReader, n: int, path: str, after: str) -> bytes:
         raise InputError(f"{path}: cannot read it{after} ({_reason(e)})") from None
 
 
-def read_capped(path: str, max_bytes: int, what: str) -> bytes:
-    """The whole (decompressed, for .gz) content of a regular file of at most ``max_bytes``."""
+def read_capped_buffer(path: str, max_bytes: int, what: str) -> bytearray:
+    """The whole (decompressed, for .gz) content of a regular file of at most ``max_bytes``, in one
+    buffer grown in place: the file is held once, not as chunks and their join."""
     f = open_maybe_gzip(path)
-    parts, size = [], 0
+    data = bytearray()
     try:
-        while size <= max_bytes:
-            chunk = _read(f, min(CHUNK_BYTES, max_bytes + 1 - size), path, "")
+        while len(data) <= max_bytes:
+            chunk = _read(f, min(CHUNK_BYTES, max_bytes + 1 - len(data)), path, "")
             if not chunk:
                 break
-            parts.append(chunk)
-            size += len(chunk)
+            data += chunk
     finally:
         _close(f)
-    data = b"".join(parts)
     if len(data) > max_bytes:
         raise TooLarge(f"{path}: larger than {fmt_bytes(max_bytes, 0)}, too large for {what}")
     return data
+
+
+def read_capped(path: str, max_bytes: int, what: str) -> bytes:
+    """``read_capped_buffer`` as bytes."""
+    return bytes(read_capped_buffer(path, max_bytes, what))
+
+
+def is_blank(data: "bytes | bytearray") -> bool:
+    """Whether ``data`` holds nothing but blanks (looked at without a copy)."""
+    return _NOT_BLANK.search(data) is None
 
 
 def _close(f: ByteReader) -> None:
@@ -135,9 +144,21 @@ def _close(f: ByteReader) -> None:
         pass
 
 
+def _rstrip_in_place(line: bytearray) -> None:
+    """Cut ``line``'s trailing blanks without copying the line: look at a tail twice as long each time."""
+    k = 64
+    while True:
+        tail = bytes(line[-k:])
+        kept = len(tail.rstrip())
+        if kept or k >= len(line):
+            del line[len(line) - len(tail) + kept:]
+            return
+        k *= 2
+
+
 class LineReader:
     """The non-blank lines of a text file (gzip when its name ends in .gz), as bytes without the
-    line break. ``line_no`` is the number of the line last returned. At most ``max_line_bytes`` per
+    line break (a line longer than a chunk as a ``bytearray``, which compares and parses alike). ``line_no`` is the number of the line last returned. At most ``max_line_bytes`` per
     line and ``max_lines`` lines (blank ones count: a file of nothing but line breaks ends quickly)."""
 
     def __init__(self, path: str, max_line_bytes: int = MAX_LINE_BYTES,
@@ -195,28 +216,28 @@ class LineReader:
             return self._long_line(buf[start:])
 
     def _long_line(self, head: bytes) -> Optional[bytes]:
-        """A line that runs past the chunk in hand: gather chunks until its line break."""
-        parts, size = [head], len(head)
+        """A line that runs past the chunk in hand: gather chunks until its line break, in one buffer
+        that grows in place (a list of chunks joined at the end would hold the line twice)."""
+        line = bytearray(head)
         while True:
-            if size > self.max_line_bytes:
+            if len(line) > self.max_line_bytes:
                 raise self._too_long()
             chunk = self._fill()
             if not chunk:  # the last line, without a line break
                 self._buf, self._pos = b"", 0
                 self._count(1)
-                line = b"".join(parts).rstrip()
-                return line or None
+                _rstrip_in_place(line)
+                return line or None  # type: ignore[return-value]  # bytes-like: bytearray
             end = chunk.find(b"\n")
             if end < 0:
-                parts.append(chunk)
-                size += len(chunk)
+                line += chunk
                 continue
-            if size + end > self.max_line_bytes:
+            if len(line) + end > self.max_line_bytes:
                 raise self._too_long()
-            parts.append(chunk[:end])
+            line += memoryview(chunk)[:end]
             self._buf, self._pos = chunk, end + 1
             self._count(1)
-            return b"".join(parts)
+            return line  # type: ignore[return-value]
 
     def close(self) -> None:
         f, self._f = self._f, None

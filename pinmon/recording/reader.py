@@ -12,7 +12,8 @@ from typing import Optional
 
 from ..limits import MAX_SNAPSHOT_FILE_BYTES
 from ..model import CHECK_SCHEMA, SchemaError, Snapshot
-from .infile import Damaged, InputError, LineReader, TooLarge, read_capped
+from .infile import Damaged, InputError, LineReader, TooLarge, is_blank, read_capped_buffer
+from .json_cost import over_budget
 
 
 class RecordingError(Exception):
@@ -23,10 +24,21 @@ class NestedTooDeep(RecordingError):
     """JSON nested past the parser's recursion limit: no snapshot is, so the file is refused."""
 
 
-def _parse_json(text: "str | bytes", where: str) -> object:
-    """JSON from one line or document; RecordingError (one line) for anything that is not JSON.
-    What it holds is unchecked until ``Snapshot.from_dict`` reads it."""
-    if isinstance(text, bytes):
+class TooCostly(RecordingError):
+    """JSON of more objects or values than any snapshot has (``json_cost``): refused unparsed."""
+
+
+# Refusals of a whole text, not signs that it is some other format: never retried line by line.
+_REFUSED = (NestedTooDeep, TooCostly)
+
+
+def _parse_json(text: "str | bytes | bytearray", where: str) -> object:
+    """JSON from one line or document; RecordingError (one line) for anything that is not JSON, or
+    that would cost more to parse than any snapshot (``json_cost``)."""
+    too_costly = over_budget(text)
+    if too_costly is not None:
+        raise TooCostly(f"{where}: not a snapshot ({too_costly})")
+    if isinstance(text, (bytes, bytearray)):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError:
@@ -95,16 +107,16 @@ def read_snapshot_file(path: str) -> Snapshot:
 def _whole_document(path: str) -> object:
     """The file parsed as one JSON document; None when it is not one (maybe a recording)."""
     try:
-        text = read_capped(path, MAX_SNAPSHOT_FILE_BYTES, "a snapshot")
+        text = read_capped_buffer(path, MAX_SNAPSHOT_FILE_BYTES, "a snapshot")
     except (TooLarge, Damaged):
         return None  # a long or damaged recording: read it line by line
     except InputError as e:
         raise RecordingError(str(e)) from None
-    if not text.strip():
+    if is_blank(text):
         raise RecordingError(f"{path}: empty file")
     try:
         return _parse_json(text, path)
-    except NestedTooDeep:
+    except _REFUSED:
         raise
     except RecordingError:
         return None
@@ -134,7 +146,7 @@ def _last_recorded(path: str) -> object:
     for line, line_no in reversed(tail):
         try:
             return _parse_json(line, f"{path}:{line_no}")
-        except NestedTooDeep:
+        except _REFUSED:
             raise
         except RecordingError:
             continue

@@ -1,16 +1,10 @@
-"""Report files: where they live, how they are written safely, and the writer thread.
+"""Writing report files: the directory made safe, each report written atomically, the writer thread.
 
-One JSON file per traced process, ``<pid>.json``, schema ``pinmon.trace/1``, in a per-user runtime
-directory: ``$XDG_RUNTIME_DIR/pinmon`` when that variable names a directory owned by this user,
-else ``/tmp/pinmon-<uid>``. The directory is created 0700 and refused (no report written) when it
-is a symlink, belongs to someone else or is open to others: another user must not be able to plant
-or read reports. Files are 0600, written to a temporary file in the same directory and renamed over
-the old one, so a reader sees a whole report or the previous one, never half of one.
-
-The report carries the process's start time from ``/proc/PID/stat`` (field 22, clock ticks since
-boot) so a reader can tell a live traced process from a new process that reused its pid. A process
-in state Z (exited, not yet reaped by its parent) or X (being torn down) has no start time here: it is
-dead, and its report describes a program that has ended.
+The format and the directory rules that the reader shares (schema, names, where reports live, the
+start-time field) are ``pinmon.report_format``'s. The directory is created 0700 and refused (no report
+written) when it is a symlink, belongs to someone else or is open to others: another user must not be
+able to plant or read reports. Files are 0600, written to a temporary file in the same directory and
+renamed over the old one, so a reader sees a whole report or the previous one, never half of one.
 
 ``dir_problem`` says, in one line, why a directory cannot take reports (missing parent, a symlink,
 another user's, open to others), so ``pinmon trace`` can warn before the program starts instead of
@@ -21,76 +15,22 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import stat
 import sys
 import threading
 import time
 from typing import Callable, Optional
 
-TRACE_SCHEMA = "pinmon.trace/1"
+from ..report_format import (
+    TRACE_SCHEMA,
+    UnsafeDirError,
+    check_dir,
+    proc_start_ticks,
+    report_name,
+    runtime_dir,
+    temp_name,
+)
+
 INTERVAL_S = 0.5
-
-
-class UnsafeDirError(OSError):
-    """The report directory exists but is not safe to use (symlink, other owner, open mode)."""
-
-
-# States of /proc/PID/stat field 3 that mean the program has ended: Z (zombie: exited, its parent
-# has not reaped it yet), X and x (dead, being torn down).
-DEAD_STATES = frozenset("ZXx")
-
-
-def proc_start_ticks(pid: int, proc_root: str = "/proc") -> Optional[int]:
-    """Field 22 of /proc/PID/stat (start time in clock ticks since boot) of a live process, or None
-    when it is gone, unreadable or dead but not yet reaped (state Z or X)."""
-    try:
-        with open(os.path.join(proc_root, str(pid), "stat"), "rb") as f:
-            data = f.read(4096).decode("ascii", "replace")
-    except (OSError, ValueError):
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    rest = data.rpartition(")")[2].split()
-    try:
-        if rest[0] in DEAD_STATES:  # field 3, the state
-            return None
-        ticks = int(rest[19])  # fields 3.. start at index 0, so field 22 is index 19
-    except (IndexError, ValueError):
-        return None
-    return ticks if ticks >= 0 else None
-
-
-def runtime_dir(uid: Optional[int] = None, env: Optional[dict] = None) -> str:
-    """The report directory for this user (not created here)."""
-    uid = os.getuid() if uid is None else uid
-    env = os.environ if env is None else env
-    xdg = env.get("XDG_RUNTIME_DIR")
-    if xdg and os.path.isabs(xdg):
-        try:
-            st = os.lstat(xdg)
-            if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
-                return os.path.join(xdg, "pinmon")
-        except OSError:
-            pass
-    # Always /tmp, not $TMPDIR: the tracer and the reader must agree without sharing an environment.
-    return os.path.join("/tmp", f"pinmon-{uid}")
-
-
-def check_dir(path: str, uid: Optional[int] = None) -> None:
-    """Raise UnsafeDirError unless ``path`` is a real directory of ``uid`` with mode 0700."""
-    uid = os.getuid() if uid is None else uid
-    check_dir_stat(os.lstat(path), path, uid)
-
-
-def check_dir_stat(st: os.stat_result, path: str, uid: int) -> None:
-    """``check_dir`` on a stat result already taken (``lstat``, or ``fstat`` of an open directory)."""
-    if stat.S_ISLNK(st.st_mode):
-        raise UnsafeDirError(f"{path} is a symlink")
-    if not stat.S_ISDIR(st.st_mode):
-        raise UnsafeDirError(f"{path} is not a directory")
-    if st.st_uid != uid:
-        raise UnsafeDirError(f"{path} belongs to uid {st.st_uid}, not {uid}")
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        raise UnsafeDirError(f"{path} has mode {stat.S_IMODE(st.st_mode):o}, not 700")
 
 
 def ensure_dir(path: str) -> str:
@@ -139,7 +79,7 @@ def warn_if_unusable(directory: Optional[str] = None, prefix: str = "pinmon: tra
 
 def write_report(directory: str, pid: int, payload: dict) -> str:
     """Atomically replace ``<directory>/<pid>.json`` with ``payload``; returns the path."""
-    final = os.path.join(directory, f"{pid}.json")
+    final = os.path.join(directory, report_name(pid))
     data = json.dumps(payload, separators=(",", ":")).encode()
     fd, tmp = _open_temp(directory, pid)
     try:
@@ -158,7 +98,7 @@ def write_report(directory: str, pid: int, payload: dict) -> str:
 def _open_temp(directory: str, pid: int) -> tuple[int, str]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     for _attempt in range(100):
-        tmp = os.path.join(directory, f".{pid}.{os.urandom(4).hex()}.tmp")
+        tmp = os.path.join(directory, temp_name(pid, os.urandom(4).hex()))
         try:
             return os.open(tmp, flags, 0o600), tmp
         except FileExistsError:

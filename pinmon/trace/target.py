@@ -3,15 +3,17 @@
 The tracer runs inside the traced program's interpreter and imports ``cupti-python`` from *that*
 environment, not pinmon's: ``pinmon trace`` installed in one venv, the job in another (or a conda
 env) needs ``cupti-python`` in the job's. ``check(cmd, environ)`` finds the interpreter (CMD itself
-when it is ``python``/``python3.X``, or the interpreter a script's ``#!`` line names), asks it in a
-short subprocess (``CHECK_TIMEOUT_S``) whether it can import ``cupti`` (and has what ``cupti-python``
-requires) and which CUDA wheels it has,
-and returns the one line ``pinmon trace`` prints: the engine the program will get and, where CUPTI is
-missing, the pip command to run with that interpreter. It says so when it cannot tell (a shell script,
-a check that fails).
+when it is ``python``/``python3.X``, the interpreter a script's ``#!`` line names, or the first
+interpreter among a launcher's arguments: ``mpirun -np 2 python3 train.py``), asks it in a short
+subprocess (``CHECK_TIMEOUT_S``) whether it can import ``cupti`` (and has what ``cupti-python``
+requires) and which CUDA wheels it has, and returns the one line ``pinmon trace`` prints: the engine
+the program will get and, where CUPTI is missing, the pip command to run with that interpreter. A
+command that is no Python program (``sleep``, a shell script) gets a line saying what the tracer does
+for it; a check that fails says so. Without an NVIDIA driver, nothing is said of CUPTI.
 
 The subprocess imports nothing of CUDA: it looks modules up (``importlib.util.find_spec``) and reads
-installed distributions' versions.
+installed distributions' versions. Root runs it, often in a directory others write, so it imports
+nothing from the working directory or the environment's path: see ``CHECK_CODE``.
 """
 from __future__ import annotations
 
@@ -42,28 +44,45 @@ _DISTS = ("cupti-python",) + VERSIONED_WHEELS + tuple(d for ds in CUDA_WHEELS.va
 _PYTHON_NAME = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?([dmu]|-dbg)?$")
 _ISOLATING = {"I": "-I", "E": "-E", "S": "-S"}  # options that keep sitecustomize or PYTHONPATH out
 _OPTS_WITH_VALUE = set("WXcm")
+SHELLS = frozenset(("sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox"))
 
+# Runs as root in the program's interpreter, so it must run nothing that the caller's working
+# directory or environment could plant: it starts with -E -s (no PYTHONPATH, PYTHONHOME, PYTHONSTARTUP
+# or user site; both exist in every Python, unlike -P) in "/", and drops the working directory's entry
+# before its first import. What the program's environment adds to the path (PYTHONPATH, the user site)
+# comes in argv[1] as JSON and is only searched, as data: a module's spec is looked up, a
+# distribution's metadata read, nothing there is imported.
 CHECK_CODE = """
-import json, re, sys
+import sys
+if sys.path and sys.path[0] in ("", "."):
+    del sys.path[0]
+import json, os, re
 out = {"version": list(sys.version_info[:3])}
 try:
-    import importlib.util, importlib.metadata as md
+    import importlib.machinery, importlib.util, importlib.metadata as md
+    extra = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    added = [p for p in extra.get("path", []) if isinstance(p, str)]
+    if extra.get("user_site") and sys.prefix == getattr(sys, "base_prefix", sys.prefix):
+        import site
+        added.append(site.getusersitepackages())
+    search = added + [p for p in sys.path if p not in added]
     def spec(name):
         try:
-            return importlib.util.find_spec(name) is not None
+            return importlib.util.find_spec(name) is not None or \\
+                importlib.machinery.PathFinder.find_spec(name, added) is not None
         except Exception:
             return False
-    def version(dist):
+    def dist(name):
         try:
-            return md.version(dist)
+            return next(iter(md.distributions(name=name, path=search)), None)
         except Exception:
             return None
+    def version(name):
+        d = dist(name)
+        return None if d is None else d.version
     out["cupti"] = spec("cupti")
     out["dists"] = {d: version(d) for d in %r}
-    try:
-        requires = md.requires("cupti-python") or []
-    except Exception:
-        requires = []
+    requires = getattr(dist("cupti-python"), "requires", None) or []
     names = [re.match(r"[A-Za-z0-9._-]+", r).group(0) for r in requires if "extra ==" not in r]
     out["cupti_missing"] = [n for n in names if version(n) is None][:8]
 except Exception as e:
@@ -81,10 +100,28 @@ class Interpreter:
     via: Optional[str] = None   # the script whose #! line names it
 
 
-def _which(name: str, environ: dict) -> Optional[str]:
+def command_path(name: str, environ: dict) -> Optional[str]:
+    """Where ``name`` is run from: itself when it holds a slash, else the first match in PATH's
+    absolute entries. A relative entry (".", an empty one) would find a program in the working
+    directory, which root must not run because of a directory others can write."""
     if os.sep in name:
         return name if os.path.isfile(name) else None
-    return shutil.which(name, path=environ.get("PATH", os.defpath))
+    entries = [d for d in environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(d)]
+    return shutil.which(name, path=os.pathsep.join(entries)) if entries else None
+
+
+def relative_path_match(name: str, environ: dict) -> Optional[str]:
+    """The relative PATH entry through which ``name`` would have been found, when only such an entry
+    has it (so ``command_path`` does not)."""
+    if os.sep in name:
+        return None
+    for d in environ.get("PATH", os.defpath).split(os.pathsep):
+        if not os.path.isabs(d) and shutil.which(name, path=d or ".") is not None:
+            return d or "(empty: the working directory)"
+    return None
+
+
+_which = command_path
 
 
 def is_python_name(path: str) -> bool:
@@ -168,13 +205,23 @@ def isolating_option(options: list) -> Optional[str]:
     return None
 
 
+def search_path_of(environ: dict, cwd: Optional[str] = None) -> dict:
+    """What the program's environment adds to its module search path, for ``CHECK_CODE`` to search as
+    data: PYTHONPATH's entries (relative ones, and the empty one, against the caller's directory, as
+    the program will resolve them) and whether the user site applies."""
+    here = os.getcwd() if cwd is None else cwd
+    raw = environ.get("PYTHONPATH", "")  # set but empty: no entry; an empty entry in it: the directory
+    entries = [os.path.join(here, p) for p in raw.split(os.pathsep)] if raw else []
+    return {"path": [os.path.normpath(p) for p in entries][:64], "user_site": not environ.get("PYTHONNOUSERSITE")}
+
+
 def probe_interpreter(path: str, environ: dict, timeout_s: float = CHECK_TIMEOUT_S) -> dict:
     """What ``path`` says of itself (``CHECK_CODE``), or {"error": why} when it does not answer."""
     env = dict(environ)
     env["PINMON_TRACE"] = "0"
     try:
-        r = subprocess.run([path, "-c", CHECK_CODE], env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                           timeout=timeout_s)
+        r = subprocess.run([os.path.abspath(path), "-E", "-s", "-c", CHECK_CODE, json.dumps(search_path_of(environ))],
+                           env=env, cwd="/", stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return {"error": f"it did not answer within {timeout_s:g} s"}
     except OSError as e:
@@ -186,7 +233,16 @@ def probe_interpreter(path: str, environ: dict, timeout_s: float = CHECK_TIMEOUT
     return out if isinstance(out, dict) else {"error": "it gave no answer"}
 
 
-def driver_branch(path: str = "/proc/driver/nvidia/version") -> Optional[int]:
+DRIVER_VERSION_FILE = "/proc/driver/nvidia/version"
+
+
+def driver_loaded(path: str = DRIVER_VERSION_FILE) -> bool:
+    """Whether the NVIDIA kernel module is loaded (it makes this file): without it no CUDA runs, and
+    so no CUPTI."""
+    return os.path.exists(path)
+
+
+def driver_branch(path: str = DRIVER_VERSION_FILE) -> Optional[int]:
     """The NVIDIA driver's branch (580 for 580.159), from the kernel module's version file."""
     try:
         with open(path, "rb") as f:
@@ -226,17 +282,56 @@ def pip_line(python: str, major: int) -> str:
     return f"{shlex.quote(python)} -m pip install " + " ".join(shlex.quote(p) for p in CUPTI_PIP[major])
 
 
+def _script_interpreter(exe: str) -> Optional[str]:
+    """The program a script's ``#!`` line names (``bash``), or None when ``exe`` is no script."""
+    words = _shebang(exe)
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env":
+        rest = [w for w in words[1:] if not (w.startswith("-") or "=" in w)]
+        return os.path.basename(rest[0]) if rest else "env"
+    return os.path.basename(words[0])
+
+
+def not_python_line(cmd: list, environ: dict) -> str:
+    """What ``pinmon trace`` can do for a command that is no Python program: trace the Python programs
+    it starts, never the command itself; the first of them speaks up if CUPTI does not start there."""
+    name = os.path.basename(cmd[0])
+    exe = _which(cmd[0], environ)
+    shell = _script_interpreter(exe) if exe else None
+    what = f"{name} is a {shell} script, not a Python program" if shell else f"{name} is not a Python program"
+    itself = "" if shell else f", never {name} itself"
+    return (f"{what}: the tracer runs inside Python programs that import a CUDA library, so it traces any "
+            f"that {name} starts (the first one says so if CUPTI does not start there){itself}")
+
+
+def _python_started_by(cmd: list, environ: dict) -> Optional[list]:
+    """``cmd`` from its first argument that is a Python interpreter, for launchers that take the program
+    as arguments (``mpirun -np 2 python3 train.py``, ``env X=1 python3 ...``); None when there is none,
+    or when ``cmd`` is a shell or a script, whose arguments say nothing of what it runs."""
+    exe = _which(cmd[0], environ)
+    if exe is None or os.path.basename(exe) in SHELLS or _script_interpreter(exe) is not None:
+        return None
+    for i, word in enumerate(cmd[1:64], start=1):
+        if is_python_name(word) and _which(word, environ) is not None:
+            return cmd[i:]
+    return None
+
+
 def check(cmd: list, environ: dict, branch: Optional[int] = None,
-          probe=probe_interpreter) -> tuple[str, Optional[str]]:
+          probe=probe_interpreter, driver: bool = True) -> tuple[str, Optional[str]]:
     """(the line to print, the engine expected: "cupti", "hooks" or None when unknown) for ``cmd``
-    run with the ``auto`` or ``cupti`` engine; ``branch``: the driver's (``driver_branch``)."""
+    run with the ``auto`` or ``cupti`` engine; ``branch``: the driver's (``driver_branch``); ``driver``:
+    whether one is loaded (``driver_loaded``). Without a driver nothing is said of CUPTI, which cannot
+    start there: the program's own error says there is no GPU."""
     if not cmd or _which(cmd[0], environ) is None:
         return "", None  # nothing to run: exec says so
     interp = find_interpreter(cmd, environ)
     if interp is None:
-        name = os.path.basename(cmd[0]) if cmd else "CMD"
-        return (f"cannot tell which Python {name} runs: CUPTI needs cupti-python in that Python's "
-                f"environment ({pip_line('python', cupti_major({}, branch))})", None)
+        started = _python_started_by(cmd, environ)
+        if started is None:
+            return not_python_line(cmd, environ), None
+        return check(started, environ, branch, probe, driver)
     py = interp.path
     iso = isolating_option(interp.options)
     if iso:
@@ -244,11 +339,13 @@ def check(cmd: list, environ: dict, branch: Optional[int] = None,
                 f"use python -P -m pinmon.trace with pinmon installed in that environment", None)
     info = probe(py, environ)
     if "error" in info:
-        return (f"cannot tell whether {py} has cupti-python: {info['error']}", None)
+        return ("", None) if not driver else (f"cannot tell whether {py} has cupti-python: {info['error']}", None)
     version = tuple(info.get("version") or ())
     if version and version[:2] < MIN_PYTHON:
         return (f"no tracer: {py} is Python {'.'.join(map(str, version[:3]))}; "
                 f"pinmon's tracer needs {'.'.join(map(str, MIN_PYTHON))} or later", None)
+    if not driver:
+        return "", "hooks"
     dists = info.get("dists") if isinstance(info.get("dists"), dict) else {}
     major = cupti_major(dists, branch)
     if not info.get("cupti"):

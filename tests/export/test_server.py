@@ -23,6 +23,7 @@ from prometheus_client.core import GaugeMetricFamily
 from pinmon.export import ExportState, MetricsServer, build_registry
 from pinmon.export import server as server_mod
 from tests import factories as make
+from tests.waiting import wait_until
 
 from .helpers import recording_snapshots, write_recording
 
@@ -118,7 +119,7 @@ def test_an_idle_connection_is_closed_after_the_timeout():
 
 def test_the_oldest_waiting_connection_makes_room(served):
     first = socket.create_connection(("127.0.0.1", served.port), timeout=3)
-    time.sleep(0.05)
+    wait_until(lambda: served.counts()["waiting"] == 1, what="the first connection accepted")
     rest = idle_sockets(served.port, served.max_waiting)
     try:
         assert first.recv(10) == b""  # the longest-waiting one was closed to take a new one
@@ -137,8 +138,10 @@ def test_out_of_descriptors_backs_off_instead_of_spinning(served):
     served._accept_one = accept_fails
     s = socket.create_connection(("127.0.0.1", served.port))  # keeps the listening socket readable
     try:
-        time.sleep(1.0)
-        assert 1 <= len(calls) <= 2 / server_mod.ACCEPT_BACKOFF_S and served.accept_pauses >= 1
+        wait_until(lambda: served.accept_pauses >= 3, what="three pauses")
+        # Every failed accept was followed by a pause, none retried at once (a spin would make
+        # thousands of calls per pause).
+        assert len(calls) <= served.accept_pauses + 1
         del served._accept_one  # descriptors are back: the same connection is taken and served
         s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
         s.settimeout(3)
@@ -227,6 +230,10 @@ def test_clients_that_never_read_a_large_response_hold_no_worker():
     socks = []
     try:
         socks = [requesting_socket(srv.port) for _ in range(srv.workers * 4)]
+        # Every request taken (served, or dropped from its peer's full queue) before the scrapes: a
+        # scrape that came first would share the queue with them, which another test covers.
+        wait_until(lambda: (lambda c: c["served"] + c["dropped_queue_full"] >= len(socks) and not c["queued_now"])(
+            srv.counts()), what="the requests of the clients that never read taken")
         for _ in range(3):
             _, body = scrape(srv.url, timeout=10.0)
             assert len(body) > 8 << 20
@@ -240,11 +247,9 @@ def test_responses_not_taken_are_bounded_in_memory():
     socks = []
     try:
         socks = [requesting_socket(srv.port) for _ in range(8)]  # 64 MiB of responses nobody reads
-        peak, until = 0, time.monotonic() + 1.0
-        while time.monotonic() < until:
-            peak = max(peak, srv._pending_bytes)
-            time.sleep(0.005)
-        assert 0 < peak <= 20 << 20
+        wait_until(lambda: srv.counts()["served"] == 8, what="the eight responses rendered")
+        wait_until(lambda: srv.counts()["dropped_unsent"] >= 1, what="a response dropped for room")
+        assert 0 < srv.pending_bytes_peak <= 20 << 20
         scrape(srv.url, timeout=10.0)
     finally:
         close_all(socks)
@@ -291,24 +296,28 @@ def test_a_scrape_behind_and_before_a_flood_of_idle_connections_is_served():
 def test_a_waiting_connection_is_read_once_more_before_it_is_closed_for_room():
     # The loop's steps run by hand, so the order is the bad one for certain: a connection accepted
     # before its request arrived, then room needed before the loop looked at it again.
+    import select
     import selectors
 
     srv = MetricsServer(build_registry(ExportState()), "127.0.0.1", 0, max_waiting=4)
-    srv.httpd.socket.setblocking(False)
+    listening = srv.httpd.socket
+    listening.setblocking(False)
     sel = selectors.DefaultSelector()
     first = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
     rest = []
     try:
-        time.sleep(0.05)
+        assert select.select([listening], [], [], 5)[0]  # in the kernel's accept queue
         srv._accept(sel)  # accepted; nothing to read yet
-        assert len(srv._waiting) == 1 and srv._queue.empty()
+        assert srv.counts()["waiting"] == 1 and srv.counts()["queued"] == 0
         first.sendall(GET)
-        time.sleep(0.05)  # delivered over loopback, not yet read
+        assert sel.select(5)  # delivered over loopback, not yet read
         rest = idle_sockets(srv.port, 8)
-        time.sleep(0.05)
+        assert select.select([listening], [], [], 5)[0]
         srv._accept(sel)  # needs room four times
-        assert srv._queue.get_nowait()[1] == GET  # first's request is served, not dropped
-        assert len(srv._waiting) == srv.max_waiting
+        counts = srv.counts()
+        # first's request was read and queued, not dropped; four idle connections made room.
+        assert counts["queued"] == 1 and counts["queued_now"] == 1 and counts["dropped_for_room"] == 4
+        assert counts["waiting"] == srv.max_waiting
     finally:
         first.close()
         close_all(rest)

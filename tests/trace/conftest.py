@@ -39,3 +39,12 @@ def report_dir(tmp_path):
     d.mkdir(mode=0o700)
     os.chmod(d, 0o700)
     return str(d)
+
+
+def pinmon_cmd(driver: bool = True) -> list:
+    """The ``pinmon`` command as on a box whose NVIDIA driver is (or is not) loaded, whatever this one
+    has: what ``pinmon trace`` says of CUPTI before the program depends on it."""
+    code = ("import sys; from pinmon.trace import target; "
+            f"target.driver_loaded = lambda *a: {driver}; "
+            "from pinmon.cli import main; sys.exit(main())")
+    return [sys.executable, "-c", code]

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from .conftest import FAKES
+from .conftest import FAKES, pinmon_cmd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -23,7 +23,7 @@ def env(report_dir, **extra):
 
 
 def pinmon_trace(report_dir, *cmd, **kw):
-    return subprocess.run([sys.executable, "-m", "pinmon", "trace", "--", *cmd],
+    return subprocess.run([*pinmon_cmd(), "trace", "--", *cmd],
                           env=env(report_dir, PYTHONPATH=FAKES), capture_output=True, text=True, timeout=60,
                           cwd=ROOT, **kw)
 
@@ -128,7 +128,7 @@ def test_a_fake_cupy_program_under_pinmon_trace_reports_its_allocations(report_d
 def test_the_bootstrap_runs_the_sitecustomize_it_shadows(report_dir, tmp_path):
     (tmp_path / "sitecustomize.py").write_text("import os\nos.environ['THEIR_SITECUSTOMIZE'] = 'ran'\n")
     e = env(report_dir, PYTHONPATH=os.pathsep.join([str(tmp_path), FAKES]))
-    r = subprocess.run([sys.executable, "-m", "pinmon", "trace", "--", sys.executable, "-c",
+    r = subprocess.run([*pinmon_cmd(), "trace", "--", sys.executable, "-c",
                         "import os, sys, cupy, pinmon.trace as t; print(os.environ.get('THEIR_SITECUSTOMIZE'),"
                         " t.installed(), sys.modules['sitecustomize'].__file__)"],
                        env=e, capture_output=True, text=True, cwd=str(tmp_path), timeout=60)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from .conftest import FAKES
+from .conftest import FAKES, pinmon_cmd
 from .test_command import ROOT, env
 
 FAKECUPTI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakecupti")
@@ -39,9 +39,9 @@ sys.exit(3)
 
 def run(report_dir, engine=None, cupti=True, major=13, via_shell=False, **extra):
     path = os.pathsep.join([FAKES, FAKECUPTI if major == 13 else FAKECUPTI12] if cupti else [FAKES])
-    args = [sys.executable, "-m", "pinmon", "trace"] + (["--engine", engine] if engine else [])
+    args = [*pinmon_cmd(), "trace"] + (["--engine", engine] if engine else [])
     cmd = [sys.executable, "-c", PROG]
-    if via_shell:  # pinmon trace cannot tell which Python a shell runs
+    if via_shell:  # pinmon trace cannot tell which Python a shell starts
         cmd = ["sh", "-c", 'exec "$0" "$@"', *cmd]
     r = subprocess.run(args + ["--", *cmd], env=env(report_dir, PYTHONPATH=path, **extra),
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
@@ -70,7 +70,7 @@ def test_auto_runs_cupti_says_so_once_and_counts_each_copy_once(report_dir, engi
 def test_where_pinmon_trace_cannot_tell_the_program_says_which_engine_runs(report_dir, major, version):
     r, pid, rep = run(report_dir, major=major, via_shell=True)
     said, got = r.stderr.splitlines()
-    assert said.startswith("pinmon trace: cannot tell which Python sh runs")
+    assert said.startswith("pinmon trace: sh is not a Python program: the tracer runs inside Python programs")
     assert got == f"pinmon trace: engine cupti (cupti-python {version}), pid {pid}"
     assert rep["engine"] == "cupti" and rep["copies"]["h2d"]["pinned"]["count"] == 1
 

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from .conftest import pinmon_cmd
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = sorted(n for n in os.listdir(os.path.join(ROOT, "examples")) if n.endswith(".py") and n != "_common.py")
 
@@ -49,6 +51,13 @@ def no_driver(tmp_path_factory):
     return str(d)
 
 
+def library_of(script, *args):
+    """The library an example (with these arguments) runs on, as its line names it."""
+    with open(os.path.join(ROOT, "examples", script)) as f:
+        text = f.read()
+    return "PyTorch" if "--torch" in args or "import cupy" not in text else "CuPy"
+
+
 @pytest.mark.parametrize("script", EXAMPLES)
 @pytest.mark.parametrize("setup", ["no-cuda-module", "no-driver"])
 def test_an_example_without_cuda_says_so_in_one_line(script, setup, no_driver):
@@ -57,7 +66,32 @@ def test_an_example_without_cuda_says_so_in_one_line(script, setup, no_driver):
         pytest.skip("CuPy and a GPU are here")
     assert r.returncode == 3, r.stderr
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
-    assert "cannot run without CUDA" in r.stderr
+    if setup == "no-driver":
+        assert "cannot run without CUDA" in r.stderr
+    else:  # the library is missing, not CUDA
+        assert r.stderr.startswith(f"{script}: cannot run: {library_of(script)} is not installed"), r.stderr
+
+
+@pytest.mark.parametrize("script", [s for s in EXAMPLES if library_of(s) == "CuPy"])
+def test_the_torch_variant_names_pytorch_when_it_is_missing(script):
+    with open(os.path.join(ROOT, "examples", script)) as f:
+        if "args.torch" not in f.read():
+            pytest.skip("no PyTorch variant")
+    r = run(script, "--torch", pythonpath="/nonexistent")
+    if r.returncode == 0:
+        pytest.skip("PyTorch and a GPU are here")
+    assert r.returncode == 3 and r.stderr.startswith(f"{script}: cannot run: PyTorch is not installed"), r.stderr
+
+
+@pytest.mark.parametrize("script", EXAMPLES)
+def test_under_pinmon_trace_without_a_driver_only_the_example_speaks(script, no_driver, tmp_path):
+    """No NVIDIA driver: pinmon trace adds no line (no pip command for CUPTI, which cannot run there)."""
+    reports = tmp_path / "reports"
+    reports.mkdir(mode=0o700)
+    env = dict(os.environ, PYTHONPATH=no_driver, PINMON_TRACE_DIR=str(reports))
+    r = subprocess.run([*pinmon_cmd(driver=False), "trace", "--", sys.executable, os.path.join("examples", script),
+                        "--seconds", "0.1"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3 and r.stderr.count("\n") == 1 and r.stderr.startswith(f"{script}: cannot run"), r.stderr
 
 
 @pytest.mark.parametrize("script", EXAMPLES)

@@ -2,8 +2,11 @@
 
 A background thread takes a snapshot every ``--interval`` and runs the advisor; each scrape of
 ``/metrics`` serves the latest cached state (metric list in ``pinmon.export``). ``--once`` prints the
-metrics text and exits (for tests and cron). Binds loopback unless told otherwise. Exit 0 on
-SIGTERM / SIGINT, 2 for bad arguments, an unreadable recording or a port that cannot be bound.
+metrics text and exits (for tests and cron). Binds loopback unless told otherwise; ``--tls-cert``
+(with ``--tls-key``, ``--tls-client-ca``) serves https (``pinmon.export.tls``). Exit 0 when SIGTERM /
+SIGINT stops the server, 130 when SIGINT interrupts ``--once`` (it has printed nothing, and a one-shot
+that did not do its job must not look like one that did), 2 for bad arguments, an unreadable
+recording, a certificate or key that cannot be used, or a port that cannot be bound.
 """
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ from ..options import Settings, shared
 from ..parser import Commands
 
 if TYPE_CHECKING:
+    import ssl
+
     from ...export import ExportState, MetricsServer, Refresher
     from ...export.background_probe import ProbeLoop
     from ...model import ProbeResult, Snapshot
@@ -54,9 +59,10 @@ def add_parser(sub: Commands) -> None:
         "export", parents=shared("config", "interval", "max_pinned", "probe_every", "oom_lookback"),
         help="Prometheus exporter: serve /metrics (loopback by default)",
         description="Serve the latest snapshot, the advisor's findings and probe results as Prometheus "
-                    "metrics at http://HOST:PORT/metrics. A background thread collects every --interval "
-                    "seconds; a scrape never waits for collection. Exit 0 on SIGTERM/SIGINT, 2 for bad "
-                    "arguments, an unreadable recording or a port in use.")
+                    "metrics at http://HOST:PORT/metrics (https with --tls-cert). A background thread "
+                    "collects every --interval seconds; a scrape never waits for collection. Exit 0 when "
+                    "SIGTERM/SIGINT stops the server, 130 when SIGINT interrupts --once (nothing printed), 2 "
+                    "for bad arguments, an unreadable recording, unusable TLS files or a port in use.")
     p.add_argument("--listen", type=_listen, default=parse_listen(DEFAULT_LISTEN), metavar="HOST:PORT",
                    help=f"address to serve on (default {DEFAULT_LISTEN}: loopback only, so nothing off this "
                         "machine can scrape it). A wider bind must be asked for explicitly, e.g. "
@@ -69,6 +75,9 @@ def add_parser(sub: Commands) -> None:
     p.add_argument("--top-processes", type=top_processes_arg, default=DEFAULT_TOP, metavar="N",
                    help=f"per-process series for the N processes with most pinned memory, the rest summed "
                         f"as pid=\"other\" (default {DEFAULT_TOP})")
+    p.add_argument("--tls-cert", metavar="FILE", help="serve https with this PEM certificate (chain)")
+    p.add_argument("--tls-key", metavar="FILE", help="its PEM private key, unencrypted (default: in --tls-cert's file)")
+    p.add_argument("--tls-client-ca", metavar="FILE", help="require client certificates signed by this PEM CA")
     p.add_argument("--once", action="store_true",
                    help="print the metrics text to stdout and exit (live: after --interval seconds of "
                         "counting; --replay: the state at the recording's end)")
@@ -110,6 +119,10 @@ def _check_args(args: argparse.Namespace, settings: Settings) -> None:
         raise UsageError("--probe-every probes this machine's GPU; it does not combine with --replay")
     if settings.probe_every_s is not None and args.once:
         raise UsageError("--probe-every does not combine with --once (use pinmon check --probe)")
+    if (args.tls_key or args.tls_client_ca) and not args.tls_cert:
+        raise UsageError("--tls-key and --tls-client-ca need --tls-cert")
+    if args.tls_cert and args.once:
+        raise UsageError("--tls-cert serves https; --once prints to stdout and serves nothing")
 
 
 def _once(source: Source, refresher: Refresher, interval: float) -> None:
@@ -136,8 +149,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if not args.once:
             host, port = args.listen
+            tls = _tls_context(args)
             try:
-                server = MetricsServer(registry, host, port)  # bind first: a busy port fails before collecting
+                server = MetricsServer(registry, host, port, tls=tls)  # bind first: a busy port fails before collecting
             except (OSError, UnicodeError, ValueError) as e:  # the resolver may raise any of these
                 reason = getattr(e, "strerror", None) or " ".join(str(e).split())
                 raise UsageError(f"cannot listen on {_show_listen(host, port)}: {reason}") from None
@@ -159,6 +173,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             server.stop()
         if source is not None:
             source.close()
+
+
+def _tls_context(args: argparse.Namespace) -> "Optional[ssl.SSLContext]":
+    """The TLS settings of --tls-cert/--tls-key/--tls-client-ca; None for plain HTTP."""
+    if not args.tls_cert:
+        return None
+    from ...export.tls import TlsError, server_context
+
+    try:
+        return server_context(args.tls_cert, args.tls_key, args.tls_client_ca)
+    except TlsError as e:
+        raise UsageError(str(e)) from None
 
 
 def _show_listen(host: str, port: int) -> str:

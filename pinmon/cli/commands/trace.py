@@ -14,7 +14,9 @@ Before the program starts:
   line on stderr says why. The program runs all the same.
 - with the ``auto`` or ``cupti`` engine, the program's interpreter is checked (``pinmon.trace.target``):
   one line says the engine it will get and, where ``cupti-python`` is missing from that interpreter's
-  environment, the pip command that installs it there. The traced process adds a line only when what
+  environment, the pip command that installs it there. A command that is no Python program gets a line
+  saying so (only the Python programs it starts are traced); without an NVIDIA driver nothing is said of
+  CUPTI, which cannot start there. The traced process adds a line only when what
   it gets differs (CUPTI taken by another tool, say).
 
 ``--engine`` (default: ``$PINMON_TRACE_ENGINE``, else ``auto``) picks CUPTI or the hooks; a value of
@@ -27,6 +29,7 @@ import os
 import sys
 from typing import Mapping, Optional
 
+from ...units import printable
 from ..common import UsageError
 from ..options import Settings, shared
 from ..parser import Commands
@@ -81,11 +84,10 @@ def traced_env(environ: Optional[Mapping[str, str]] = None, trace_dir: Optional[
 def say_engine(cmd: list[str], environ: dict[str, str], env: dict[str, str]) -> None:
     """The one line on the engine the program will get (``pinmon.trace.target``); where that is known,
     the traced process speaks up only if it gets another."""
-    from ...trace.target import check, driver_branch
-    from ...units import printable
+    from ...trace.target import check, driver_branch, driver_loaded
 
     try:
-        line, expected = check(cmd, environ, branch=driver_branch())
+        line, expected = check(cmd, environ, branch=driver_branch(), driver=driver_loaded())
     except Exception as e:  # the check is advice: it never stops the program
         line, expected = f"cannot tell which engine the program will get ({type(e).__name__})", None
     if line:
@@ -113,9 +115,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         say_engine(cmd, dict(os.environ), env)
     sys.stdout.flush()
     sys.stderr.flush()
+    from ...trace.target import command_path, relative_path_match
+
+    exe = command_path(cmd[0], env)
+    if exe is None:
+        relative = relative_path_match(cmd[0], env)
+        why = (f"found only through PATH's relative entry {relative!r}; give its path (./{cmd[0]}) to run it"
+               if relative else "No such file or directory")
+        print(f"pinmon: trace: cannot run {printable(repr(cmd[0]), 200)}: {printable(why, 300)}", file=sys.stderr)
+        return 127
     try:
-        os.execvpe(cmd[0], cmd, env)
+        os.execve(exe, cmd, env)
     except OSError as e:
-        print(f"pinmon: trace: cannot run {cmd[0]!r}: {e.strerror or e}", file=sys.stderr)
+        print(f"pinmon: trace: cannot run {printable(repr(cmd[0]), 200)}: {e.strerror or e}", file=sys.stderr)
         return 127 if isinstance(e, FileNotFoundError) else 126
     return 0  # pragma: no cover - exec does not return

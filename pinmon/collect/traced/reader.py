@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from ...trace.report_file import UnsafeDirError, check_dir_stat, runtime_dir
+from ...report_format import UnsafeDirError, check_dir_stat, is_temp_name, report_pid_text, runtime_dir, tmp_dir
 from ...units import fmt_bytes, printable
 from .report_checks import (
     MAX_PID,
@@ -145,7 +145,7 @@ class ReportReader:
         for owner in sorted(set(uids)):
             if not 0 < owner <= MAX_UID:  # root's own is read as root's runtime dir
                 continue
-            path = os.path.join(self.tmp, f"pinmon-{owner}")
+            path = tmp_dir(owner, self.tmp)
             try:
                 st = os.lstat(path)
             except (OSError, ValueError):
@@ -245,11 +245,11 @@ class ReportReader:
                     break
                 looked += 1
                 name = entry.name
-                if name.startswith(".") and name.endswith(".tmp"):
+                if is_temp_name(name):
                     temps.append(name)
                     continue
-                stem, _, ext = name.partition(".")
-                pid = decimal(stem, MAX_PID) if ext == "json" else None
+                stem = report_pid_text(name)
+                pid = decimal(stem, MAX_PID) if stem is not None else None
                 if not pid:
                     continue
                 try:

@@ -32,7 +32,7 @@ from typing import NamedTuple, Optional
 from ...limits import MAX_SIZE_BYTES
 from ...model import ProcessPinned
 from ...model.serial import evolve
-from ...trace.report_file import TRACE_SCHEMA, proc_start_ticks
+from ...report_format import TRACE_SCHEMA, proc_start_ticks
 from ...units import printable
 from .cupti_fields import allocations_of, copies_of
 

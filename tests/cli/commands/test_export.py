@@ -195,3 +195,50 @@ def test_serves_live_and_exits_0_on_sigterm():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+# --- --once interrupted ------------------------------------------------------------------------------
+
+class _InterruptedSleep:
+    """The ``time`` module as export sees it, with Ctrl-C landing in the counting interval's sleep."""
+
+    monotonic = staticmethod(__import__("time").monotonic)
+
+    @staticmethod
+    def sleep(_seconds):
+        raise KeyboardInterrupt
+
+
+def test_once_interrupted_prints_nothing_and_exits_130(capsys, monkeypatch):
+    """A one-shot stopped before it has the metrics did not do its job: 130, not 0, and no half output
+    for a `> file.prom` to publish. (The server stopped by Ctrl-C ends normally: 0, tested above.)"""
+    from pinmon.cli.commands import export
+
+    monkeypatch.setattr(export, "time", _InterruptedSleep)
+    code, out, err = run_main(["export", "--once", "--interval", "30"], capsys)
+    assert code == 130 and out == "" and err == "pinmon: interrupted\n"
+
+
+# The main thread's system call while it sleeps in time.sleep (Linux x86-64: clock_nanosleep, or
+# select on Python before 3.11).
+_SLEEP_SYSCALLS = {"x86_64": ("230", "23", "270")}
+
+
+def test_once_interrupted_by_a_real_sigint_exits_130():
+    sleeping = _SLEEP_SYSCALLS.get(os.uname().machine)
+    if sleeping is None:
+        pytest.skip("the sleep's system call number is known for x86-64 only")
+    p = subprocess.Popen([sys.executable, "-m", "pinmon", "export", "--once", "--interval", "3600"], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def in_the_interval():
+            with open(f"/proc/{p.pid}/syscall") as f:
+                return f.read().split(" ", 1)[0] in sleeping
+        wait_until(in_the_interval, what="the counting interval's sleep", retry_on=(OSError,))
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        assert p.returncode == 130 and out == "" and err.endswith("pinmon: interrupted\n"), err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Evidence runs on the lent GPU box (H100 or H200); each part writes under OUTDIR as NAME_<card>.json,
+# <card> read from nvidia-smi (h100, h200), and a failing part does not stop the others.
+# Usage, as root from the repository root: bash bench/gpu_batch.sh OUTDIR PART...
+# Parts:
+#   env       the card, driver, kernel, Python and library versions (env_<card>.txt)
+#   attach    pinmon attach's cost (attach/detach time, CPU at 10k events/s, per-call cost, the slowdown of
+#             a 1 MiB pinned copy loop) and its accuracy against paced traffic of six libraries (~3 min)
+#   oom       a job-shaped cgroup OOM-killed by its pinned memory, reported after the cgroup is gone (~1 min)
+#   gputests  the tests marked gpu (pytest -m gpu tests/gpu), tail of the output (~2 min)
+#   checkprobe  `pinmon check --probe --json`, three timed runs (D3: goal 3 s)
+# .whl/ (bash bench/wheels.sh pyelftools) is installed into /tmp/site first when the box lacks Textual.
+set -u
+out=${1:?outdir}; shift; mkdir -p "$out"
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+if ls .whl/*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/textual ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+fi
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -oiE 'h100|h200|a100|l40s' | tr A-Z a-z)
+card=${card:-gpu}
+part() { echo "== $1 ($(date +%T))"; }
+for p in "$@"; do case $p in
+env)
+  part env
+  { nvidia-smi -L; nvidia-smi --query-gpu=driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv;
+    uname -r; python3 -c "import cupy, platform; print('python', platform.python_version(), 'cupy', cupy.__version__)";
+    command -v gcc; findmnt -no FSTYPE,TARGET "$(python3 -c 'import ctypes.util;print(ctypes.util.find_library("cuda") or "")')" 2>/dev/null;
+    ldconfig -p | grep -m2 libcuda.so.1; nproc; free -g; } > "$out/env_$card.txt" 2>&1; cat "$out/env_$card.txt";;
+attach)
+  part attach
+  drv=bench/attach/paced_driver
+  [ -x "$drv" ] || gcc -O2 -o "$drv" bench/attach/paced_driver.c -ldl 2>&1 | tail -2
+  timeout 240 python3 bench/attach_cost.py "$out/attach_cost_$card.json" --real 2>&1 | tail -12
+  timeout 120 python3 bench/attach_cost.py "$out/attach_cost_driver_$card.json" --real --workload driver --driver "$drv" 2>&1 | tail -6
+  timeout 300 python3 bench/attach_accuracy.py "$out/attach_accuracy_$card.json" --window 10 --driver "$drv" 2>&1 | tail -24;;
+oom)
+  part oom
+  timeout 240 python3 bench/oom_after_the_fact.py "$out/oom_after_the_fact_$card.json" 2>&1 | tail -12;;
+gputests)
+  part gputests
+  { echo "# python3 -m pytest -q -m gpu tests/gpu, $(python3 bench/provenance.py --line)"
+    timeout 400 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu 2>&1 | tail -25; } > "$out/gpu_tests_$card.txt"
+  cat "$out/gpu_tests_$card.txt";;
+checkprobe)
+  part checkprobe
+  : > "$out/check_probe_wall_$card.txt"
+  for i in 1 2 3; do /usr/bin/time -f "%e" python3 -m pinmon check --probe --json > "$out/check_probe_${card}_$i.json" 2>> "$out/check_probe_wall_$card.txt"; done
+  echo "check --probe wall s:"; cat "$out/check_probe_wall_$card.txt";;
+*) echo "unknown part $p";;
+esac; done
