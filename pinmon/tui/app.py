@@ -80,16 +80,6 @@ class PinmonApp(App[int]):
 
     # --- layout ------------------------------------------------------------------------------
 
-    def get_driver_class(self):
-        """The quiet input thread (``textual_compat.QuietLinuxDriver``) where Textual's driver has the
-        parts it builds on, else Textual's own (also with ``PINMON_QUIET_INPUT=0``)."""
-        stock = super().get_driver_class()
-        try:
-            from .textual_compat import choose_driver
-        except Exception:  # the module cannot load on this Textual: its own driver
-            return stock
-        return choose_driver(stock)
-
     def get_default_screen(self) -> Screen:
         return MainScreen(id="_default")
 
@@ -366,7 +356,7 @@ class PinmonApp(App[int]):
             # on the closed pty and its queue fills). The recording is closed and every other
             # resource is the kernel's to reclaim, so end the process if a clean exit stalls.
             # run_app cancels it once the app has returned and its threads have stopped (and
-            # leaves it armed while an input thread of Textual's lingers).
+            # leaves it armed while a thread that would keep the interpreter alive lingers).
             self.hangup_watchdog = threading.Timer(HANGUP_GRACE_S, os._exit, (0,))
             self.hangup_watchdog.daemon = True
             self.hangup_watchdog.start()
@@ -395,19 +385,19 @@ def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding
         app.shutdown()
         app.poll_done.wait(join_timeout_s)
         app.probe_done.wait(join_timeout_s)
-        if app.hangup_watchdog is not None and not _input_threads_linger():
+        if app.hangup_watchdog is not None and not lingering_threads():
             # Everything stopped: the watchdog would only cut short what the caller does next.
-            # Where an input thread of Textual's lingers, it stays armed: that thread would keep
-            # the interpreter from exiting, and the terminal is gone.
+            # Where a thread lingers (Textual's input thread, on a SIGCONT without a suspend
+            # before it, starts a second one and stops only the newer), it stays armed: that
+            # thread would keep the interpreter from exiting, and the terminal is gone.
             app.hangup_watchdog.cancel()
     if code is None and app.return_code:
         return int(app.return_code)  # the app failed (Textual printed why): not a clean exit
     return int(code or 0)
 
 
-def _input_threads_linger() -> bool:
-    try:
-        from .textual_compat import lingering_input_threads
-    except Exception:  # the module cannot load on this Textual: nothing known to linger
-        return False
-    return bool(lingering_input_threads())
+def lingering_threads() -> list[threading.Thread]:
+    """Threads other than this one that would keep the interpreter from exiting (alive, not daemons)."""
+    me = threading.current_thread()
+    return [t for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()
+            and t is not threading.main_thread()]

@@ -9,7 +9,7 @@ from textual.app import App
 from textual.content import Content
 from textual.widgets import Static
 
-from pinmon.tui.textual_compat import screen_strips
+from tests.tui.textual_private import screen_strips
 from pinmon.tui.widgets.base import lines
 from pinmon.tui.widgets.rows import RowsWidget
 

@@ -13,12 +13,11 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Static
 
 from ...model import Finding, Snapshot
 from ..detail_row import LABEL_CELLS, DetailRow
 from ..format import fmt_time
-from ..widgets.base import lines, set_content
+from ..widgets.base import TextBlock, lines, set_content
 
 STYLES = {"head": "bold", "dim": "dim", "warning": "bold $warning", "": ""}
 
@@ -60,7 +59,7 @@ class LiveDetailScreen(ModalScreen[None]):
     def compose(self):
         with VerticalScroll(id=self.BOX_ID) as box:
             box.border_subtitle = "Esc / Enter / q: close"
-            yield Static(id=self.TEXT_ID)
+            yield TextBlock(id=self.TEXT_ID)
 
     def on_mount(self) -> None:
         self._draw()
@@ -82,4 +81,4 @@ class LiveDetailScreen(ModalScreen[None]):
         # Times without the date: the title must fit an 80-column pop-up's border.
         read_at = fmt_time(self.snapshot.time if self.snapshot is not None else None, with_date=False)
         self.query_one(f"#{self.BOX_ID}").border_title = self.border_text(read_at)
-        set_content(self.query_one(f"#{self.TEXT_ID}", Static), detail_content(self.rows()))
+        set_content(self.query_one(f"#{self.TEXT_ID}", TextBlock), detail_content(self.rows()))

@@ -14,12 +14,11 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Static
 
 from ...model import Finding, Snapshot
 from ...units import fmt_bytes, fmt_pct, fmt_rate, printable
 from ..format import SEVERITY_STYLE, fmt_time
-from ..widgets.base import set_content
+from ..widgets.base import TextBlock, set_content
 
 # The full text is shown here, but one screen's worth: a runaway message stays bounded.
 TEXT_CHARS = 4000
@@ -88,7 +87,7 @@ class FindingScreen(ModalScreen[None]):
         with VerticalScroll(id="finding-box") as box:
             box.border_title = "finding"
             box.border_subtitle = "Esc / Enter / q: close"
-            yield Static(self._text(), id="finding-text")
+            yield TextBlock(self._text(), id="finding-text")
 
     def _text(self) -> Content:
         return finding_text(self.finding, self.read_at, self.cleared_at, self.gone_pid)
@@ -106,4 +105,4 @@ class FindingScreen(ModalScreen[None]):
             if isinstance(pid, int) and all(p.pid != pid for p in snapshot.processes):
                 self.gone_pid = pid
         if self.is_mounted:
-            set_content(self.query_one("#finding-text", Static), self._text())
+            set_content(self.query_one("#finding-text", TextBlock), self._text())

@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import Optional
 
 from textual.containers import Vertical
-from textual.widgets import Static
 
 from ..format import NO_GPU_HINT
 from ..sizing import WIDE_CELLS, gpu_graph_rows
 from ..state import ViewState
-from .base import CompositeView, set_content
+from .base import CompositeView, TextBlock, set_content
 from .gpu_row import GpuRow, GraphSpec
 
 
@@ -26,7 +25,7 @@ class GpuList(Vertical, CompositeView):
         super().__init__(**kw)
         self._indices: tuple[int, ...] | None = None
         self._rows: list[GpuRow] = []
-        self._empty = Static("no GPUs", classes="empty")
+        self._empty = TextBlock("no GPUs", classes="empty")
         self._state: Optional[ViewState] = None
 
     def compose(self):

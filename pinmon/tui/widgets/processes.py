@@ -18,7 +18,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Input
 
 from ...model import Finding, ProcessPinned, Snapshot
 from ...units import fmt_bytes, fmt_int, printable
@@ -34,7 +34,7 @@ from ..format import (
 )
 from ..screens.process import ProcessScreen
 from ..state import ViewState
-from .base import CompositeView, cursor_row_key, follow_popup, refill_rows, set_content
+from .base import CompositeView, TextBlock, cursor_row_key, follow_popup, refill_rows, set_content
 
 # (sort key or None, header, right-aligned, width). Fixed widths fit the widest value a column can
 # print ("1023.9 GiB", pid 4194304) and the header with its sort mark ("CHURN ▼"), plus one space of
@@ -154,8 +154,8 @@ class ProcessPanel(Vertical, CompositeView):
         yield inp
         table = DataTable(id="process-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
         yield table
-        yield Static(id="process-command")
-        yield Static(id="process-status")
+        yield TextBlock(id="process-command")
+        yield TextBlock(id="process-status")
 
     @property
     def filter_text(self) -> str:
@@ -262,7 +262,7 @@ class ProcessPanel(Vertical, CompositeView):
         return next((p for p in self.processes if str(p.pid) == pid), None)
 
     def _update_command(self) -> None:
-        set_content(self.query_one("#process-command", Static), command_line(self.highlighted_process()))
+        set_content(self.query_one("#process-command", TextBlock), command_line(self.highlighted_process()))
 
     def _update_status(self, shown: int) -> None:
         total = len(self.processes)
@@ -274,7 +274,7 @@ class ProcessPanel(Vertical, CompositeView):
                       (" (/ edit, Esc clear)", "dim")]
         else:
             parts += [("  / filter", "dim")] + ([("  Enter detail", "dim")] if total else [])
-        set_content(self.query_one("#process-status", Static), Content.assemble(*parts))
+        set_content(self.query_one("#process-status", TextBlock), Content.assemble(*parts))
 
     def table(self) -> DataTable:
         return self.query_one(DataTable)

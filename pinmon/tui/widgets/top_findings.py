@@ -13,13 +13,12 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from textual.content import Content
-from textual.widgets import Static
 
 from ...model import Finding, Snapshot
 from ...units import printable
 from ..format import command_brief
 from ..state import ViewState
-from .base import NoLinks, View, lines, set_content
+from .base import NoLinks, TextBlock, View, lines, set_content
 from .findings import badge
 from .wrap import hanging
 
@@ -92,7 +91,7 @@ def fitted(findings: Sequence[Finding], snapshot: Optional[Snapshot], width: int
     return out
 
 
-class TopFindings(NoLinks, Static, View):
+class TopFindings(NoLinks, TextBlock, View):
     def __init__(self, limit: int = 3, detailed: bool = False, **kw):
         super().__init__(**kw)
         self.limit = limit

@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from textual.content import Content
-from textual.widgets import Static
 
-from .base import lines, set_content
+from .base import TextBlock, lines, set_content
 
 ELLIPSIS = "…"
 # Narrower than this the indent would leave a column of single words: the text wraps as it comes.
@@ -41,7 +40,7 @@ def hanging(lead: Content | str, text: Content | str, width: Optional[int],
     return [lead + wrapped[0]] + [pad + line for line in wrapped[1:]]
 
 
-class HangingText(Static):
+class HangingText(TextBlock):
     """Lines, each either a ``Content`` shown as it is or a ``(lead, text)`` pair wrapped under its
     own start (``hanging``) at the width the widget gets, again on every resize."""
 
