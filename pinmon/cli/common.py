@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Callable, Optional, Union
 
@@ -165,6 +166,23 @@ def print_notices(source, prefix: str = "pinmon") -> None:
 
     for n in getattr(source, "notices", []):
         print(f"{prefix}: {printable(n, 2000)}", file=sys.stderr)
+
+
+def no_app_here(env=None, stdout=None) -> Optional[str]:
+    """Why the full-screen app cannot draw here, as the words that follow "pinmon: " on stderr
+    (None where it can): stdout is not a terminal, or the terminal says it cannot place the cursor
+    (``TERM`` dumb, or unset). The commands then print the check report instead."""
+    out = sys.stdout if stdout is None else stdout
+    try:
+        tty = out.isatty()
+    except (AttributeError, ValueError):  # closed, or no file at all
+        tty = False
+    if not tty:
+        return "stdout is not a terminal"
+    term = (os.environ if env is None else env).get("TERM", "").strip()
+    if term in ("", "dumb"):
+        return f"TERM is {'unset' if not term else 'dumb'}, so no full-screen app"
+    return None
 
 
 def run_app(source, config, args, speed: float = 1.0) -> int:

@@ -3,7 +3,8 @@
 Exit codes: 0 success; 2 bad input (arguments, config, recording or snapshot files); ``pinmon check``
 uses the Nagios convention instead: 0 ok, 1 warning, 2 critical, 3 unknown (could not assess).
 Bad input always gets one line on stderr, never a traceback; with ``--json`` also a JSON object on
-stdout. Without a command: the live terminal app, or the check report when stdout is not a terminal.
+stdout. Without a command: the live terminal app, or the check report when stdout is not a terminal
+(or ``TERM`` is dumb or unset).
 """
 from __future__ import annotations
 
@@ -15,7 +16,17 @@ from typing import Optional, Sequence
 from ..limits import MAX_INTERVAL_S, MIN_INTERVAL_S
 from ..units import printable
 from .commands import COMMANDS, check
-from .common import EXIT_BAD_INPUT, UsageError, dumps, interval_arg, load_config, probe_every_arg, run_app, size_arg
+from .common import (
+    EXIT_BAD_INPUT,
+    UsageError,
+    dumps,
+    interval_arg,
+    load_config,
+    no_app_here,
+    probe_every_arg,
+    run_app,
+    size_arg,
+)
 
 # The schema of each command's --json output; an error is printed in the same envelope.
 JSON_SCHEMAS = {name: module.JSON_SCHEMA for name, module in COMMANDS.items() if hasattr(module, "JSON_SCHEMA")}
@@ -77,15 +88,27 @@ def build_parser() -> CliParser:
 def run_default(args) -> int:
     """No command: the live terminal app, or without a terminal the check report of a live snapshot."""
     config = load_config(args.config)
-    if not sys.stdout.isatty():
+    why = no_app_here()
+    if why is not None:
+        if why != "stdout is not a terminal":  # a pipe or a file expects the report: no word about it
+            print(f"pinmon: {why}: the check report instead", file=sys.stderr)
         return check.report(check.measure(window_s=1.0), config)
-    from ..collect.live import LiveCollector
+    from ..model.source import OpenedOnFirstRead
 
-    col = LiveCollector(interval_s=args.interval or config.interval_s)
+    interval_s = args.interval or config.interval_s
+
+    def open_live():
+        # On the app's reading thread: NVML's start and the collector's imports do not hold up the
+        # first frame, which shows "collecting…" meanwhile.
+        from ..collect.live import LiveCollector
+
+        return LiveCollector(interval_s=interval_s)
+
+    source = OpenedOnFirstRead(open_live)
     try:
-        return run_app(col, config, args)
+        return run_app(source, config, args)
     finally:
-        col.close()
+        source.close()
 
 
 # --- argument vector -------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """``pinmon replay FILE``: play a recording in the terminal app.
 
-Without a terminal, the check report of the recording's last snapshot (advised over the snapshots
+Without a terminal (or with ``TERM`` dumb or unset), the check report of the recording's last snapshot (advised over the snapshots
 before it, as the app would); ``--json`` prints every snapshot with its findings as JSON lines.
 Exit 0 from the app; where a report or JSON lines are printed, the exit code is the last snapshot's,
 as ``pinmon check`` gives it (0 ok, 1 warning, 2 critical); 2 also for a recording that cannot be
@@ -12,7 +12,18 @@ import sys
 from collections import deque
 from typing import Optional
 
-from ..common import ADVISOR_WINDOW, advise, dumps, load_config, open_replay, plural, print_notices, run_app, speed_arg
+from ..common import (
+    ADVISOR_WINDOW,
+    advise,
+    dumps,
+    load_config,
+    no_app_here,
+    open_replay,
+    plural,
+    print_notices,
+    run_app,
+    speed_arg,
+)
 
 # --json prints JSON lines without a schema id; an error is printed as a JSON object all the same.
 JSON_SCHEMA = None
@@ -35,8 +46,9 @@ def run(args, path: Optional[str] = None) -> int:
     try:
         if getattr(args, "json", False):
             return _print_json(source, config)
-        if not sys.stdout.isatty():
-            return _print_report(source, config)
+        why = no_app_here()
+        if why is not None:
+            return _print_report(source, config, why)
         return run_app(source, config, args, speed=args.speed)
     finally:
         source.close()
@@ -63,7 +75,7 @@ def _print_json(source, config) -> int:
     return _exit_code(findings)
 
 
-def _print_report(source, config) -> int:
+def _print_report(source, config, why: str) -> int:
     """Without a terminal: the check report of the recording's last snapshot, advised over the
     snapshots before it as the terminal app would, instead of drawing the app into a file or pipe."""
     from ...outputs.text import format_check
@@ -73,7 +85,7 @@ def _print_report(source, config) -> int:
         history.append(snap)
     findings = advise(list(history), config)
     last = history[-1]  # a source always yields its first snapshot: it was read when it opened
-    print(f"pinmon: stdout is not a terminal: the report of the last of"
+    print(f"pinmon: {why}: the report of the last of"
           f" {plural(len(history), 'snapshot')} in {source.path}", file=sys.stderr)
     sys.stdout.write(format_check(last, findings))
     print_notices(source)

@@ -21,6 +21,7 @@ from ...advise.cgroups import held_bytes
 from ...advise.thresholds import Thresholds
 from ...model import Cgroup, Finding, Snapshot
 from ...units import fmt_bytes, fmt_int, fmt_pct, fmt_share, printable
+from ..format import COLLECTING
 from ..group_detail import gone, group_severity, limit_share, oom_kills_since_start, sort_groups, ungrouped
 from ..screens.group import GroupScreen
 from ..state import ViewState
@@ -174,7 +175,7 @@ class ContainerPanel(Vertical, CompositeView):
         status = self.query_one("#group-status", TextBlock)
         snap = self.snapshot
         if snap is None:
-            set_content(status, "waiting for the first snapshot")
+            set_content(status, Content.styled(COLLECTING, "dim"))
             return
         loose = ungrouped(snap)
         if not self.groups:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Optional
 
 from textual.containers import Vertical
+from textual.content import Content
 
-from ..format import NO_GPU_HINT
+from ..format import COLLECTING, NO_GPU_HINT
 from ..sizing import WIDE_CELLS, gpu_graph_rows
 from ..state import ViewState
 from .base import CompositeView, TextBlock, set_content
@@ -41,7 +42,9 @@ class GpuList(Vertical, CompositeView):
         gpus = state.gpus
         indices = tuple(g.index for g in gpus)
         self._empty.display = not gpus
-        if not gpus:
+        if state.snapshot is None:
+            set_content(self._empty, Content.styled(COLLECTING, "dim"))
+        elif not gpus:
             set_content(self._empty, "no NVIDIA GPU in this snapshot (see the notice above)"
                         + (f"\n{NO_GPU_HINT}" if state.live else ""))
         if indices != self._indices:

@@ -52,7 +52,7 @@ def _header(state: ViewState, compact: int) -> Content:
         parts.append((" PAUSED ", "bold reverse $error"))
     snap = state.snapshot
     if snap is None:
-        parts.append("  waiting for the first snapshot…")
+        parts.append(("  collecting the first snapshot…", "dim"))
     else:
         h = snap.host
         effective = h.effective_mem_limit_bytes or h.mem_total_bytes

@@ -14,7 +14,7 @@ from textual.content import Content
 
 from ...model import ProcessPinned
 from ...units import fmt_bytes, printable
-from ..format import SORT_COLUMNS, command_brief, sort_processes, user_text
+from ..format import COLLECTING, SORT_COLUMNS, command_brief, sort_processes, user_text
 from ..state import ViewState
 from .base import NoLinks, TextBlock, View, lines, set_content
 
@@ -75,7 +75,10 @@ class TopProcesses(NoLinks, TextBlock, View):
 
     def show(self, state: ViewState) -> None:
         self._state = state
-        procs = state.snapshot.processes if state.snapshot is not None else ()
+        if state.snapshot is None:
+            set_content(self, Content.styled(COLLECTING, "dim"))
+            return
+        procs = state.snapshot.processes
         if not procs:
             set_content(self, Content.styled("no CUDA processes with pinned memory", "dim"))
             return
