@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import statistics
 import subprocess
 import sys
-import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from overhead import child_env, measure  # noqa: E402  (the same process-tree accounting)
+
 from provenance import portable_argv, provenance  # noqa: E402
 
 
