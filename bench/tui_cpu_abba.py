@@ -8,7 +8,8 @@ clock) on both programs alike; each round gives a ratio of the two programs' mea
 
 Usage: python bench/tui_cpu_abba.py OUT.json [--rounds 3] [--seconds 45] [--size 160x48]
        [--pinmon-args "--interval 1 --no-probe"] [--only pinmon,nvitop]
-Without nvitop (or with --only pinmon) it measures pinmon alone, runs still in pairs. ``--pinmon-args
+Without nvitop (or with --only pinmon) it measures pinmon alone, runs still in pairs. ``--tree DIR``
+puts the pinmon of another checkout in nvitop's place (``pinmon_tree``): an A/B of two trees. ``--pinmon-args
 "demo"`` measures the replay of the bundled recording (no NVML: a box without a GPU).
 Goal (issue 31): the app at most nvitop's CPU at 1 Hz, 160x48, graphs on.
 """
@@ -38,6 +39,7 @@ def main(argv=None) -> int:
     ap.add_argument("--size", default="160x48")
     ap.add_argument("--pinmon-args", default="--interval 1 --no-probe")
     ap.add_argument("--only", default="pinmon,nvitop")
+    ap.add_argument("--tree", default=None, help="another checkout's pinmon, in nvitop's place")
     args = ap.parse_args(argv)
     size = tuple(int(x) for x in args.size.lower().split("x"))
     env = child_env()
@@ -45,7 +47,13 @@ def main(argv=None) -> int:
     programs = {"pinmon": [py, "-m", "pinmon", *shlex.split(args.pinmon_args)],
                 "nvitop": [py, "-m", "nvitop", "--interval", "1"]}
     wanted = [p for p in args.only.split(",") if p]
+    envs = {name: env for name in programs}
+    if args.tree:
+        programs["pinmon_tree"] = programs["pinmon"]
+        envs["pinmon_tree"] = dict(env, PYTHONPATH=os.path.abspath(args.tree))
+        wanted = ["pinmon", "pinmon_tree"]
     result: dict = {"provenance": provenance(), "size": args.size, "seconds": args.seconds, "order": "ABBA",
+                    "tree": os.path.basename(os.path.abspath(args.tree)) if args.tree else None,
                     "argv": {}, "rounds": [], "skipped": {}}
     if "nvitop" in wanted and subprocess.run([py, "-c", "import nvitop"], env=env, capture_output=True).returncode:
         wanted.remove("nvitop")
@@ -56,7 +64,7 @@ def main(argv=None) -> int:
     for r in range(args.rounds):
         runs = []
         for name in (a, b, b, a):
-            m = measure(programs[name], args.seconds, pty_size=size, env=env)
+            m = measure(programs[name], args.seconds, pty_size=size, env=envs[name])
             m["program"] = name
             runs.append(m)
             share = m.get("cpu_share")
@@ -69,6 +77,8 @@ def main(argv=None) -> int:
         row = {"runs": runs, "mean_cpu_share": means}
         if means.get("pinmon") and means.get("nvitop"):
             row["pinmon_over_nvitop"] = means["pinmon"] / means["nvitop"]
+        if means.get("pinmon") and means.get("pinmon_tree"):
+            row["pinmon_over_tree"] = means["pinmon"] / means["pinmon_tree"]
         result["rounds"].append(row)
     ratios = [r["pinmon_over_nvitop"] for r in result["rounds"] if "pinmon_over_nvitop" in r]
     for name in wanted:
@@ -77,6 +87,10 @@ def main(argv=None) -> int:
         if shares:
             result[f"{name}_cpu_share_median"] = statistics.median(shares)
             print(f"{name}: median CPU {statistics.median(shares) * 100:.3f}% of one core over {len(shares)} runs")
+    trees = [r["pinmon_over_tree"] for r in result["rounds"] if "pinmon_over_tree" in r]
+    if trees:
+        result["pinmon_over_tree_per_round"] = trees
+        print("pinmon / pinmon of --tree per round: " + ", ".join(f"{x:.2f}" for x in trees))
     if ratios:
         result["pinmon_over_nvitop_per_round"] = ratios
         result["goal_met_every_round"] = all(x <= 1.0 for x in ratios)

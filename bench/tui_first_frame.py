@@ -9,7 +9,8 @@ falls on both alike. nvitop runs where it imports; the JSON says whether NVML sa
 without one, pinmon's figure is its start-up without NVML's).
 
 Usage: python bench/tui_first_frame.py OUT.json [--runs 10] [--size 80x24] [--only pinmon,nvitop]
-       [--pinmon-args "--no-probe"]
+       [--pinmon-args "--no-probe"] [--tree DIR]
+``--tree DIR`` adds the pinmon of another checkout (``pinmon_tree``) to the turns: an A/B of two trees.
 Goal (issue 30, D1): pinmon's median at most 1.5x nvitop's, in the same run.
 """
 from __future__ import annotations
@@ -45,6 +46,10 @@ QUIT_WAIT_S = 10.0
 
 def shown_text(raw: bytes) -> bytes:
     return _ESCAPES.sub(b"", raw)
+
+
+def tree_env(env: dict, root: str) -> dict:
+    return dict(env, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
 
 
 def first_frame(argv: list[str], markers: tuple[bytes, ...], size: tuple[int, int], env: dict) -> dict:
@@ -127,17 +132,24 @@ def main(argv=None) -> int:
     ap.add_argument("--size", default="80x24")
     ap.add_argument("--only", default="pinmon,nvitop")
     ap.add_argument("--pinmon-args", default="--no-probe", help='pinmon\'s arguments (default "--no-probe")')
+    ap.add_argument("--tree", default=None, help="another checkout's pinmon to compare (pinmon_tree)")
     args = ap.parse_args(argv)
     size = tuple(int(x) for x in args.size.lower().split("x"))
-    env = dict(os.environ, TERM="xterm-256color",
-               PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
+    env = tree_env(dict(os.environ, TERM="xterm-256color"), ROOT)
     env.pop("COLUMNS", None)
     env.pop("LINES", None)
     py = sys.executable
     programs = {"pinmon": [py, "-m", "pinmon", *shlex.split(args.pinmon_args)],
                 "nvitop": [py, "-m", "nvitop"]}
     wanted = [p for p in args.only.split(",") if p]
+    envs = {name: env for name in programs}
+    if args.tree:
+        programs["pinmon_tree"] = programs["pinmon"]
+        envs["pinmon_tree"] = tree_env(env, os.path.abspath(args.tree))
+        MARKERS["pinmon_tree"] = MARKERS["pinmon"]
+        wanted.insert(1, "pinmon_tree")
     result: dict = {"provenance": provenance(), "size": f"{size[0]}x{size[1]}", "nvml_gpus": nvml_gpus(),
+                    "tree": os.path.basename(os.path.abspath(args.tree)) if args.tree else None,
                     "order": "ABBA", "programs": {}, "skipped": {}}
     if "nvitop" in wanted:
         check = subprocess.run([py, "-c", "import nvitop"], env=env, capture_output=True)
@@ -149,7 +161,7 @@ def main(argv=None) -> int:
     for i in range(args.runs):
         order = wanted if i % 2 == 0 else wanted[::-1]
         for name in order:
-            r = first_frame(programs[name], MARKERS[name], size, env)
+            r = first_frame(programs[name], MARKERS[name], size, envs[name])
             times[name].append(r["first_frame_s"])
             runs.append({"program": name, "round": i, **r})
             shown = "no frame" if r["first_frame_s"] is None else f"{r['first_frame_s']:.3f} s"
@@ -161,6 +173,10 @@ def main(argv=None) -> int:
         result["pinmon_over_nvitop_median"] = mine["median_s"] / theirs["median_s"]
         result["goal_met"] = result["pinmon_over_nvitop_median"] <= 1.5
         print(f"pinmon / nvitop (medians): {result['pinmon_over_nvitop_median']:.2f} (goal <= 1.5)")
+    other = result["programs"].get("pinmon_tree", {})
+    if mine.get("median_s") and other.get("median_s"):
+        result["pinmon_over_tree_median"] = mine["median_s"] / other["median_s"]
+        print(f"pinmon / pinmon of --tree (medians): {result['pinmon_over_tree_median']:.2f}")
     if isinstance(result["nvml_gpus"], str):
         result["note"] = "no GPU on this machine: pinmon started without NVML (its live collector finds none)"
     result["runs"] = runs

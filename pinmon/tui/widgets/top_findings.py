@@ -88,20 +88,42 @@ def block_rows(b: Block, snapshot: Optional[Snapshot], width: int, step: tuple) 
     return rows
 
 
-def fitted(findings: Sequence[Finding], snapshot: Optional[Snapshot], width: int, height: int) -> list[Content]:
+# Wrapped blocks kept between refreshes (``fitted``'s ``memo``), at most this many: an advice text
+# and most messages repeat from one second to the next, and wrapping them is most of the panel's cost.
+MEMO_BLOCKS = 256
+
+
+def _block_key(b: Block, snapshot: Optional[Snapshot], width: int, step: int) -> tuple:
+    f = b.finding
+    if f is None:
+        return (None, b.advice, width, step)
+    return (f.severity, f.rule, f.message, b.advice, finding_subject(f, snapshot),
+            finding_subject(f, snapshot, short=True), width, step)
+
+
+def fitted(findings: Sequence[Finding], snapshot: Optional[Snapshot], width: int, height: int,
+           memo: Optional[dict] = None) -> list[Content]:
     """The findings in ``height`` lines: each in full where all fit, else shortened from the least
-    severe up (the later first among equals), and the findings left over counted in a last line."""
+    severe up (the later first among equals), and the findings left over counted in a last line.
+    ``memo``: a dict kept by the caller, where wrapped blocks are found again on the next call."""
     if not findings:
         return []
     shown = blocks(findings)
     steps = [0] * len(shown)
-    cache: dict[tuple[int, int], list[Content]] = {}
+    memo = {} if memo is None else memo
+    if len(memo) > MEMO_BLOCKS:
+        memo.clear()
+    keys: dict[tuple[int, int], tuple] = {}
 
     def rows_of(i: int) -> list[Content]:
-        key = (i, steps[i])
-        if key not in cache:
-            cache[key] = block_rows(shown[i], snapshot, width, STEPS[steps[i]])
-        return cache[key]
+        at = (i, steps[i])
+        key = keys.get(at)
+        if key is None:
+            key = keys[at] = _block_key(shown[i], snapshot, width, steps[i])
+        rows = memo.get(key)
+        if rows is None:
+            rows = memo[key] = block_rows(shown[i], snapshot, width, STEPS[steps[i]])
+        return rows
 
     def total(count: int) -> int:
         more = any(b.finding is not None for b in shown[count:])
@@ -138,6 +160,7 @@ class TopFindings(NoLinks, TextBlock, View):
         self.limit = limit
         self.detailed = detailed
         self._state: Optional[ViewState] = None
+        self._memo: dict = {}  # fitted()'s wrapped blocks, kept from one refresh to the next
 
     def on_resize(self) -> None:
         if self.detailed and self._state is not None:
@@ -158,7 +181,7 @@ class TopFindings(NoLinks, TextBlock, View):
             return
         if self.detailed:
             width, height = (self.content_size if self.is_mounted else (0, 0))
-            rows = fitted(state.findings, state.snapshot, width, height or 2 * self.limit)
+            rows = fitted(state.findings, state.snapshot, width, height or 2 * self.limit, self._memo)
             set_content(self, lines(*rows))
             return
         rows = [one_line(f, state.snapshot) for f in state.findings[: self.limit]]
