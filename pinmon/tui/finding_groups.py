@@ -47,7 +47,3 @@ def _group(rule: str, members: list[Finding]) -> RuleGroup:
     own = tuple(" ".join(s for s in parts if s not in common) for parts in split)
     return RuleGroup(rule, tuple(members), own, shared)
 
-
-def grouped(findings: Sequence[Finding]) -> list[Finding]:
-    """The findings in the groups' order: a rule's findings together, worst group first."""
-    return [f for g in group_by_rule(findings) for f in g.findings]
