@@ -20,17 +20,40 @@ from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_seconds
 from .rule import Found, rule
 from .thresholds import Thresholds
 
-KIND_WORDS = {"pod": "pod container", "docker": "Docker container", "podman": "Podman container",
-              "slurm": "Slurm job step", "systemd": "systemd unit", "cgroup": "cgroup"}
+KIND_WORDS = {"pod": "pod", "docker": "Docker container", "podman": "Podman container",
+              "slurm": "Slurm job", "systemd": "systemd unit", "cgroup": "cgroup"}
+# The word a collector's name of a group may start with, which the kind already says ("docker 1a2b...",
+# "pod 5e1c7a2b/7d3a...", "job 4711.0"): left out where the kind's own words come first.
+_NAME_LEAD = {"pod": "pod ", "docker": "docker ", "podman": "podman ", "slurm": "job "}
+_SHORT_WORDS = {"pod": "pod", "docker": "docker", "podman": "podman", "slurm": "job", "systemd": "unit",
+                "cgroup": "cgroup"}
 
 _RECLAIM = ("Pinned pages are charged to the group of the process that pinned them and cannot be"
             " swapped out or reclaimed, so the group's limit binds long before the host's RAM does.")
 
 
-def group_subject(g: Cgroup) -> str:
-    """How a finding names a group: "pod ns/pod/container", "job 42.0", "docker name"."""
-    word = KIND_WORDS.get(g.kind, "group")
-    return f"{word} {g.name}"
+def group_name(g: "Cgroup | OomKill") -> str:
+    """A group's name without a leading word its kind says: "ml/trainer/worker", "1a2b3c4d5e6f", "4711.0"."""
+    lead = _NAME_LEAD.get(g.kind)
+    if lead and g.name.startswith(lead) and len(g.name) > len(lead):
+        return g.name[len(lead):]
+    return g.name
+
+
+def group_subject(g: "Cgroup | OomKill") -> str:
+    """How a finding names a group, each kind once: "pod ns/pod/container", "Docker container 1a2b...",
+    "Slurm job 4711 step 0", "systemd unit x.service", "cgroup /path"."""
+    if g.kind == "slurm" and g.job:
+        return f"Slurm job {g.job}" + (f" step {g.step}" if g.step else "")
+    return f"{KIND_WORDS.get(g.kind, 'group')} {group_name(g)}"
+
+
+def group_short(g: "Cgroup | OomKill") -> str:
+    """The short form where room is scarce: "pod ns/pod/container", "docker 1a2b...", "job 4711.0",
+    "unit x.service", "cgroup /path"."""
+    if g.kind == "slurm" and g.job:
+        return f"job {g.job}" + (f".{g.step}" if g.step else "")
+    return f"{_SHORT_WORDS.get(g.kind, 'group')} {group_name(g)}"
 
 
 def held_bytes(g: Cgroup) -> Optional[int]:
@@ -126,8 +149,8 @@ def cgroup_oom_kills(history: Sequence[Snapshot], t: Thresholds) -> Iterator[Fou
 
 
 def kill_subject(k: OomKill) -> str:
-    """How a finding names a killed process's group, as ``group_subject`` names a live one."""
-    return f"{KIND_WORDS.get(k.kind, 'group')} {k.name}"
+    """How a finding names a killed process's group: as ``group_subject`` names a live one."""
+    return group_subject(k)
 
 
 def _kill_sentence(k: OomKill, now: float) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..advise.cgroups import KIND_WORDS, held_bytes
+from ..advise.cgroups import group_subject, held_bytes
 from ..model import Cgroup, Finding, ProcessPinned, Snapshot
 from ..units import fmt_bytes, fmt_int, fmt_share, printable, share
 from .detail_row import DetailRow
@@ -156,7 +156,7 @@ def _oom_row(g: Cgroup, found: Sequence[Finding]) -> DetailRow:
 def group_rows(g: Cgroup, snapshot: Optional[Snapshot] = None, findings: Sequence[Finding] = ()) -> list[DetailRow]:
     """The pop-up's rows for ``g``: who it is, its limit and pinned share, OOM kills, its processes."""
     found = group_findings(g, findings)
-    rows = [DetailRow("group", f"{printable(g.name, 200)}  ({KIND_WORDS.get(g.kind, 'group')})", "head")]
+    rows = [DetailRow("group", printable(group_subject(g), 200), "head")]
     rows += _identity_rows(g)
     rows += _limit_rows(g, found)
     rows.append(_oom_row(g, found))

@@ -120,9 +120,9 @@ async def test_overview_findings_in_full_with_rule_and_process(size):
         await fill(app, pilot)
         text = text_of(app.query_one("#ov-findings TopFindings"))
         assert "…" not in text  # everything fits: nothing cut
-        assert "pinned-growth  host" in text
+        assert "CRIT  host  pinned-growth" in text  # what it is about first, then the rule
         pid = make_snapshot(0).processes[0].pid
-        assert f"pageable-bulk-copies  pid {pid} python3 train_{pid}.py" in text
+        assert f"WARN  pid {pid} python3 train_{pid}.py --lr 3  pageable-bulk-copies" in text
         assert "Find the process that grows. " * 5 in " ".join(text.split()) + " "
 
 
@@ -326,11 +326,11 @@ async def test_text_that_changes_size_after_a_lost_layout_request_still_gets_its
     from textual.app import App
     from textual.widgets import Static
 
-    from pinmon.tui.widgets.base import set_content
+    from pinmon.tui.widgets.base import TextBlock, set_content
 
     class OneText(App):
         def compose(self):
-            yield Static(id="text")
+            yield TextBlock(id="text")
             yield Static("below", id="below")
 
     app = OneText()
