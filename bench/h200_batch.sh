@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One evidence run on the H200 test machine; each part writes under OUTDIR and a failing part does
 # not stop the others. Usage: bash bench/h200_batch.sh OUTDIR PART...   (parts: env gputests probe
-# check tui screenshots overhead overhead2 frame kpins trace cupti cuptiknobs cuptitrace breakdown)
+# check tui screenshots overhead overhead2 firstframe frame kpins trace cupti cuptiknobs cuptitrace breakdown)
 # .whl/ (bash bench/wheels.sh) is installed into /tmp/site first when the box lacks Textual.
 # gputests: every test in tests/gpu, the tail of pytest's output under a line naming the command,
 # commit and versions (bench/provenance.py --line);
 # cuptiknobs: what CUPTI adds to a 1 MiB copy under each of its settings (~2 min);
 # overhead: the app against nvitop (60 s each), the app's threads, one update headless (~4 min);
-# overhead2: the app against nvitop in both orders, and once on Textual's input thread (90 s each, ~8 min); frame: one update headless;
+# overhead2: the app against nvitop at 160x48, three ABBA rounds of 45 s (~10 min); firstframe: time to first
+# frame against nvitop at 80x24, ten runs each, alternating; frame: one update headless;
 # kpins: the kernel's pinned count against known allocations (~1 min);
 # cuptitrace: both engines' slowdown of a copy loop, 30 rounds each, and their coverage (~3 min);
 # breakdown: the app's threads (CPU and wake-ups each), a snapshot's parts, and both threads' profiles (~3 min);
@@ -55,8 +56,10 @@ overhead)
   python3 bench/tui_frame.py "$out/tui_frame_h200.json" 2>&1 | tail -2;;
 overhead2)
   part overhead2
-  python3 bench/overhead.py --out "$out/overhead_tui_first" --seconds 90 --parts tui,nvitop,tui_stock 2>&1 | tail -4
-  python3 bench/overhead.py --out "$out/overhead_nvitop_first" --seconds 90 --parts nvitop,tui 2>&1 | tail -4;;
+  python3 bench/tui_cpu_abba.py "$out/tui_cpu_abba_h200.json" --rounds 3 --seconds 45 --size 160x48 2>&1 | tail -4;;
+firstframe)
+  part firstframe
+  python3 bench/tui_first_frame.py "$out/tui_first_frame_h200.json" --runs 10 --size 80x24 2>&1 | tail -4;;
 frame)
   part frame
   python3 bench/tui_frame.py "$out/tui_frame_h200.json" 2>&1 | tail -2;;

@@ -143,6 +143,10 @@ SOURCES: dict[str, dict] = {
     "trace_per_op_h200.json": {
         "ran_on": H200, "command": "python3 bench/trace_per_op.py OUT.json", "commit": "4da698a",
         "commit_from": "committed"},
+    "tui_cpu_demo_cpu.json": {"ran_on": CPU_BOX, "note": "the app on the bundled recording, A/B against the tree"
+                                                          " before the tui branch (a8ffae9), one ABBA round"},
+    "tui_first_frame_cpu.json": {"ran_on": CPU_BOX, "note": "no GPU: no NVML start; A/B against the tree before the"
+                                                            " tui branch (a8ffae9), ABBA"},
     "tui_frame_h200.json": {"ran_on": H200, "command": "python3 bench/tui_frame.py OUT.json"},
     "tui_overhead_h200.json": {
         "ran_on": H200,

@@ -169,7 +169,7 @@ def main() -> int:
         "limit_is_the_steps": bool(kill) and kill.get("memory_limit_bytes") == limit,
         "shmem_share_at_least_half": (doc["shmem_fraction"] or 0) >= 0.5,
         "finding_critical_and_names_the_job_first": bool(finding) and finding["severity"] == "critical"
-        and finding["subject"] == f"Slurm job step job {job}.0",
+        and finding["subject"] == f"Slurm job {job} step 0",
         "in_the_text_report": any(f"job {job}.0" in ln for ln in doc["report_oom_lines"]),
     }
     with open(args.out, "w") as f:

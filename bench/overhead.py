@@ -5,8 +5,7 @@ Parts (``--parts``, default all):
   after another (sequentially, so they never share cores), for ``--seconds`` at a 1 s refresh:
   (a) a ``pinmon check``-style loop (LiveCollector snapshot every 1 s), (b) ``pinmon --no-probe`` live
   app on a pseudo-terminal, (c) ``pinmon export`` scraped every 15 s, (d) ``nvitop`` on a
-  pseudo-terminal (where it imports), (e) ``nvidia-smi dmon -s t -d 1``; ``tui_stock`` is (b) with
-  ``PINMON_QUIET_INPUT=0`` (Textual's own input thread instead of ``pinmon/tui/textual_compat.py``). CPU share: user+system
+  pseudo-terminal (where it imports), (e) ``nvidia-smi dmon -s t -d 1``. CPU share: user+system
   seconds of the process tree (psutil) over the window after a 3 s warm-up, divided by the window
   (1.0 = one core). RSS: peak of the tree's summed RSS, sampled every second.
 - ``accuracy``: a CuPy pinned host-to-device copy loop moves a counted number of bytes, steadily and
@@ -41,7 +40,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from provenance import portable_argv, provenance  # noqa: E402
 
-PARTS = ("collect", "collect_counters", "tui", "tui_stock", "export", "nvitop", "dmon", "accuracy", "scale")
+PARTS = ("collect", "collect_counters", "tui", "export", "nvitop", "dmon", "accuracy", "scale")
 WARMUP_S = 3.0
 EXPORT_LISTEN = "127.0.0.1:19477"
 MIB = 1 << 20
@@ -185,9 +184,7 @@ def part_program(name: str, seconds: float) -> dict:
     env = child_env()
     if name in ("collect", "collect_counters"):
         return measure([py, "-c", COLLECT_LOOP, "gpm" if name == "collect" else "counters"], seconds, env=env)
-    if name in ("tui", "tui_stock"):
-        if name == "tui_stock":  # Textual's input thread, which polls the terminal 10 times a second
-            env = dict(env, PINMON_QUIET_INPUT="0")
+    if name == "tui":
         return measure([py, "-m", "pinmon", "--interval", "1", "--no-probe"], seconds, pty_size=(160, 48), env=env)
     if name == "export":
         def scrape():
@@ -403,7 +400,7 @@ def main(argv=None) -> int:
                   + f"; 8/1 = {r['ratio_8_over_1_cpu']:.2f}, 64/1 = {r['ratio_64_over_1_cpu']:.2f}")
         else:
             print(f"{part:8} {r}")
-    for name in ("collect_counters", "tui", "tui_stock", "export", "nvitop", "dmon"):
+    for name in ("collect_counters", "tui", "export", "nvitop", "dmon"):
         a, b = res.get("collect", {}), res.get(name, {})
         if "cpu_share" in a and "cpu_share" in b and a["cpu_share"]:
             print(f"{name} / collect loop CPU: {b['cpu_share'] / a['cpu_share']:.2f}")

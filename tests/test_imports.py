@@ -242,3 +242,57 @@ def test_the_collectors_load_no_tracer_code():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        cwd=os.path.dirname(ROOT))
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+
+
+def _textual_private_names(cls) -> set[str]:
+    """The private names Textual's classes in ``cls``'s bases define or set on their instances."""
+    import inspect
+    import re
+
+    names: set[str] = set()
+    for base in cls.__mro__:
+        if not base.__module__.startswith("textual"):
+            continue
+        names.update(n for n in vars(base) if n.startswith("_") and not n.endswith("__"))
+        try:
+            source = inspect.getsource(base)
+        except (OSError, TypeError):
+            continue
+        names.update(re.findall(r"self\.(_[A-Za-z]\w*)\b", source))
+    return names
+
+
+def test_the_tui_reads_and_sets_no_private_attribute_of_textual():
+    """Textual's objects through their public face: the TUI reads a private name only on ``self`` (or
+    ``super()``), and never one that a Textual base of that class defines or sets; nothing private is
+    read or put on another object by ``getattr``/``setattr`` with a string."""
+    import importlib
+    import inspect
+
+    bad = []
+    for m, path in MODULES.items():
+        if not m.startswith("pinmon.tui"):
+            continue
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        module = importlib.import_module(m)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "getattr"):
+                if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and str(node.args[1].value).startswith("_"):
+                    bad.append(f"{m}:{node.lineno} {node.func.id}(..., {node.args[1].value!r})")
+            if not isinstance(node, ast.ClassDef):
+                continue
+            cls = getattr(module, node.name, None)
+            if not inspect.isclass(cls):
+                continue
+            theirs = _textual_private_names(cls)
+            for sub in ast.walk(node):
+                if (isinstance(sub, ast.Attribute) and sub.attr.startswith("_") and not sub.attr.endswith("__")
+                        and isinstance(sub.value, ast.Name) and sub.value.id == "self" and sub.attr in theirs):
+                    bad.append(f"{m}:{sub.lineno} {node.name} uses Textual's self.{sub.attr}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.endswith("__")
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls", "os"))
+                    and not (isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") == "super")):
+                bad.append(f"{m}:{node.lineno} reads .{node.attr} of another object")
+    assert not bad, "\n".join(bad)

@@ -191,6 +191,6 @@ def test_a_v1_oom_kill_reads_as_it_was_written():
             "limit_source": "kernel log", "shmem_rss_bytes": 48}
     doc = {**snapshot_v1(), "oom_kills": [kill]}
     (k,) = Snapshot.from_dict(doc).oom_kills
-    assert (k.kind, k.job, k.limit_source, k.subject) == ("slurm", "1", "kernel log", "Slurm job step job 1.0")
+    assert (k.kind, k.job, k.limit_source, k.subject, k.short) == ("slurm", "1", "kernel log", "Slurm job 1", "job 1")
     with pytest.raises(SchemaError, match=r"snapshot\.oom_kills\[0\]\.limit_source"):
         Snapshot.from_dict({**doc, "oom_kills": [{**kill, "limit_source": "guess"}]})

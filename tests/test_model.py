@@ -283,7 +283,11 @@ def test_closed_sets_are_the_literals_values():
 
 def test_a_group_is_named_in_its_kinds_words():
     g = Cgroup(key="slurm/42/0", kind="slurm", name="job 42.0")
-    assert g.subject == "Slurm job step job 42.0"
+    assert g.subject == "Slurm job 42.0" and g.short == "job 42.0"  # the kind's word is not said twice
+    g = Cgroup(key="slurm/42/0", kind="slurm", name="job 42.0", owner=GroupOwner(job="42", step="0"))
+    assert (g.subject, g.short) == ("Slurm job 42 step 0", "job 42.0")
+    docker = Cgroup(key="d", kind="docker", name="docker 1a2b3c")
+    assert (docker.subject, docker.short) == ("Docker container 1a2b3c", "docker 1a2b3c")
     assert Cgroup(key="x", kind="unknown", name="/x").subject == "group /x"
     assert GroupLimit(oom_kills=3, oom_kills_at_start=1).oom_kills_since_start == 2
     assert GroupLimit(oom_kills=3).oom_kills_since_start is None

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, TextIO, Union
 
 from ..limits import (
     MAX_DURATION_S,
@@ -184,6 +185,23 @@ def print_notices(source: Source, prefix: str = "pinmon") -> None:
         print(f"{prefix}: {printable(n, 2000)}", file=sys.stderr)
 
 
+def no_app_here(env: Optional[Mapping[str, str]] = None, stdout: Optional[TextIO] = None) -> Optional[str]:
+    """Why the full-screen app cannot draw here, as the words that follow "pinmon: " on stderr
+    (None where it can): stdout is not a terminal, or the terminal says it cannot place the cursor
+    (``TERM`` dumb, or unset). The commands then print the check report instead."""
+    out = sys.stdout if stdout is None else stdout
+    try:
+        tty = out.isatty()
+    except (AttributeError, ValueError):  # closed, or no file at all
+        tty = False
+    if not tty:
+        return "stdout is not a terminal"
+    term = (os.environ if env is None else env).get("TERM", "").strip()
+    if term in ("", "dumb"):
+        return f"TERM is {'unset' if not term else 'dumb'}, so no full-screen app"
+    return None
+
+
 # Why the live app has no probe numbers when the config forbids its probes.
 PROBES_OFF_REASON = 'probes are off in the config (app_probes = "off")'
 
@@ -201,14 +219,19 @@ def run_app(source: Source, settings: Settings, speed: float = 1.0) -> int:
     if source.live and settings.app_probes == "off":
         kwargs.update(probe_unavailable_reason=PROBES_OFF_REASON, probe_every_s=None, probe_keys=False)
     elif source.live:
-        from ..probe import probe_available, run_probe
+        # Only whether CuPy is installed is asked before the first frame; importing it and finding
+        # the GPU wait for the first probe, on its worker thread (a probe that cannot run says why).
+        from ..probe.cuda import CUPY_MISSING, UNAVAILABLE_PREFIX, cupy_installed
 
-        ok, reason = probe_available()
-        if ok:
+        if cupy_installed():
             def runner(kind: str = "quick", **kw: Any) -> ProbeResult:
+                from ..probe import run_probe
+
                 return run_probe(kind, max_pinned_bytes=settings.max_pinned_bytes, **kw)
-            kwargs["probe_runner"] = runner
-        kwargs.update(probe_unavailable_reason=reason, probe_every_s=settings.app_probe_every_s)
+            kwargs.update(probe_runner=runner, probe_unavailable_reason=None)
+        else:
+            kwargs.update(probe_unavailable_reason=UNAVAILABLE_PREFIX + CUPY_MISSING)
+        kwargs.update(probe_every_s=settings.app_probe_every_s)
     interval = settings.interval_s if source.live else getattr(source, "interval_s", 1.0)
     return run(source=source, advisor=lambda h: advise(h, config), interval_s=interval, speed=speed,
                thresholds=config.thresholds, **kwargs) or 0

@@ -3,20 +3,24 @@
 Exit codes: 0 success; 2 bad input (arguments, config, recording or snapshot files); ``pinmon check``
 uses the Nagios convention instead: 0 ok, 1 warning, 2 critical, 3 unknown (could not assess).
 Bad input always gets one line on stderr, never a traceback; with ``--json`` also a JSON object on
-stdout. Without a command: the live terminal app, or the check report when stdout is not a terminal.
+stdout. Without a command: the live terminal app, or the check report when stdout is not a terminal
+(or ``TERM`` is dumb or unset).
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..units import printable
 from .commands import COMMANDS, check
-from .common import EXIT_BAD_INPUT, UsageError, dumps, run_app
+from .common import EXIT_BAD_INPUT, UsageError, dumps, no_app_here, run_app
 from .options import Settings, resolve, shared
 from .parser import CliParser
+
+if TYPE_CHECKING:
+    from ..collect.live import LiveCollector
 
 # The schema of each command's --json output; an error is printed in the same envelope.
 JSON_SCHEMAS: dict[str, Optional[str]] = {name: module.JSON_SCHEMA for name, module in COMMANDS.items()
@@ -45,15 +49,25 @@ def build_parser() -> CliParser:
 
 def run_default(args: argparse.Namespace, settings: Settings) -> int:
     """No command: the live terminal app, or without a terminal the check report of a live snapshot."""
-    if not sys.stdout.isatty():
+    why = no_app_here()
+    if why is not None:
+        if why != "stdout is not a terminal":  # a pipe or a file expects the report: no word about it
+            print(f"pinmon: {why}: the check report instead", file=sys.stderr)
         return check.report(check.measure(window_s=1.0, oom_lookback=settings.oom_lookback_s), settings.config)
-    from ..collect.live import LiveCollector
+    from ..model.source import OpenedOnFirstRead
 
-    col = LiveCollector(interval_s=settings.interval_s, oom_lookback_s=settings.oom_lookback_s)
+    def open_live() -> "LiveCollector":
+        # On the app's reading thread: NVML's start and the collector's imports do not hold up the
+        # first frame, which shows "collecting..." meanwhile.
+        from ..collect.live import LiveCollector
+
+        return LiveCollector(interval_s=settings.interval_s, oom_lookback_s=settings.oom_lookback_s)
+
+    source = OpenedOnFirstRead(open_live)
     try:
-        return run_app(col, settings)
+        return run_app(source, settings)
     finally:
-        col.close()
+        source.close()
 
 
 def _misplaced(extra: Sequence[str], parser: CliParser, command: Optional[str]) -> Optional[str]:

@@ -10,9 +10,33 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .kinds import GROUP_KIND_WORDS, GroupKind
+from .kinds import GROUP_KIND_SHORT, GROUP_KIND_WORDS, GROUP_NAME_LEAD, GroupKind
 from .process import HeldMemory
 from .serial import Serial
+
+
+def bare_group_name(kind: GroupKind, name: str) -> str:
+    """A group's name without a leading word its kind says: "ml/trainer/worker", "1a2b3c4d5e6f", "4711.0"."""
+    lead = GROUP_NAME_LEAD.get(kind)
+    if lead and name.startswith(lead) and len(name) > len(lead):
+        return name[len(lead):]
+    return name
+
+
+def group_subject(kind: GroupKind, name: str, job: Optional[str] = None, step: Optional[str] = None) -> str:
+    """How a finding names a group, each kind once: "pod ns/pod/container", "Docker container 1a2b...",
+    "Slurm job 4711 step 0", "systemd unit x.service", "cgroup /path"."""
+    if kind == "slurm" and job:
+        return f"Slurm job {job}" + (f" step {step}" if step else "")
+    return f"{GROUP_KIND_WORDS.get(kind, 'group')} {bare_group_name(kind, name)}"
+
+
+def group_short(kind: GroupKind, name: str, job: Optional[str] = None, step: Optional[str] = None) -> str:
+    """The short form where room is scarce: "pod ns/pod/container", "docker 1a2b...", "job 4711.0",
+    "unit x.service", "cgroup /path"."""
+    if kind == "slurm" and job:
+        return f"job {job}" + (f".{step}" if step else "")
+    return f"{GROUP_KIND_SHORT.get(kind, 'group')} {bare_group_name(kind, name)}"
 
 
 @dataclass(frozen=True)
@@ -66,11 +90,11 @@ class Cgroup(Serial):
     notes: tuple[str, ...] = ()               # why a figure is unknown
 
     @property
-    def kind_words(self) -> str:
-        """"pod container", "Slurm job step", ...: what the group is, in words."""
-        return GROUP_KIND_WORDS.get(self.kind, "group")
+    def subject(self) -> str:
+        """How a finding or a view names it: "pod ns/pod/container", "Slurm job 42 step 0" (``group_subject``)."""
+        return group_subject(self.kind, self.name, self.owner.job, self.owner.step)
 
     @property
-    def subject(self) -> str:
-        """How a finding or a view names it: "pod container ns/pod/container", "Slurm job step job 42.0"."""
-        return f"{self.kind_words} {self.name}"
+    def short(self) -> str:
+        """Its name where room is scarce: "pod ns/pod/container", "job 42.0" (``group_short``)."""
+        return group_short(self.kind, self.name, self.owner.job, self.owner.step)

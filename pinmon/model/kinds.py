@@ -66,7 +66,14 @@ PROBE_MEMORIES: tuple[ProbeMemory, ...] = get_args(ProbeMemory)
 LimitSource = Literal["kernel log", "cgroup"]
 LIMIT_SOURCES: tuple[LimitSource, ...] = get_args(LimitSource)
 
-# Words for a group kind, as a finding's subject and a view name it ("pod container ml/trainer/worker").
+# Words for a group kind, as a finding's subject names it ("pod ml/trainer/worker", "Docker container
+# 1a2b..."), and in short where room is scarce ("docker 1a2b...", "unit x.service").
 GROUP_KIND_WORDS: dict[GroupKind, str] = {
-    "pod": "pod container", "docker": "Docker container", "podman": "Podman container",
-    "slurm": "Slurm job step", "systemd": "systemd unit", "cgroup": "cgroup", "unknown": "group"}
+    "pod": "pod", "docker": "Docker container", "podman": "Podman container",
+    "slurm": "Slurm job", "systemd": "systemd unit", "cgroup": "cgroup", "unknown": "group"}
+GROUP_KIND_SHORT: dict[GroupKind, str] = {
+    "pod": "pod", "docker": "docker", "podman": "podman", "slurm": "job", "systemd": "unit", "cgroup": "cgroup",
+    "unknown": "group"}
+# The word a collector's name of a group may start with, which the kind already says ("docker 1a2b...",
+# "pod 5e1c7a2b/7d3a...", "job 4711.0"): left out where the kind's own words come first.
+GROUP_NAME_LEAD: dict[GroupKind, str] = {"pod": "pod ", "docker": "docker ", "podman": "podman ", "slurm": "job "}

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .kinds import GROUP_KIND_WORDS, GroupKind, LimitSource
+from .group import group_short, group_subject
+from .kinds import GroupKind, LimitSource
 from .serial import Serial
 
 
@@ -50,7 +51,12 @@ class OomKill(Serial):
     @property
     def subject(self) -> str:
         """How a finding names the killed process's group, as ``Cgroup.subject`` names a live one."""
-        return f"{GROUP_KIND_WORDS.get(self.kind, 'group')} {self.name}"
+        return group_subject(self.kind, self.name, self.job, self.step)
+
+    @property
+    def short(self) -> str:
+        """Its group's name where room is scarce, as ``Cgroup.short``."""
+        return group_short(self.kind, self.name, self.job, self.step)
 
     @property
     def rss_bytes(self) -> Optional[int]:

@@ -106,7 +106,7 @@ def group_head(g: Cgroup) -> str:
         kills = f", {fmt_int(since)} OOM kill(s) since start"
     elif g.limit.oom_kills_at_start:
         kills = f", {fmt_int(g.limit.oom_kills_at_start)} OOM kill(s) before pinmon started"
-    return f"{printable(g.kind, 10)} {printable(g.name, 64)}: {limit}{kills}"
+    return f"{printable(g.subject, 80)}: {limit}{kills}"
 
 
 def grouped_process_lines(procs: Sequence[ProcessPinned], groups: Sequence[Cgroup], limit: int = 10,
@@ -183,8 +183,8 @@ def format_check(snapshot: Snapshot, findings: Sequence[Finding], width: int = 1
     else:
         out += ["GPUs: none found", ""]
     if snapshot.processes:
-        by_group = " by container, pod or job," if snapshot.cgroups else ""
-        out += [f"Processes holding pinned memory,{by_group} (pinned from /proc/PID/maps unless traced)"]
+        by_group = " by container, pod or job" if snapshot.cgroups else ""
+        out += [f"Processes holding pinned memory{by_group} (pinned from /proc/PID/maps unless traced)"]
         multi_node = snapshot.host.numa_nodes is not None and len(snapshot.host.numa_nodes) > 1
         out += ["  " + line for line in grouped_process_lines(snapshot.processes, snapshot.cgroups,
                                                               nodes=multi_node)] + [""]

@@ -72,6 +72,18 @@ def import_cupy() -> Union[tuple[CuPy, None], tuple[None, str]]:
     return cupy, None
 
 
+def cupy_installed() -> bool:
+    """Whether CuPy is installed, without importing it (an import takes a second on a GPU box):
+    callers that only decide whether to offer probes ask this, and the probe itself says later
+    what else stands in the way (``import_cupy``, ``device_problem``)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("cupy") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def runtime() -> CudaRuntime:
     """CuPy's CUDA runtime module; only after ``import_cupy()`` succeeded."""
     import cupy

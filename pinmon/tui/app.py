@@ -19,6 +19,7 @@ import time
 from functools import partial
 from typing import Callable, Iterable, Optional, Sequence
 
+from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.screen import Screen
 from textual.widgets import TabbedContent, Tabs
@@ -30,7 +31,9 @@ from .keys import BINDINGS, palette_commands
 from .layout import MainScreen, compose_main, pane_of
 from .screens.help import HelpScreen
 from .screens.notices import NoticesScreen
+from .screens.too_small import TooSmallScreen
 from .session import Note, Session
+from .sizing import too_small
 from .widgets.base import View
 from .widgets.containers import ContainerPanel
 from .widgets.findings import FindingsPanel
@@ -82,16 +85,6 @@ class PinmonApp(App[int]):
 
     # --- layout ------------------------------------------------------------------------------
 
-    def get_driver_class(self):
-        """The quiet input thread (``textual_compat.QuietLinuxDriver``) where Textual's driver has the
-        parts it builds on, else Textual's own (also with ``PINMON_QUIET_INPUT=0``)."""
-        stock = super().get_driver_class()
-        try:
-            from .textual_compat import choose_driver
-        except Exception:  # the module cannot load on this Textual: its own driver
-            return stock
-        return choose_driver(stock)
-
     def get_default_screen(self) -> Screen:
         return MainScreen(id="_default")
 
@@ -107,12 +100,21 @@ class PinmonApp(App[int]):
             self._add_signal_handlers()
         if self.start_polling:
             self.poll_done.clear()
-            self.run_worker(self._poller.run, thread=True, group="poll", name="poll source")
+            # Draw first, then fill: the source is read (and a live one opened: NVML, the first
+            # /proc scan) once the first frame is on screen, its panels saying "collecting…".
+            self.call_after_refresh(self._start_polling)
             timing = self.session.auto_probe_timing()
             if timing is not None:
                 self.set_timer(timing[0], self._periodic_probe)
                 self.set_interval(timing[1], self._periodic_probe)
         self.refresh_views()
+        self.fit_screen()
+
+    def _start_polling(self) -> None:
+        if self._poller.stop.is_set():
+            self.poll_done.set()  # quit before the first frame: nothing to read
+            return
+        self.run_worker(self._poller.run, thread=True, group="poll", name="poll source")
 
     def on_unmount(self) -> None:
         self.shutdown()
@@ -161,9 +163,27 @@ class PinmonApp(App[int]):
             if (pane is None or pane == active) and shown:
                 view.show(state)
 
-    def on_resize(self) -> None:
+    def on_resize(self, event: events.Resize) -> None:
+        self.fit_screen(event.size.width, event.size.height)  # self.size may still be the old one here
         # Crossing the wide/narrow breakpoint shows views that were skipped while hidden.
         self.call_after_refresh(self.refresh_views)
+
+    def fit_screen(self, width: Optional[int] = None, height: Optional[int] = None) -> None:
+        """The too-small hint on top while the terminal (``width`` x ``height``, default its size now)
+        is smaller than the app draws in; gone once it is large enough again (the screens under it
+        come back as they were)."""
+        if not self._views:
+            return  # before on_mount (a first resize comes before it): on_mount asks again
+        width = self.size.width if width is None else width
+        height = self.size.height if height is None else height
+        small = too_small(width, height)
+        top = self.screen
+        if small and not isinstance(top, TooSmallScreen):
+            self.push_screen(TooSmallScreen(width, height))
+        elif small:
+            top.show_size(width, height)
+        elif isinstance(top, TooSmallScreen):
+            self.pop_screen()
 
     def main_widget(self, selector, expect_type=None):
         """A widget of the main screen, also while a modal (help, finding, palette) is on top."""
@@ -174,6 +194,8 @@ class PinmonApp(App[int]):
         return self.main_widget(TabbedContent)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if isinstance(self.screen, TooSmallScreen):
+            return action in ("quit", "suspend_process")  # the hint is all there is: q still quits
         if action == "speed":
             return not self.session.live
         if action == "no_probe":
@@ -375,7 +397,7 @@ class PinmonApp(App[int]):
             # on the closed pty and its queue fills). The recording is closed and every other
             # resource is the kernel's to reclaim, so end the process if a clean exit stalls.
             # run_app cancels it once the app has returned and its threads have stopped (and
-            # leaves it armed while an input thread of Textual's lingers).
+            # leaves it armed while a thread that would keep the interpreter alive lingers).
             self.hangup_watchdog = threading.Timer(HANGUP_GRACE_S, os._exit, (0,))
             self.hangup_watchdog.daemon = True
             self.hangup_watchdog.start()
@@ -404,19 +426,19 @@ def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding
         app.shutdown()
         app.poll_done.wait(join_timeout_s)
         app.probe_done.wait(join_timeout_s)
-        if app.hangup_watchdog is not None and not _input_threads_linger():
+        if app.hangup_watchdog is not None and not lingering_threads():
             # Everything stopped: the watchdog would only cut short what the caller does next.
-            # Where an input thread of Textual's lingers, it stays armed: that thread would keep
-            # the interpreter from exiting, and the terminal is gone.
+            # Where a thread lingers (Textual's input thread, on a SIGCONT without a suspend
+            # before it, starts a second one and stops only the newer), it stays armed: that
+            # thread would keep the interpreter from exiting, and the terminal is gone.
             app.hangup_watchdog.cancel()
     if code is None and app.return_code:
         return int(app.return_code)  # the app failed (Textual printed why): not a clean exit
     return int(code or 0)
 
 
-def _input_threads_linger() -> bool:
-    try:
-        from .textual_compat import lingering_input_threads
-    except Exception:  # the module cannot load on this Textual: nothing known to linger
-        return False
-    return bool(lingering_input_threads())
+def lingering_threads() -> list[threading.Thread]:
+    """Threads other than this one that would keep the interpreter from exiting (alive, not daemons)."""
+    me = threading.current_thread()
+    return [t for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()
+            and t is not threading.main_thread()]

@@ -20,6 +20,9 @@ SPARK_SAMPLES = 60
 # Where the GPUs would be, live on a machine without one (the notice bar says why there is none).
 NO_GPU_HINT = "no GPU here: `pinmon demo` plays a session recorded on an H200"
 
+# What a panel says before the first snapshot (the app draws its frame first, then reads the source).
+COLLECTING = "collecting…"
+
 SEVERITY_STYLE = {"critical": "$error", "warning": "$warning", "info": "$primary"}
 SEVERITY_LABEL = {"critical": "CRIT", "warning": "WARN", "info": "INFO"}
 

@@ -149,7 +149,7 @@ def _oom_row(g: Cgroup, found: Sequence[Finding]) -> DetailRow:
 def group_rows(g: Cgroup, snapshot: Optional[Snapshot] = None, findings: Sequence[Finding] = ()) -> list[DetailRow]:
     """The pop-up's rows for ``g``: who it is, its limit and pinned share, OOM kills, its processes."""
     found = group_findings(g, findings)
-    rows = [DetailRow("group", f"{printable(g.name, 200)}  ({g.kind_words})", "head")]
+    rows = [DetailRow("group", printable(g.subject, 200), "head")]
     rows += _identity_rows(g)
     rows += _limit_rows(g, found)
     rows.append(_oom_row(g, found))

@@ -32,7 +32,7 @@ from .widgets.memory import MemoryPanel, memory_title
 from .widgets.notices import NoticeBar
 from .widgets.probe import ProbePanel, ProbeSummary, probe_title
 from .widgets.processes import ProcessPanel
-from .widgets.top_findings import TopFindings
+from .widgets.top_findings import TopFindings, advisor_title
 from .widgets.top_processes import TopProcesses
 
 TABS = (("overview", "1 Overview"), ("gpus", "2 GPUs"), ("memory", "3 Memory"),
@@ -128,7 +128,7 @@ def _overview_narrow(thresholds: Thresholds) -> ComposeResult:
         yield _titled(MemoryPanel(compact=True, id="ov-memory-narrow", classes="panel narrow-only"),
                       memory_title(thresholds))
         with Vertical(id="ov-findings-narrow", classes="panel") as box:
-            box.border_title = "Advisor (6: all findings)"
+            box.border_title = advisor_title(None)
             yield TopFindings(limit=3, classes="narrow-only")
         with Vertical(id="ov-processes-narrow", classes="panel") as box:
             box.border_title = "Pinned memory by process (4: table)"
@@ -143,7 +143,7 @@ def _overview_wide(thresholds: Thresholds) -> ComposeResult:
             box.border_title = "GPUs: RX/TX link bytes, last minutes; % of link rate"
             yield BareGpuList(classes="wide-only")
         with Vertical(id="ov-findings", classes="panel") as box:
-            box.border_title = "Advisor (6: all findings)"
+            box.border_title = advisor_title(None)
             yield TopFindings(limit=12, detailed=True, classes="wide-only")
     with Column(id="ov-right", classes="wide-only"):
         yield _titled(MemoryPanel(compact=True, graph=True, id="ov-memory", classes="panel wide-only"),

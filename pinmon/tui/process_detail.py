@@ -70,21 +70,19 @@ def _stat_cells(s: Optional[CopyStats]) -> str:
 
 
 def transfer_rows(p: ProcessPinned, found: Sequence[Finding] = ()) -> list[DetailRow]:
-    """The copy table: per direction and kind, now (window), achieved, p50 and p10 per copy; then
-    the pageable rate both ways, the figure ``pageable-bulk-copies`` reads (highlighted while it
-    fires); then what the copies record says it leaves out (its notes)."""
+    """The copy table: per direction and kind, now (window), achieved, p50 and p10 per copy, its
+    pageable rows highlighted while ``pageable-bulk-copies`` fires (the rate it quotes is their "now"
+    figures added up); then what the copies record says it leaves out (its notes)."""
     c = p.copies
     notes = [DetailRow("", printable(n, 200), "dim") for n in (c.notes if c is not None else ())]
     if c is None or not any(s.memory in TABLE_MEMORIES for s in c.stats):
         return [DetailRow("copies", "n/a (no copy figures in the tracer's report)", "dim")] + notes
-    pageable = c.pageable_bytes_per_s
     flagged = "warning" if _active(found, "pageable-bulk-copies") else ""
     head = "".join(f"{h:>{FIGURE_CELLS}}" for h in ("now", "achieved", "p50/copy", "p10/copy"))
     rows = [DetailRow("copies", head, "head")]
     for d, mem in _table_keys(c):
-        rows.append(DetailRow(f"{DIRECTION_LABEL[d]} {mem}", _stat_cells(c.get(d, mem))))
-    if pageable is not None:
-        rows.append(DetailRow("pageable", f"{fmt_rate(pageable)} now, both directions", flagged))
+        rows.append(DetailRow(f"{DIRECTION_LABEL[d]} {mem}", _stat_cells(c.get(d, mem)),
+                              flagged if mem == "pageable" else ""))
     if c.instrument == "cupti":
         rows.append(DetailRow("", "now: last ~5 s; achieved: bytes / GPU time, all copies",
                               "dim"))

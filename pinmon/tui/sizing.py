@@ -40,3 +40,13 @@ def pinned_band_rows(screen_height: int) -> int:
     if lines < 18:
         return 0
     return max(1, min(MAX_PINNED_BAND_ROWS, (lines - 25) // 10 + 1))
+
+
+# The least terminal the app draws in: the tab strip's width (its seven tabs in one row) and room for
+# the overview's panels under it. Smaller, a hint says so (screens/too_small.py), and q still quits.
+MIN_WIDTH = 78
+MIN_HEIGHT = 20
+
+
+def too_small(width: int, height: int) -> bool:
+    return width < MIN_WIDTH or height < MIN_HEIGHT

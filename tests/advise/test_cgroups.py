@@ -21,7 +21,7 @@ def oom_findings(snap: Snapshot, t: Thresholds = Thresholds()):
 def test_a_job_killed_with_mostly_shared_memory_is_critical_and_named_first():
     snap = make.snapshot(oom_kills=(make.oom_kill(),))
     (f,) = oom_findings(snap)
-    assert f.severity == "critical" and f.subject == "Slurm job step job 4711.0"
+    assert f.severity == "critical" and f.subject == "Slurm job 4711 step 0"
     assert f.message.startswith("python3 (pid 5151) was OOM-killed 100 s before this snapshot")
     assert "64.0 GiB memory limit" in f.message and "48.0 GiB of its 60.0 GiB" in f.message and "80%" in f.message
     assert f.values["shmem_fraction"] == 0.8 and f.values["cgroup"] == make.JOB_KEY
@@ -48,10 +48,10 @@ def test_one_finding_per_group_with_its_count_and_latest_kill():
     kills = (make.oom_kill(time=800.0, pid=1), make.oom_kill(time=900.0, pid=2, shmem_rss_bytes=GIB),
              make.oom_kill(time=950.0, pid=3, key="pod/x@/p", kind="pod", name="ml/trainer/worker"))
     found = {f.subject: f for f in oom_findings(make.snapshot(oom_kills=kills))}
-    job = found["Slurm job step job 4711.0"]
+    job = found["Slurm job 4711 step 0"]
     assert job.values["oom_kills"] == 2 and job.values["pid"] == 2 and "2 OOM kills in this group" in job.message
     assert job.severity == "critical"  # the earlier kill's share was 80%
-    assert found["pod container ml/trainer/worker"].values["pid"] == 3
+    assert found["pod ml/trainer/worker"].values["pid"] == 3
 
 
 def test_a_kill_in_a_users_delegated_cgroup_says_whose_word_the_name_is():

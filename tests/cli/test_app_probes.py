@@ -26,7 +26,9 @@ def engine(monkeypatch):
         calls.append((kind, kw))
         return make_probe_result(kind)
 
-    monkeypatch.setattr(pinmon.probe, "probe_available", lambda: (True, None))
+    import pinmon.probe.cuda
+
+    monkeypatch.setattr(pinmon.probe.cuda, "cupy_installed", lambda: True)
     monkeypatch.setattr(pinmon.probe, "run_probe", run_probe)
     return calls
 
@@ -105,3 +107,26 @@ async def test_app_probes_off_forbids_every_probe_and_hides_the_keys(monkeypatch
 async def test_manual_in_the_config_is_no_probe(monkeypatch, tmp_path, engine):
     options = app_options(monkeypatch, tmp_path, [], 'app_probes = "manual"\n')
     assert options["probe_every_s"] is None and options["probe_runner"] is not None
+
+
+def test_the_app_starts_without_importing_cupy(monkeypatch, tmp_path):
+    """Whether probes are offered is asked of the installed packages only: CuPy's import (a second on
+    a GPU box) and the device check wait for the first probe, off the first frame."""
+    import sys
+
+    import pinmon.probe.cuda
+
+    monkeypatch.setattr(pinmon.probe.cuda, "cupy_installed", lambda: True)
+    monkeypatch.setattr(pinmon.probe.cuda, "import_cupy", lambda: pytest.fail("CuPy imported before a probe"))
+    options = app_options(monkeypatch, tmp_path, [])
+    assert options["probe_runner"] is not None and options["probe_unavailable_reason"] is None
+    assert "cupy" not in sys.modules or sys.modules["cupy"] is None
+
+
+def test_without_cupy_the_app_says_so_from_the_start(monkeypatch, tmp_path):
+    import pinmon.probe.cuda
+
+    monkeypatch.setattr(pinmon.probe.cuda, "cupy_installed", lambda: False)
+    options = app_options(monkeypatch, tmp_path, [])
+    assert options.get("probe_runner") is None
+    assert "CuPy is not installed" in options["probe_unavailable_reason"]

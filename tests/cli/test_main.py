@@ -1,4 +1,5 @@
 """The command line as a user meets it: exit codes, one-line errors, JSON contracts, no GPU needed."""
+import io
 import json
 import os
 import shutil
@@ -520,6 +521,40 @@ def test_replay_without_a_terminal_prints_the_last_snapshots_report(tmp_path, ca
     assert code == {"OK": 0, "WARNING": 1, "CRITICAL": 2}[status]
     assert "\x1b" not in captured.out
     assert "not a terminal" in captured.err
+
+
+class _Terminal(io.StringIO):
+    """stdout as a terminal says it is one."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("term", ["dumb", None])
+def test_on_a_dumb_terminal_the_demo_prints_the_report_and_says_why(monkeypatch, capsys, term):
+    """TERM=dumb (or no TERM) cannot draw the full-screen app: the report instead, and one line on
+    stderr that says why."""
+    if term is None:
+        monkeypatch.delenv("TERM", raising=False)
+    else:
+        monkeypatch.setenv("TERM", term)
+    out = _Terminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    code = main(["demo"])
+    err = capsys.readouterr().err
+    assert out.getvalue().startswith("pinmon check: ") and code in (0, 1, 2)
+    (line,) = [ln for ln in err.splitlines() if "TERM" in ln]
+    assert line.startswith(f"pinmon: TERM is {term or 'unset'}, so no full-screen app: the report of the last of")
+
+
+def test_no_app_here_says_why_only_where_the_app_cannot_draw():
+    from pinmon.cli.common import no_app_here
+
+    tty = _Terminal()
+    assert no_app_here({"TERM": "xterm-256color"}, tty) is None
+    assert no_app_here({"TERM": "dumb"}, tty) == "TERM is dumb, so no full-screen app"
+    assert no_app_here({}, tty) == "TERM is unset, so no full-screen app"
+    assert no_app_here({"TERM": "xterm"}, io.StringIO()) == "stdout is not a terminal"
 
 
 def test_demo_into_a_file_has_no_terminal_escapes(tmp_path):

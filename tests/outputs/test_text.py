@@ -53,13 +53,31 @@ def test_check_groups_processes_by_container_pod_and_job_with_each_limit():
     text = format_check(make.box_groups_snapshot(), [])
     lines = text.splitlines()
     pod = lines.index(next(ln for ln in lines if "pod ml/trainer-7f9c/worker" in ln))
-    job = lines.index(next(ln for ln in lines if "slurm job 4711.0" in ln))
+    job = lines.index(next(ln for ln in lines if ln.startswith("  Slurm job 4711 step 0: ")))
     loose = lines.index(next(ln for ln in lines if ln.strip() == "no group"))
     assert "limit 512.0 GiB, pinned 401.0 GiB = 78% of it" in lines[pod]
     assert "limit 64.0 GiB, pinned 21.0 GiB = 33% of it" in lines[job]
     assert pod < job < loose
+    assert "Processes holding pinned memory by container, pod or job (pinned from" in text  # no stray comma
     pids = {int(ln.split()[0]): i for i, ln in enumerate(lines) if ln[:12].strip().isdigit()}
     assert pod < pids[4242] < job and pod < pids[5151] < job and job < pids[6060] < loose < pids[7070]
+
+
+def test_a_group_is_named_once_by_its_kind():
+    """"Docker container 1a2b...", "pod ns/pod/container", "Slurm job 4711 step 0": the kind's word is
+    not repeated by the collector's name ("docker 1a2b...", "pod 5e1c...", "job 4711.0")."""
+    from pinmon.outputs.text import group_head
+
+    docker = make.cgroup("docker/" + "b8" * 32, "docker", "docker b8b8b8b8b8b8", container_id="b8" * 32)
+    unnamed_pod = make.cgroup("pod/7e3c", "pod", "pod 7e3c1234/abcdef012345")
+    job = make.cgroup("slurm/4711/0", "slurm", "job 4711.0", job="4711", step="0")
+    assert docker.subject == "Docker container b8b8b8b8b8b8" and docker.short == "docker b8b8b8b8b8b8"
+    assert unnamed_pod.subject == "pod 7e3c1234/abcdef012345"
+    assert job.subject == "Slurm job 4711 step 0" and job.short == "job 4711.0"
+    assert group_head(docker).startswith("Docker container b8b8b8b8b8b8: ")
+    for g in (docker, unnamed_pod, job):
+        head = group_head(g).lower()
+        assert "docker docker" not in head and "pod pod" not in head and "job step job" not in head
 
 
 def test_a_group_says_its_oom_kills_and_its_hostile_name_is_printable():
@@ -107,7 +125,7 @@ def test_oom_kills_from_the_kernels_log_have_their_own_section():
     assert "... and 3 more" in text and "\x1b" not in text and "\x07" not in text
     lines = oom_kill_lines(kills)
     assert "pid 99" in lines[0] and "limit n/a" in lines[0] and "shmem" not in lines[0]  # newest first
-    assert "oom-killed [Slurm job step job 4711.0]" in text
+    assert "oom-killed [Slurm job 4711 step 0]" in text
 
 
 def test_a_group_says_its_kills_before_pinmon_started():

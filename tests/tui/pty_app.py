@@ -1,4 +1,4 @@
-"""The real app (``run_app``: its driver choice, its signal handlers) on whatever terminal this runs
+"""The real app (``run_app``: its signal handlers) on whatever terminal this runs
 on, fed by the test fakes, writing what reaches it to a log: one line per key, paste and resize.
 
 Usage: python tests/tui/pty_app.py LOG   (run by tests/tui/test_pty_session.py on a pseudo-terminal)
@@ -24,7 +24,6 @@ def main(log_path: str) -> int:
 
         def on_mount(self) -> None:
             super().on_mount()
-            log.write(f"driver {self.driver_class.__name__}\n")
             log.write("mounted\n")
 
         async def on_event(self, event) -> None:

@@ -15,6 +15,7 @@ from textual.widget import Widget
 
 from pinmon.tui import textual_compat
 from pinmon.tui.app import PinmonApp
+from tests.tui.textual_private import count_renders
 
 from .fakes import make_snapshot, no_findings
 
@@ -56,7 +57,7 @@ async def test_an_idle_second_renders_no_container_that_draws_nothing(monkeypatc
     async with app.run_test(size=WIDE) as pilot:
         for i in range(5):
             app.apply_snapshot(idle(i))
-        rendered = textual_compat.count_renders(monkeypatch)
+        rendered = count_renders(monkeypatch)
         for _ in range(50):  # until the start-up repaints are over: a quiet tenth of a second
             rendered.clear()
             await pilot.pause(0.1)

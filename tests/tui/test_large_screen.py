@@ -121,9 +121,9 @@ async def test_overview_findings_in_full_with_rule_and_process(size):
         await fill(app, pilot)
         text = text_of(app.query_one("#ov-findings TopFindings"))
         assert "…" not in text  # everything fits: nothing cut
-        assert "pinned-growth  host" in text
+        assert "CRIT  host  pinned-growth" in text  # what it is about first, then the rule
         pid = make_snapshot(0).processes[0].pid
-        assert f"pageable-bulk-copies  pid {pid} python3 train_{pid}.py" in text
+        assert f"WARN  pid {pid} python3 train_{pid}.py --lr 3  pageable-bulk-copies" in text
         assert "Find the process that grows. " * 5 in " ".join(text.split()) + " "
 
 
@@ -214,9 +214,9 @@ async def test_a_finding_popup_follows_the_advisor_and_marks_the_finding_cleared
         assert f"at {fmt_time(s.time)}" in screen_text(app)
 
 
-def test_a_traced_process_shows_the_copy_rate_its_finding_quotes():
-    """The pageable rate the advisor quotes, both directions together, has a row of its own, highlighted
-    while the finding is active."""
+def test_a_traced_process_shows_the_copy_rates_its_finding_quotes():
+    """The pageable rate the advisor quotes is the table's pageable rows, both directions: they are
+    highlighted while the finding is active, the others not."""
     s = make_snapshot(0)
     stats = [make.stat(d, mem, 1.3e9 if mem == "pageable" else 0.0) for d in ("h2d", "d2h")
              for mem in ("pinned", "pageable")]
@@ -225,8 +225,10 @@ def test_a_traced_process_shows_the_copy_rate_its_finding_quotes():
     found = [Finding("pageable-bulk-copies", "warning", "pid 684 (python3)", "m", "a",
                      values={"pid": 684, "pageable_copy_bytes_per_s": 2.6e9})]
     rows = detail_rows(p, s, found)
-    (pageable,) = [r for r in rows if r.label == "pageable"]
-    assert fmt_rate(2.6e9) in pageable.text and pageable.style == "warning"
+    flagged = {r.label: r for r in rows if r.style == "warning" and r.label != "findings"}
+    assert set(flagged) == {"H2D pageable", "D2H pageable"}
+    assert all(r.text.split()[:2] == fmt_rate(1.3e9).split() for r in flagged.values())
+    assert p.copies.pageable_bytes_per_s == 2.6e9 and not any(r.label == "pageable" for r in rows)
     gpu = next(r for r in rows if r.label == "GPU memory")
     assert gpu.text == f"{GIB / GIB:.1f} GiB on GPU 0 (node {s.gpus[0].numa_node})"
 
@@ -324,11 +326,11 @@ async def test_text_that_changes_size_after_a_lost_layout_request_still_gets_its
     from textual.app import App
     from textual.widgets import Static
 
-    from pinmon.tui.widgets.base import set_content
+    from pinmon.tui.widgets.base import TextBlock, set_content
 
     class OneText(App):
         def compose(self):
-            yield Static(id="text")
+            yield TextBlock(id="text")
             yield Static("below", id="below")
 
     app = OneText()

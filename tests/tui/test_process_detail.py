@@ -164,7 +164,7 @@ def test_an_attached_process_says_what_measured_it_and_its_copies_notes():
     rows = rows_by_label(detail_rows(p, snap()))
     assert "attached, uprobes on libcuda" in rows["process"][0].text
     assert rows["H2D pageable"][0].text.split()[:2] == ["3.0", "GB/s"]
-    texts = [r.text for r in rows["pageable"]]
+    texts = [r.text for r in rows["D2H pageable"]]
     assert any("2D copies not counted" in t for t in texts) and any("need GPU times" in t for t in texts)
     assert "1 MiB+ pinned" not in rows
     migrated = make.moved(p, copies=make.copies("hooks", notes=("pageable copies 2.60 GB/s in both directions",)))

@@ -3,9 +3,8 @@ after a quiet spell, a resize, a paste, SIGTSTP then fg (SIGCONT), Ctrl-Z then f
 and a closed terminal (SIGHUP with SIGCONT). Every key typed arrives exactly once, and the app ends
 within seconds of the hang-up.
 
-Run with each input thread: the quiet one (the default where it is supported) and Textual's own
-(``PINMON_QUIET_INPUT=0``), on whichever Textual is installed; .ci/run runs the TUI tests on the
-oldest Textual allowed as well as the newest.
+The app runs on Textual's own driver; .ci/run runs the TUI tests on the oldest Textual allowed as
+well as the newest.
 """
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ import time
 
 import pytest
 
-from pinmon.tui.textual_compat import quiet_input_supported
 from tests.waiting import wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -92,12 +90,9 @@ class Session:
         os.close(self.master)
 
 
-@pytest.fixture(params=["quiet", "textual"])
-def session(request, tmp_path):
-    if request.param == "quiet" and not quiet_input_supported():
-        pytest.skip("this Textual's driver differs: the app runs Textual's own input thread")
-    s = Session(tmp_path, {"PINMON_QUIET_INPUT": "1" if request.param == "quiet" else "0"})
-    s.input_thread = request.param
+@pytest.fixture
+def session(tmp_path):
+    s = Session(tmp_path, {})
     yield s
     s.close()
 
@@ -105,12 +100,10 @@ def session(request, tmp_path):
 def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
     s = session
     s.wait_line("mounted")
-    driver = next(line for line in s.lines() if line.startswith("driver "))
-    assert (driver == "driver QuietLinuxDriver") == (s.input_thread == "quiet"), driver
 
     s.type(b"x")
     s.wait_line("key x")
-    time.sleep(2.5)  # a quiet spell: the quiet thread is asleep in select()
+    time.sleep(2.5)  # a quiet spell
     s.type(b"y")
     s.wait_line("key y")
 

@@ -9,9 +9,9 @@ from textual.app import App
 from textual.content import Content
 from textual.widgets import Static
 
-from pinmon.tui.textual_compat import screen_strips
 from pinmon.tui.widgets.base import lines
 from pinmon.tui.widgets.rows import RowsWidget
+from tests.tui.textual_private import screen_strips
 
 WORDS = ["RAM", "pinned", "12.5 GiB", "avail", "█████", "░░░", "est.", "of", "125.8 GiB", "effective RAM"]
 STYLES = ["", "bold", "dim", "$success", "bold $error", "reverse $warning"]

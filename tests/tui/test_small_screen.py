@@ -87,6 +87,7 @@ async def test_advisor_entries_wrap_under_their_text_and_are_bounded():
         start = next(i for i, r in enumerate(rows) if "Advisor findings" in r) + 1
         entry = rows[start:start + 7]  # one finding: head, 3 lines of message, 3 of advice
         assert "CRIT" in entry[0] and "rule_0" in entry[0]
+        assert entry[0].index("pid 0") < entry[0].index("rule_0")  # what it is about first
         assert entry[1].startswith("    0: pinned memory")
         assert entry[4].startswith("    → cap pinned buffers")
         for row in entry[2:4]:  # the message's further lines, under its first letter
@@ -94,7 +95,7 @@ async def test_advisor_entries_wrap_under_their_text_and_are_bounded():
         for row in entry[5:7]:  # the advice's, under the text after the arrow
             assert row.startswith(" " * 6) and row[6] != " ", row
         assert entry[3].rstrip().endswith("…") and entry[6].rstrip().endswith("…")
-        assert "CRIT  rule_3" in rows[start + 7]  # the next finding: this one took its 7 lines
+        assert "CRIT  pid 3  rule_3" in rows[start + 7]  # the next finding: this one took its 7 lines
         # Enter: the whole text.
         await pilot.press("enter")
         assert isinstance(app.screen, FindingScreen)

@@ -205,3 +205,8 @@ def test_group_detail_80x24(snap_compare):
 def test_processes_group_column_160x48(snap_compare):
     app, run_before = groups_app()
     assert snap_compare(app, press=["4"], terminal_size=LARGE, run_before=run_before)
+
+
+def test_too_small_40x12(snap_compare):
+    app, run_before = build()
+    assert snap_compare(app, terminal_size=(40, 12), run_before=run_before)

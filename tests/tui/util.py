@@ -5,7 +5,7 @@ import io
 
 from rich.console import Console
 
-from pinmon.tui.textual_compat import screen_update
+from tests.tui.textual_private import screen_update
 from tests.waiting import DEADLINE_S, wait_until_async
 
 

@@ -1,6 +1,6 @@
 """``pinmon replay FILE``: play a recording in the terminal app.
 
-Without a terminal, the check report of the recording's last snapshot (advised over the snapshots
+Without a terminal (or with ``TERM`` dumb or unset), the check report of the recording's last snapshot (advised over the snapshots
 before it, as the app would); ``--json`` prints every snapshot with its findings as JSON lines.
 Exit 0 from the app; where a report or JSON lines are printed, the exit code is the last snapshot's,
 as ``pinmon check`` gives it (0 ok, 1 warning, 2 critical); 2 also for a recording that cannot be
@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from ...advise.history import AdvisorHistory
-from ..common import UsageError, advise, dumps, open_replay, plural, print_notices, run_app, speed_arg
+from ..common import UsageError, advise, dumps, no_app_here, open_replay, plural, print_notices, run_app, speed_arg
 from ..options import Settings, shared
 from ..parser import Commands
 
@@ -44,8 +44,9 @@ def run(args: argparse.Namespace, settings: Settings, path: Optional[str] = None
     try:
         if getattr(args, "json", False):
             return _print_json(source, config)
-        if not sys.stdout.isatty():
-            return _print_report(source, config)
+        why = no_app_here()
+        if why is not None:
+            return _print_report(source, config, why)
         return run_app(source, settings, speed=args.speed)
     finally:
         source.close()
@@ -72,7 +73,7 @@ def _print_json(source: ReplaySource, config: Config) -> int:
     return _exit_code(findings)
 
 
-def _print_report(source: ReplaySource, config: Config) -> int:
+def _print_report(source: ReplaySource, config: Config, why: str) -> int:
     """Without a terminal: the check report of the recording's last snapshot, advised over the
     snapshots before it as the terminal app would, instead of drawing the app into a file or pipe."""
     from ...outputs.text import format_check
@@ -84,7 +85,7 @@ def _print_report(source: ReplaySource, config: Config) -> int:
     last = history.latest
     if last is None:  # pragma: no cover - a ReplaySource reads its first snapshot when it opens
         raise UsageError(f"{source.path}: empty recording (no snapshots)")
-    print(f"pinmon: stdout is not a terminal: the report of the last of"
+    print(f"pinmon: {why}: the report of the last of"
           f" {plural(history.taken, 'snapshot')} in {source.path}", file=sys.stderr)
     sys.stdout.write(format_check(last, findings))
     print_notices(source)

@@ -2,8 +2,9 @@
 the snapshots: the view hands every new snapshot to an open pop-up (``update``), so its figures stay
 live; when the item has left the snapshots, its last figures stay and the border says since when.
 
-Each row is one line, cut with "…" rather than wrapped, so the rows keep their columns; the close keys
-sit in the box's bottom border, always on screen.
+Each row's text wraps under its own start, right of the label column, so nothing is cut and the
+labels keep their column; a box taller than the screen scrolls (up/down, PgUp/PgDn, Home/End: the
+box has the focus). The keys sit in the box's bottom border, always on screen.
 """
 from __future__ import annotations
 
@@ -13,19 +14,24 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Static
 
 from ...model import Finding, Snapshot
 from ..detail_row import LABEL_CELLS, DetailRow
 from ..format import fmt_time
-from ..widgets.base import lines, set_content
+from ..widgets.wrap import HangingText
 
 STYLES = {"head": "bold", "dim": "dim", "warning": "bold $warning", "": ""}
 
 
-def detail_content(rows: Sequence[DetailRow]) -> Content:
-    return lines(*(Content.assemble((f"{r.label:<{LABEL_CELLS}}", "dim"), (r.text, STYLES.get(r.style, "")))
-                   for r in rows))
+# The keys a pop-up that shows an item in full answers, in its bottom border.
+KEYS_HINT = "↑↓ PgUp PgDn: scroll  Esc / Enter / q: close"
+
+
+def detail_items(rows: Sequence[DetailRow]) -> list[tuple[Content, Content]]:
+    """Each row as (its label in the label column, its text): ``HangingText`` wraps the text under
+    its own start at the width the pop-up has."""
+    return [(Content.styled(f"{r.label:<{LABEL_CELLS}}", "dim"), Content.styled(r.text, STYLES.get(r.style, "")))
+            for r in rows]
 
 
 class LiveDetailScreen(ModalScreen[None]):
@@ -59,8 +65,8 @@ class LiveDetailScreen(ModalScreen[None]):
 
     def compose(self):
         with VerticalScroll(id=self.BOX_ID) as box:
-            box.border_subtitle = "Esc / Enter / q: close"
-            yield Static(id=self.TEXT_ID)
+            box.border_subtitle = KEYS_HINT
+            yield HangingText(id=self.TEXT_ID)
 
     def on_mount(self) -> None:
         self._draw()
@@ -82,4 +88,4 @@ class LiveDetailScreen(ModalScreen[None]):
         # Times without the date: the title must fit an 80-column pop-up's border.
         read_at = fmt_time(self.snapshot.time if self.snapshot is not None else None, with_date=False)
         self.query_one(f"#{self.BOX_ID}").border_title = self.border_text(read_at)
-        set_content(self.query_one(f"#{self.TEXT_ID}", Static), detail_content(self.rows()))
+        self.query_one(f"#{self.TEXT_ID}", HangingText).set_items(detail_items(self.rows()))

@@ -1,4 +1,5 @@
-"""One finding in full: rule id (stable, what users alert on), message, advice and its numbers.
+"""One finding in full: what it is about, its rule id (stable, what users alert on), message, advice
+and its numbers.
 
 The pop-up follows the advisor while it is open (``update``, from the Advisor tab's panel): the
 finding's figures move with each snapshot, and a line says which snapshot they are from. When the
@@ -14,12 +15,12 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Static
 
 from ...model import Finding, Snapshot
 from ...units import fmt_bytes, fmt_pct, fmt_rate, printable
 from ..format import SEVERITY_STYLE, fmt_time
-from ..widgets.base import set_content
+from ..widgets.base import TextBlock, set_content
+from .detail import KEYS_HINT
 
 # The full text is shown here, but one screen's worth: a runaway message stays bounded.
 TEXT_CHARS = 4000
@@ -58,8 +59,8 @@ def finding_text(f: Finding, read_at: Optional[float] = None, cleared_at: Option
     from the same column as it starts."""
     style = SEVERITY_STYLE.get(f.severity, "")
     rows = [Content.assemble((f" {printable(f.severity, 10).upper()} ", f"bold reverse {style}"), " ",
-                             (printable(f.rule, 80), "bold")),
-            Content.assemble(("subject  ", "dim"), printable(f.subject, 200))]
+                             (printable(f.subject, 200), "bold")),
+            Content.assemble(("rule     ", "dim"), printable(f.rule, 80))]
     if read_at is not None or cleared_at is not None:
         rows += status_rows(read_at, cleared_at, gone_pid)
     rows += [Content(""), Content(printable(f.message, TEXT_CHARS)), Content(""),
@@ -87,8 +88,8 @@ class FindingScreen(ModalScreen[None]):
     def compose(self):
         with VerticalScroll(id="finding-box") as box:
             box.border_title = "finding"
-            box.border_subtitle = "Esc / Enter / q: close"
-            yield Static(self._text(), id="finding-text")
+            box.border_subtitle = KEYS_HINT
+            yield TextBlock(self._text(), id="finding-text")
 
     def _text(self) -> Content:
         return finding_text(self.finding, self.read_at, self.cleared_at, self.gone_pid)
@@ -106,4 +107,4 @@ class FindingScreen(ModalScreen[None]):
             if isinstance(pid, int) and all(p.pid != pid for p in snapshot.processes):
                 self.gone_pid = pid
         if self.is_mounted:
-            set_content(self.query_one("#finding-text", Static), self._text())
+            set_content(self.query_one("#finding-text", TextBlock), self._text())

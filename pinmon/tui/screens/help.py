@@ -19,7 +19,8 @@ KEYS = (
     ("? / F1", "this help"),
     ("1 … 7", "Overview, GPUs, Memory, Processes, Probe, Advisor, Containers"),
     ("g", "next GPU (its detail; probes use the selected GPU)"),
-    ("Enter", "GPU row: its detail; finding, process or group: in full"),
+    ("Enter", "GPU row: its detail; finding, process or group: in full (a pop-up: ↑↓ PgUp PgDn"
+              " scroll; Esc, Enter or q close)"),
     ("p", "quick probe now: pinned vs pageable copies"),
     ("s", "probe sweep over copy sizes"),
     ("/", "filter processes (pid, name, user, group); Esc clears"),

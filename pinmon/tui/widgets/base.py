@@ -1,14 +1,18 @@
-"""The one method every view implements, so the app can refresh them all the same way."""
+"""What the views share: the one method every view implements (``show``), so the app refreshes them
+all the same way; pinmon's text widget that draws only new text (``TextBlock``); the layout pass
+for a widget whose height may change (``FollowsHeight``); and the pop-up and table helpers.
+
+pinmon's state lives in pinmon's own subclasses (fields set in their ``__init__``), never in names
+set on Textual's objects, and only Textual's public API is used here."""
 from __future__ import annotations
 
-from functools import partial
 from typing import Optional
 
 from textual.content import Content
 from textual.reactive import Reactive
+from textual.widgets import Static
 
 from ..state import ViewState
-from ..textual_compat import ask_layout, drawn, needs_layout, remember_drawn
 
 
 class View:
@@ -56,32 +60,106 @@ def _shape(content) -> tuple[int, int]:
     return len(rows), max(len(r) for r in rows)
 
 
-def set_content(widget, content: Content | str) -> None:
-    """``Static.update`` only when the text or its styles changed, and a layout pass only when the
-    widget's size could change with it (``textual_compat.needs_layout``): most of a 1 s refresh repeats what is
-    on screen, and most of the rest is new numbers in lines of the same count.
-
-    A ``str`` is plain text, never markup: a "[cuda12]" in a message is shown, not swallowed."""
-    if not isinstance(content, Content):
-        content = Content(content)
-    key = (content.plain, tuple(content.spans))
-    last = drawn(widget)
-    if last is not None and last[0] == key:
-        return
-    shape = _shape(content)
-    remember_drawn(widget, key, shape)
-    layout = last is None or needs_layout(widget, last[1], shape)
-    widget.update(content, layout=layout)
-    if layout and widget.is_mounted:
-        ask_layout(widget, partial(_content_lines, widget))
+# Looks at a widget's height after a layout was asked for, each after a refresh.
+HEIGHT_CHECKS = 3
 
 
-def _content_lines(widget) -> Optional[int]:
-    """The lines the widget's text takes at its width now; None before it has one."""
-    width = widget.content_size.width
-    if not width:
-        return None
-    return widget.get_content_height(widget.size, widget.app.size, width)
+class FollowsHeight:
+    """Mixin (before the Textual widget among the bases) for pinmon's widgets whose new text may take
+    another height. ``ask_layout`` clears the content height Textual caches per width
+    (``clear_cached_dimensions``) and asks for a layout pass, then looks at the height after the next
+    refreshes and asks again where it differs from the lines drawn: a layout asked for while the
+    screen's own one is pending (at start-up in a real terminal, as the breakpoint class arrives) was
+    seen to be lost. Wrong here means a stale size for a refresh, never a wrong text."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self._height_checks_left = 0
+
+    def drawn_lines(self) -> Optional[int]:  # pragma: no cover - interface
+        """The lines the widget draws at its width now; None while not known."""
+        raise NotImplementedError
+
+    def ask_layout(self) -> None:
+        self.clear_cached_dimensions()  # type: ignore[attr-defined]
+        self.refresh(layout=True)  # type: ignore[attr-defined]
+        self._height_checks_left = HEIGHT_CHECKS
+        self.call_after_refresh(self._check_height)  # type: ignore[attr-defined]
+
+    def _check_height(self) -> None:
+        if self._height_checks_left <= 0 or not self.is_mounted:  # type: ignore[attr-defined]
+            return
+        self._height_checks_left -= 1
+        height = self.styles.height  # type: ignore[attr-defined]
+        if height is not None and not height.is_auto:
+            return  # a set height: the content does not size it
+        count = self.drawn_lines()
+        if count is None:
+            self.call_after_refresh(self._check_height)  # type: ignore[attr-defined]  # not drawn yet
+        elif self.content_size.height != count:  # type: ignore[attr-defined]
+            self.clear_cached_dimensions()  # type: ignore[attr-defined]
+            self.refresh(layout=True)  # type: ignore[attr-defined]
+            self.call_after_refresh(self._check_height)  # type: ignore[attr-defined]
+
+
+def needs_layout(widget, old: tuple[int, int], new: tuple[int, int]) -> bool:
+    """Whether new text of shape ``new`` (lines, widest line) could change a ``Static``'s size
+    (``old``: the last one).
+
+    A layout pass costs far more than a repaint (the whole screen is arranged again), and at 1 Hz
+    most new text is the same lines with other numbers in them. Only an auto width follows the
+    widest line; an auto height follows the line count, and also the widest line where a line
+    longer than the widget wraps onto a row of its own.
+    """
+    if old[0] != new[0]:
+        return True
+    if old[1] == new[1]:
+        return False
+    width = getattr(widget.styles, "width", None)  # None: not set, the widget fills its parent
+    if width is not None and width.is_auto:
+        return True
+    if getattr(widget.styles, "text_wrap", "wrap") == "nowrap":
+        return False  # long lines are cut (ellipsis), never wrapped onto more rows
+    room = widget.content_region.width
+    return room <= 0 or max(old[1], new[1]) > room
+
+
+class TextBlock(FollowsHeight, Static):
+    """A ``Static`` that remembers the text it was last given: ``set_text`` updates it only when the
+    text or its styles changed, and asks for a layout pass only when its size could change with it
+    (``needs_layout``): most of a 1 s refresh repeats what is on screen, and most of the rest is new
+    numbers in lines of the same count."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self._text_key: Optional[tuple] = None
+        self._text_shape: Optional[tuple[int, int]] = None
+
+    def set_text(self, content: Content | str) -> None:
+        """A ``str`` is plain text, never markup: a "[cuda12]" in a message is shown, not swallowed."""
+        if not isinstance(content, Content):
+            content = Content(content)
+        key = (content.plain, tuple(content.spans))
+        if key == self._text_key:
+            return
+        last = self._text_shape
+        shape = _shape(content)
+        self._text_key, self._text_shape = key, shape
+        layout = last is None or needs_layout(self, last, shape)
+        self.update(content, layout=layout)
+        if layout and self.is_mounted:
+            self.ask_layout()
+
+    def drawn_lines(self) -> Optional[int]:
+        width = self.content_size.width
+        if not width:
+            return None
+        return self.get_content_height(self.size, self.app.size, width)
+
+
+def set_content(widget: TextBlock, content: Content | str) -> None:
+    """``widget.set_text(content)``: new text for a ``TextBlock``, drawn only where it changed."""
+    widget.set_text(content)
 
 
 def follow_popup(popup, *update_args):

@@ -18,15 +18,16 @@ from typing import Optional
 from rich.text import Text
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 from ...advise.thresholds import Thresholds
 from ...model import Cgroup, Finding, Snapshot, summed
 from ...units import fmt_bytes, fmt_int, fmt_pct, fmt_share, printable
+from ..format import COLLECTING
 from ..group_detail import gone, group_severity, limit_share, sort_groups, ungrouped
 from ..screens.group import GroupScreen
 from ..state import ViewState
-from .base import CompositeView, follow_popup, refill_rows, set_content
+from .base import CompositeView, TextBlock, follow_popup, refill_rows, set_content
 
 BAR_CELLS = 10
 # (header, right-aligned, width); NAME (None) takes what the others leave. Widths fit the widest value
@@ -128,7 +129,7 @@ class ContainerPanel(Vertical, CompositeView):
 
     def compose(self):
         yield DataTable(id="group-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
-        yield Static(id="group-status")
+        yield TextBlock(id="group-status")
 
     def draw(self, state: ViewState) -> None:
         self.snapshot, self.findings = state.snapshot, state.findings
@@ -173,10 +174,10 @@ class ContainerPanel(Vertical, CompositeView):
             self.app.push_screen(self._popup)
 
     def _update_status(self) -> None:
-        status = self.query_one("#group-status", Static)
+        status = self.query_one("#group-status", TextBlock)
         snap = self.snapshot
         if snap is None:
-            set_content(status, "waiting for the first snapshot")
+            set_content(status, Content.styled(COLLECTING, "dim"))
             return
         loose = ungrouped(snap)
         kills = oom_kills_text(snap)

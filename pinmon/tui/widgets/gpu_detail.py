@@ -8,12 +8,11 @@ from __future__ import annotations
 from typing import Optional
 
 from textual.content import Content
-from textual.widgets import Static
 
 from ...units import fmt_bytes, fmt_link, fmt_rate, fmt_traffic, printable
 from ..format import command_brief, error_text, error_total, link_state, method_label
 from ..state import ViewState
-from .base import NoLinks, View, lines, set_content
+from .base import NoLinks, TextBlock, View, lines, set_content
 
 # "    4242    80.0 GiB  ": the columns before COMMAND.
 PROCESS_LEAD_CELLS = 22
@@ -21,7 +20,7 @@ PROCESS_LEAD_CELLS = 22
 DEFAULT_COMMAND_CELLS = 58
 
 
-class GpuDetail(NoLinks, Static, View):
+class GpuDetail(NoLinks, TextBlock, View):
     _state: Optional[ViewState] = None
 
     def on_resize(self) -> None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Optional
 
 from textual.containers import Vertical
-from textual.widgets import Static
+from textual.content import Content
 
-from ..format import NO_GPU_HINT
+from ..format import COLLECTING, NO_GPU_HINT
 from ..sizing import WIDE_CELLS, gpu_graph_rows
 from ..state import ViewState
-from .base import CompositeView, set_content
+from .base import CompositeView, TextBlock, set_content
 from .gpu_row import GpuRow, GraphSpec
 
 
@@ -26,7 +26,7 @@ class GpuList(Vertical, CompositeView):
         super().__init__(**kw)
         self._indices: tuple[int, ...] | None = None
         self._rows: list[GpuRow] = []
-        self._empty = Static("no GPUs", classes="empty")
+        self._empty = TextBlock("no GPUs", classes="empty")
         self._state: Optional[ViewState] = None
 
     def compose(self):
@@ -42,7 +42,9 @@ class GpuList(Vertical, CompositeView):
         gpus = state.gpus
         indices = tuple(g.index for g in gpus)
         self._empty.display = not gpus
-        if not gpus:
+        if state.snapshot is None:
+            set_content(self._empty, Content.styled(COLLECTING, "dim"))
+        elif not gpus:
             set_content(self._empty, "no NVIDIA GPU in this snapshot (see the notice above)"
                         + (f"\n{NO_GPU_HINT}" if state.live else ""))
         if indices != self._indices:

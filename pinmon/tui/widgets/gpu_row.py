@@ -18,7 +18,7 @@ from textual.strip import Strip
 from ...advise.thresholds import Thresholds
 from ...model import Gpu
 from ...units import fmt_link, fmt_pct, fmt_rate, printable, share
-from ..format import error_text, error_total, link_state, method_label
+from ..format import COLLECTING, error_text, error_total, link_state, method_label
 from ..history import ColumnCache, GraphHistory, per_column_for
 from .rows import RowsWidget
 from .sparkline import axis_text, graph_runs, runs_content, spark_runs, spark_segments
@@ -113,7 +113,7 @@ class GpuRow(RowsWidget, can_focus=True):
 
     def _build(self, width: int, focused: bool) -> list[Content]:
         if self._data is None:
-            return [Content.styled("waiting for the first snapshot…", "dim")]
+            return [Content.styled(COLLECTING, "dim")]
         gpu, rx, tx, selected, thresholds, graph = self._data
         head = head_content(gpu, selected, thresholds)
         if focused:

@@ -6,12 +6,11 @@ The selected GPU is always among those listed; the GPUs tab has all of them.
 from __future__ import annotations
 
 from textual.content import Content
-from textual.widgets import Static
 
 from ...units import fmt_link, fmt_traffic, printable
-from ..format import NO_GPU_HINT, error_total, link_state
+from ..format import COLLECTING, NO_GPU_HINT, error_total, link_state
 from ..state import ViewState
-from .base import NoLinks, View, lines, set_content
+from .base import NoLinks, TextBlock, View, lines, set_content
 from .gpu_row import _LINK_NOTE, _LINK_STYLE
 
 MAX_ROWS = 4
@@ -29,8 +28,11 @@ def listed_positions(count: int, selected: int, max_rows: int = MAX_ROWS) -> lis
     return first
 
 
-class GpuSummary(NoLinks, Static, View):
+class GpuSummary(NoLinks, TextBlock, View):
     def show(self, state: ViewState) -> None:
+        if state.snapshot is None:
+            set_content(self, Content.styled(COLLECTING, "dim"))
+            return
         if not state.gpus:
             set_content(self, Content.styled(NO_GPU_HINT if state.live else "no NVIDIA GPU in this recording", "dim"))
             return

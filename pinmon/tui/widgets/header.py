@@ -7,19 +7,18 @@ from __future__ import annotations
 from typing import Optional
 
 from textual.content import Content
-from textual.widgets import Static
 
 from ...units import fmt_bytes, printable
 from ..format import fmt_time
 from ..state import ViewState
-from .base import NoLinks, View, set_content
+from .base import NoLinks, TextBlock, View, set_content
 
 
 def _speed(x: float) -> str:
     return f"{x:g}x"
 
 
-class StatusHeader(NoLinks, Static, View):
+class StatusHeader(NoLinks, TextBlock, View):
     def __init__(self, **kw):
         super().__init__(**kw)
         self._state: Optional[ViewState] = None
@@ -53,7 +52,7 @@ def _header(state: ViewState, compact: int) -> Content:
         parts.append((" PAUSED ", "bold reverse $error"))
     snap = state.snapshot
     if snap is None:
-        parts.append("  waiting for the first snapshot…")
+        parts.append(("  collecting the first snapshot…", "dim"))
     else:
         h = snap.host
         effective = h.effective_mem_limit_bytes or h.mem_total_bytes

@@ -22,6 +22,7 @@ from textual.content import Content
 from ...advise.thresholds import Thresholds
 from ...model import Finding, HostMemory
 from ...units import fmt_bytes, fmt_nodes, fmt_pct, share
+from ..format import COLLECTING
 from ..history import ColumnCache, GraphHistory, columns, per_column_for, pinned_figure
 from ..sizing import pinned_band_rows
 from ..state import ViewState
@@ -253,7 +254,7 @@ class MemoryPanel(RowsWidget, View):
     def show(self, state: ViewState) -> None:
         self._state = state
         if state.snapshot is None:
-            self.set_rows([Content.styled("waiting for the first snapshot…", "dim")])
+            self.set_rows([Content.styled(COLLECTING, "dim")])
             return
         width = self.content_size.width if self.is_mounted else None
         rows = memory_rows(state.snapshot.host, self.compact, state.findings, width or None, state.thresholds)

@@ -11,14 +11,14 @@ from typing import Optional
 
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import ProgressBar, Static
+from textual.widgets import ProgressBar
 
 from ...model import EXACT_PCIE_METHODS, ProbeResult
 from ...units import fmt_bytes, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds, printable
 from ..format import fmt_time, other_measurements, probe_rows, sweep_sizes
 from ..shared_link import shared_directions
 from ..state import ProbeView, ViewState
-from .base import CompositeView, NoLinks, View, lines, set_content
+from .base import CompositeView, NoLinks, TextBlock, View, lines, set_content
 
 
 def shared_row(result: ProbeResult) -> Optional[Content]:
@@ -129,16 +129,16 @@ class ProbePanel(Vertical, CompositeView):
     _bar: Optional[ProgressBar] = None
 
     def compose(self):
-        yield Static(id="probe-progress-label")
-        yield Static(id="probe-body")
+        yield TextBlock(id="probe-progress-label")
+        yield TextBlock(id="probe-body")
 
     def draw(self, state: ViewState) -> None:
         p = state.probe
         host = state.snapshot.host.hostname if state.snapshot is not None else None
         self.border_title = probe_title(state.live, host)
         running = p.running_kind is not None
-        label = self.query_one("#probe-progress-label", Static)
-        body = self.query_one("#probe-body", Static)
+        label = self.query_one("#probe-progress-label", TextBlock)
+        body = self.query_one("#probe-body", TextBlock)
         label.display = running
         if running:
             set_content(label, Content.assemble((f"{printable(p.running_kind, 20)} probe running", "bold $accent"),
@@ -184,7 +184,7 @@ def probe_body(state: ViewState) -> list[Content]:
     return rows
 
 
-class ProbeSummary(NoLinks, Static, View):
+class ProbeSummary(NoLinks, TextBlock, View):
     """The latest probe in a few lines, for the overview on large terminals."""
 
     _state: Optional[ViewState] = None

@@ -21,7 +21,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Input
 
 from ...model import Finding, ProcessPinned, Snapshot
 from ...units import fmt_bytes, fmt_int, printable
@@ -37,7 +37,7 @@ from ..format import (
 )
 from ..screens.process import ProcessScreen
 from ..state import ViewState
-from .base import CompositeView, cursor_row_key, follow_popup, refill_rows, set_content
+from .base import CompositeView, TextBlock, cursor_row_key, follow_popup, refill_rows, set_content
 
 # (sort key or None, header, right-aligned, width). Fixed widths fit the widest value a column can
 # print ("1023.9 GiB", pid 4194304) and the header with its sort mark ("CHURN ▼"), plus one space of
@@ -91,18 +91,22 @@ def _before_command(columns: tuple, column: tuple) -> tuple:
     return columns[:-1] + (column,) + columns[-1:]
 
 
-def table_layout(room: int, nodes: bool = False, groups: bool = False, vm_pinned: bool = False) -> tuple[tuple, int]:
-    """The columns a table ``room`` cells wide shows, and COMMAND's width: what the others leave.
-    ``nodes``: the host has several NUMA nodes (NODE where it fits); ``groups``: processes run in
-    groups (GROUP where it fits); ``vm_pinned``: a process has VmPin (VMPIN where it fits)."""
+def table_layout(room: int, nodes: bool = False, groups: bool = False, vm_pinned: bool = False,
+                 width: Optional[int] = None) -> tuple[tuple, int]:
+    """The columns a table ``width`` cells wide shows (its scrollbar's gutter included: the widths the
+    README and the help give), and COMMAND's width: what the others leave of ``room``, the cells
+    its rows have (``width`` defaults to ``room``). ``nodes``: the host has several NUMA nodes (NODE
+    where it fits); ``groups``: processes run in groups (GROUP where it fits); ``vm_pinned``: a
+    process has VmPin (VMPIN where it fits)."""
     if not room:
         return COLUMNS, DEFAULT_COMMAND_CELLS
-    columns = COLUMNS if room >= WIDE_TABLE_CELLS else NARROW_COLUMNS
-    if nodes and room >= NODE_TABLE_CELLS:
+    width = room if width is None else width
+    columns = COLUMNS if width >= WIDE_TABLE_CELLS else NARROW_COLUMNS
+    if nodes and width >= NODE_TABLE_CELLS:
         columns = _with_node(columns)
-    if vm_pinned and room >= VMPIN_TABLE_CELLS:
+    if vm_pinned and width >= VMPIN_TABLE_CELLS:
         columns = _before_command(columns, VMPIN_COLUMN)
-    if groups and room >= GROUP_TABLE_CELLS:
+    if groups and width >= GROUP_TABLE_CELLS:
         columns = _before_command(columns, GROUP_COLUMN)
     fixed = sum(width for *_, width in columns if width is not None)
     return columns, max(MIN_COMMAND_CELLS, room - fixed)
@@ -159,8 +163,8 @@ class ProcessPanel(Vertical, CompositeView):
         yield inp
         table = DataTable(id="process-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
         yield table
-        yield Static(id="process-command")
-        yield Static(id="process-status")
+        yield TextBlock(id="process-command")
+        yield TextBlock(id="process-status")
 
     @property
     def filter_text(self) -> str:
@@ -222,8 +226,10 @@ class ProcessPanel(Vertical, CompositeView):
         """``table_layout`` of the table's width (its scrollbar gutter is kept whether it scrolls
         or not, so the width does not change when the rows outgrow the height)."""
         table = self.query_one(DataTable)
-        return table_layout(table.scrollable_content_region.width if table.is_mounted else 0, self.multi_node,
-                            bool(self.group_names), self.vm_pinned)
+        if not table.is_mounted:
+            return table_layout(0)
+        return table_layout(table.scrollable_content_region.width, self.multi_node, bool(self.group_names),
+                            self.vm_pinned, width=table.size.width)
 
     def on_resize(self) -> None:
         if self._columns_for is not None and self._columns_for[1:] != self.columns_now():
@@ -267,7 +273,7 @@ class ProcessPanel(Vertical, CompositeView):
         return next((p for p in self.processes if str(p.pid) == pid), None)
 
     def _update_command(self) -> None:
-        set_content(self.query_one("#process-command", Static), command_line(self.highlighted_process()))
+        set_content(self.query_one("#process-command", TextBlock), command_line(self.highlighted_process()))
 
     def _update_status(self, shown: int) -> None:
         total = len(self.processes)
@@ -279,7 +285,7 @@ class ProcessPanel(Vertical, CompositeView):
                       (" (/ edit, Esc clear)", "dim")]
         else:
             parts += [("  / filter", "dim")] + ([("  Enter detail", "dim")] if total else [])
-        set_content(self.query_one("#process-status", Static), Content.assemble(*parts))
+        set_content(self.query_one("#process-status", TextBlock), Content.assemble(*parts))
 
     def table(self) -> DataTable:
         return self.query_one(DataTable)

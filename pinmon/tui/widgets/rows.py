@@ -20,8 +20,7 @@ from textual.strip import Strip
 from textual.visual import Visual
 from textual.widget import Widget
 
-from ..textual_compat import ask_layout, paint_all
-from .base import NoLinks, lines
+from .base import FollowsHeight, NoLinks, lines
 
 
 def as_rows(content: Content | str) -> tuple[Content, ...]:
@@ -31,7 +30,7 @@ def as_rows(content: Content | str) -> tuple[Content, ...]:
     return tuple(content.split("\n")) if "\n" in content.plain else (content,)
 
 
-class RowsWidget(NoLinks, Widget):
+class RowsWidget(NoLinks, FollowsHeight, Widget):
     DEFAULT_CSS = """
     RowsWidget {
         height: auto;
@@ -101,10 +100,10 @@ class RowsWidget(NoLinks, Widget):
         self.refresh(*dirty)
 
     def _relayout(self) -> None:
-        """A layout pass for rows that may take another height (``textual_compat.ask_layout``)."""
-        ask_layout(self, self._lines)
+        """A layout pass for rows that may take another height (``FollowsHeight.ask_layout``)."""
+        self.ask_layout()
 
-    def _lines(self) -> Optional[int]:
+    def drawn_lines(self) -> Optional[int]:
         """The lines the rows take at the width drawn; None where not known yet."""
         if self._strips is not None and self._key is not None and self._key[0] == self.size.width:
             return len(self._flat)
@@ -153,7 +152,6 @@ class RowsWidget(NoLinks, Widget):
             width, height = self.size
             strips = Visual.to_strips(self, self.render(), width, height, self.visual_style)
             return strips[y] if y < len(strips) else Strip.blank(width, self.visual_style.rich_style)
-        paint_all(self)  # every line is drawn here: Textual need not track which
         key = self._render_key()
         if self._strips is None or key != self._key:
             # First draw, a new width, or new styles (theme, focus, a class): every row again.

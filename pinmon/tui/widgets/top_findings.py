@@ -1,25 +1,29 @@
 """The worst findings for the overview: one line each on a small terminal, in full on a large one.
 
-Small (``detailed`` off): each finding is one line (cut with "…" by the CSS), so the panels below it
-stay on an 80x24 screen. Large (``detailed``): each finding has a head line (severity, rule id, and
-what it is about: a process's pid and command, a GPU, the host), then its message and its advice,
-each wrapped under its own start. They take the height the panel has: in full where they fit, and
-where they do not, the least severe ones are shortened first (the advice, then the message), so a
-critical finding keeps its whole text; what cannot be shown says "… N more". The Advisor tab and
+Every line about a finding starts with what it is about (a process's pid and name, a container, pod
+or job, a GPU, the host: ``finding_subject``), then its figures. Small (``detailed`` off): each finding
+is one line (cut with "…" by the CSS), the subject in its short form, so the panels below it stay on
+an 80x24 screen. Large (``detailed``): each finding has a head line (severity, subject, rule id), then
+its message, each wrapped under its own start; a rule's findings come together and the advice they
+share once, after them (``finding_groups``). They take the height the panel has: in full where they
+fit, and where they do not, the least severe are shortened first (the advice, then the message; a step
+at a time among equals), so a critical finding keeps its whole text where any other can give way; what cannot be shown says "… N more". The Advisor tab and
 Enter on a finding there have everything.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from textual.content import Content
-from textual.widgets import Static
 
 from ...model import Finding, Snapshot
 from ...units import printable
-from ..format import command_brief
+from ..finding_groups import group_by_rule
+from ..finding_subject import finding_subject
+from ..format import COLLECTING
 from ..state import ViewState
-from .base import NoLinks, View, lines, set_content
+from .base import NoLinks, TextBlock, View, lines, set_content
 from .findings import badge
 from .wrap import hanging
 
@@ -27,77 +31,136 @@ INDENT = "       "
 # A finding's text in full, within reason: a runaway message stays bounded (as in the pop-up).
 TEXT_CHARS = 4000
 ADVICE_LEAD = "       → "
-# Each entry's (message lines, advice lines) at each step of shortening; None: in full.
+# Each block's (message lines, advice lines) at each step of shortening; None: in full.
 STEPS: tuple[tuple[Optional[int], Optional[int]], ...] = (
     (None, None), (None, 2), (2, 1), (2, 0), (1, 0))
-
-
-def about(f: Finding, snapshot: Optional[Snapshot]) -> str:
-    """What a finding is about, for its head line: "pid 684 python3 train.py", "GPU 0", "host"."""
-    pid = f.values.get("pid")
-    if isinstance(pid, int) and not isinstance(pid, bool):
-        row = next((p for p in snapshot.processes if p.pid == pid), None) if snapshot is not None else None
-        return f"pid {pid} {command_brief(row, 80)}" if row is not None else printable(f.subject, 80)
-    subject = printable(f.subject, 80)
-    if subject.startswith("gpu") and subject[3:].isdigit():
-        return f"GPU {subject[3:]}"
-    return subject
+SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1}
 
 
 def head(f: Finding, snapshot: Optional[Snapshot], width: int) -> Content:
-    line = Content.assemble(badge(f), " ", (printable(f.rule, 60), "bold"), ("  " + about(f, snapshot), "dim"))
-    return line.truncate(width, ellipsis=True) if width else line
+    """Severity, what the finding is about, then the rule id; the subject's short form where the
+    full one would not fit."""
+    def line(short: bool) -> Content:
+        return Content.assemble(badge(f), " ", (finding_subject(f, snapshot, short), "bold"),
+                                ("  " + printable(f.rule, 60), "dim"))
+
+    full = line(False)
+    if not width or full.cell_length <= width:
+        return full
+    return line(True).truncate(width, ellipsis=True)
 
 
-def entry(f: Finding, snapshot: Optional[Snapshot], width: int, step: tuple) -> list[Content]:
+def one_line(f: Finding, snapshot: Optional[Snapshot]) -> Content:
+    """A finding in one line: severity, the subject's short form, the message."""
+    return Content.assemble(badge(f), " ", (finding_subject(f, snapshot, short=True), "bold"), "  ",
+                            printable(f.message))
+
+
+@dataclass(frozen=True)
+class Block:
+    """What the overview shows of a rule's group: a finding (its head, message and the advice that is
+    its own), or, with ``finding`` None, the advice the group's findings share."""
+
+    finding: Optional[Finding]
+    advice: str
+    rank: int  # how severe: the least severe blocks are shortened first
+
+
+def blocks(findings: Sequence[Finding]) -> list[Block]:
+    out = []
+    for g in group_by_rule(findings):
+        for f, own in zip(g.findings, g.own_advice):
+            out.append(Block(f, own, SEVERITY_RANK.get(f.severity, 0)))
+        if g.shared_advice:
+            out.append(Block(None, g.shared_advice, max(SEVERITY_RANK.get(f.severity, 0) for f in g.findings)))
+    return out
+
+
+def block_rows(b: Block, snapshot: Optional[Snapshot], width: int, step: tuple) -> list[Content]:
     message_lines, advice_lines = step
-    rows = [head(f, snapshot, width)]
-    rows += hanging(INDENT, printable(f.message, TEXT_CHARS), width, message_lines)
-    if advice_lines != 0:
+    rows = []
+    if b.finding is not None:
+        rows.append(head(b.finding, snapshot, width))
+        rows += hanging(INDENT, printable(b.finding.message, TEXT_CHARS), width, message_lines)
+    if b.advice and advice_lines != 0:
         rows += hanging(Content.styled(ADVICE_LEAD, "bold $accent"),
-                        Content.styled(printable(f.advice, TEXT_CHARS), "italic"), width, advice_lines)
+                        Content.styled(printable(b.advice, TEXT_CHARS), "italic"), width, advice_lines)
     return rows
 
 
-def fitted(findings: Sequence[Finding], snapshot: Optional[Snapshot], width: int, height: int) -> list[Content]:
-    """The entries in ``height`` lines: each in full where all fit, else shortened from the least
-    severe up (findings come worst first), and the ones left over counted in a last line."""
+# Wrapped blocks kept between refreshes (``fitted``'s ``memo``), at most this many: an advice text
+# and most messages repeat from one second to the next, and wrapping them is most of the panel's cost.
+MEMO_BLOCKS = 256
+
+
+def _block_key(b: Block, snapshot: Optional[Snapshot], width: int, step: int) -> tuple:
+    f = b.finding
+    if f is None:
+        return (None, b.advice, width, step)
+    return (f.severity, f.rule, f.message, b.advice, finding_subject(f, snapshot),
+            finding_subject(f, snapshot, short=True), width, step)
+
+
+def fitted(findings: Sequence[Finding], snapshot: Optional[Snapshot], width: int, height: int,
+           memo: Optional[dict] = None) -> list[Content]:
+    """The findings in ``height`` lines: each in full where all fit, else shortened from the least
+    severe up (the later first among equals), and the findings left over counted in a last line.
+    ``memo``: a dict kept by the caller, where wrapped blocks are found again on the next call."""
     if not findings:
         return []
-    steps = [0] * len(findings)
-    cache: dict[tuple[int, int], list[Content]] = {}
+    shown = blocks(findings)
+    steps = [0] * len(shown)
+    memo = {} if memo is None else memo
+    if len(memo) > MEMO_BLOCKS:
+        memo.clear()
+    keys: dict[tuple[int, int], tuple] = {}
 
     def rows_of(i: int) -> list[Content]:
-        key = (i, steps[i])
-        if key not in cache:
-            cache[key] = entry(findings[i], snapshot, width, STEPS[steps[i]])
-        return cache[key]
+        at = (i, steps[i])
+        key = keys.get(at)
+        if key is None:
+            key = keys[at] = _block_key(shown[i], snapshot, width, steps[i])
+        rows = memo.get(key)
+        if rows is None:
+            rows = memo[key] = block_rows(shown[i], snapshot, width, STEPS[steps[i]])
+        return rows
 
     def total(count: int) -> int:
-        return sum(len(rows_of(i)) for i in range(count)) + (1 if count < len(findings) else 0)
+        more = any(b.finding is not None for b in shown[count:])
+        return sum(len(rows_of(i)) for i in range(count)) + (1 if more else 0)
 
-    count = len(findings)
+    count = len(shown)
     while total(count) > height:
-        # The least severe entry still shown that can be shortened, else one entry fewer.
-        shorter = next((i for i in range(count - 1, -1, -1) if steps[i] < len(STEPS) - 1), None)
-        if shorter is not None:
-            steps[shorter] += 1
+        # A step off the least severe block still shown that can be shortened (among equals, the
+        # least shortened, then the later), else one block fewer.
+        open_ = [i for i in range(count) if steps[i] < len(STEPS) - 1]
+        if open_:
+            steps[min(open_, key=lambda i: (shown[i].rank, steps[i], -i))] += 1
         elif count > 1:
             count -= 1
         else:
             break
     out = [row for i in range(count) for row in rows_of(i)]
-    if count < len(findings):
-        out.append(Content.styled(f"… {len(findings) - count} more (6: Advisor)", "dim"))
+    left = sum(1 for b in shown[count:] if b.finding is not None)
+    if left:
+        out.append(Content.styled(f"… {left} more (6: Advisor)", "dim"))
     return out
 
 
-class TopFindings(NoLinks, Static, View):
+def advisor_title(count: Optional[int]) -> str:
+    """The overview's advisor panel title: how many findings, and the key to the Advisor tab."""
+    if not count:
+        return "Advisor"
+    return f"Advisor: {count} finding{'s' if count != 1 else ''} (6: in full)"
+
+
+class TopFindings(NoLinks, TextBlock, View):
     def __init__(self, limit: int = 3, detailed: bool = False, **kw):
         super().__init__(**kw)
         self.limit = limit
         self.detailed = detailed
         self._state: Optional[ViewState] = None
+        self._memo: dict = {}  # fitted()'s wrapped blocks, kept from one refresh to the next
 
     def on_resize(self) -> None:
         if self.detailed and self._state is not None:
@@ -105,18 +168,23 @@ class TopFindings(NoLinks, Static, View):
 
     def show(self, state: ViewState) -> None:
         self._state = state
+        box = self.parent
+        if box is not None:  # the panel's border says how many there are (a "6" there read as a count)
+            title = advisor_title(len(state.findings) if state.snapshot is not None else None)
+            if box.border_title != title:
+                box.border_title = title
         if state.snapshot is None:
-            set_content(self, Content.styled("waiting for the first snapshot…", "dim"))
+            set_content(self, Content.styled(COLLECTING, "dim"))
             return
         if not state.findings:
             set_content(self, Content.styled("No findings.", "$success"))
             return
         if self.detailed:
             width, height = (self.content_size if self.is_mounted else (0, 0))
-            rows = fitted(state.findings, state.snapshot, width, height or 2 * self.limit)
+            rows = fitted(state.findings, state.snapshot, width, height or 2 * self.limit, self._memo)
             set_content(self, lines(*rows))
             return
-        rows = [badge(f) + " " + printable(f.message) for f in state.findings[: self.limit]]
+        rows = [one_line(f, state.snapshot) for f in state.findings[: self.limit]]
         if len(state.findings) > self.limit:
             rows.append(Content.styled(f"… {len(state.findings) - self.limit} more (6: Advisor)", "dim"))
         set_content(self, lines(*rows))

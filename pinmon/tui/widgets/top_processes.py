@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Optional
 
 from textual.content import Content
-from textual.widgets import Static
 
 from ...model import ProcessPinned
 from ...units import fmt_bytes, printable
-from ..format import SORT_COLUMNS, command_brief, sort_processes, user_text
+from ..format import COLLECTING, SORT_COLUMNS, command_brief, sort_processes, user_text
 from ..state import ViewState
-from .base import NoLinks, View, lines, set_content
+from .base import NoLinks, TextBlock, View, lines, set_content
 
 # (header, cells, right-aligned) of the columns before COMMAND, each with its leading space.
 COLUMNS = (("PID", 8, True), ("USER", 10, False), ("PINNED", 11, True), ("GPU MEM", 11, True))
@@ -57,7 +56,7 @@ def header_line(columns: tuple) -> Content:
                           + "  COMMAND", "bold")
 
 
-class TopProcesses(NoLinks, Static, View):
+class TopProcesses(NoLinks, TextBlock, View):
     def __init__(self, limit: int = 5, fit: bool = False, **kw):
         super().__init__(**kw)
         self.limit = limit
@@ -77,7 +76,10 @@ class TopProcesses(NoLinks, Static, View):
 
     def show(self, state: ViewState) -> None:
         self._state = state
-        procs = state.snapshot.processes if state.snapshot is not None else ()
+        if state.snapshot is None:
+            set_content(self, Content.styled(COLLECTING, "dim"))
+            return
+        procs = state.snapshot.processes
         if not procs:
             set_content(self, Content.styled("no CUDA processes with pinned memory", "dim"))
             return

@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from textual.content import Content
-from textual.widgets import Static
 
-from .base import lines, set_content
+from .base import TextBlock, lines, set_content
 
 ELLIPSIS = "…"
 # Narrower than this the indent would leave a column of single words: the text wraps as it comes.
@@ -41,13 +40,17 @@ def hanging(lead: Content | str, text: Content | str, width: Optional[int],
     return [lead + wrapped[0]] + [pad + line for line in wrapped[1:]]
 
 
-class HangingText(Static):
+class HangingText(TextBlock):
     """Lines, each either a ``Content`` shown as it is or a ``(lead, text)`` pair wrapped under its
-    own start (``hanging``) at the width the widget gets, again on every resize."""
+    own start (``hanging``) at the width the widget gets, again on every resize and on new items."""
 
-    def __init__(self, items: Sequence[Content | tuple[Content | str, Content | str]], **kw):
+    def __init__(self, items: Sequence[Content | tuple[Content | str, Content | str]] = (), **kw):
         super().__init__(**kw)
         self.items = tuple(items)
+
+    def set_items(self, items: Sequence[Content | tuple[Content | str, Content | str]]) -> None:
+        self.items = tuple(items)
+        self._draw(self.content_size.width if self.is_mounted else None)
 
     def _draw(self, width: Optional[int]) -> None:
         rows: list[Content] = []
@@ -56,7 +59,7 @@ class HangingText(Static):
         set_content(self, lines(*rows))
 
     def on_mount(self) -> None:
-        self._draw(None)
+        self._draw(self.content_size.width or None)
 
     def on_resize(self) -> None:
         self._draw(self.content_size.width)

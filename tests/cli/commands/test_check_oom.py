@@ -22,7 +22,7 @@ def test_a_saved_snapshots_kill_is_reported_in_text_and_json(tmp_path, capsys):
     assert main(["check", "--snapshot", path]) == 2
     out = capsys.readouterr().out
     assert "Memory cgroup OOM kills in the kernel's log" in out and "slurm job 4711.0: python3 pid 5151" in out
-    assert "CRITICAL oom-killed [Slurm job step job 4711.0]" in out
+    assert "CRITICAL oom-killed [Slurm job 4711 step 0]" in out
     assert main(["check", "--snapshot", path, "--json"]) == 2
     doc = json.loads(capsys.readouterr().out)
     (k,) = doc["snapshot"]["oom_kills"]

@@ -34,7 +34,7 @@ def test_a_group_pinning_most_of_its_limit_is_critical_while_the_host_is_ok():
     assert row.held.vm_pinned_bytes == pinned and row.identity.cgroup == g.key
     findings = advise([snap])
     (share,) = [f for f in findings if f.rule == "pinned-cgroup-share"]
-    assert share.severity == "critical" and share.subject == f"Docker container {g.name}"
+    assert share.severity == "critical" and share.subject == f"Docker container {g.name.removeprefix('docker ')}"
     assert share.values["memory_limit_bytes"] == limit and share.values["pinned_bytes"] == pinned
     assert "66%" in share.message or "67%" in share.message
     assert not [f for f in findings if f.rule == "pinned-ram-share"]  # the host is nowhere near

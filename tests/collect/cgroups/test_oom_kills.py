@@ -174,4 +174,4 @@ def test_a_job_killed_by_its_shared_memory_is_reported_after_its_cgroup_is_gone(
     assert k.memory_limit_bytes == 48 * MIB and k.limit_source == "kernel log"
     assert k.shmem_rss_bytes >= 32 * MIB and k.process.startswith("python")
     (f,) = [f for f in advise([snap]) if f.rule == "oom-killed" and f.values.get("pid") == pid]
-    assert f.severity == "critical" and f.subject == "Slurm job step job 77.0"
+    assert f.severity == "critical" and f.subject == "Slurm job 77 step 0"
