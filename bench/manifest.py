@@ -40,6 +40,14 @@ SOURCES: dict[str, dict] = {
     "attach_cost_cpu.json": {"ran_on": CPU_BOX, "note": "pinmon attach on the tests' stand-in libcuda (gcc): attach and"
                              " detach times, pinmon's CPU at 10,000 events/s with each reader, the cost of a probed"
                              " call; a VM shared with other jobs"},
+    "attach_accuracy_h200.json": {"ran_on": H200, "note": "pinmon attach after paced traffic of torch, CuPy, numba,"
+                                  " JAX, the CUDA runtime (cuda-bindings) and a C program had started: every copy"
+                                  " kind's bytes/s against the truth, allocation sizes, write-combined flagged"},
+    "attach_cost_h200.json": {"ran_on": H200, "note": "the machine's libcuda copied to ext4, a CuPy workload:"
+                              " attach and detach times, pinmon's CPU at 10,000 events/s, the cost of a probed call,"
+                              " a loop of 1 MiB cudaMemcpy from pinned memory with and without the probes"},
+    "attach_cost_driver_h200.json": {"ran_on": H200, "note": "as attach_cost_h200.json with the C workload"
+                                     " (bench/attach/paced_driver.c) calling libcuda directly"},
     "cgroup_cost_h200.json": {"ran_on": H200, "note": "cgroup v2, real groups"},
     "cgroup_cost_v1_cpu.json": {"ran_on": CPU_BOX, "note": "cgroup v1, real groups"},
     "cgroup_evidence_h200.json": {"ran_on": H200, "command": "python3 bench/cgroup_evidence.py OUT.json",
