@@ -199,9 +199,10 @@ def measure(root: str, proc_root: str, pids: list[int], snapshots: int, repeats:
     reader.close()
     # What the live collector runs: every row's group, each group's figures, names and sums.
     from pinmon.collect.cgroups.groups import GroupCollector
-    from pinmon.model import ProcessPinned
+    from pinmon.model import HeldMemory, ProcessIdentity, ProcessPinned
 
-    rows = [ProcessPinned(pid=pid, name="sleep", pinned_bytes=1 << 20) for pid in pids]
+    rows = [ProcessPinned(pid=pid, identity=ProcessIdentity(name="sleep"), held=HeldMemory(pinned_bytes=1 << 20))
+            for pid in pids]
     gclock = SimClock()
     collector = GroupCollector(proc_root, host_root=root, clock=gclock)
     annotate_s = 0.0

@@ -102,7 +102,7 @@ def main() -> int:
                         "host": {k: cdoc["snapshot"]["host"].get(k) for k in (
                             "mem_total_bytes", "kernel_pinned_bytes", "pinned_bytes_total", "unattributed_pinned_bytes",
                             "effective_mem_limit_bytes")},
-                        "group": next((g for g in cdoc["snapshot"]["cgroups"] if g.get("memory_limit_bytes") == limit), None)}
+                        "group": next((g for g in cdoc["snapshot"]["cgroups"] if (g.get("limit") or {}).get("limit_bytes") == limit), None)}
         child.stdin.write("more\n")
         child.stdin.flush()
         for line in child.stdout:

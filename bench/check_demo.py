@@ -11,7 +11,7 @@ demo must show (``missing`` lists what it lacks):
 - the kernel's pinned count in every snapshot (the memory panel's kernel and unattributed lines);
 - an unattributed amount that fires ``pinned-unattributed``;
 - each rule of ``EXPECTED_RULES`` at least once, traced examples among them;
-- a traced row with its copy table (``transfers``), so the process pop-up shows copies by kind;
+- a traced row with its copy table (``copies.stats``), so the process pop-up shows copies by kind;
 - no notice telling root to run as root, and any "denied access" notice naming the process.
 """
 from __future__ import annotations
@@ -54,9 +54,10 @@ def survey(snapshots) -> dict:
             unattributed_max = max(unattributed_max, h.unattributed_pinned_bytes or 0)
         for p in s.processes:
             if p.source == "traced":
-                row = traced.setdefault(p.pid, {"engine": p.trace_engine, "transfers": False,
-                                                "command": p.cmdline and p.cmdline[-120:]})
-                row["transfers"] |= bool(p.transfers)
+                cmd = p.identity.cmdline
+                row = traced.setdefault(p.pid, {"engine": p.instrument, "transfers": False,
+                                                "command": cmd and cmd[-120:]})
+                row["transfers"] |= bool(p.copies is not None and p.copies.stats)
         for n in s.notices:
             notices[n] = notices.get(n, 0) + 1
         for f in advise(history.snapshots()):

@@ -58,7 +58,7 @@ def summarize(series):
         "probe_age_s": first(series, "pinmon_probe_age_seconds"),
         "status": first(series, "pinmon_status"),
         "findings": [labs for labs, v in series.get("pinmon_finding", [])],
-        "process_series": len(series.get("pinmon_process_pinned_bytes", [])),
+        "process_series": len(series.get("pinmon_process_held_bytes", [])),
         "collection_errors": {labs.get("stage"): v for labs, v in series.get("pinmon_collection_errors_total", [])},
         "scrape_errors": first(series, "pinmon_scrape_errors_total"),
         "last_snapshot_time": first(series, "pinmon_last_snapshot_timestamp_seconds"),

@@ -265,10 +265,10 @@ def allocation_row(name: str, truth: int, readings: dict, est, snap_host, row, r
         "kernel_readings_bytes": readings,
         "maps_pinned_bytes": None if est is None else est.pinned_bytes,
         "maps_write_combined_bytes": None if est is None else est.write_combined_bytes,
-        "row_pinned_bytes": None if row is None else row.pinned_bytes,
-        "row_write_combined_bytes": None if row is None else row.write_combined_bytes,
-        "row_estimate_capped": None if row is None else row.estimate_capped,
-        "row_vm_pinned_bytes": None if row is None else row.vm_pinned_bytes,
+        "row_pinned_bytes": None if row is None else row.held.pinned_bytes,
+        "row_write_combined_bytes": None if row is None else row.held.write_combined_bytes,
+        "row_estimate_capped": None if row is None else row.held.capped,
+        "row_vm_pinned_bytes": None if row is None else row.held.vm_pinned_bytes,
         "resident_kib": resident,
         "pinned_bytes_total": None if snap_host is None else snap_host.pinned_bytes_total,
         "pinned_bytes_source": None if snap_host is None else snap_host.pinned_bytes_source,
@@ -453,7 +453,7 @@ def run_cpu(n: int = SNAPSHOTS) -> dict:
             rows = list(snap.processes)
             page = col.pinned.kernel.page_size
             nodes = col.pinned.kernel.nodes() or ()
-            pinned = [p for p in rows if p.pinned_bytes]
+            pinned = [p for p in rows if p.held.pinned_bytes]
             out.update(snapshot_ab(col, n))
             kernel_ticks = Ticks()
             kernel = KernelPinsReader("/", clock=kernel_ticks)

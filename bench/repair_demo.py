@@ -12,7 +12,9 @@ the recording,
 - its pid is in no GPU's process list, where it had been before: its CUDA context is gone.
 
 Its traced rows from that snapshot on are dropped, and their bytes leave the host's pinned totals
-(``pinned_bytes_est``, ``write_combined_bytes_est``: the sums of the process rows).
+(``pinned_bytes_est``, ``write_combined_bytes_est``: the sums of the process rows). Lines of either
+schema are read as they are written: a ``pinmon.snapshot/1`` row's bytes are its own fields, a ``/2``
+row's are in its ``held`` record.
 
 Each process row's single ``call_site`` becomes ``call_sites`` {category: site}. The category is
 the one the recorder chose the site for, which the row's own figures tell: ``wc_readback`` when it
@@ -108,6 +110,12 @@ def map_call_site(row: dict) -> bool:
     return True
 
 
+def held_part(row: dict, name: str):
+    """A row's pinned or write-combined bytes: its own field (/1) or its held record's (/2)."""
+    held = row.get("held")
+    return held.get(name) if isinstance(held, dict) else row.get(name)
+
+
 def repair(lines: list[str]) -> tuple[list[str], dict[int, int]]:
     """The repaired lines and, per dropped pid, the index of its first dropped row."""
     snaps = [json.loads(line) for line in lines]
@@ -121,8 +129,9 @@ def repair(lines: list[str]) -> tuple[list[str], dict[int, int]]:
                 host = snap["host"]
                 for total, part in (("pinned_bytes_est", "pinned_bytes"),
                                     ("write_combined_bytes_est", "write_combined_bytes")):
-                    if host.get(total) is not None and row.get(part):
-                        host[total] -= row[part]
+                    held = held_part(row, part)
+                    if host.get(total) is not None and held:
+                        host[total] -= held
                 changed = True
                 continue
             changed |= map_call_site(row)

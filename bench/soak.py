@@ -35,7 +35,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pinmon.model import Gpu, GpuProcess, HostMemory, Link, Pcie, ProcessPinned, Snapshot  # noqa: E402
+from pinmon.model import (  # noqa: E402
+    Gpu,
+    GpuProcess,
+    HeldMemory,
+    HostMemory,
+    Link,
+    Pcie,
+    Placement,
+    ProcessIdentity,
+    ProcessPinned,
+    Snapshot,
+)
 from provenance import provenance  # noqa: E402
 
 GIB = 1 << 30
@@ -70,10 +81,11 @@ def synth_snapshot(i: int) -> Snapshot:
             gpu_procs = (GpuProcess(pid=pid, gpu_memory_bytes=(40 + job % 60) * GIB),)
             # Pinned memory grows during a job and falls back when it ends.
             pinned = (2 + ((i + 53 * g) % 420) // 30) * GIB
-            procs.append(ProcessPinned(pid=pid, name=f"train-{g}", user="alice", cmdline=f"python train.py --gpu {g}",
-                                       pinned_bytes=pinned, write_combined_bytes=0, pinned_mappings=8 + job % 5,
-                                       mappings_churn=(i % 3), gpu_memory_bytes=(40 + job % 60) * GIB,
-                                       gpu_indices=(g,)))
+            procs.append(ProcessPinned(
+                pid=pid, identity=ProcessIdentity(name=f"train-{g}", user="alice", cmdline=f"python train.py --gpu {g}"),
+                held=HeldMemory(pinned_bytes=pinned, write_combined_bytes=0, mappings=8 + job % 5,
+                                mappings_churn=(i % 3)),
+                placement=Placement(gpu_indices=(g,), gpu_memory_bytes=(40 + job % 60) * GIB)))
         link = Link(gen=4 if degraded else 5, gen_max=5, width=16, width_max=16,
                     theoretical_bytes_per_s=GEN4_X16 if degraded else GEN5_X16,
                     max_theoretical_bytes_per_s=GEN5_X16)
@@ -87,9 +99,10 @@ def synth_snapshot(i: int) -> Snapshot:
                         processes=gpu_procs))
     # A data loader with a big pinned pool on some hours pushes the pinned share past 30%.
     if (i // 3_600) % 6 == 2:
-        procs.append(ProcessPinned(pid=9_999, name="loader", user="bob", pinned_bytes=700 * GIB,
-                                   write_combined_bytes=0, pinned_mappings=64, mappings_churn=0))
-    pinned = sum(p.pinned_bytes or 0 for p in procs)
+        procs.append(ProcessPinned(pid=9_999, identity=ProcessIdentity(name="loader", user="bob"),
+                                   held=HeldMemory(pinned_bytes=700 * GIB, write_combined_bytes=0, mappings=64,
+                                                   mappings_churn=0)))
+    pinned = sum(p.held.pinned_bytes or 0 for p in procs)
     host = HostMemory(hostname="soak-8gpu", mem_total_bytes=RAM, mem_available_bytes=RAM - pinned - 200 * GIB,
                       effective_mem_limit_bytes=RAM, swap_used_bytes=0, shmem_bytes=4 * GIB, mlocked_bytes=0,
                       pinned_bytes_est=pinned, write_combined_bytes_est=0, memlock_limit_bytes=None,

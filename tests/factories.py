@@ -1,9 +1,12 @@
 """Model objects for the tests, from one module.
 
 One builder per model type, each with healthy defaults that a test overrides by keyword:
-``host``, ``link``, ``pcie``, ``gpu``, ``process``, ``copy_row``, ``probe``, ``finding`` and
-``snapshot`` (plus ``null_snapshot`` and ``pinned_series``). The builders compose:
-``snapshot(gpus=[gpu(1, link=link(gen=4))], processes=[process(pinned_bytes=GIB)])``.
+``host``, ``link``, ``pcie``, ``gpu``, ``process``, ``cgroup``, ``copies``, ``stat``, ``copy_row``,
+``probe``, ``finding`` and ``snapshot`` (plus ``null_snapshot`` and ``pinned_series``). The builders
+compose: ``snapshot(gpus=[gpu(1, link=link(gen=4))], processes=[process(pinned_bytes=GIB)])``.
+``process`` and ``cgroup`` take the fields of their records by name as well as the records
+(``process(user="alice", pinned_bytes=GIB, gpu_indices=(0,))``: identity, held and placement), and
+``moved(row, **fields)`` is such a row with some of those fields changed.
 
 Built from them, the ready-made scenes that several test packages read:
 
@@ -23,16 +26,25 @@ import dataclasses
 from typing import Iterable, Optional
 
 from pinmon.model import (
+    Allocations,
+    BulkCopies,
     Cgroup,
+    Copies,
+    CopyStats,
     Finding,
     Gpu,
     GpuProcess,
+    GroupLimit,
+    GroupOwner,
+    HeldMemory,
     HostMemory,
     Link,
     OomKill,
     Pcie,
+    Placement,
     ProbeMeasurement,
     ProbeResult,
+    ProcessIdentity,
     ProcessPinned,
     Snapshot,
 )
@@ -40,7 +52,8 @@ from pinmon.model.link import theoretical_bytes_per_s
 from pinmon.units import GIB, MIB
 
 __all__ = ["GIB", "MIB", "T0", "GEN5_X16", "GEN4_X8", "UUID0", "UUID1", "NODE_SPLIT",
-           "host", "link", "pcie", "gpu", "process", "copy_row", "probe", "finding", "snapshot",
+           "host", "link", "pcie", "gpu", "process", "moved", "copies", "stat", "allocations", "copy_row", "probe",
+           "finding", "snapshot",
            "null_snapshot", "pinned_series",
            "full_host", "full_gpu", "full_probe", "full_processes", "full_snapshot",
            "box_snapshot", "box_kernel_snapshot", "box_probe", "traced_cupti_process",
@@ -99,14 +112,86 @@ def gpu(index: int = 0, *, gen: Optional[int] = 5, width: Optional[int] = 16, ge
     return Gpu(**fields)
 
 
+def _fields(cls) -> frozenset:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
+_IDENTITY, _HELD, _PLACEMENT = _fields(ProcessIdentity), _fields(HeldMemory), _fields(Placement)
+_OWNER, _LIMIT = _fields(GroupOwner), _fields(GroupLimit)
+
+
+def _split(fields: dict, *records: tuple[str, frozenset]) -> dict:
+    """``fields`` with the keys that belong to a record (named, with the record's field names) moved
+    into a dict of that record's."""
+    out = dict(fields)
+    for record, names in records:
+        part = {k: out.pop(k) for k in list(out) if k in names and k != record}
+        if part:
+            out[record] = part
+    return out
+
+
+def _build(cls, base, changes: Optional[dict]):
+    if not changes:
+        return base
+    return dataclasses.replace(base, **changes) if base is not None else cls(**changes)
+
+
 def process(pid: int = 1234, name: Optional[str] = "python", **overrides) -> ProcessPinned:
-    """A process row; every reading not given is unknown."""
-    return ProcessPinned(pid=pid, name=name, **overrides)
+    """A process row; every reading not given is unknown. Besides the row's own fields, the fields
+    of its identity (user, cmdline, cgroup), held memory (pinned_bytes, vm_pinned_bytes, mappings,
+    capped ...) and placement (gpu_indices, gpu_memory_bytes, pinned_bytes_by_node) are taken by name,
+    and shorthands make its copies and allocations where those records are not given: ``wc_readbacks``
+    and ``pageable_bytes_per_s`` (H2D), as ``Copies`` reads them back, ``alloc_per_s`` and
+    ``alloc_median_bytes``, all measured by ``instrument`` (default "hooks")."""
+    instrument = overrides.pop("instrument", None)
+    readbacks = overrides.pop("wc_readbacks", None)
+    pageable = overrides.pop("pageable_bytes_per_s", None)
+    per_s, median = overrides.pop("alloc_per_s", None), overrides.pop("alloc_median_bytes", None)
+    stats = ([stat("h2d", "pageable", pageable)] if pageable is not None else []) + \
+        ([stat("d2h", "write_combined", count=readbacks)] if readbacks is not None else [])
+    if (stats or (instrument and per_s is None and median is None)) and "copies" not in overrides:
+        overrides["copies"] = copies(instrument or "hooks", stats=stats)
+    if (per_s is not None or median is not None) and "allocations" not in overrides:
+        overrides["allocations"] = allocations(instrument or "hooks", per_s=per_s, median_bytes=median)
+    return moved(ProcessPinned(pid=pid, identity=ProcessIdentity(name=name)), **overrides)
+
+
+def moved(row, **changes):
+    """``row`` (a ProcessPinned or a Cgroup) with ``changes``, its records' fields taken by name."""
+    if isinstance(row, ProcessPinned):
+        parts = _split(changes, ("identity", _IDENTITY), ("held", _HELD), ("placement", _PLACEMENT))
+        for record in ("identity", "held", "placement"):
+            if isinstance(parts.get(record), dict):
+                parts[record] = _build(None, getattr(row, record), parts[record])
+        return dataclasses.replace(row, **parts)
+    parts = _split(changes, ("owner", _OWNER), ("limit", _LIMIT), ("held", _HELD))
+    for record in ("owner", "limit", "held"):
+        if isinstance(parts.get(record), dict):
+            parts[record] = _build(None, getattr(row, record), parts[record])
+    return dataclasses.replace(row, **parts)
 
 
 def cgroup(key: str = "docker/" + "ab" * 32, kind: str = "docker", name: str = "docker trainer", **overrides) -> Cgroup:
-    """A group; every reading not given is unknown."""
-    return Cgroup(key=key, kind=kind, name=name, **overrides)
+    """A group; every reading not given is unknown. Besides the group's own fields, the fields of its
+    owner (pod, container_id, job ...), limit (limit_bytes, current_bytes, oom_kills ...) and held
+    memory (pinned_bytes, write_combined_bytes, vm_pinned_bytes) are taken by name."""
+    return moved(Cgroup(key=key, kind=kind, name=name), **overrides)
+
+
+def stat(direction: str, memory: str, bytes_per_s: Optional[float] = None, **overrides) -> CopyStats:
+    """One direction and host memory kind of a process's copies."""
+    return CopyStats(direction=direction, memory=memory, bytes_per_s=bytes_per_s, **overrides)
+
+
+def copies(instrument: str = "cupti", stats: Iterable[CopyStats] = (), bulk: Iterable[BulkCopies] = (),
+           **overrides) -> Copies:
+    """A process's copies: ``stats`` and ``bulk`` as given, every other figure unknown."""
+    return Copies(instrument=instrument, stats=tuple(stats), bulk=tuple(bulk), **overrides)
+
+
+def allocations(instrument: str = "hooks", **overrides) -> Allocations:
+    return Allocations(instrument=instrument, **overrides)
 
 
 def oom_kill(time: float = 900.0, pid: int = 5151, process: str = "python3", **overrides) -> OomKill:
@@ -275,16 +360,16 @@ def box_snapshot(i: int = 0, *, source: str = "live", interval_s: float = 1.0,
                write_combined_bytes_est=2 * GIB)
     procs = (
         process(4242, "python", user="alice", cmdline="python train.py --bs 512",
-                pinned_bytes=300 * GIB, write_combined_bytes=1 * GIB, pinned_mappings=1200,
+                pinned_bytes=300 * GIB, write_combined_bytes=1 * GIB, mappings=1200,
                 mappings_churn=40 + wave, gpu_memory_bytes=80 * GIB, gpu_indices=(0,)),
         process(5151, "dataloader", user="alice", cmdline="python -m loader --workers 16",
-                pinned_bytes=100 * GIB, write_combined_bytes=0, pinned_mappings=64, mappings_churn=0,
+                pinned_bytes=100 * GIB, write_combined_bytes=0, mappings=64, mappings_churn=0,
                 gpu_memory_bytes=16 * GIB, gpu_indices=(0,)),
         process(6060, "infer", user="bob", cmdline="./infer --model llama", source="traced",
-                pinned_bytes=20 * GIB, write_combined_bytes=1 * GIB, pinned_mappings=8, mappings_churn=0,
+                pinned_bytes=20 * GIB, write_combined_bytes=1 * GIB, mappings=8, mappings_churn=0,
                 gpu_memory_bytes=40 * GIB, gpu_indices=(1,)),
         process(7070, "jupyter", user="carol", cmdline="jupyter-lab",
-                pinned_bytes=256 * MIB, write_combined_bytes=None, pinned_mappings=1, mappings_churn=None,
+                pinned_bytes=256 * MIB, write_combined_bytes=None, mappings=1, mappings_churn=None,
                 gpu_memory_bytes=None),
     )
     return snapshot(time=T0 + i * interval_s, host=box, gpus=gpus, processes=procs, probe=probe,
@@ -293,24 +378,24 @@ def box_snapshot(i: int = 0, *, source: str = "live", interval_s: float = 1.0,
 
 def traced_cupti_process() -> ProcessPinned:
     """A process traced with CUPTI on GPU 0: its H2D pinned copies of 1 MiB+ reach 40% of the box
-    probe's 52 GB/s, its D2H ones 94% of 54 GB/s; two call sites, one of them hostile text."""
+    probe's 52 GB/s, its D2H ones 94% of 54 GB/s; a few pageable copies (50 MB/s, under the
+    pageable-bulk-copies threshold); two call sites, one of them hostile text."""
     return process(
         8080, "trainer", user="dave", cmdline="python train_cupti.py --offload", source="traced",
-        pinned_bytes=8 * GIB, write_combined_bytes=0, registered_bytes=2 * GIB, pinned_allocs_per_s=3.5,
-        median_alloc_bytes=4 * MIB, gpu_memory_bytes=20 * GIB, gpu_indices=(0,), trace_engine="cupti",
-        h2d_copy_bytes_per_s=10.9e9, d2h_copy_bytes_per_s=3.0e9,
-        h2d_pinned_bulk_bytes_per_s=20.8e9, h2d_pinned_bulk_busy_s=2.5,
-        d2h_pinned_bulk_bytes_per_s=50.76e9, d2h_pinned_bulk_busy_s=1.2, pinned_bulk_default_stream_share=0.75,
-        copy_gpu_pci_bus_id="0000:17:00.0",
-        call_sites={"alloc": "train_cupti.py:42", "pageable_copy": "loader.py:118\x1b[31m"},
-        transfers={"h2d.pinned": {"bytes_per_s": 10.5e9, "achieved_bytes_per_s": 20.9e9, "rate_p50": 21.5e9,
-                                  "rate_p10": 9.0e9},
-                   "h2d.pageable": {"bytes_per_s": 0.4e9, "achieved_bytes_per_s": 6.1e9, "rate_p50": 6.0e9,
-                                    "rate_p10": 4.2e9},
-                   "d2h.pinned": {"bytes_per_s": 3.0e9, "achieved_bytes_per_s": 50.1e9, "rate_p50": 51.0e9,
-                                  "rate_p10": 44.0e9},
-                   "d2h.pageable": {"bytes_per_s": 0.0, "achieved_bytes_per_s": None, "rate_p50": None,
-                                    "rate_p10": None}})
+        pinned_bytes=8 * GIB, write_combined_bytes=0, registered_bytes=2 * GIB,
+        allocations=allocations("cupti", per_s=3.5, median_bytes=4 * MIB),
+        gpu_memory_bytes=20 * GIB, gpu_indices=(0,),
+        copies=copies("cupti", window_s=5.0, stats=(
+            stat("h2d", "pinned", 10.5e9, achieved_bytes_per_s=20.9e9, rate_p50_bytes_per_s=21.5e9,
+                 rate_p10_bytes_per_s=9.0e9),
+            stat("h2d", "pageable", 0.05e9, achieved_bytes_per_s=6.1e9, rate_p50_bytes_per_s=6.0e9,
+                 rate_p10_bytes_per_s=4.2e9),
+            stat("d2h", "pinned", 3.0e9, achieved_bytes_per_s=50.1e9, rate_p50_bytes_per_s=51.0e9,
+                 rate_p10_bytes_per_s=44.0e9),
+            stat("d2h", "pageable", 0.0)),
+            bulk=(BulkCopies("h2d", 20.8e9, 2.5), BulkCopies("d2h", 50.76e9, 1.2)), default_stream_share=0.75,
+            gpu_pci_bus_id="0000:17:00.0"),
+        call_sites={"alloc": "train_cupti.py:42", "pageable_copy": "loader.py:118\x1b[31m"})
 
 
 # Pinned pages per node of each process on the two-node box (GPU 0 is on node 0, GPU 1 on node 1).
@@ -326,8 +411,8 @@ def box_kernel_snapshot(i: int = 0, *, nodes: int = 1, unattributed: int = 24 * 
     s = box_snapshot(i, probe=probe)
     procs = s.processes + ((traced_cupti_process(),) if traced else ())
     if nodes > 1:
-        procs = tuple(dataclasses.replace(p, pinned_bytes_by_node=NODE_SPLIT.get(p.pid)) for p in procs)
-    kernel = sum(p.pinned_bytes or 0 for p in procs) + unattributed
+        procs = tuple(moved(p, pinned_bytes_by_node=NODE_SPLIT.get(p.pid)) for p in procs)
+    kernel = sum(p.held.pinned_bytes or 0 for p in procs) + unattributed
     by_node = {"0": kernel} if nodes == 1 else {"0": kernel - 80 * GIB, "1": 80 * GIB}
     box = dataclasses.replace(s.host, kernel_pinned_bytes=kernel, kernel_pinned_bytes_by_node=by_node,
                               pinned_bytes_total=kernel + s.host.write_combined_bytes_est,
@@ -393,14 +478,14 @@ def box_groups_snapshot(i: int = 0, oom_kills: int = 0) -> Snapshot:
     snap = box_snapshot(i)
     pod = cgroup(POD_KEY, "pod", "ml/trainer-7f9c/worker", path="/kubepods.slice/kubepods-pod0a1b.slice/cri-containerd-cdcd.scope",
                  pod="trainer-7f9c", namespace="ml", container="worker", container_id="cd" * 32,
-                 pod_uid="0a1b2c3d-0000-4000-8000-00000000abcd", memory_limit_bytes=512 * GIB,
-                 limit_path="/kubepods.slice/kubepods-pod0a1b.slice", memory_current_bytes=430 * GIB,
+                 pod_uid="0a1b2c3d-0000-4000-8000-00000000abcd", limit_bytes=512 * GIB,
+                 limit_path="/kubepods.slice/kubepods-pod0a1b.slice", current_bytes=430 * GIB,
                  oom_kills=oom_kills, oom_kills_at_start=0, pinned_bytes=400 * GIB, write_combined_bytes=1 * GIB,
                  processes=2)
     job = cgroup(JOB_KEY, "slurm", "job 4711.0", path="/system.slice/slurmstepd.scope/job_4711/step_0",
-                 job="4711", step="0", memory_limit_bytes=64 * GIB, limit_path="/system.slice/slurmstepd.scope/job_4711",
-                 memory_current_bytes=30 * GIB, oom_kills=0, oom_kills_at_start=0, pinned_bytes=20 * GIB,
+                 job="4711", step="0", limit_bytes=64 * GIB, limit_path="/system.slice/slurmstepd.scope/job_4711",
+                 current_bytes=30 * GIB, oom_kills=0, oom_kills_at_start=0, pinned_bytes=20 * GIB,
                  write_combined_bytes=1 * GIB, processes=1)
     keys = {4242: POD_KEY, 5151: POD_KEY, 6060: JOB_KEY}
-    procs = tuple(dataclasses.replace(p, cgroup=keys.get(p.pid)) for p in snap.processes)
+    procs = tuple(moved(p, cgroup=keys.get(p.pid)) for p in snap.processes)
     return dataclasses.replace(snap, processes=procs, cgroups=(pod, job))

@@ -15,6 +15,7 @@ SCENES = {
     "box_kernel": lambda: make.box_kernel_snapshot(nodes=2),
     "quick_result": lambda: make.snapshot(probe=make.quick_result()),
     "series": lambda: make.pinned_series([make.MIB, 2 * make.MIB])[-1],
+    "groups": lambda: make.box_groups_snapshot(oom_kills=2),
 }
 
 
@@ -37,3 +38,18 @@ def test_link_rates_follow_the_link_unless_given():
     assert make.link(gen=4, width=8).theoretical_bytes_per_s == pytest.approx(make.GEN4_X8, rel=1e-3)
     assert make.link(theoretical_bytes_per_s=None).theoretical_bytes_per_s is None
     assert make.gpu(link=make.link(gen=3)).link.gen == 3
+
+
+def test_process_and_cgroup_take_their_records_fields_by_name():
+    p = make.process(7, "trainer", user="alice", cgroup="k", pinned_bytes=make.GIB, vm_pinned_bytes=5, capped=True,
+                     gpu_indices=(1,), source="traced")
+    assert (p.identity.name, p.identity.user, p.identity.cgroup) == ("trainer", "alice", "k")
+    assert (p.held.pinned_bytes, p.held.vm_pinned_bytes, p.held.capped, p.placement.gpu_indices) == \
+        (make.GIB, 5, True, (1,))
+    again = make.moved(p, pinned_bytes=1, name="other")
+    assert again.held.vm_pinned_bytes == 5 and again.held.pinned_bytes == 1 and again.identity.user == "alice"
+    g = make.cgroup(pod="p", limit_bytes=10, current_bytes=4, pinned_bytes=2, processes=1)
+    assert (g.owner.pod, g.limit.limit_bytes, g.limit.current_bytes, g.held.pinned_bytes, g.processes) == \
+        ("p", 10, 4, 2, 1)
+    with pytest.raises(TypeError):
+        make.process(no_such_field=1)

@@ -153,6 +153,19 @@ FORBIDDEN = [
 VIEWS_MAY_USE = ("pinmon.probe.analysis",)
 
 
+# What a view may take from the advisor: its entry point and rule docs (``pinmon.advise``), the
+# thresholds the user configured (``thresholds``), the registry of rules (``registry``: the help
+# screen, the exporter's rule list) and the history the rules run over (``history``). Data a view shows
+# is the model's (held bytes, a group's words, the GPU a process's copies went to), never a rule module's.
+ADVISE_FOR_VIEWS = ("pinmon.advise", "pinmon.advise.thresholds", "pinmon.advise.registry", "pinmon.advise.history")
+
+
+def test_views_take_from_the_advisor_only_its_entry_thresholds_and_registry():
+    bad = [f"{m} imports {t}" for m in MODULES if any(m == v or m.startswith(v + ".") for v in VIEWS)
+           for t in GRAPH[m] if (t == "pinmon.advise" or t.startswith("pinmon.advise.")) and t not in ADVISE_FOR_VIEWS]
+    assert not bad, "\n".join(bad)
+
+
 @pytest.mark.parametrize("source,targets", FORBIDDEN, ids=[f[0] for f in FORBIDDEN])
 def test_data_flows_one_way(source, targets):
     allowed = VIEWS_MAY_USE if source in VIEWS else ()

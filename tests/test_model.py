@@ -4,19 +4,31 @@ import json
 import pytest
 
 from pinmon.model import (
+    Allocations,
+    BulkCopies,
+    Cgroup,
+    Copies,
+    CopyStats,
     Finding,
     Gpu,
     GpuProcess,
+    GroupLimit,
+    GroupOwner,
+    HeldMemory,
     HostMemory,
     Link,
     Pcie,
+    Placement,
     ProbeMeasurement,
     ProbeResult,
+    ProcessIdentity,
     ProcessPinned,
     SchemaError,
     Snapshot,
+    summed,
     worst_severity,
 )
+from pinmon.model.kinds import DIRECTIONS, GROUP_KIND_WORDS, GROUP_KINDS, HOST_MEMORY_KINDS
 
 REQUIRED_HOST = {"hostname", "mem_total_bytes", "mem_available_bytes", "effective_mem_limit_bytes",
                  "swap_used_bytes", "shmem_bytes", "mlocked_bytes", "pinned_bytes_est", "memlock_limit_bytes"}
@@ -32,7 +44,19 @@ def full_snapshot():
                   pcie=Pcie(rx_bytes_per_s=55e9, tx_bytes_per_s=1e6, method="counters",
                             counter_deltas={"replay": 0, "bad_tlp": None}),
                   processes=(GpuProcess(pid=42, gpu_memory_bytes=None),)),),
-        processes=(ProcessPinned(pid=42, name="python", pinned_bytes=1 << 30, source="est."),),
+        processes=(ProcessPinned(pid=42, identity=ProcessIdentity(name="python", cgroup="docker/ab"),
+                                 held=HeldMemory(pinned_bytes=1 << 30, mappings=3)),
+                   ProcessPinned(pid=43, source="traced", identity=ProcessIdentity(name="train"),
+                                 held=HeldMemory(pinned_bytes=1 << 20, write_combined_bytes=4096),
+                                 copies=Copies(instrument="cupti", window_s=5.0,
+                                               stats=(CopyStats("h2d", "pinned", bytes_per_s=1e9, count=3),
+                                                      CopyStats("d2h", "write_combined", count=2)),
+                                               bulk=(BulkCopies("h2d", 20e9, 0.5),), gpu_pci_bus_id="0000:00:06.0"),
+                                 allocations=Allocations(instrument="hooks", per_s=2.0, flags={"write_combined": 1}),
+                                 placement=Placement(gpu_indices=(0,), gpu_memory_bytes=1 << 30),
+                                 call_sites={"alloc": "train.py:3"})),
+        cgroups=(Cgroup(key="docker/ab", kind="docker", name="docker trainer", owner=GroupOwner(container_id="ab"),
+                        limit=GroupLimit(limit_bytes=4 << 30), held=HeldMemory(pinned_bytes=1 << 30), processes=1),),
         probe=ProbeResult(time=1.0, measurements=(ProbeMeasurement(kind="copy", memory="pinned", size_bytes=64 << 20,
                                                                    direction="h2d", bytes_per_s=55e9),)),
         notices=("x",),
@@ -47,14 +71,21 @@ def test_round_trip_through_json():
 
 def test_contract_keys_present_and_schema_first():
     d = full_snapshot().to_dict()
-    assert list(d)[0] == "schema" and d["schema"] == "pinmon.snapshot/1"
+    assert list(d)[0] == "schema" and d["schema"] == "pinmon.snapshot/2"
     assert REQUIRED_HOST <= set(d["host"])
     g = d["gpus"][0]
     assert {"index", "name", "uuid", "pci_bus_id", "link", "pcie"} <= set(g)
     assert {"gen", "gen_max", "width", "width_max", "theoretical_bytes_per_s"} <= set(g["link"])
     assert {"rx_bytes_per_s", "tx_bytes_per_s", "method", "replay_delta", "recovery_delta", "error_delta"} <= set(g["pcie"])
-    assert {"pid", "name", "user", "pinned_bytes", "write_combined_bytes", "source", "pinned_allocs_per_s",
-            "median_alloc_bytes", "wc_readbacks", "pageable_copy_bytes_per_s"} <= set(d["processes"][0])
+    row = d["processes"][1]
+    assert {"pid", "source", "identity", "held", "copies", "allocations", "placement", "call_sites"} == set(row)
+    assert {"name", "user", "cmdline", "cgroup"} == set(row["identity"])
+    assert {"pinned_bytes", "write_combined_bytes", "vm_pinned_bytes", "registered_bytes", "requested_bytes",
+            "vm_locked_bytes", "mappings", "mappings_churn", "capped"} == set(row["held"])
+    assert {"instrument", "window_s", "stats", "bulk", "default_stream_share", "gpu_pci_bus_id"} <= set(row["copies"])
+    assert {"direction", "memory", "bytes_per_s", "bytes", "count", "achieved_bytes_per_s"} <= set(row["copies"]["stats"][0])
+    assert {"key", "kind", "name", "path", "owner", "limit", "held", "processes", "notes"} == set(d["cgroups"][0])
+    assert "bytes" not in row["held"]  # derived, not in the schema
     assert "probe" in d and "notices" in d
 
 
@@ -78,6 +109,15 @@ def test_unknown_keys_are_ignored_for_forward_compatibility():
     (lambda d: d.update(processes={}), "processes"),
     (lambda d: d.pop("host"), "host"),
     (lambda d: d.update(time="now"), "time"),
+    (lambda d: d["processes"][1].update(source="guessed"), "processes[1].source: 'guessed' is not one of"),
+    (lambda d: d["processes"][1]["copies"].update(instrument=7), "processes[1].copies.instrument: a int is not"),
+    (lambda d: d["processes"][1]["copies"]["stats"][0].update(direction="h2h"), "copies.stats[0].direction"),
+    (lambda d: d["processes"][1]["copies"]["stats"][0].update(memory="vram"), "copies.stats[0].memory"),
+    (lambda d: d["cgroups"][0].update(kind="lxc"), "cgroups[0].kind: 'lxc' is not one of 'pod'"),
+    (lambda d: d["gpus"][0]["pcie"].update(method="guess"), "gpus[0].pcie.method"),
+    (lambda d: d.update(source="elsewhere"), "snapshot.source"),
+    (lambda d: d["probe"].update(kind="turbo"), "snapshot.probe.kind"),
+    (lambda d: d["probe"]["measurements"][0].update(memory="hbm"), "probe.measurements[0].memory"),
 ])
 def test_bad_documents_name_the_key(mutate, needle):
     d = full_snapshot().to_dict()
@@ -181,11 +221,84 @@ def test_evolve_is_replace_without_init():
     from pinmon.model import ProcessPinned
     from pinmon.model.serial import evolve
 
-    row = ProcessPinned(pid=7, name="python", pinned_bytes=1 << 20)
-    moved = evolve(row, cgroup="docker/abc")
-    assert moved == dataclasses.replace(row, cgroup="docker/abc")
-    assert row.cgroup is None  # the original is untouched
+    row = ProcessPinned(pid=7, identity=ProcessIdentity(name="python"), held=HeldMemory(pinned_bytes=1 << 20))
+    moved = evolve(row, source="traced")
+    assert moved == dataclasses.replace(row, source="traced")
+    assert row.source == "est."  # the original is untouched
     with pytest.raises(dataclasses.FrozenInstanceError):
-        moved.cgroup = "x"  # type: ignore[misc]
+        moved.source = "x"  # type: ignore[misc]
     with pytest.raises(TypeError, match="no field"):
-        evolve(row, cgruop="x")
+        evolve(row, sauce="x")
+
+
+# --- held bytes: one figure for a process and a group ------------------------------------------------
+
+@pytest.mark.parametrize("parts, held", [
+    ({}, None),
+    ({"pinned_bytes": 0}, 0),
+    ({"vm_pinned_bytes": 640 << 20}, 640 << 20),  # io_uring only: its bytes, not unknown
+    ({"pinned_bytes": 100, "write_combined_bytes": 20, "vm_pinned_bytes": 3}, 123),
+    ({"write_combined_bytes": 20, "vm_locked_bytes": 1 << 30, "registered_bytes": 5}, 20),  # mlock is apart
+])
+def test_held_bytes_are_pinned_write_combined_and_vmpin(parts, held):
+    assert HeldMemory(**parts).bytes == held
+
+
+def test_summed_adds_each_part_and_keeps_unknown_unknown():
+    total = summed([HeldMemory(pinned_bytes=1, vm_pinned_bytes=10), HeldMemory(write_combined_bytes=5, capped=True),
+                    HeldMemory()])
+    assert (total.pinned_bytes, total.write_combined_bytes, total.vm_pinned_bytes, total.bytes) == (1, 5, 10, 16)
+    assert total.capped
+    assert summed([]).bytes is None and summed([HeldMemory()]).pinned_bytes is None
+
+
+# --- copies: one record for every instrument ---------------------------------------------------------
+
+def test_copies_sum_the_known_stats_of_a_direction_and_kind():
+    c = Copies(instrument="uprobes", stats=(
+        CopyStats("h2d", "pinned", bytes_per_s=10.0), CopyStats("h2d", "pageable", bytes_per_s=2.0),
+        CopyStats("d2h", "pageable", bytes_per_s=3.0), CopyStats("d2h", "write_combined", count=4),
+        CopyStats("d2h", "managed")))
+    assert c.bytes_per_s("h2d") == 12.0 and c.bytes_per_s("d2h") == 3.0 and c.bytes_per_s() == 15.0
+    assert c.bytes_per_s("h2d", "pinned") == 10.0 and c.bytes_per_s("d2h", "pinned") is None
+    assert c.pageable_bytes_per_s == 5.0 and c.wc_readbacks == 4
+    assert c.get("d2h", "write_combined").count == 4 and c.get("h2d", "managed") is None
+    empty = Copies(instrument="hooks")
+    assert empty.bytes_per_s("h2d") is None and empty.pageable_bytes_per_s is None and empty.wc_readbacks is None
+    assert empty.bulk_of("h2d") is None
+
+
+def test_the_instrument_of_a_row_is_its_copies_else_its_allocations():
+    assert ProcessPinned(pid=1).instrument is None
+    assert ProcessPinned(pid=1, allocations=Allocations(instrument="hooks")).instrument == "hooks"
+    both = ProcessPinned(pid=1, copies=Copies(instrument="cupti"), allocations=Allocations(instrument="hooks"))
+    assert both.instrument == "cupti"
+
+
+def test_closed_sets_are_the_literals_values():
+    assert DIRECTIONS == ("h2d", "d2h")
+    assert {"pinned", "pageable", "write_combined"} <= set(HOST_MEMORY_KINDS)
+    assert set(GROUP_KIND_WORDS) == set(GROUP_KINDS)
+
+
+def test_a_group_is_named_in_its_kinds_words():
+    g = Cgroup(key="slurm/42/0", kind="slurm", name="job 42.0")
+    assert g.subject == "Slurm job 42.0" and g.short == "job 42.0"  # the kind's word is not said twice
+    g = Cgroup(key="slurm/42/0", kind="slurm", name="job 42.0", owner=GroupOwner(job="42", step="0"))
+    assert (g.subject, g.short) == ("Slurm job 42 step 0", "job 42.0")
+    docker = Cgroup(key="d", kind="docker", name="docker 1a2b3c")
+    assert (docker.subject, docker.short) == ("Docker container 1a2b3c", "docker 1a2b3c")
+    assert Cgroup(key="x", kind="unknown", name="/x").subject == "group /x"
+    assert GroupLimit(oom_kills=3, oom_kills_at_start=1).oom_kills_since_start == 2
+    assert GroupLimit(oom_kills=3).oom_kills_since_start is None
+
+
+def test_copy_gpu_is_the_gpu_the_copies_name_else_the_only_one():
+    gpus = (Gpu(index=0, pci_bus_id="00000000:17:00.0"), Gpu(index=1, pci_bus_id="00000000:9A:00.0"))
+    snap = Snapshot(time=1.0, host=HostMemory(hostname="h"), gpus=gpus)
+    named = ProcessPinned(pid=1, copies=Copies(instrument="cupti", gpu_pci_bus_id="0000:9a:00.0"))
+    assert snap.copy_gpu(named).index == 1
+    elsewhere = ProcessPinned(pid=1, copies=Copies(instrument="cupti", gpu_pci_bus_id="0000:01:00.0"))
+    assert snap.copy_gpu(elsewhere) is None
+    assert snap.copy_gpu(ProcessPinned(pid=1, placement=Placement(gpu_indices=(1,)))).index == 1
+    assert snap.copy_gpu(ProcessPinned(pid=1)) is None  # two GPUs, nothing says which

@@ -22,8 +22,7 @@ def kernel_host(**kw):
 
 def test_check_text_with_the_kernel_count():
     snap = Snapshot(time=1.0, host=kernel_host(), gpus=(Gpu(index=0, name="NVIDIA H200", numa_node=1),),
-                    processes=(ProcessPinned(pid=7, name="python", pinned_bytes=4 * GIB,
-                                             pinned_bytes_by_node={"0": GIB, "1": 3 * GIB}),))
+                    processes=(make.process(7, "python", pinned_bytes=4 * GIB, pinned_bytes_by_node={"0": GIB, "1": 3 * GIB}),))
     text = format_check(snap, [])
     assert "pinned   12.0 GiB (kernel's count) + write-combined 256.0 MiB (est.) = 10% of effective RAM" in text
     assert "processes' mappings and VmPin explain 4.0 GiB, unattributed 8.0 GiB; by node: node0 5.0 GiB, node1 7.0 GiB" in text
@@ -32,7 +31,7 @@ def test_check_text_with_the_kernel_count():
 
 
 def test_check_text_without_the_kernel_count():
-    snap = Snapshot(time=1.0, host=host(), processes=(ProcessPinned(pid=7, pinned_bytes=4 * GIB),))
+    snap = Snapshot(time=1.0, host=host(), processes=(make.process(7, None, pinned_bytes=4 * GIB),))
     text = format_check(snap, [])
     assert "pinned   4.0 GiB (est.) = 3% of effective RAM; write-combined 256.0 MiB (est.)" in text
     assert "kernel's count n/a" in text
@@ -40,7 +39,7 @@ def test_check_text_without_the_kernel_count():
 
 
 def test_process_table_node_column_n_a_without_placement():
-    lines = process_table([ProcessPinned(pid=1, pinned_bytes=GIB)], nodes=True)
+    lines = process_table([make.process(1, None, pinned_bytes=GIB)], nodes=True)
     assert "NODE" in lines[0] and " n/a " in lines[1]
 
 
@@ -87,11 +86,11 @@ def test_vm_locked_read_again_only_after_its_ttl(tmp_path):
     status.write_text("Name:\tpython\nVmLck:\t 1024 kB\n")
     clock = [0.0]
     reader = LockedReader(str(tmp_path), clock=lambda: clock[0])
-    row = ProcessPinned(pid=7, name="python")
-    assert reader.annotate([row])[0].vm_locked_bytes == MIB
+    row = make.process(7, "python")
+    assert reader.annotate([row])[0].held.vm_locked_bytes == MIB
     status.write_text("Name:\tpython\nVmLck:\t 2048 kB\n")
-    assert reader.annotate([row])[0].vm_locked_bytes == MIB  # cached
-    assert reader.annotate([ProcessPinned(pid=7, name="other")])[0].vm_locked_bytes == 2 * MIB  # pid reused
+    assert reader.annotate([row])[0].held.vm_locked_bytes == MIB  # cached
+    assert reader.annotate([make.process(7, "other")])[0].held.vm_locked_bytes == 2 * MIB  # pid reused
     clock[0] = LOCKED_TTL_S
-    assert reader.annotate([row])[0].vm_locked_bytes == 2 * MIB
+    assert reader.annotate([row])[0].held.vm_locked_bytes == 2 * MIB
     assert reader.annotate([ProcessPinned(pid=8)]) == [ProcessPinned(pid=8)]  # no such process: left alone

@@ -1,9 +1,9 @@
 """Rules on groups (a pod's container, a container, a Slurm job step, a systemd unit): pinned memory
 against the group's own memory limit, where the OOM killer acts, and OOM kills in a group that pins.
 
-A group's pinned bytes (``Cgroup.pinned_bytes``: its processes' pinned pages and ``VmPin``, charged to
-the group) plus its write-combined bytes, against the tightest ``memory.max`` on its path. A group
-with no limit is bounded by the host only (``pinned-ram-share``), so these rules stay silent there.
+A group's held bytes (``Cgroup.held.bytes``: its processes' pinned pages and ``VmPin``, charged to the
+group, and their write-combined bytes), against the tightest ``memory.max`` on its path. A group with
+no limit is bounded by the host only (``pinned-ram-share``), so these rules stay silent there.
 
 OOM kills come two ways: a live group's count (``cgroup-oom-kills``: kills since pinmon started, and
 the kernel's lifetime count of a group pinmon first sees), and the kernel's log (``oom-killed``:
@@ -13,66 +13,24 @@ rose, the second who was killed and how much of it was shared (pinned) memory.
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Sequence
 
 from ..model import Cgroup, OomKill, Snapshot
+from ..model.kinds import Severity
 from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_seconds
 from .rule import Found, rule
 from .thresholds import Thresholds
-
-KIND_WORDS = {"pod": "pod", "docker": "Docker container", "podman": "Podman container",
-              "slurm": "Slurm job", "systemd": "systemd unit", "cgroup": "cgroup"}
-# The word a collector's name of a group may start with, which the kind already says ("docker 1a2b...",
-# "pod 5e1c7a2b/7d3a...", "job 4711.0"): left out where the kind's own words come first.
-_NAME_LEAD = {"pod": "pod ", "docker": "docker ", "podman": "podman ", "slurm": "job "}
-_SHORT_WORDS = {"pod": "pod", "docker": "docker", "podman": "podman", "slurm": "job", "systemd": "unit",
-                "cgroup": "cgroup"}
 
 _RECLAIM = ("Pinned pages are charged to the group of the process that pinned them and cannot be"
             " swapped out or reclaimed, so the group's limit binds long before the host's RAM does.")
 
 
-def group_name(g: "Cgroup | OomKill") -> str:
-    """A group's name without a leading word its kind says: "ml/trainer/worker", "1a2b3c4d5e6f", "4711.0"."""
-    lead = _NAME_LEAD.get(g.kind)
-    if lead and g.name.startswith(lead) and len(g.name) > len(lead):
-        return g.name[len(lead):]
-    return g.name
-
-
-def group_subject(g: "Cgroup | OomKill") -> str:
-    """How a finding names a group, each kind once: "pod ns/pod/container", "Docker container 1a2b...",
-    "Slurm job 4711 step 0", "systemd unit x.service", "cgroup /path"."""
-    if g.kind == "slurm" and g.job:
-        return f"Slurm job {g.job}" + (f" step {g.step}" if g.step else "")
-    return f"{KIND_WORDS.get(g.kind, 'group')} {group_name(g)}"
-
-
-def group_short(g: "Cgroup | OomKill") -> str:
-    """The short form where room is scarce: "pod ns/pod/container", "docker 1a2b...", "job 4711.0",
-    "unit x.service", "cgroup /path"."""
-    if g.kind == "slurm" and g.job:
-        return f"job {g.job}" + (f".{g.step}" if g.step else "")
-    return f"{_SHORT_WORDS.get(g.kind, 'group')} {group_name(g)}"
-
-
-def held_bytes(g: Cgroup) -> Optional[int]:
-    """The group's pinned and write-combined bytes together; None when neither is known."""
-    if g.pinned_bytes is None and g.write_combined_bytes is None:
-        return None
-    return (g.pinned_bytes or 0) + (g.write_combined_bytes or 0)
-
-
 def _largest_process(snap: Snapshot, g: Cgroup) -> str:
-    rows = [p for p in snap.processes if p.cgroup == g.key]
-    best = max(rows, key=lambda p: (p.pinned_bytes or 0) + (p.vm_pinned_bytes or 0) + (p.write_combined_bytes or 0),
-               default=None)
-    if best is None:
+    rows = [p for p in snap.processes if p.identity.cgroup == g.key]
+    best = max(rows, key=lambda p: p.held.bytes or 0, default=None)
+    if best is None or not best.held.bytes:
         return ""
-    held = (best.pinned_bytes or 0) + (best.vm_pinned_bytes or 0) + (best.write_combined_bytes or 0)
-    if not held:
-        return ""
-    return f" Largest holder: pid {best.pid} ({best.name or 'n/a'}) with {fmt_bytes(held)}."
+    return f" Largest holder: pid {best.pid} ({best.identity.name or 'n/a'}) with {fmt_bytes(best.held.bytes)}."
 
 
 @rule("pinned-cgroup-share",
@@ -82,10 +40,11 @@ def _largest_process(snap: Snapshot, g: Cgroup) -> str:
       severities=("warning", "critical"))
 def pinned_cgroup_share(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
     for g in snap.cgroups:
-        held, limit = held_bytes(g), g.memory_limit_bytes
+        held, limit = g.held.bytes, g.limit.limit_bytes
         if not held or not limit:
             continue
         fraction = held / limit
+        severity: Severity
         if fraction > t.cgroup_pinned_critical_fraction:
             severity = "critical"
         elif fraction >= t.cgroup_pinned_warning_fraction:
@@ -93,10 +52,10 @@ def pinned_cgroup_share(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
         else:
             continue
         parts = []
-        if g.vm_pinned_bytes:
-            parts.append(f"{fmt_bytes(g.vm_pinned_bytes)} VmPin")
-        if g.write_combined_bytes:
-            parts.append(f"{fmt_bytes(g.write_combined_bytes)} write-combined")
+        if g.held.vm_pinned_bytes:
+            parts.append(f"{fmt_bytes(g.held.vm_pinned_bytes)} VmPin")
+        if g.held.write_combined_bytes:
+            parts.append(f"{fmt_bytes(g.held.write_combined_bytes)} write-combined")
         of_which = f" (of which {', '.join(parts)})" if parts else ""
         message = (f"pinned {fmt_bytes(held)}{of_which} = {fmt_pct(fraction)} of its {fmt_bytes(limit)}"
                    f" memory limit, over {fmt_int(g.processes)} process{'es' if g.processes != 1 else ''}")
@@ -104,10 +63,10 @@ def pinned_cgroup_share(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
                   f" has free. Raise the group's memory limit (the pod's resources.limits.memory,"
                   f" docker --memory, Slurm --mem) or pin less: cap pinned pools, pin only staging buffers"
                   f" that are reused for transfers." + _largest_process(snap, g))
-        yield Found(severity, message, advice, subject=group_subject(g), cgroup=g.key, kind=g.kind,
+        yield Found(severity, message, advice, subject=g.subject, cgroup=g.key, kind=g.kind,
                     pinned_bytes=held, memory_limit_bytes=limit, fraction=fraction,
-                    vm_pinned_bytes=g.vm_pinned_bytes, write_combined_bytes=g.write_combined_bytes,
-                    memory_current_bytes=g.memory_current_bytes)
+                    vm_pinned_bytes=g.held.vm_pinned_bytes, write_combined_bytes=g.held.write_combined_bytes,
+                    memory_current_bytes=g.limit.current_bytes)
 
 
 @rule("cgroup-oom-kills",
@@ -120,16 +79,20 @@ def cgroup_oom_kills(history: Sequence[Snapshot], t: Thresholds) -> Iterator[Fou
     for snap in history:
         for g in snap.cgroups:
             latest[g.key] = g
-            h = held_bytes(g)
+            h = g.held.bytes
             if h:
                 held[g.key] = max(held.get(g.key, 0), h)
     for key, g in latest.items():
-        if key not in held or g.oom_kills is None or g.oom_kills_at_start is None:
+        if key not in held:
             continue
-        kills, before = g.oom_kills - g.oom_kills_at_start, g.oom_kills_at_start
+        lim = g.limit
+        if lim.oom_kills is None or lim.oom_kills_at_start is None:
+            continue
+        kills, before = lim.oom_kills - lim.oom_kills_at_start, lim.oom_kills_at_start
         if kills <= 0 and before <= 0:
             continue
-        limit = f" at its {fmt_bytes(g.memory_limit_bytes)} memory limit" if g.memory_limit_bytes else ""
+        limit = f" at its {fmt_bytes(lim.limit_bytes)} memory limit" if lim.limit_bytes else ""
+        severity: Severity
         if kills > 0:
             severity = "critical"
             earlier = f" ({fmt_int(before)} more before)" if before > 0 else ""
@@ -143,14 +106,9 @@ def cgroup_oom_kills(history: Sequence[Snapshot], t: Thresholds) -> Iterator[Fou
         advice = (f"{_RECLAIM} When the group's memory runs out, the kernel cannot take those pages back,"
                   f" so it kills a process instead. Raise the group's memory limit or pin less; check the"
                   f" group's pinned share (pinned-cgroup-share) before the job runs again.")
-        yield Found(severity, message, advice, subject=group_subject(g), cgroup=key, kind=g.kind,
+        yield Found(severity, message, advice, subject=g.subject, cgroup=key, kind=g.kind,
                     oom_kills=kills, oom_kills_before=before, held_pinned_bytes=held[key],
-                    memory_limit_bytes=g.memory_limit_bytes)
-
-
-def kill_subject(k: OomKill) -> str:
-    """How a finding names a killed process's group: as ``group_subject`` names a live one."""
-    return group_subject(k)
+                    memory_limit_bytes=lim.limit_bytes)
 
 
 def _kill_sentence(k: OomKill, now: float) -> str:
@@ -194,7 +152,7 @@ def oom_killed(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
             advice = ("The group's memory ran out and the kernel killed a process in it. Shared memory (where"
                       " pinned memory is) was a small part of the killed process, so pinned memory was"
                       " likely not the main consumer; raise the group's memory limit or find what grew.")
-        yield Found("critical" if pinned else "warning", message, advice, subject=kill_subject(latest),
+        yield Found("critical" if pinned else "warning", message, advice, subject=latest.subject,
                     cgroup=latest.key, kind=latest.kind, oom_kills=len(kills), pid=latest.pid,
                     time=latest.time, memory_limit_bytes=latest.memory_limit_bytes,
                     limit_source=latest.limit_source, shmem_rss_bytes=latest.shmem_rss_bytes,

@@ -8,14 +8,17 @@ from ..model import ProbeResult, ProcessPinned, Snapshot
 
 
 def process_subject(p: ProcessPinned) -> str:
-    return f"pid {p.pid} ({p.name})" if p.name else f"pid {p.pid}"
+    name = p.identity.name
+    return f"pid {p.pid} ({name})" if name else f"pid {p.pid}"
 
 
 def source_label(p: ProcessPinned) -> str:
-    """"(traced)" or "(traced, CUPTI)" for figures an in-process tracer reported, "(est.)" for
-    /proc/PID/maps estimates."""
+    """"(traced)" or "(traced, CUPTI)" for figures an in-process tracer reported, "(attached)" for
+    uprobes' figures, "(est.)" for /proc/PID/maps estimates."""
     if p.source == "traced":
-        return "(traced, CUPTI)" if p.trace_engine == "cupti" else "(traced)"
+        return "(traced, CUPTI)" if p.instrument == "cupti" else "(traced)"
+    if p.source == "attached":
+        return "(attached)"
     return "(est.)"
 
 

@@ -1,9 +1,9 @@
 """Rule ``slow-pinned-copies``: a traced process's own pinned copies ran well below what the probe
 measured on the same GPU and direction (CUPTI figures only: the GPU time of each copy).
 
-Inputs (``ProcessPinned``): ``h2d/d2h_pinned_bulk_bytes_per_s`` and ``..._busy_s`` (copies of 1 MiB
-or more from or to pinned memory, bytes over their GPU time, in the tracer's window),
-``copy_gpu_pci_bus_id``; the latest successful probe of that GPU. Silent when any is missing.
+Inputs (``ProcessPinned.copies``): ``bulk`` (per direction, copies of 1 MiB or more from or to pinned
+memory: bytes over their GPU time and that GPU time, in the tracer's window) and the GPU they went to
+(``Snapshot.copy_gpu``); the latest successful probe of that GPU. Silent when any is missing.
 The finding names the likely causes with the numbers the snapshot has: other traffic on the link,
 the GPU's NUMA node (pinned buffers on another node cross the socket interconnect), and the share of
 the copies on the legacy default stream (serialised with that stream's kernels).
@@ -12,38 +12,15 @@ Silent too while the probe's own copies may be in the process's window (the prob
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator
 
 from ..model import Gpu, ProcessPinned, Snapshot
+from ..model.kinds import DIRECTIONS, Direction
 from ..units import fmt_pct, fmt_rate, fmt_seconds, fmt_share
 from .rule import Found, rule
 from .thresholds import Thresholds
 
 PROBE_QUIET_S = 10.0  # the tracer's window (5 s of GPU time) plus its report and poll delays
-
-
-def _bus_key(bus_id: Optional[str]) -> Optional[tuple]:
-    """(domain, bus, device, function) as numbers: NVML writes 8 domain digits, CUDA 4."""
-    if not bus_id:
-        return None
-    try:
-        domain, bus, rest = bus_id.strip().split(":")
-        dev, fn = rest.split(".")
-        return int(domain, 16), int(bus, 16), int(dev, 16), int(fn, 16)
-    except ValueError:
-        return None
-
-
-def copy_gpu(snap: Snapshot, p: ProcessPinned) -> Optional[Gpu]:
-    """The GPU a process's bulk copies went to: by PCI bus id, else its only GPU, else the box's."""
-    key = _bus_key(p.copy_gpu_pci_bus_id)
-    if key is not None:
-        for g in snap.gpus:
-            if _bus_key(g.pci_bus_id) == key:
-                return g
-        return None
-    candidates = [g for g in snap.gpus if g.index in p.gpu_indices] if p.gpu_indices else list(snap.gpus)
-    return candidates[0] if len(candidates) == 1 else None
 
 
 @rule("slow-pinned-copies",
@@ -52,16 +29,17 @@ def copy_gpu(snap: Snapshot, p: ProcessPinned) -> Optional[Gpu]:
       over="processes", thresholds=("slow_copy_fraction", "slow_copy_min_busy_s"))
 def slow_pinned_copies(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Iterator[Found]:
     probe = snap.probe
-    if probe is None or probe.status != "ok":
+    if probe is None or probe.status != "ok" or p.copies is None:
         return
     if snap.time - (probe.time + (probe.duration_s or 0.0)) < PROBE_QUIET_S:
         return
-    for d in ("h2d", "d2h"):
-        rate = getattr(p, f"{d}_pinned_bulk_bytes_per_s")
-        busy = getattr(p, f"{d}_pinned_bulk_busy_s")
+    for d in DIRECTIONS:
+        bulk = p.copies.bulk_of(d)
+        rate = bulk.achieved_bytes_per_s if bulk is not None else None
+        busy = bulk.busy_s if bulk is not None else None
         if rate is None or busy is None or busy < t.slow_copy_min_busy_s:
             continue
-        gpu = copy_gpu(snap, p)
+        gpu = snap.copy_gpu(p)
         if gpu is None or (probe.gpu_index is not None and probe.gpu_index != gpu.index):
             continue
         ref = probe.rate(d, "pinned")
@@ -70,14 +48,14 @@ def slow_pinned_copies(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Itera
         yield _found(p, d, rate, busy, ref, gpu)
 
 
-def _found(p: ProcessPinned, d: str, rate: float, busy: float, ref: float, gpu: Gpu) -> Found:
+def _found(p: ProcessPinned, d: Direction, rate: float, busy: float, ref: float, gpu: Gpu) -> Found:
     label = "H2D" if d == "h2d" else "D2H"
     message = (f"{label} copies of 1 MiB+ from pinned memory ran at {fmt_rate(rate)} (CUPTI, {fmt_seconds(busy)} of"
                f" copying), {fmt_share(rate, ref)} of the {fmt_rate(ref)} the probe measured on GPU {gpu.index}")
     causes: list[str] = []
     values: dict[str, object] = {}
     link = gpu.pcie.rx_bytes_per_s if d == "h2d" else gpu.pcie.tx_bytes_per_s
-    own = p.h2d_copy_bytes_per_s if d == "h2d" else p.d2h_copy_bytes_per_s
+    own = p.copies.bytes_per_s(d) if p.copies is not None else None
     if link is not None:
         other = max(link - (own or 0.0), 0.0)
         # TX is not only device-to-host data: a host-to-device DMA makes the GPU send its read
@@ -95,7 +73,7 @@ def _found(p: ProcessPinned, d: str, rate: float, busy: float, ref: float, gpu: 
     else:
         causes.append("NUMA-remote buffers: pinned buffers on another node than the GPU's cross the socket"
                       " interconnect (`nvidia-smi topo -m` shows the GPU's node)")
-    share = p.pinned_bulk_default_stream_share
+    share = p.copies.default_stream_share if p.copies is not None else None
     if share is not None:
         causes.append(f"the default stream: {fmt_pct(share)} of these bytes went over the legacy default"
                       f" stream, where each copy waits for that stream's kernels and they for it (copy on a"

@@ -4,13 +4,15 @@ a CUDA process mistakes for pinned, pinned pages on the wrong NUMA node.
 
 Figures in messages are labelled "(est.)" when they come from /proc/PID/maps estimates, "(kernel's
 count)" for the kernel's exact count of pinned pages, and "(traced)" when an in-process tracer
-reported them.
+reported them. What a process holds is its held bytes (``HeldMemory.bytes``: pinned, write-combined
+and VmPin), the figure the views show and sort by.
 """
 from __future__ import annotations
 
 from typing import Iterable, Iterator, Optional, Sequence
 
 from ..model import HostMemory, ProcessPinned, Snapshot
+from ..model.kinds import Severity
 from ..units import fmt_bytes, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, node_key, printable
 from .common import probe_ok, process_subject, source_label
 from .rule import Found, rule
@@ -18,15 +20,16 @@ from .thresholds import Thresholds
 
 
 def _top_pinned(processes: Sequence[ProcessPinned]) -> Optional[ProcessPinned]:
-    rows = [p for p in processes if p.pinned_bytes]
-    return max(rows, key=lambda p: p.pinned_bytes or 0) if rows else None  # each row's is set
+    """The process holding the most (held bytes), if any holds some."""
+    rows = [p for p in processes if p.held.bytes]
+    return max(rows, key=lambda p: p.held.bytes or 0) if rows else None  # each row's is set
 
 
 def _top_holder_sentence(processes: Sequence[ProcessPinned]) -> str:
     top = _top_pinned(processes)
     if top is None:
         return ""
-    return f" Largest holder: {process_subject(top)} with {fmt_bytes(top.pinned_bytes)} {source_label(top)}."
+    return f" Largest holder: {process_subject(top)} with {fmt_bytes(top.held.bytes)} {source_label(top)}."
 
 
 @rule("pinned-ram-share",
@@ -39,6 +42,7 @@ def pinned_ram_share(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
     if share is None:
         return
     pinned, limit, fraction, what, of_what, source = share
+    severity: Severity
     if fraction > t.pinned_ram_critical_fraction:
         severity = "critical"
     elif fraction >= t.pinned_ram_warning_fraction:
@@ -54,7 +58,7 @@ def pinned_ram_share(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
                 pinned_bytes=pinned, effective_mem_limit_bytes=limit, fraction=fraction,
                 kernel_count=1 if source == "kernel" else 0,
                 top_pid=top.pid if top else None,
-                top_pinned_bytes=top.pinned_bytes if top else None)
+                top_pinned_bytes=top.held.bytes if top else None)
 
 
 def _pinned_source(host: HostMemory) -> str:
@@ -181,8 +185,7 @@ def pinned_growth(history: Sequence[Snapshot], t: Thresholds) -> Iterator[Found]
     start_s = end_s - t.growth_window_s
     # Only a process holding more than the minimum now can qualify; the advisor runs every second
     # over ten minutes of history, so the others are not looked up at all.
-    candidates = [p for p in snap.processes
-                  if p.pinned_bytes is not None and p.pinned_bytes > t.growth_min_bytes]
+    candidates = [p for p in snap.processes if (p.held.bytes or 0) > t.growth_min_bytes]
     if not candidates:
         return
     window = [s for s in history if start_s <= s.time <= end_s]
@@ -244,15 +247,17 @@ def _pinned_by_pid(window: Sequence[Snapshot], pids: set[int]) -> dict[int, list
 
 
 def _pinned_samples(rows: Sequence[tuple[float, ProcessPinned]], latest: ProcessPinned) -> list[tuple[float, int]]:
-    """(time, pinned bytes) of this process from its rows in the window, oldest first."""
+    """(time, held bytes) of this process from its rows in the window, oldest first."""
     samples: list[tuple[float, int]] = []
+    name = latest.identity.name
     for time_s, p in rows:
-        if p.pinned_bytes is None:
+        held = p.held.bytes
+        if held is None:
             continue
-        if p.name and latest.name and p.name != latest.name:
+        if p.identity.name and name and p.identity.name != name:
             samples = []  # the pid was reused by another program: its history does not count
             continue
-        samples.append((time_s, p.pinned_bytes))
+        samples.append((time_s, held))
     return samples
 
 
@@ -275,10 +280,10 @@ def pinned_unattributed(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
     message = (f"{fmt_bytes(unattributed)} ({fmt_pct(fraction)}) of the {fmt_bytes(kernel)} the kernel counts as"
                f" pinned is explained by no process; CUDA processes' pinned mappings and VmPin (io_uring,"
                f" RDMA) explain {fmt_bytes(explained)}")
-    claimed = [p for p in snap.processes if p.source == "traced" and p.registered_bytes]
+    claimed = [p for p in snap.processes if p.source == "traced" and p.held.registered_bytes]
     if claimed:
-        top = max(claimed, key=lambda p: p.registered_bytes or 0)
-        message += (f"; tracer reports say {fmt_bytes(sum(p.registered_bytes or 0 for p in claimed))} is"
+        top = max(claimed, key=lambda p: p.held.registered_bytes or 0)
+        message += (f"; tracer reports say {fmt_bytes(sum(p.held.registered_bytes or 0 for p in claimed))} is"
                     f" registered (cudaHostRegister), the most by {process_subject(top)}")
     if _in_limited_cgroup(host):
         message += " (the kernel's count is host-wide: memory pinned outside this cgroup is in it)"
@@ -298,7 +303,7 @@ def pinned_unattributed(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
       over="processes", thresholds=("mlock_min_bytes",))
 def mlock_not_pinned(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Iterator[Found]:
     """A CUDA process holding mlock()ed memory: locked is not pinned for the CUDA driver."""
-    locked = p.vm_locked_bytes
+    locked = p.held.vm_locked_bytes
     if locked is None or locked < t.mlock_min_bytes:
         return
     probe = probe_ok(snap)
@@ -314,7 +319,7 @@ def mlock_not_pinned(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Iterato
               " GB/s from pinned buffers)." + rates + " Register the buffer with cudaHostRegister"
               " (`cupy.cuda.runtime.hostRegister`, `torch.cuda.cudart().cudaHostRegister`) or allocate it"
               " pinned (`tensor.pin_memory()`, cudaHostAlloc); then the mlock() is not needed.")
-    yield Found("warning", message, advice, pid=p.pid, vm_locked_bytes=locked, pinned_bytes=p.pinned_bytes)
+    yield Found("warning", message, advice, pid=p.pid, vm_locked_bytes=locked, pinned_bytes=p.held.pinned_bytes)
 
 
 def _node_list(nodes: Iterable[str]) -> str:
@@ -329,11 +334,12 @@ def pinned_numa_remote(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Itera
     """A process whose pinned pages sit on a NUMA node other than that of the GPUs it uses."""
     if snap.host.numa_nodes is not None and len(snap.host.numa_nodes) < 2:
         return
-    by_node = p.pinned_bytes_by_node
-    if not by_node or not p.gpu_indices:
+    by_node = p.placement.pinned_bytes_by_node
+    gpu_indices = p.placement.gpu_indices
+    if not by_node or not gpu_indices:
         return
     gpu_node = {g.index: g.numa_node for g in snap.gpus if g.numa_node is not None and not g.lost}
-    local = {str(gpu_node[i]) for i in p.gpu_indices if i in gpu_node}
+    local = {str(gpu_node[i]) for i in gpu_indices if i in gpu_node}
     if not local:
         return
     total = sum(v for v in by_node.values() if v > 0)
@@ -343,7 +349,7 @@ def pinned_numa_remote(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Itera
     fraction = remote / total
     if remote < t.numa_remote_min_bytes or fraction < t.numa_remote_min_fraction:
         return
-    gpus = ", ".join(f"gpu{i} (node{gpu_node[i]})" for i in p.gpu_indices if i in gpu_node)
+    gpus = ", ".join(f"gpu{i} (node{gpu_node[i]})" for i in gpu_indices if i in gpu_node)
     split = fmt_nodes(by_node)
     remote_nodes = _node_list(n for n, v in by_node.items() if n not in local and v > 0)
     message = (f"{fmt_bytes(remote)} ({fmt_pct(fraction)}) of its pinned pages sit on {remote_nodes},"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..model import Gpu, Snapshot
+from ..model.kinds import Severity
 from ..units import fmt_int, fmt_link, fmt_rate, printable
 from .common import lspci_target
 from .rule import Found, rule
@@ -87,7 +88,7 @@ def pcie_errors(g: Gpu, snap: Snapshot, t: Thresholds) -> Iterator[Found]:
         parts.append(f"errors +{fmt_int(errors)}")
     # The link passes through Recovery on every speed change, and idle GPUs change speed for
     # power saving all the time, so recoveries alone are a lead, not a fault.
-    severity = "warning" if replay > 0 or errors > 0 else "info"
+    severity: Severity = "warning" if replay > 0 or errors > 0 else "info"
     message = "PCIe counters rose since pinmon started: " + ", ".join(parts)
     if severity == "info":
         message += " (the link also retrains on every power-saving speed change, so recoveries alone are not a fault)"

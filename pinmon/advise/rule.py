@@ -25,12 +25,13 @@ from dataclasses import MISSING, Field, dataclass, fields
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from ..model import Finding, Snapshot
+from ..model.kinds import SEVERITIES, Severity
 from ..units import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
 from .common import process_subject
 from .thresholds import Thresholds
 
 SCOPES = ("snapshot", "gpus", "processes", "history")
-SEVERITIES = ("info", "warning", "critical")  # what a finding can be; model.SEVERITY_RANK grades them
+# SEVERITIES (model.kinds): what a finding can be; model.SEVERITY_RANK grades them.
 
 
 class Found:
@@ -39,7 +40,7 @@ class Found:
 
     __slots__ = ("severity", "message", "advice", "subject", "values")
 
-    def __init__(self, severity: str, message: str, advice: str, subject: Optional[str] = None,
+    def __init__(self, severity: Severity, message: str, advice: str, subject: Optional[str] = None,
                  **values: object):
         self.severity = severity
         self.message = message
@@ -48,7 +49,7 @@ class Found:
         self.values = {k: v for k, v in values.items() if v is not None}
 
     @classmethod
-    def with_values(cls, severity: str, message: str, advice: str, values: Mapping[str, object],
+    def with_values(cls, severity: Severity, message: str, advice: str, values: Mapping[str, object],
                     subject: Optional[str] = None) -> Found:
         """A ``Found`` whose figures come as a mapping: figures gathered while the message is built,
         or named at run time."""

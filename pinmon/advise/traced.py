@@ -42,7 +42,10 @@ def _at(site: Optional[str], verb: str = "at") -> str:
       " (allocate once, reuse)",
       over="processes", thresholds=("small_alloc_rate_per_s", "small_alloc_median_bytes"))
 def pinned_small_allocs(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Iterator[Found]:
-    rate, median = p.pinned_allocs_per_s, p.median_alloc_bytes
+    allocs = p.allocations
+    if allocs is None:
+        return
+    rate, median = allocs.per_s, allocs.median_bytes
     if rate is None or median is None:
         return
     if rate < t.small_alloc_rate_per_s or median >= t.small_alloc_median_bytes:
@@ -90,11 +93,12 @@ _WC_ADVICE = ("Drop cudaHostAllocWriteCombined for buffers the CPU reads or that
       "traced: device-to-host copies into write-combined memory, read uncached (info, any process: holds it)",
       over="processes", severities=("warning", "info"))
 def wc_cpu_readback(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Iterator[Found]:
-    wc_bytes = p.write_combined_bytes
-    if p.wc_readbacks is not None and p.wc_readbacks > 0:
+    wc_bytes = p.held.write_combined_bytes
+    readbacks = p.copies.wc_readbacks if p.copies is not None else None
+    if readbacks is not None and readbacks > 0:
         # The tracer counts device-to-host copies into write-combined memory (a CPU load cannot
         # be seen from Python): each lands in a buffer the CPU then reads, uncached.
-        copies = p.wc_readbacks
+        copies = readbacks
         site = _site(p, "wc_readback")
         held = f" ({fmt_bytes(wc_bytes)} held now)" if wc_bytes else ""
         message = (f"{fmt_int(copies)} device-to-host {'copy' if copies == 1 else 'copies'} {source_label(p)}"
@@ -129,7 +133,7 @@ def _probe_cpu_read(probe: ProbeResult, memory: str) -> Optional[float]:
 @rule("pageable-bulk-copies", "{pageable_copy_bytes_per_s} or more of host-device copies from pageable memory",
       over="processes", thresholds=("pageable_copy_bytes_per_s",))
 def pageable_bulk_copies(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Iterator[Found]:
-    rate = p.pageable_copy_bytes_per_s
+    rate = p.copies.pageable_bytes_per_s if p.copies is not None else None
     if rate is None or rate < t.pageable_copy_bytes_per_s:
         return
     speedup_text = ""
@@ -158,7 +162,7 @@ def pageable_bulk_copies(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Ite
       over="processes", thresholds=("rounding_waste_min_bytes", "rounding_waste_min_fraction"))
 def pinned_rounding_waste(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Iterator[Found]:
     """Pinned bytes held far above the bytes the program asked for (traced processes only)."""
-    allocated, requested = p.pinned_bytes, p.requested_pinned_bytes
+    allocated, requested = p.held.pinned_bytes, p.held.requested_bytes
     if allocated is None or requested is None or allocated <= 0 or requested > allocated:
         return
     waste = allocated - requested

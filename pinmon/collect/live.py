@@ -8,15 +8,15 @@ bus are counted once (host/pci.py), so a snapshot without NVML says whether ther
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
 from typing import Optional
 
 from ..limits import DEFAULT_OOM_LOOKBACK_S
-from ..model import GpuProcess, HostMemory, ProbeResult, ProcessPinned, Snapshot
+from ..model import GpuProcess, HeldMemory, HostMemory, ProbeResult, ProcessIdentity, ProcessPinned, Snapshot
 from ..model.probe_join import kept_probe, with_probe
+from ..model.serial import evolve
 from .cgroups.groups import GroupCollector
 from .cgroups.oom_kills import OomKillReader
 from .host.kmsg import KmsgReader
@@ -129,7 +129,7 @@ class LiveCollector:
         out = {}
         for r in est_rows:
             est = self.scanner.estimate(r.pid)
-            out[r.pid] = Backing(r.pinned_bytes or 0, est.nvidiactl_mmap_bytes if est is not None else 0)
+            out[r.pid] = Backing(r.held.pinned_bytes or 0, est.nvidiactl_mmap_bytes if est is not None else 0)
         return out
 
     def close(self) -> None:
@@ -163,12 +163,13 @@ def cap_rows_to_ram(rows: list[ProcessPinned], mem_total_bytes) -> list[ProcessP
         return rows
     out = []
     for r in rows:
-        c = cap_estimate(r.pinned_bytes or 0, r.write_combined_bytes or 0, None, mem_total_bytes)
+        held = r.held
+        c = cap_estimate(held.pinned_bytes or 0, held.write_combined_bytes or 0, None, mem_total_bytes)
         if c.capped:
-            r = dataclasses.replace(
-                r, pinned_bytes=None if r.pinned_bytes is None else c.pinned_bytes,
-                write_combined_bytes=None if r.write_combined_bytes is None else c.write_combined_bytes,
-                estimate_capped=True)
+            r = evolve(r, held=evolve(
+                held, pinned_bytes=None if held.pinned_bytes is None else c.pinned_bytes,
+                write_combined_bytes=None if held.write_combined_bytes is None else c.write_combined_bytes,
+                capped=True))
         out.append(r)
     return out
 
@@ -179,20 +180,21 @@ def with_vmpin(rows: list[ProcessPinned], vmpin: dict[int, int], describe,
     (an io_uring or RDMA user that maps no CUDA memory)."""
     if not vmpin:
         return rows
-    out = [dataclasses.replace(r, vm_pinned_bytes=vmpin[r.pid]) if r.pid in vmpin else r for r in rows]
+    out = [evolve(r, held=evolve(r.held, vm_pinned_bytes=vmpin[r.pid])) if r.pid in vmpin else r for r in rows]
     have = {r.pid for r in rows}
     for pid in sorted(vmpin):
         if pid in have or (only_pids is not None and pid not in only_pids):
             continue
         name, user, cmdline = describe(pid)
-        out.append(ProcessPinned(pid=pid, name=name, user=user, cmdline=cmdline, vm_pinned_bytes=vmpin[pid]))
+        out.append(ProcessPinned(pid=pid, identity=ProcessIdentity(name=name, user=user, cmdline=cmdline),
+                                 held=HeldMemory(vm_pinned_bytes=vmpin[pid])))
     return out
 
 
 def write_combined_total(rows, mem_total_bytes: Optional[int], mem_available_bytes: Optional[int]) -> int:
     """The rows' write-combined bytes in all, at most the memory in use (MemTotal - MemAvailable):
     they are the driver's pages, never available to anyone else."""
-    total = sum(r.write_combined_bytes or 0 for r in rows)
+    total = sum(r.held.write_combined_bytes or 0 for r in rows)
     if mem_total_bytes is not None and mem_available_bytes is not None:
         total = min(total, max(0, mem_total_bytes - mem_available_bytes))
     return total
@@ -209,7 +211,7 @@ def merge_gpu_processes(rows: list[ProcessPinned], gpus) -> list[ProcessPinned]:
         entries = by_pid.get(r.pid)
         if entries:
             mem = [gp.gpu_memory_bytes for _, gp in entries if gp.gpu_memory_bytes is not None]
-            r = dataclasses.replace(r, gpu_indices=tuple(i for i, _ in entries),
-                                    gpu_memory_bytes=sum(mem) if mem else None)
+            r = evolve(r, placement=evolve(r.placement, gpu_indices=tuple(i for i, _ in entries),
+                                           gpu_memory_bytes=sum(mem) if mem else None))
         out.append(r)
     return out

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from .group import group_short, group_subject
+from .kinds import GroupKind, LimitSource
 from .serial import Serial
 
 
@@ -27,7 +29,7 @@ class OomKill(Serial):
     # The group, named as live groups are (Cgroup's fields of the same names); key equals the key a
     # live group of that cgroup has. kind "unknown" where the log names no cgroup.
     key: Optional[str] = None
-    kind: str = "unknown"
+    kind: GroupKind = "unknown"
     name: str = "n/a"
     job: Optional[str] = None                  # Slurm job id
     step: Optional[str] = None
@@ -40,11 +42,21 @@ class OomKill(Serial):
     path: Optional[str] = None                 # the victim's cgroup (task_memcg)
     limit_path: Optional[str] = None           # the cgroup whose limit was hit (oom_memcg)
     memory_limit_bytes: Optional[int] = None   # that limit
-    limit_source: Optional[str] = None         # "kernel log": the limit logged at the kill; "cgroup": read since
+    limit_source: Optional[LimitSource] = None  # "kernel log": the limit logged at the kill; "cgroup": read since
     total_vm_bytes: Optional[int] = None
     anon_rss_bytes: Optional[int] = None
     file_rss_bytes: Optional[int] = None
     shmem_rss_bytes: Optional[int] = None      # shared memory resident at the kill: CUDA's pinned memory is here
+
+    @property
+    def subject(self) -> str:
+        """How a finding names the killed process's group, as ``Cgroup.subject`` names a live one."""
+        return group_subject(self.kind, self.name, self.job, self.step)
+
+    @property
+    def short(self) -> str:
+        """Its group's name where room is scarce, as ``Cgroup.short``."""
+        return group_short(self.kind, self.name, self.job, self.step)
 
     @property
     def rss_bytes(self) -> Optional[int]:

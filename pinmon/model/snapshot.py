@@ -1,4 +1,8 @@
-"""The snapshot model: plain frozen dataclasses and the one JSON schema, ``pinmon.snapshot/1``.
+"""The snapshot model: plain frozen dataclasses and the one JSON schema, ``pinmon.snapshot/2``.
+
+A process row (``ProcessPinned``) and a group (``Cgroup``) are built of records of their own
+(``process.py``, ``group.py``); the closed sets of words are ``Literal`` types (``kinds.py``). A
+``pinmon.snapshot/1`` document is turned into a ``/2`` one before it is read (``migrate.py``).
 
 Everything downstream of collection (advisor, check report, ``--json``, recordings, replay, TUI,
 exporter) reads these types and nothing else, so a recorded snapshot and a live one are
@@ -15,13 +19,28 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .group import Cgroup
+from .kinds import (
+    Direction,
+    MeasurementKind,
+    PcieMethod,
+    PinnedTotalSource,
+    ProbeKind,
+    ProbeMemory,
+    ProbeStatus,
+    Severity,
+    SnapshotOrigin,
+    Status,
+)
+from .migrate import SNAPSHOT_SCHEMA_V1, snapshot_v1_to_v2
 from .oom import OomKill
+from .process import ProcessPinned
 from .serial import SchemaError, Serial, from_dict_of, to_json
 
-SNAPSHOT_SCHEMA = "pinmon.snapshot/1"
+SNAPSHOT_SCHEMA = "pinmon.snapshot/2"
 CHECK_SCHEMA = "pinmon.check/1"
 
-SEVERITY_RANK = {"ok": 0, "info": 0, "warning": 1, "critical": 2}
+SEVERITY_RANK: dict[str, int] = {"ok": 0, "info": 0, "warning": 1, "critical": 2}
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -50,7 +69,7 @@ class HostMemory(Serial):
     # The best figure of all pinned memory: kernel's count + write-combined (est.) where the kernel
     # counts pins ("kernel"), else pinned (est.) + write-combined (est.) ("est.").
     pinned_bytes_total: Optional[int] = None
-    pinned_bytes_source: Optional[str] = None
+    pinned_bytes_source: Optional[PinnedTotalSource] = None
     # The kernel's count minus what the process rows explain (never below 0); None without the count.
     unattributed_pinned_bytes: Optional[int] = None
     numa_nodes: Optional[tuple[int, ...]] = None  # online NUMA node ids
@@ -88,7 +107,7 @@ class Link(Serial):
 
 
 # PCIe methods that count every link byte over the interval (see Pcie.method).
-EXACT_PCIE_METHODS = frozenset({"gpm", "counters"})
+EXACT_PCIE_METHODS: frozenset[Optional[str]] = frozenset({"gpm", "counters"})
 
 
 @dataclass(frozen=True)
@@ -98,7 +117,7 @@ class Pcie(Serial):
     # "gpm": exact link bytes from chained GPM samples (Hopper and newer); "counters": exact link
     # bytes from NVML's cumulative 32-bit counters; "sampled": NVML's 20 ms throughput sample
     # extrapolated; None: no reading.
-    method: Optional[str] = None
+    method: Optional[PcieMethod] = None
     rx_bytes: Optional[int] = None  # link bytes over the interval (exact methods only)
     tx_bytes: Optional[int] = None
     interval_s: Optional[float] = None
@@ -143,110 +162,13 @@ class Gpu(Serial):
 
 
 @dataclass(frozen=True)
-class ProcessPinned(Serial):
-    pid: int
-    name: Optional[str] = None
-    user: Optional[str] = None
-    cmdline: Optional[str] = None
-    pinned_bytes: Optional[int] = None
-    write_combined_bytes: Optional[int] = None
-    # "est." from /proc/PID/maps, "traced" from an in-process tracer report (exact).
-    source: str = "est."
-    pinned_mappings: Optional[int] = None
-    # Pinned mappings that appeared or vanished since the previous scan (churn).
-    mappings_churn: Optional[int] = None
-    pinned_allocs_per_s: Optional[float] = None
-    median_alloc_bytes: Optional[int] = None
-    wc_readbacks: Optional[int] = None
-    pageable_copy_bytes_per_s: Optional[float] = None
-    registered_bytes: Optional[int] = None
-    requested_pinned_bytes: Optional[int] = None
-    gpu_memory_bytes: Optional[int] = None
-    gpu_indices: tuple[int, ...] = ()
-    # The tracer's call site (file:line) per behaviour: "alloc", "register", "rounding_waste",
-    # "pageable_copy", "wc_readback"; each finding names the site of its own behaviour. Untrusted
-    # text: shown through units.printable. A recording's older single "call_site" is not mapped to
-    # a category (it could be any of them) and is ignored with the other unknown keys.
-    call_sites: dict[str, str] = field(default_factory=dict)
-    # True when the figures were lowered to what the process has resident (its pinned-looking
-    # mappings are larger) or to RAM; see collect/processes/resident.py.
-    estimate_capped: bool = False
-    # {"node": bytes} of its pinned (/dev/zero) mappings' pages, from /proc/PID/numa_maps; multi-node hosts only.
-    pinned_bytes_by_node: Optional[dict[str, int]] = None
-    # VmLck from /proc/PID/status: mlock()ed bytes, which are not CUDA-pinned.
-    vm_locked_bytes: Optional[int] = None
-    # VmPin from /proc/PID/status: pages pinned through the kernel's own accounting (io_uring
-    # registered buffers, RDMA memory regions); CUDA's pinning does not move it.
-    vm_pinned_bytes: Optional[int] = None
-    # The key of its group in Snapshot.cgroups (pod container, container, Slurm step, unit, cgroup).
-    cgroup: Optional[str] = None
-    # Traced with CUPTI ("cupti") or the CuPy/PyTorch hooks alone ("hooks"); None: not traced.
-    trace_engine: Optional[str] = None
-    # From CUPTI, over the tracer's window (about 5 s of GPU time): this process's host<->device copy
-    # bytes per second of wall time, every host memory kind.
-    h2d_copy_bytes_per_s: Optional[float] = None
-    d2h_copy_bytes_per_s: Optional[float] = None
-    # Its copies of 1 MiB or more from/to pinned memory on one GPU (the one with the most such bytes):
-    # bytes over the GPU time they took (achieved rate), that GPU time, and the share of their bytes
-    # on the legacy default stream (serialised with the stream's kernels).
-    h2d_pinned_bulk_bytes_per_s: Optional[float] = None
-    h2d_pinned_bulk_busy_s: Optional[float] = None
-    d2h_pinned_bulk_bytes_per_s: Optional[float] = None
-    d2h_pinned_bulk_busy_s: Optional[float] = None
-    pinned_bulk_default_stream_share: Optional[float] = None
-    copy_gpu_pci_bus_id: Optional[str] = None  # that GPU, as CUDA names it ("0000:41:00.0")
-    # Traced: its copies per direction and host memory kind, keyed "h2d.pinned", "h2d.pageable",
-    # "d2h.pinned", "d2h.pageable" (see TRANSFER_KEYS), each {"bytes_per_s": over the tracer's window
-    # of wall time, "achieved_bytes_per_s": bytes over the GPU time of all its traced copies of that
-    # kind, "rate_p50"/"rate_p10": median and 10th percentile of per-copy rates}; the last three are
-    # CUPTI's (None with the hooks alone, which see no GPU time).
-    transfers: Optional[dict[str, dict[str, Optional[float]]]] = None
-
-
-TRANSFER_KEYS = ("h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable")
-TRANSFER_FIGURES = ("bytes_per_s", "achieved_bytes_per_s", "rate_p50", "rate_p10")
-
-
-@dataclass(frozen=True)
-class Cgroup(Serial):
-    """A group of processes under one memory limit: a pod's container, a Docker or Podman container,
-    a Slurm job step, a systemd unit, or a plain cgroup. Its text is printable and bounded."""
-
-    key: str                                  # stable identity; ProcessPinned.cgroup names it
-    kind: str                                 # "pod", "docker", "podman", "slurm", "systemd", "cgroup", "unknown"
-    name: str                                 # what to call it: "ns/pod/container", a job step, a unit, a path
-    path: Optional[str] = None                # its cgroup, as /proc/PID/cgroup writes it
-    pod: Optional[str] = None
-    namespace: Optional[str] = None
-    container: Optional[str] = None           # the container's name where the node says it
-    container_id: Optional[str] = None
-    pod_uid: Optional[str] = None
-    job: Optional[str] = None                 # Slurm job id
-    step: Optional[str] = None                # Slurm step: a number, "batch", "extern", "interactive"
-    unit: Optional[str] = None                # systemd unit
-    memory_limit_bytes: Optional[int] = None  # the tightest limit on its path; None: none (or unknown)
-    limit_path: Optional[str] = None          # the cgroup that sets that limit
-    memory_current_bytes: Optional[int] = None
-    oom_kills: Optional[int] = None           # the kernel's count of OOM kills in it
-    oom_kills_at_start: Optional[int] = None  # that count when pinmon first saw the group
-    pinned_bytes: Optional[int] = None        # its processes' pinned bytes (est. or traced) and VmPin
-    write_combined_bytes: Optional[int] = None
-    vm_pinned_bytes: Optional[int] = None     # of which VmPin (io_uring, RDMA)
-    processes: int = 0                        # its processes in the snapshot's rows
-    notes: tuple[str, ...] = ()               # why a figure is unknown
-    # The user owning the delegated subtree it sits in (user@UID.service, or a directory on its path
-    # not owned by root): its kind and ids are what that user named its cgroup, not the runtime's word.
-    delegated_uid: Optional[int] = None
-
-
-@dataclass(frozen=True)
 class ProbeMeasurement(Serial):
-    """One timed operation. ``kind``: "copy", "alloc", "free", "cpu_read", "cpu_write", "kernel_read"."""
+    """One timed operation (``kind``) on one kind of memory."""
 
-    kind: str
-    memory: str  # "pinned", "pageable", "write_combined", "mapped", "portable", "registered", "device"
+    kind: MeasurementKind
+    memory: ProbeMemory
     size_bytes: int
-    direction: Optional[str] = None  # "h2d" / "d2h" for copies
+    direction: Optional[Direction] = None  # for copies
     bytes_per_s: Optional[float] = None
     seconds: Optional[float] = None  # median time of one operation
     repeats: Optional[int] = None
@@ -258,9 +180,9 @@ class ProbeMeasurement(Serial):
 class ProbeResult(Serial):
     time: float
     gpu_index: Optional[int] = None
-    status: str = "ok"  # "ok" or "unavailable"
+    status: ProbeStatus = "ok"
     reason: Optional[str] = None
-    kind: str = "quick"  # "quick", "sweep", "modes"
+    kind: ProbeKind = "quick"
     link_theoretical_bytes_per_s: Optional[float] = None
     duration_s: Optional[float] = None
     max_pinned_bytes: Optional[int] = None
@@ -271,9 +193,9 @@ class ProbeResult(Serial):
     link_rx_bytes_per_s: Optional[float] = None
     link_tx_bytes_per_s: Optional[float] = None
     link_window_s: Optional[float] = None
-    link_method: Optional[str] = None
+    link_method: Optional[PcieMethod] = None
 
-    def rate(self, direction: str, memory: str, size_bytes: Optional[int] = None) -> Optional[float]:
+    def rate(self, direction: Direction, memory: ProbeMemory, size_bytes: Optional[int] = None) -> Optional[float]:
         """Bandwidth of the largest (or the given) copy of this direction and memory kind."""
         rows = [m for m in self.measurements
                 if m.kind == "copy" and m.direction == direction and m.memory == memory
@@ -286,7 +208,7 @@ class ProbeResult(Serial):
 @dataclass(frozen=True)
 class Finding(Serial):
     rule: str
-    severity: str
+    severity: Severity
     subject: str
     message: str
     advice: str
@@ -303,7 +225,7 @@ class Snapshot(Serial):
     probe: Optional[ProbeResult] = None
     notices: tuple[str, ...] = ()
     interval_s: Optional[float] = None
-    source: str = "live"  # "live", "replay" or "snapshot"
+    source: SnapshotOrigin = "live"
     # NVIDIA GPUs on the PCI bus (sysfs), counted without NVML; None when unknown.
     nvidia_pci_gpus: Optional[int] = None
     # Why NVML gives no GPU data (it could not start, or sees no GPU); None when it runs or was
@@ -324,12 +246,39 @@ class Snapshot(Serial):
         if not isinstance(data, dict):
             raise SchemaError(f"snapshot: expected an object, got {type(data).__name__}")
         schema = data.get("schema")
-        if schema != SNAPSHOT_SCHEMA:
-            raise SchemaError(f"snapshot: schema is {schema!r}, expected {SNAPSHOT_SCHEMA!r}")
+        if schema == SNAPSHOT_SCHEMA_V1:
+            data = snapshot_v1_to_v2(data)  # the one way a /1 document is read
+        elif schema != SNAPSHOT_SCHEMA:
+            raise SchemaError(f"snapshot: schema is {repr(schema)[:60]}, expected {SNAPSHOT_SCHEMA!r}"
+                              f" (or {SNAPSHOT_SCHEMA_V1!r})")
         return from_dict_of(cls, data, "snapshot")
 
+    def copy_gpu(self, p: ProcessPinned) -> Optional[Gpu]:
+        """The GPU a process's copies went to: the bus id its copies name, else its only GPU, else the
+        snapshot's only GPU; None where that does not settle it."""
+        bus = p.copies.gpu_pci_bus_id if p.copies is not None else None
+        key = bus_key(bus)
+        if key is not None:
+            return next((g for g in self.gpus if bus_key(g.pci_bus_id) == key), None)
+        used = p.placement.gpu_indices
+        candidates = [g for g in self.gpus if g.index in used] if used else list(self.gpus)
+        return candidates[0] if len(candidates) == 1 else None
 
-def worst_severity(findings: "typing.Iterable[Finding]") -> str:
+
+def bus_key(bus_id: Optional[str]) -> Optional[tuple[int, int, int, int]]:
+    """(domain, bus, device, function) of a PCI bus id as numbers: NVML writes 8 domain digits, CUDA 4."""
+    if not bus_id:
+        return None
+    try:
+        domain, bus, rest = bus_id.strip().split(":")
+        dev, fn = rest.split(".")
+        return int(domain, 16), int(bus, 16), int(dev, 16), int(fn, 16)
+    except ValueError:
+        return None
+
+
+def worst_severity(findings: "typing.Iterable[Finding]") -> Status:
     """"ok", "warning" or "critical" (info findings do not raise the status)."""
     rank = max((SEVERITY_RANK[f.severity] for f in findings), default=0)
-    return {0: "ok", 1: "warning", 2: "critical"}[rank]
+    statuses: dict[int, Status] = {0: "ok", 1: "warning", 2: "critical"}
+    return statuses[rank]

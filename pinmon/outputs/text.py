@@ -11,7 +11,6 @@ import textwrap
 import time
 from typing import Optional, Sequence
 
-from ..advise.cgroups import group_subject
 from ..model import Cgroup, Finding, Gpu, HostMemory, OomKill, ProcessPinned, Snapshot, worst_severity
 from ..units import fmt_bytes, fmt_int, fmt_link, fmt_main_node, fmt_nodes, fmt_rate, fmt_share, fmt_traffic, printable
 
@@ -72,43 +71,42 @@ def gpu_line(g: Gpu) -> str:
             f"    PCIe errors since start: {', '.join(errs) if errs else 'none'}")
 
 
-def held_bytes(p: ProcessPinned) -> int:
-    """A row's pinned, VmPin and write-combined bytes together: what it is sorted by."""
-    return (p.pinned_bytes or 0) + (p.vm_pinned_bytes or 0) + (p.write_combined_bytes or 0)
-
-
 def process_table(procs: Sequence[ProcessPinned], limit: int = 10, nodes: bool = False) -> list[str]:
-    """The top ``limit`` rows by pinned bytes; ``nodes``: a NODE column (multi-node hosts); a VMPIN
-    column where a row has VmPin (io_uring, RDMA)."""
-    rows = sorted(procs, key=lambda p: -held_bytes(p))[:limit]
+    """The top ``limit`` rows by held bytes (``HeldMemory.bytes``: pinned, write-combined and VmPin),
+    which PINNED shows; WC and VMPIN are parts of it. ``nodes``: a NODE column (multi-node hosts); a
+    VMPIN column where a row has VmPin (io_uring, RDMA)."""
+    rows = sorted(procs, key=lambda p: -(p.held.bytes or 0))[:limit]
     node_head = f" {'NODE':<9}" if nodes else ""
-    vmpin = any(p.vm_pinned_bytes for p in procs)
+    vmpin = any(p.held.vm_pinned_bytes for p in procs)
     vmpin_head = f" {'VMPIN':>10}" if vmpin else ""
     out = [f"{'PID':>7} {'USER':<10} {'PINNED':>10}{vmpin_head} {'WC':>10} {'MAPS':>5}{node_head} {'SRC':<6} COMMAND"]
     for p in rows:
-        node = f" {fmt_main_node(p.pinned_bytes_by_node):<9}" if nodes else ""
-        pin = f" {fmt_bytes(p.vm_pinned_bytes):>10}" if vmpin else ""
+        held, who = p.held, p.identity
+        node = f" {fmt_main_node(p.placement.pinned_bytes_by_node):<9}" if nodes else ""
+        pin = f" {fmt_bytes(held.vm_pinned_bytes):>10}" if vmpin else ""
         pid = p.pid if p.pid else "-"  # pid 0: a row read from a saved maps file, no process
-        out.append(f"{pid:>7} {printable(p.user, 10):<10} {fmt_bytes(p.pinned_bytes):>10}{pin}"
-                   f" {fmt_bytes(p.write_combined_bytes):>10} {fmt_int(p.pinned_mappings):>5}{node}"
-                   f" {printable(p.source, 6):<6} {printable(p.name, 30)}")
+        out.append(f"{pid:>7} {printable(who.user, 10):<10} {fmt_bytes(held.bytes):>10}{pin}"
+                   f" {fmt_bytes(held.write_combined_bytes):>10} {fmt_int(held.mappings):>5}{node}"
+                   f" {printable(p.source, 6):<6} {printable(who.name, 30)}")
     if len(procs) > limit:
         out.append(f"... and {len(procs) - limit} more")
     return out
 
 
 def group_head(g: Cgroup) -> str:
-    """A group's line: its name, its limit and its pinned share of that limit, OOM kills."""
-    held = (g.pinned_bytes or 0) + (g.write_combined_bytes or 0)
-    limit = (f"limit {fmt_bytes(g.memory_limit_bytes)}, pinned {fmt_bytes(held)} ="
-             f" {fmt_share(held, g.memory_limit_bytes)} of it") if g.memory_limit_bytes else \
-        f"no limit, pinned {fmt_bytes(held)}"
+    """A group's line: its name, its limit and its held share of that limit, OOM kills."""
+    held, limit_bytes = g.held.bytes or 0, g.limit.limit_bytes
+    capped = " (held to its memory in use)" if g.held.capped else ""
+    limit = (f"limit {fmt_bytes(limit_bytes)}, pinned {fmt_bytes(held)}{capped} ="
+             f" {fmt_share(held, limit_bytes)} of it") if limit_bytes else \
+        f"no limit, pinned {fmt_bytes(held)}{capped}"
     kills = ""
-    if g.oom_kills is not None and g.oom_kills_at_start is not None and g.oom_kills > g.oom_kills_at_start:
-        kills = f", {fmt_int(g.oom_kills - g.oom_kills_at_start)} OOM kill(s) since start"
-    elif g.oom_kills_at_start:
-        kills = f", {fmt_int(g.oom_kills_at_start)} OOM kill(s) before pinmon started"
-    return f"{printable(group_subject(g), 80)}: {limit}{kills}"
+    since = g.limit.oom_kills_since_start
+    if since:
+        kills = f", {fmt_int(since)} OOM kill(s) since start"
+    elif g.limit.oom_kills_at_start:
+        kills = f", {fmt_int(g.limit.oom_kills_at_start)} OOM kill(s) before pinmon started"
+    return f"{printable(g.subject, 80)}: {limit}{kills}"
 
 
 def grouped_process_lines(procs: Sequence[ProcessPinned], groups: Sequence[Cgroup], limit: int = 10,
@@ -119,7 +117,7 @@ def grouped_process_lines(procs: Sequence[ProcessPinned], groups: Sequence[Cgrou
         return process_table(procs, limit=limit, nodes=nodes)
     by_key: dict[Optional[str], list[ProcessPinned]] = {}
     for p in procs:
-        by_key.setdefault(p.cgroup, []).append(p)
+        by_key.setdefault(p.identity.cgroup, []).append(p)
     shown = [g for g in groups if g.key in by_key][:max_groups]
     out: list[str] = []
     for g in shown:

@@ -19,9 +19,10 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Literal, Optional, Sequence
 
 from ..model import ProbeMeasurement, ProbeResult
+from ..model.kinds import Direction, ProbeStatus
 from ..units import fmt_bytes, fmt_seconds
 from . import analysis, cuda
 from . import plan as P
@@ -269,7 +270,7 @@ def run_probe(kind: str = "quick", gpu_index: int = 0, max_pinned_bytes: Optiona
     wall_start = time.time()
     t0 = time.perf_counter()
 
-    def result(status: str, reason: Optional[str], rows: Sequence[ProbeMeasurement] = (),
+    def result(status: ProbeStatus, reason: Optional[str], rows: Sequence[ProbeMeasurement] = (),
                cap: Optional[int] = None) -> ProbeResult:
         return ProbeResult(time=wall_start, gpu_index=gpu_index, status=status, reason=reason, kind=kind,
                            link_theoretical_bytes_per_s=link_theoretical_bytes_per_s,
@@ -310,8 +311,8 @@ def run_probe(kind: str = "quick", gpu_index: int = 0, max_pinned_bytes: Optiona
         PROBE_LOCK.release()
 
 
-def measure_copies(sizes_bytes: Sequence[int], *, memory: str = "pinned",
-                   directions: Sequence[str] = ("h2d", "d2h"), repeats: Optional[int] = None,
+def measure_copies(sizes_bytes: Sequence[int], *, memory: Literal["pinned", "pageable"] = "pinned",
+                   directions: Sequence[Direction] = ("h2d", "d2h"), repeats: Optional[int] = None,
                    gpu_index: int = 0, max_pinned_bytes: Optional[int] = None) -> list[ProbeMeasurement]:
     """Copy bandwidth exactly as ``run_probe`` times it, for benchmarks: one host buffer of the
     largest size (``memory`` "pinned" or "pageable"), each size in each direction, ``repeats``

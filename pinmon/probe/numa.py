@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Callable, Optional, Sequence
 
 from ..model import ProbeMeasurement, ProbeResult
+from ..model.kinds import ProbeStatus
 from ..units import MIB, fmt_bytes, fmt_pct
 from . import cuda
 from . import plan as P
@@ -155,7 +156,7 @@ def run_numa_probe(gpu_index: int = 0, nodes: Sequence[int] = (), gpu_node: Opti
     wall_start = time.time()
     t0 = time.perf_counter()
 
-    def result(status: str, reason: Optional[str], rows: Sequence[ProbeMeasurement] = (),
+    def result(status: ProbeStatus, reason: Optional[str], rows: Sequence[ProbeMeasurement] = (),
                cap: Optional[int] = None) -> ProbeResult:
         return ProbeResult(time=wall_start, gpu_index=gpu_index, status=status, reason=reason, kind="numa",
                            link_theoretical_bytes_per_s=link_theoretical_bytes_per_s,

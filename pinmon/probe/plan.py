@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from ..model.kinds import Direction, MeasurementKind, ProbeKind, ProbeMemory
 from ..units import KIB, MIB, fmt_bytes
 
-KINDS = ("quick", "sweep", "alloc", "modes")
+KINDS: tuple[ProbeKind, ...] = ("quick", "sweep", "alloc", "modes")
 
 QUICK_SIZE_BYTES = 64 * MIB
 SWEEP_SIZES_BYTES: tuple[int, ...] = tuple(4 * KIB * 4 ** i for i in range(9))  # 4 KiB, 16 KiB, ... 256 MiB
@@ -82,16 +83,16 @@ class Step:
     steps with the same group share one set of buffers.
     """
 
-    op: str
-    memory: str
+    op: MeasurementKind
+    memory: ProbeMemory
     size_bytes: int
     repeats: int
     group: Group
-    direction: Optional[str] = None
+    direction: Optional[Direction] = None
 
     @property
     def label(self) -> str:
-        parts = [self.op, self.memory]
+        parts: list[str] = [self.op, self.memory]
         if self.direction:
             parts.append(self.direction)
         parts.append(fmt_bytes(self.size_bytes))
@@ -100,7 +101,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Plan:
-    kind: str
+    kind: ProbeKind
     cap_bytes: int
     steps: tuple[Step, ...]
     # Sentences for the result (e.g. "64 MiB capped to 32 MiB"); the engine puts them in notes.
@@ -120,17 +121,24 @@ def capped_size(want_bytes: int, cap_bytes: int) -> int:
     return _page_floor(min(want_bytes, cap_bytes))
 
 
-def _copy_steps(size: int, group: Group, directions: tuple[str, ...] = ("h2d", "d2h"),
-                memories: tuple[str, ...] = ("pinned", "pageable")) -> list[Step]:
+def _copy_steps(size: int, group: Group, directions: tuple[Direction, ...] = ("h2d", "d2h"),
+                memories: tuple[ProbeMemory, ...] = ("pinned", "pageable")) -> list[Step]:
     return [Step("copy", mem, size, copy_repeats(size), group, direction=d)
             for d in directions for mem in memories]
+
+
+def probe_kind(kind: str) -> ProbeKind:
+    """``kind`` as one of ``KINDS``; ValueError for any other."""
+    for k in KINDS:
+        if k == kind:
+            return k
+    raise ValueError(f"unknown probe kind {kind!r} (one of {', '.join(KINDS)})")
 
 
 def build_plan(kind: str, cap_bytes: int) -> Plan:
     """The steps of probe ``kind`` under a pinned cap of ``cap_bytes``. Raises ValueError for an
     unknown kind or a cap below one page."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown probe kind {kind!r} (one of {', '.join(KINDS)})")
+    kind = probe_kind(kind)
     if cap_bytes < PAGE_BYTES:
         raise ValueError(f"pinned cap of {cap_bytes} bytes is below one page")
     notes: list[str] = []

@@ -11,6 +11,7 @@ import time
 from typing import Callable, Optional, Sequence
 
 from ..model import ProbeMeasurement
+from ..model.kinds import Direction, MeasurementKind, ProbeMemory
 from . import cuda
 from .cupy_types import CudaStream, CuPy
 
@@ -56,8 +57,8 @@ def copy_samples(timer: EventTimer, host_ptr: int, device_ptr: int, size_bytes: 
     return timer.samples(launch, repeats)
 
 
-def rate_row(kind: str, memory: str, size_bytes: int, samples: Sequence[float],
-             direction: Optional[str] = None, note: Optional[str] = None) -> ProbeMeasurement:
+def rate_row(kind: MeasurementKind, memory: ProbeMemory, size_bytes: int, samples: Sequence[float],
+             direction: Optional[Direction] = None, note: Optional[str] = None) -> ProbeMeasurement:
     """One measurement of ``size_bytes`` moved in each sample: the median seconds and its rate."""
     median_s = statistics.median(samples)
     return ProbeMeasurement(kind=kind, memory=memory, size_bytes=size_bytes, direction=direction,
@@ -65,7 +66,8 @@ def rate_row(kind: str, memory: str, size_bytes: int, samples: Sequence[float],
                             seconds=median_s, repeats=len(samples), note=note)
 
 
-def cost_rows(kind: str, memory: str, size_bytes: int, samples: Sequence[float]) -> list[ProbeMeasurement]:
+def cost_rows(kind: MeasurementKind, memory: ProbeMemory, size_bytes: int,
+              samples: Sequence[float]) -> list[ProbeMeasurement]:
     """The first call and the median of the rest: notes "first" and "steady"."""
     rows = [ProbeMeasurement(kind=kind, memory=memory, size_bytes=size_bytes, seconds=samples[0],
                              repeats=1, note="first")]
@@ -76,7 +78,7 @@ def cost_rows(kind: str, memory: str, size_bytes: int, samples: Sequence[float])
     return rows
 
 
-def median_row(kind: str, memory: str, size_bytes: int, samples: Sequence[float],
+def median_row(kind: MeasurementKind, memory: ProbeMemory, size_bytes: int, samples: Sequence[float],
                note: Optional[str] = None) -> ProbeMeasurement:
     """The median seconds of ``samples`` as one measurement (no rate: nothing is moved)."""
     return ProbeMeasurement(kind=kind, memory=memory, size_bytes=size_bytes,

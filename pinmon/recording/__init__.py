@@ -1,6 +1,7 @@
 """Recordings: the one file format of pinmon's snapshots, its writer, its readers and its replay.
 
-A recording is JSON lines, one ``pinmon.snapshot/1`` object per line, gzip when the name ends in .gz.
+A recording is JSON lines, one ``pinmon.snapshot/2`` object per line (a ``/1`` line is read
+through ``model/migrate.py``), gzip when the name ends in .gz.
 
 - ``writer``: ``Recorder`` (and ``default_recording_path``);
 - ``reader``: ``RecordingReader``, ``read_snapshot_file`` and ``RecordingError``;

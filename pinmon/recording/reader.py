@@ -53,7 +53,7 @@ def _parse_json(text: "str | bytes | bytearray", where: str) -> object:
 
 
 def _snapshot_from(data: object, where: str) -> Snapshot:
-    """The snapshot a parsed ``pinmon.snapshot/1`` object holds; RecordingError naming ``where``."""
+    """The snapshot a parsed ``pinmon.snapshot`` object (/2, or /1 migrated) holds; RecordingError naming ``where``."""
     try:
         return Snapshot.from_dict(data)
     except SchemaError as e:

@@ -3,14 +3,13 @@
 "job 4711.0", "pod ns/pod/container").
 
 No Textual here. A process is named from its row in the snapshot, a group from its ``Cgroup``
-(``advise.cgroups``' words, the ones ``pinmon check`` prints); anything else by the finding's own
+(the model's words, ``Cgroup.subject`` and ``Cgroup.short``, the ones ``pinmon check`` prints); anything else by the finding's own
 subject, which is printable and bounded on the way out.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from ..advise.cgroups import group_short, group_subject
 from ..model import Finding, Snapshot
 from ..units import printable
 from .format import command_brief, name_text
@@ -29,7 +28,7 @@ def finding_subject(f: Finding, snapshot: Optional[Snapshot], short: bool = Fals
     if isinstance(key, str) and snapshot is not None:
         g = next((g for g in snapshot.cgroups if g.key == key), None)
         if g is not None:
-            return printable(group_short(g) if short else group_subject(g), SUBJECT_CHARS)
+            return printable(g.short if short else g.subject, SUBJECT_CHARS)
     subject = printable(f.subject, SUBJECT_CHARS)
     if subject.startswith("gpu") and subject[3:].isdigit():
         return f"GPU {subject[3:]}"

@@ -138,21 +138,23 @@ def _num(v: Optional[float]) -> float:
     return float("-inf") if v is None else float(v)
 
 
+# "pinned" is what a process holds in all (HeldMemory.bytes: pinned, write-combined and VmPin), the
+# figure its PINNED cell shows.
 SORT_COLUMNS: tuple[SortColumn, ...] = (
-    SortColumn("pinned", "pinned", True, lambda p: _num(p.pinned_bytes)),
-    SortColumn("wc", "write-combined", True, lambda p: _num(p.write_combined_bytes)),
-    SortColumn("churn", "churn", True, lambda p: _num(p.mappings_churn)),
-    SortColumn("gpu_mem", "GPU memory", True, lambda p: _num(p.gpu_memory_bytes)),
+    SortColumn("pinned", "pinned", True, lambda p: _num(p.held.bytes)),
+    SortColumn("wc", "write-combined", True, lambda p: _num(p.held.write_combined_bytes)),
+    SortColumn("churn", "churn", True, lambda p: _num(p.held.mappings_churn)),
+    SortColumn("gpu_mem", "GPU memory", True, lambda p: _num(p.placement.gpu_memory_bytes)),
     SortColumn("pid", "pid", False, lambda p: p.pid),
-    SortColumn("user", "user", False, lambda p: (p.user or "").lower()),
-    SortColumn("command", "command", False, lambda p: (p.cmdline or p.name or "").lower()),
+    SortColumn("user", "user", False, lambda p: (p.identity.user or "").lower()),
+    SortColumn("command", "command", False, lambda p: (p.identity.cmdline or p.identity.name or "").lower()),
 )
 
 
 def command_text(p: ProcessPinned, max_len: int = 200) -> str:
     """The command line (else the name) as one printable line: a ``python -c`` script's newlines
     become spaces and terminal escapes are shown, not sent."""
-    return printable(p.cmdline or p.name or None, max_len)
+    return printable(p.identity.cmdline or p.identity.name or None, max_len)
 
 
 # Programs that run a script named among their arguments: the script is what tells their rows apart.
@@ -168,10 +170,11 @@ def command_brief(p: ProcessPinned, max_len: int = 200) -> str:
     directory, and for an interpreter the script without its directory ("python3 train.py --lr 3"),
     or its module ("python3 -m pinmon.trace train.py"); the other arguments as they are. Falls back
     to the name when the command line is unknown (a kernel thread, a process that denied it)."""
-    line = printable(p.cmdline or None, 4096) if p.cmdline else ""
+    who = p.identity
+    line = printable(who.cmdline or None, 4096) if who.cmdline else ""
     args = line.split(" ") if line.strip() else []
     if not args:
-        return printable(p.name or None, max_len)
+        return printable(who.name or None, max_len)
     out = [_base(args[0])]
     rest = args[1:]
     if _INTERPRETER.match(out[0]):
@@ -199,11 +202,11 @@ def _base(arg: str) -> str:
 
 def name_text(p: ProcessPinned) -> str:
     """The process name (else the command line), one printable line."""
-    return printable(p.name or p.cmdline or None, 60)
+    return printable(p.identity.name or p.identity.cmdline or None, 60)
 
 
 def user_text(p: ProcessPinned) -> str:
-    return printable(p.user or None, 32)
+    return printable(p.identity.user or None, 32)
 
 
 def sort_processes(procs: Sequence[ProcessPinned], column: SortColumn) -> list[ProcessPinned]:
@@ -221,9 +224,9 @@ def filter_processes(procs: Sequence[ProcessPinned], text: str,
         return list(procs)
     names = group_names or {}
     return [p for p in procs
-            if needle in str(p.pid) or needle in (p.name or "").lower()
-            or needle in (p.user or "").lower() or needle in (p.cmdline or "").lower()
-            or needle in names.get(p.cgroup or "", "").lower()]
+            if needle in str(p.pid) or needle in (p.identity.name or "").lower()
+            or needle in (p.identity.user or "").lower() or needle in (p.identity.cmdline or "").lower()
+            or needle in names.get(p.identity.cgroup or "", "").lower()]
 
 
 # --- NUMA placement ------------------------------------------------------------------------------
@@ -235,14 +238,14 @@ def multi_node(host) -> bool:
 
 def node_cell(p: ProcessPinned) -> str:
     """"1 (75%)": the node holding most of the process's pinned pages, as ``pinmon check`` prints it."""
-    return fmt_main_node(p.pinned_bytes_by_node)
+    return fmt_main_node(p.placement.pinned_bytes_by_node)
 
 
 def local_share(p: ProcessPinned, gpus: Sequence[Gpu]) -> Optional[float]:
     """The share of the process's pinned pages on the NUMA nodes of the GPUs it uses; None where
     its placement, its GPUs or their nodes are unknown."""
-    by_node = p.pinned_bytes_by_node
-    nodes = {str(g.numa_node) for g in gpus if g.index in p.gpu_indices and g.numa_node is not None}
+    by_node = p.placement.pinned_bytes_by_node
+    nodes = {str(g.numa_node) for g in gpus if g.index in p.placement.gpu_indices and g.numa_node is not None}
     total = sum(v for v in by_node.values() if v > 0) if by_node else 0
     if not nodes or total <= 0:
         return None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..advise.cgroups import group_subject, held_bytes
 from ..model import Cgroup, Finding, ProcessPinned, Snapshot
 from ..units import fmt_bytes, fmt_int, fmt_share, printable, share
 from .detail_row import DetailRow
@@ -34,14 +33,8 @@ def group_severity(g: Cgroup, findings: Sequence[Finding]) -> Optional[str]:
 
 
 def limit_share(g: Cgroup) -> Optional[float]:
-    """Its pinned and write-combined bytes as a fraction of its memory limit; None without a limit."""
-    return share(held_bytes(g), g.memory_limit_bytes)
-
-
-def oom_kills_since_start(g: Cgroup) -> Optional[int]:
-    if g.oom_kills is None or g.oom_kills_at_start is None:
-        return None
-    return max(0, g.oom_kills - g.oom_kills_at_start)
+    """What it holds (``HeldMemory.bytes``) as a fraction of its memory limit; None without a limit."""
+    return share(g.held.bytes, g.limit.limit_bytes)
 
 
 def gone(g: Cgroup) -> bool:
@@ -53,22 +46,22 @@ def sort_groups(groups: Sequence[Cgroup], findings: Sequence[Finding]) -> list[C
     """Worst first: severity (an OOM-killed group that has gone among the first), then the live ones
     before the gone, then share of the limit, then bytes held."""
     return sorted(groups, key=lambda g: (-SEVERITY_RANK.get(group_severity(g, findings) or "", 0), gone(g),
-                                         -(limit_share(g) or 0.0), -(held_bytes(g) or 0), g.key))
+                                         -(limit_share(g) or 0.0), -(g.held.bytes or 0), g.key))
 
 
 def group_of(p: ProcessPinned, snapshot: Optional[Snapshot]) -> Optional[Cgroup]:
     """The group of process ``p`` in ``snapshot``; None where it has none."""
-    if snapshot is None or not p.cgroup:
+    key = p.identity.cgroup
+    if snapshot is None or not key:
         return None
-    return next((g for g in snapshot.cgroups if g.key == p.cgroup), None)
+    return next((g for g in snapshot.cgroups if g.key == key), None)
 
 
 def group_summary(g: Cgroup) -> str:
     """"ml/trainer/worker: pinned 401.0 GiB = 78% of its 512.0 GiB limit": a group in one line."""
-    held = held_bytes(g)
-    if g.memory_limit_bytes:
-        figure = (f"pinned {fmt_bytes(held)} = {fmt_share(held, g.memory_limit_bytes)} of its"
-                  f" {fmt_bytes(g.memory_limit_bytes)} limit")
+    held, limit = g.held.bytes, g.limit.limit_bytes
+    if limit:
+        figure = f"pinned {fmt_bytes(held)} = {fmt_share(held, limit)} of its {fmt_bytes(limit)} limit"
     else:
         figure = f"pinned {fmt_bytes(held)}, no memory limit"
     return f"{printable(g.name, 80)}: {figure}"
@@ -78,12 +71,8 @@ def members(g: Cgroup, snapshot: Optional[Snapshot]) -> list[ProcessPinned]:
     """The group's processes in the snapshot, the largest holders first."""
     if snapshot is None:
         return []
-    rows = [p for p in snapshot.processes if p.cgroup == g.key]
-    return sorted(rows, key=lambda p: (-_held(p), p.pid))
-
-
-def _held(p: ProcessPinned) -> int:
-    return (p.pinned_bytes or 0) + (p.write_combined_bytes or 0) + (p.vm_pinned_bytes or 0)
+    rows = [p for p in snapshot.processes if p.identity.cgroup == g.key]
+    return sorted(rows, key=lambda p: (-(p.held.bytes or 0), p.pid))
 
 
 def ungrouped(snapshot: Optional[Snapshot]) -> list[ProcessPinned]:
@@ -91,63 +80,67 @@ def ungrouped(snapshot: Optional[Snapshot]) -> list[ProcessPinned]:
     if snapshot is None:
         return []
     keys = {g.key for g in snapshot.cgroups}
-    return [p for p in snapshot.processes if p.cgroup not in keys]
+    return [p for p in snapshot.processes if p.identity.cgroup not in keys]
 
 
 def _identity_rows(g: Cgroup) -> list[DetailRow]:
     rows = []
+    o = g.owner
     if g.kind == "pod":
-        for label, value in (("namespace", g.namespace), ("pod", g.pod), ("container", g.container),
-                             ("pod uid", g.pod_uid), ("container id", g.container_id)):
+        for label, value in (("namespace", o.namespace), ("pod", o.pod), ("container", o.container),
+                             ("pod uid", o.pod_uid), ("container id", o.container_id)):
             if value:
                 rows.append(DetailRow(label, printable(value, 200)))
-        if not g.pod:
+        if not o.pod:
             rows.append(DetailRow("", "pod name n/a: the node's kubelet files do not say it (ids only)", "dim"))
     elif g.kind in ("docker", "podman"):
-        for label, value in (("container", g.container), ("container id", g.container_id)):
+        for label, value in (("container", o.container), ("container id", o.container_id)):
             if value:
                 rows.append(DetailRow(label, printable(value, 200)))
     elif g.kind == "slurm":
-        job = printable(g.job, 40) if g.job else "n/a"
-        rows.append(DetailRow("job", job + (f", step {printable(g.step, 40)}" if g.step else "")))
-    elif g.kind == "systemd" and g.unit:
-        rows.append(DetailRow("unit", printable(g.unit, 200)))
+        job = printable(o.job, 40) if o.job else "n/a"
+        rows.append(DetailRow("job", job + (f", step {printable(o.step, 40)}" if o.step else "")))
+    elif g.kind == "systemd" and o.unit:
+        rows.append(DetailRow("unit", printable(o.unit, 200)))
     if g.path:
         rows.append(DetailRow("cgroup", printable(g.path, 400)))
     return rows
 
 
 def _limit_rows(g: Cgroup, found: Sequence[Finding]) -> list[DetailRow]:
-    held = held_bytes(g)
+    held, lim = g.held, g.limit
     flagged = "warning" if any(f.rule == "pinned-cgroup-share" for f in found) else ""
-    if g.memory_limit_bytes:
-        rows = [DetailRow("limit", fmt_bytes(g.memory_limit_bytes)
-                          + (f" (set by {printable(g.limit_path, 300)})" if g.limit_path and g.limit_path != g.path
+    if lim.limit_bytes:
+        rows = [DetailRow("limit", fmt_bytes(lim.limit_bytes)
+                          + (f" (set by {printable(lim.limit_path, 300)})" if lim.limit_path and lim.limit_path != g.path
                              else ""))]
-        rows.append(DetailRow("pinned", f"{fmt_bytes(held)} = {fmt_share(held, g.memory_limit_bytes)} of the limit",
-                              flagged))
+        rows.append(DetailRow("pinned", f"{fmt_bytes(held.bytes)} = {fmt_share(held.bytes, lim.limit_bytes)} of the"
+                                        " limit", flagged))
     else:
         rows = [DetailRow("limit", "none: only the host's RAM bounds it (pinned-ram-share)", "dim"),
-                DetailRow("pinned", fmt_bytes(held))]
+                DetailRow("pinned", fmt_bytes(held.bytes))]
     parts = []
-    if g.vm_pinned_bytes:
-        parts.append(f"VmPin {fmt_bytes(g.vm_pinned_bytes)} (io_uring, RDMA)")
-    if g.write_combined_bytes:
-        parts.append(f"write-combined {fmt_bytes(g.write_combined_bytes)}")
+    if held.vm_pinned_bytes:
+        parts.append(f"VmPin {fmt_bytes(held.vm_pinned_bytes)} (io_uring, RDMA)")
+    if held.write_combined_bytes:
+        parts.append(f"write-combined {fmt_bytes(held.write_combined_bytes)}")
     if parts:
         rows.append(DetailRow("", "of which " + ", ".join(parts)))
-    share_text = (f" = {fmt_share(g.memory_current_bytes, g.memory_limit_bytes)} of the limit"
-                  if g.memory_limit_bytes and g.memory_current_bytes is not None else "")
-    rows.append(DetailRow("in use", f"{fmt_bytes(g.memory_current_bytes)}{share_text}, pinned or not"
+    if held.capped:
+        rows.append(DetailRow("", "held to its memory in use: its processes' figures add up to more than the"
+                                  " kernel charges the group", "dim"))
+    share_text = (f" = {fmt_share(lim.current_bytes, lim.limit_bytes)} of the limit"
+                  if lim.limit_bytes and lim.current_bytes is not None else "")
+    rows.append(DetailRow("in use", f"{fmt_bytes(lim.current_bytes)}{share_text}, pinned or not"
                                     " (memory.current)"))
     return rows
 
 
 def _oom_row(g: Cgroup, found: Sequence[Finding]) -> DetailRow:
-    since = oom_kills_since_start(g)
-    if g.oom_kills is None:
+    since = g.limit.oom_kills_since_start
+    if g.limit.oom_kills is None:
         return DetailRow("OOM kills", "n/a (the kernel gives no count for this group)", "dim")
-    text = f"{fmt_int(g.oom_kills)} in all"
+    text = f"{fmt_int(g.limit.oom_kills)} in all"
     if since is not None:
         text += f", {fmt_int(since)} since pinmon started"
     return DetailRow("OOM kills", text, "warning" if any(f.rule == "cgroup-oom-kills" for f in found) else "")
@@ -156,7 +149,7 @@ def _oom_row(g: Cgroup, found: Sequence[Finding]) -> DetailRow:
 def group_rows(g: Cgroup, snapshot: Optional[Snapshot] = None, findings: Sequence[Finding] = ()) -> list[DetailRow]:
     """The pop-up's rows for ``g``: who it is, its limit and pinned share, OOM kills, its processes."""
     found = group_findings(g, findings)
-    rows = [DetailRow("group", printable(group_subject(g), 200), "head")]
+    rows = [DetailRow("group", printable(g.subject, 200), "head")]
     rows += _identity_rows(g)
     rows += _limit_rows(g, found)
     rows.append(_oom_row(g, found))
@@ -166,9 +159,9 @@ def group_rows(g: Cgroup, snapshot: Optional[Snapshot] = None, findings: Sequenc
     if not procs:
         rows.append(DetailRow("processes", "none in this snapshot: gone, or none holds pinned memory now", "dim"))
     for i, p in enumerate(procs[:MAX_PROCESS_ROWS]):
-        vm = f" VmPin {fmt_bytes(p.vm_pinned_bytes)}" if p.vm_pinned_bytes else ""
+        vm = f" VmPin {fmt_bytes(p.held.vm_pinned_bytes)}" if p.held.vm_pinned_bytes else ""
         rows.append(DetailRow("processes" if not i else "",
-                              f"{p.pid:>8} {fmt_bytes(p.pinned_bytes):>10}{vm}  {user_text(p)[:8]}"
+                              f"{p.pid:>8} {fmt_bytes(p.held.bytes):>10}{vm}  {user_text(p)[:8]}"
                               f"  {command_brief(p, 120)}"))
     if len(procs) > MAX_PROCESS_ROWS:
         rows.append(DetailRow("", f"... and {len(procs) - MAX_PROCESS_ROWS} more (4: Processes, / filter)", "dim"))

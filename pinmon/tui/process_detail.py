@@ -3,30 +3,33 @@
 No Textual here: ``detail_rows`` is a function of the process row, its snapshot (GPUs, the latest
 probe) and the advisor's findings, so what the user reads is unit-tested figure by figure.
 
-For a traced process (``source == "traced"``): the engine that traced it, its pinned allocations
-(bytes held, registered, allocation rate, median size), its copies per direction and host memory kind
-(``ProcessPinned.transfers``: the rate over the tracer's window, and from CUPTI the achieved rate,
-bytes over GPU time, with the median and 10th percentile per copy), its pinned copies of 1 MiB or more
-against the latest probe's pinned rate on the same GPU and direction, and its call sites (quoted,
-printable). For every process: pinned and write-combined bytes, its GPUs, its pinned pages per NUMA
-node, VmPin, its group (container, pod, job) against the group's limit, VmLck, and the rule ids of
-the findings about it. A figure is highlighted ("warning") only while the advisor's finding about it
+For a traced or attached process: what measured it, its pinned allocations (allocation rate, median
+size), its copies per direction and host memory kind (``ProcessPinned.copies``: the rate over the
+window, and from CUPTI the achieved rate, bytes over GPU time, with the median and 10th percentile per
+copy), its pinned copies of 1 MiB or more against the latest probe's pinned rate on the same GPU and
+direction, and its call sites (quoted, printable). For every process: what it holds (``HeldMemory``:
+in all, and its pinned, write-combined and registered parts), its GPUs, its pinned pages per NUMA node,
+VmPin, its group (container, pod, job) against the group's limit, VmLck, and the rule ids of the
+findings about it. A figure is highlighted ("warning") only while the advisor's finding about it
 is active, so the view follows the configured thresholds.
 """
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..advise.copies import copy_gpu
-from ..model import Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
+from ..model import Copies, CopyStats, Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
+from ..model.kinds import DIRECTIONS
 from ..units import fmt_bytes, fmt_int, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, fmt_share, printable
 from .detail_row import DetailRow
 from .format import command_text, local_share, user_text
 from .group_detail import group_findings, group_of, group_summary
 
-ENGINE_LABEL = {"cupti": "CUPTI", "hooks": "hooks (CuPy/PyTorch)"}
+ENGINE_LABEL = {"cupti": "CUPTI", "hooks": "hooks (CuPy/PyTorch)", "uprobes": "uprobes on libcuda"}
 DIRECTION_LABEL = {"h2d": "H2D", "d2h": "D2H"}
-KIND_ORDER = ("h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable")
+# The copy table's rows: these always (n/a where unknown), then any other host memory kind the copies
+# went to; write-combined stats carry only a count (the tracer counts their bytes as pinned).
+KIND_ORDER = (("h2d", "pinned"), ("h2d", "pageable"), ("d2h", "pinned"), ("d2h", "pageable"))
+TABLE_MEMORIES = ("pinned", "pageable", "managed", "other")
 # A copy figure's width (the widest, "1023.9 GB/s", and a space): with the label column a copy row
 # is 57 cells, inside an 80-column pop-up.
 FIGURE_CELLS = 11
@@ -42,43 +45,50 @@ def _active(found: Sequence[Finding], rule: str, **values) -> bool:
 
 
 def _engine(p: ProcessPinned) -> str:
+    if p.source == "attached":
+        return "attached, " + ENGINE_LABEL.get(p.instrument or "", "n/a")
     if p.source != "traced":
         return f"{printable(p.source, 10)} (from /proc/PID/maps)"
-    return "traced, engine " + ENGINE_LABEL.get(p.trace_engine or "", "n/a")
+    return "traced, engine " + ENGINE_LABEL.get(p.instrument or "", "n/a")
 
 
 def _fig(v: Optional[float]) -> str:
     return f"{fmt_rate(v):>{FIGURE_CELLS}}"
 
 
+def _table_keys(c: Copies) -> list[tuple[str, str]]:
+    extra = [(s.direction, s.memory) for s in c.stats
+             if s.memory in TABLE_MEMORIES and (s.direction, s.memory) not in KIND_ORDER]
+    return list(KIND_ORDER) + extra
+
+
+def _stat_cells(s: Optional[CopyStats]) -> str:
+    if s is None:
+        return "".join(_fig(None) for _ in range(4))
+    return "".join(_fig(v) for v in (s.bytes_per_s, s.achieved_bytes_per_s, s.rate_p50_bytes_per_s,
+                                      s.rate_p10_bytes_per_s))
+
+
 def transfer_rows(p: ProcessPinned, found: Sequence[Finding] = ()) -> list[DetailRow]:
-    """The copy table: per direction and kind, now (window), achieved, p50 and p10 per copy; then
-    the pageable rate both ways, the figure ``pageable-bulk-copies`` reads (highlighted while it
-    fires). A report without the table (an older tracer's) still gives that rate."""
-    t = p.transfers
-    pageable = p.pageable_copy_bytes_per_s
+    """The copy table: per direction and kind, now (window), achieved, p50 and p10 per copy, its
+    pageable rows highlighted while ``pageable-bulk-copies`` fires (the rate it quotes is their "now"
+    figures added up); then what the copies record says it leaves out (its notes)."""
+    c = p.copies
+    notes = [DetailRow("", printable(n, 200), "dim") for n in (c.notes if c is not None else ())]
+    if c is None or not any(s.memory in TABLE_MEMORIES for s in c.stats):
+        return [DetailRow("copies", "n/a (no copy figures in the tracer's report)", "dim")] + notes
     flagged = "warning" if _active(found, "pageable-bulk-copies") else ""
-    if not t:
-        if pageable is None:
-            return [DetailRow("copies", "n/a (no copy figures in the tracer's report)", "dim")]
-        return [DetailRow("copies", f"pageable {fmt_rate(pageable)} now, both directions", flagged or "head"),
-                DetailRow("", "over the tracer's last ~5 s; this report splits copies by neither direction"
-                              " nor memory kind", "dim")]
     head = "".join(f"{h:>{FIGURE_CELLS}}" for h in ("now", "achieved", "p50/copy", "p10/copy"))
     rows = [DetailRow("copies", head, "head")]
-    for key in KIND_ORDER:
-        row = t.get(key) or {}
-        d, mem = key.split(".")
-        rows.append(DetailRow(f"{DIRECTION_LABEL[d]} {mem}", "".join(
-            _fig(row.get(name)) for name in ("bytes_per_s", "achieved_bytes_per_s", "rate_p50", "rate_p10"))))
-    if pageable is not None:
-        rows.append(DetailRow("pageable", f"{fmt_rate(pageable)} now, both directions", flagged))
-    if p.trace_engine == "cupti":
+    for d, mem in _table_keys(c):
+        rows.append(DetailRow(f"{DIRECTION_LABEL[d]} {mem}", _stat_cells(c.get(d, mem)),
+                              flagged if mem == "pageable" else ""))
+    if c.instrument == "cupti":
         rows.append(DetailRow("", "now: last ~5 s; achieved: bytes / GPU time, all copies",
                               "dim"))
     else:
         rows.append(DetailRow("", "now: last ~5 s; achieved rates need GPU times: trace with CUPTI", "dim"))
-    return rows
+    return rows + notes
 
 
 def probe_for(snapshot: Optional[Snapshot], gpu: Optional[Gpu]) -> Optional[ProbeResult]:
@@ -91,14 +101,16 @@ def probe_for(snapshot: Optional[Snapshot], gpu: Optional[Gpu]) -> Optional[Prob
 
 def probe_rows(p: ProcessPinned, snapshot: Optional[Snapshot], found: Sequence[Finding]) -> list[DetailRow]:
     """Achieved pinned rate of its 1 MiB+ copies against the probe's pinned rate, per direction."""
-    if p.trace_engine != "cupti":
+    c = p.copies
+    if c is None or c.instrument != "cupti":
         return []
-    gpu = copy_gpu(snapshot, p) if snapshot is not None else None
+    gpu = snapshot.copy_gpu(p) if snapshot is not None else None
     probe = probe_for(snapshot, gpu)
-    rows = []
-    for d in ("h2d", "d2h"):
-        rate = getattr(p, f"{d}_pinned_bulk_bytes_per_s")
-        busy = getattr(p, f"{d}_pinned_bulk_busy_s")
+    rows: list[DetailRow] = []
+    for d in DIRECTIONS:
+        bulk = c.bulk_of(d)
+        rate = bulk.achieved_bytes_per_s if bulk is not None else None
+        busy = bulk.busy_s if bulk is not None else None
         label = "1 MiB+ pinned" if not rows else ""
         head = DIRECTION_LABEL[d]
         if rate is None:
@@ -116,37 +128,45 @@ def probe_rows(p: ProcessPinned, snapshot: Optional[Snapshot], found: Sequence[F
         style = "warning" if _active(found, "slow-pinned-copies", direction=d) else ""
         rows.append(DetailRow(label, f"{head} {fmt_rate(rate)} = {fmt_share(rate, ref)} of probe {fmt_rate(ref)}"
                                      f" (GPU {gpu.index}, {busy_text})", style))
-    share = p.pinned_bulk_default_stream_share
+    share = c.default_stream_share
     if share is not None:
         rows.append(DetailRow("", f"{fmt_pct(share)} of these bytes on the legacy default stream"))
     return rows
 
 
 def _pinned_text(p: ProcessPinned) -> str:
-    text = f"{fmt_bytes(p.pinned_bytes)} held"
-    if p.source == "traced" and p.registered_bytes:
-        text += f" ({fmt_bytes(p.registered_bytes)} registered)"
-    elif p.source != "traced" and p.pinned_mappings is not None:
-        text += f" in {fmt_int(p.pinned_mappings)} mapping{'' if p.pinned_mappings == 1 else 's'}"
-    text += f", write-combined {fmt_bytes(p.write_combined_bytes)}"
-    return text + (" (capped at its resident memory)" if p.estimate_capped else "")
+    """"264.0 MiB held: pinned 8.0 MiB in 5 mappings, write-combined 256.0 MiB": all it holds, then
+    its parts (VmPin has a row of its own); "8.0 MiB held in 5 mappings, ..." where all it holds is
+    pinned."""
+    h = p.held
+    text = f"{fmt_bytes(h.bytes)} held"
+    if h.bytes != h.pinned_bytes:
+        text += f": pinned {fmt_bytes(h.pinned_bytes)}"
+    if p.source == "traced" and h.registered_bytes:
+        text += f" ({fmt_bytes(h.registered_bytes)} registered)"
+    elif p.source == "est." and h.mappings is not None:
+        text += f" in {fmt_int(h.mappings)} mapping{'' if h.mappings == 1 else 's'}"
+    text += f", write-combined {fmt_bytes(h.write_combined_bytes)}"
+    return text + (" (capped at its resident memory)" if h.capped else "")
 
 
 def _alloc_text(p: ProcessPinned) -> Optional[str]:
-    if p.pinned_allocs_per_s is None and p.median_alloc_bytes is None:
+    a = p.allocations
+    if a is None or (a.per_s is None and a.median_bytes is None):
         return None
-    rate = "n/a" if p.pinned_allocs_per_s is None else f"{p.pinned_allocs_per_s:.1f}/s"
-    return f"{rate}, median {fmt_bytes(p.median_alloc_bytes)}"
+    rate = "n/a" if a.per_s is None else f"{a.per_s:.1f}/s"
+    return f"{rate}, median {fmt_bytes(a.median_bytes)}"
 
 
 def _gpus_text(p: ProcessPinned, gpus: Sequence[Gpu]) -> str:
     """"518.0 MiB on GPU 0 (node 1)": the GPU named with its index, never a bare number after "GPUs"
     (which reads as a count)."""
-    if not p.gpu_indices:
-        return f"{fmt_bytes(p.gpu_memory_bytes)} (which GPU: n/a)"
+    where = p.placement
+    if not where.gpu_indices:
+        return f"{fmt_bytes(where.gpu_memory_bytes)} (which GPU: n/a)"
     nodes = {g.index: g.numa_node for g in gpus}
-    names = ", ".join(f"{i}" + (f" (node {nodes[i]})" if nodes.get(i) is not None else "") for i in p.gpu_indices)
-    return f"{fmt_bytes(p.gpu_memory_bytes)} on GPU{'s' if len(p.gpu_indices) > 1 else ''} {names}"
+    names = ", ".join(f"{i}" + (f" (node {nodes[i]})" if nodes.get(i) is not None else "") for i in where.gpu_indices)
+    return f"{fmt_bytes(where.gpu_memory_bytes)} on GPU{'s' if len(where.gpu_indices) > 1 else ''} {names}"
 
 
 def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
@@ -161,26 +181,27 @@ def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
     alloc = _alloc_text(p)
     if alloc is not None:
         rows.append(DetailRow("allocs", alloc))
-    if p.source == "traced":
+    if p.source != "est.":
         rows += transfer_rows(p, found)
         rows += probe_rows(p, snapshot, found)
     else:
         rows.append(DetailRow("copies", "not traced (`pinmon trace` gives its copies and rates)", "dim"))
     rows.append(DetailRow("GPU memory", _gpus_text(p, gpus)))
-    if p.pinned_bytes_by_node:
+    by_node = p.placement.pinned_bytes_by_node
+    if by_node:
         local = local_share(p, gpus)
         tail = f"; local to its GPUs {fmt_pct(local)}" if local is not None else ""
-        rows.append(DetailRow("NUMA", fmt_nodes(p.pinned_bytes_by_node) + tail,
+        rows.append(DetailRow("NUMA", fmt_nodes(by_node) + tail,
                               "warning" if _active(found, "pinned-numa-remote") else ""))
-    if p.vm_pinned_bytes:
-        rows.append(DetailRow("VmPin", f"{fmt_bytes(p.vm_pinned_bytes)} pinned through io_uring or RDMA"
+    if p.held.vm_pinned_bytes:
+        rows.append(DetailRow("VmPin", f"{fmt_bytes(p.held.vm_pinned_bytes)} pinned through io_uring or RDMA"
                                        " (the kernel's count; CUDA's pins are not in it)"))
     group = group_of(p, snapshot)
     if group is not None:
         rows.append(DetailRow("group", group_summary(group) + " (7: Containers)",
                               "warning" if group_findings(group, findings) else ""))
-    if p.vm_locked_bytes:
-        rows.append(DetailRow("VmLck", f"{fmt_bytes(p.vm_locked_bytes)} mlock()ed (locked is not pinned for CUDA)",
+    if p.held.vm_locked_bytes:
+        rows.append(DetailRow("VmLck", f"{fmt_bytes(p.held.vm_locked_bytes)} mlock()ed (locked is not pinned for CUDA)",
                               "warning" if _active(found, "mlock-not-pinned") else ""))
     if p.call_sites:
         for i, (category, site) in enumerate(sorted(p.call_sites.items())):

@@ -28,9 +28,9 @@ def test_rule_is_silent_on_empty_history(rule_id):
 @pytest.mark.parametrize("rule_id", sorted(RULES))
 def test_rule_is_silent_on_a_healthy_box(rule_id):
     snap = make.snapshot(pinned_bytes_est=4 * GIB, gpus=[make.gpu(rx=50e9)],
-                     processes=[make.process(pinned_bytes=4 * GIB, pinned_allocs_per_s=1.0,
-                                          median_alloc_bytes=64 * MIB, wc_readbacks=0,
-                                          write_combined_bytes=0, pageable_copy_bytes_per_s=0.0)],
+                     processes=[make.process(pinned_bytes=4 * GIB, alloc_per_s=1.0,
+                                          alloc_median_bytes=64 * MIB, wc_readbacks=0,
+                                          write_combined_bytes=0, pageable_bytes_per_s=0.0)],
                      probe=make.probe())
     assert RULES[rule_id]([snap], T) == []
 
@@ -48,7 +48,7 @@ def _busy_snapshot(time=1000.0):
         gpus=[make.gpu(index=10, gen=3, rx=20e9), make.gpu(index=2, gen=3, rx=20e9),
               make.gpu(index=1, lost=True)],
         processes=[make.process(pid=100, write_combined_bytes=MIB), make.process(pid=99, wc_readbacks=1),
-                   make.process(pid=7, pageable_copy_bytes_per_s=1e9)])
+                   make.process(pid=7, pageable_bytes_per_s=1e9)])
 
 
 def test_advise_sorts_worst_first_then_rule_then_subject():

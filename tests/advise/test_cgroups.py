@@ -70,7 +70,7 @@ def test_no_kill_no_finding():
 
 def groups_with(oom_kills: int, at_start: int) -> Snapshot:
     snap = make.box_groups_snapshot()
-    pod = dataclasses.replace(snap.cgroups[0], oom_kills=oom_kills, oom_kills_at_start=at_start)
+    pod = make.moved(snap.cgroups[0], oom_kills=oom_kills, oom_kills_at_start=at_start)
     return dataclasses.replace(snap, cgroups=(pod,) + snap.cgroups[1:])
 
 

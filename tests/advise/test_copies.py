@@ -6,20 +6,20 @@ import dataclasses
 import pytest
 
 from pinmon.advise import RULE_DOCS, RULES, Thresholds, advise
-from pinmon.advise.copies import copy_gpu, slow_pinned_copies
-from pinmon.model import Pcie
+from pinmon.advise.copies import slow_pinned_copies
+from pinmon.model import BulkCopies, Pcie
 from tests import factories as make
 
 T = Thresholds()
 
 
-def cupti_proc(**over):
-    fields = dict(pid=77, name="train", source="traced", trace_engine="cupti",
-                  h2d_pinned_bulk_bytes_per_s=20e9, h2d_pinned_bulk_busy_s=2.5,
-                  h2d_copy_bytes_per_s=10e9, pinned_bulk_default_stream_share=0.8,
-                  copy_gpu_pci_bus_id="0000:41:00.0")
-    fields.update(over)
-    return make.process(**fields)
+def cupti_proc(h2d=(20e9, 2.5), d2h=None, own_h2d=10e9, own_d2h=None, share=0.8, bus="0000:41:00.0", **over):
+    """A process traced with CUPTI: its bulk pinned copies per direction as (achieved rate, busy
+    seconds), its copies' window rate per direction (``own_*``), the default stream's share."""
+    bulk = [BulkCopies(d, *figures) for d, figures in (("h2d", h2d), ("d2h", d2h)) if figures is not None]
+    stats = [make.stat(d, "pinned", rate) for d, rate in (("h2d", own_h2d), ("d2h", own_d2h)) if rate is not None]
+    copies = make.copies("cupti", stats=stats, bulk=bulk, default_stream_share=share, gpu_pci_bus_id=bus)
+    return make.process(77, "train", source="traced", copies=copies, **over)
 
 
 def snap_with(proc, gpus=None, probe=None):
@@ -41,8 +41,7 @@ def test_slow_copies_warn_and_name_the_causes_with_numbers():
 
 
 def test_device_to_host_copies_say_that_tx_carries_read_requests_too():
-    p = cupti_proc(h2d_pinned_bulk_bytes_per_s=None, h2d_pinned_bulk_busy_s=None, d2h_pinned_bulk_bytes_per_s=10e9,
-                   d2h_pinned_bulk_busy_s=2.0, d2h_copy_bytes_per_s=5e9)
+    p = cupti_proc(h2d=None, d2h=(10e9, 2.0), own_d2h=5e9)
     gpu = make.gpu(0, rx=1e9, numa_node=1)
     gpu = dataclasses.replace(gpu, pcie=dataclasses.replace(gpu.pcie, tx_bytes_per_s=30e9))
     (f,) = slow_pinned_copies([snap_with(p, gpus=[gpu])], T)
@@ -55,30 +54,32 @@ def test_device_to_host_copies_say_that_tx_carries_read_requests_too():
     (10e9, 0.99, False),     # not enough copying in the window
 ])
 def test_thresholds(rate, busy, fires):
-    p = cupti_proc(h2d_pinned_bulk_bytes_per_s=rate, h2d_pinned_bulk_busy_s=busy)
+    p = cupti_proc(h2d=(rate, busy))
     assert len(slow_pinned_copies([snap_with(p)], T)) == int(fires)
 
 
 def test_thresholds_are_configurable():
-    p = cupti_proc(h2d_pinned_bulk_bytes_per_s=40e9)
+    p = cupti_proc(h2d=(40e9, 2.5))
     assert slow_pinned_copies([snap_with(p)], T) == []
     t = dataclasses.replace(T, slow_copy_fraction=0.8)
     assert len(slow_pinned_copies([snap_with(p)], t)) == 1
 
 
 def test_each_direction_against_its_own_probe_rate():
-    p = cupti_proc(h2d_pinned_bulk_bytes_per_s=None, d2h_pinned_bulk_bytes_per_s=5e9, d2h_pinned_bulk_busy_s=3.0)
+    p = cupti_proc(h2d=(None, 2.5), d2h=(5e9, 3.0))
     (f,) = slow_pinned_copies([snap_with(p, probe=make.probe(d2h_pinned=50e9))], T)
     assert f.message.startswith("D2H copies") and f.values["probe_pinned_bytes_per_s"] == 50e9
 
 
 @pytest.mark.parametrize("change", [
-    dict(h2d_pinned_bulk_bytes_per_s=None),
-    dict(h2d_pinned_bulk_busy_s=None),
-    dict(copy_gpu_pci_bus_id="0000:99:00.0"),  # a GPU this snapshot does not have
+    dict(h2d=(None, 2.5)),
+    dict(h2d=(20e9, None)),
+    dict(h2d=None),
+    dict(bus="0000:99:00.0"),  # a GPU this snapshot does not have
 ])
 def test_silent_without_its_inputs(change):
     assert slow_pinned_copies([snap_with(cupti_proc(**change))], T) == []
+    assert slow_pinned_copies([snap_with(make.process(77, "train", source="traced"))], T) == []
 
 
 def test_silent_without_a_probe_or_with_one_of_another_gpu():
@@ -94,11 +95,11 @@ def test_silent_without_a_probe_or_with_one_of_another_gpu():
 def test_the_gpu_is_found_by_bus_id_in_either_spelling_else_the_only_one():
     gpus = [make.gpu(0), make.gpu(1)]
     snap = make.snapshot(gpus=gpus)
-    assert copy_gpu(snap, cupti_proc(copy_gpu_pci_bus_id="0000:42:00.0")).index == 1
-    assert copy_gpu(snap, cupti_proc(copy_gpu_pci_bus_id="00000000:42:00.0")).index == 1
-    assert copy_gpu(snap, cupti_proc(copy_gpu_pci_bus_id=None)) is None  # two GPUs: unknown
-    assert copy_gpu(snap, cupti_proc(copy_gpu_pci_bus_id=None, gpu_indices=(1,))).index == 1
-    assert copy_gpu(make.snapshot(gpus=gpus[:1]), cupti_proc(copy_gpu_pci_bus_id=None)).index == 0
+    assert snap.copy_gpu(cupti_proc(bus="0000:42:00.0")).index == 1
+    assert snap.copy_gpu(cupti_proc(bus="00000000:42:00.0")).index == 1
+    assert snap.copy_gpu(cupti_proc(bus=None)) is None  # two GPUs: unknown
+    assert snap.copy_gpu(cupti_proc(bus=None, gpu_indices=(1,))).index == 1
+    assert make.snapshot(gpus=gpus[:1]).copy_gpu(cupti_proc(bus=None)).index == 0
 
 
 @pytest.mark.parametrize("probe_time, duration, fires", [(985.0, 4.0, True), (988.0, 3.0, False), (995.0, None, False)])
@@ -110,7 +111,7 @@ def test_silent_while_the_probe_itself_may_have_slowed_the_copies(probe_time, du
 
 def test_causes_without_link_numa_or_stream_figures_are_named_plainly():
     gpu = make.gpu(0, pcie=Pcie())
-    p = cupti_proc(pinned_bulk_default_stream_share=None)
+    p = cupti_proc(share=None)
     (f,) = slow_pinned_copies([snap_with(p, [gpu])], T)
     assert "link bytes" not in f.advice and "nvidia-smi topo -m" in f.advice
     assert "copies on the default stream, serialised with its kernels" in f.advice
@@ -123,14 +124,22 @@ def test_registered_and_documented():
     assert [f.rule for f in advise([snap_with(cupti_proc())], T)] == ["slow-pinned-copies"]
 
 
-@pytest.mark.parametrize("rule, fields", [
-    ("pinned-small-allocs", dict(pinned_allocs_per_s=200.0, median_alloc_bytes=4096)),
-    ("pageable-bulk-copies", dict(pageable_copy_bytes_per_s=2e9)),
-])
+def _allocs(engine):
+    return dict(allocations=make.allocations(engine, per_s=200.0, median_bytes=4096))
+
+
+def _pageable(engine):
+    return dict(copies=make.copies(engine, stats=[make.stat("h2d", "pageable", 2e9)]))
+
+
+@pytest.mark.parametrize("rule, fields", [("pinned-small-allocs", _allocs), ("pageable-bulk-copies", _pageable)])
 def test_figures_from_cupti_are_labelled(rule, fields):
-    p = make.process(source="traced", trace_engine="cupti", **fields)
+    p = make.process(source="traced", **fields("cupti"))
     (f,) = [f for f in advise([make.snapshot(processes=[p])], T) if f.rule == rule]
     assert "(traced, CUPTI)" in f.message
-    p = make.process(source="traced", trace_engine="hooks", **fields)
+    p = make.process(source="traced", **fields("hooks"))
     (f,) = [f for f in advise([make.snapshot(processes=[p])], T) if f.rule == rule]
     assert "(traced)" in f.message and "CUPTI" not in f.message
+    p = make.process(source="attached", **fields("uprobes"))
+    (f,) = [f for f in advise([make.snapshot(processes=[p])], T) if f.rule == rule]
+    assert "(attached)" in f.message

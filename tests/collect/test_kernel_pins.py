@@ -19,7 +19,7 @@ from pinmon.collect.host.kernel_pins import KernelPins, KernelPinsReader, parse_
 from pinmon.collect.host.pinned_total import host_wide_notice, maps_pinned_total, pinned_figures
 from pinmon.collect.live import LiveCollector
 from pinmon.collect.processes.procmaps import PinnedEstimate
-from pinmon.model import ProcessPinned
+from tests import factories as make
 from tests import iouring
 from tests.waiting import NotYet, wait_until
 
@@ -129,8 +129,8 @@ def _est(*extents):
 
 def test_what_the_maps_explain_counts_a_shared_buffer_once_and_stays_under_shmem():
     gib = 1 << 30
-    rows = [ProcessPinned(pid=1, pinned_bytes=gib), ProcessPinned(pid=2, pinned_bytes=gib),
-            ProcessPinned(pid=3, pinned_bytes=None, source="traced")]
+    rows = [make.process(1, None, pinned_bytes=gib), make.process(2, None, pinned_bytes=gib),
+            make.process(3, None, pinned_bytes=None, source="traced")]
     # pids 1 and 2 map one 1 GiB object (a fork, an IPC handle): one buffer.
     shared = {1: _est(("00:01", 7, 0, gib)), 2: _est(("00:01", 7, 0, gib))}
     assert maps_pinned_total(rows, shared.get, None) == gib
@@ -138,7 +138,7 @@ def test_what_the_maps_explain_counts_a_shared_buffer_once_and_stays_under_shmem
     assert maps_pinned_total(rows, apart.get, None) == 2 * gib
     assert maps_pinned_total(rows, apart.get, gib // 2) == gib // 2  # never above the host's Shmem
     # A row capped below its mappings (resident) keeps the sum of the rows as the bound.
-    capped = [ProcessPinned(pid=1, pinned_bytes=gib // 4)]
+    capped = [make.process(1, None, pinned_bytes=gib // 4)]
     assert maps_pinned_total(capped, apart.get, None) == gib // 4
     assert maps_pinned_total(rows, lambda pid: None, None) == 2 * gib
 
@@ -326,7 +326,7 @@ def test_io_uring_pins_are_explained_by_the_processs_vmpin(tmp_path, kernel_read
 
 
 def _own_vmpin(snap) -> int:
-    return sum(p.vm_pinned_bytes or 0 for p in snap.processes if p.pid == os.getpid())
+    return sum(p.held.vm_pinned_bytes or 0 for p in snap.processes if p.pid == os.getpid())
 
 
 # Pins pages or reads the host-wide pinned count: one worker runs all such tests, one at a time.

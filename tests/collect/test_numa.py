@@ -15,7 +15,7 @@ import pytest
 from pinmon.advise import Thresholds, advise
 from pinmon.collect.host.numa import PinnedPlacement, list_nodes, parse_node_list, parse_numa_maps
 from pinmon.collect.live import LiveCollector
-from pinmon.model import ProcessPinned
+from tests import factories as make
 from tests.fakes.fake_pynvml import FakeGpu, FakeNvml
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
@@ -79,23 +79,23 @@ def test_placement_read_only_when_it_can_have_changed():
     clock = [0.0]
     reader = CountingReader({"0": GIB, "1": GIB})
     placement = PinnedPlacement(clock=lambda: clock[0], page_size=4096, reader=reader)
-    row = ProcessPinned(pid=7, name="python", pinned_bytes=2 * GIB, pinned_mappings=3, mappings_churn=None)
-    idle = ProcessPinned(pid=8, name="idle", pinned_bytes=0)
+    row = make.process(7, "python", pinned_bytes=2 * GIB, mappings=3, mappings_churn=None)
+    idle = make.process(8, "idle", pinned_bytes=0)
 
     assert placement.annotate([row, idle], (0,)) == [row, idle]  # one node: nothing read
     assert reader.calls == []
 
     out = placement.annotate([row, idle], (0, 1))
-    assert out[0].pinned_bytes_by_node == {"0": GIB, "1": GIB} and out[1] == idle
+    assert out[0].placement.pinned_bytes_by_node == {"0": GIB, "1": GIB} and out[1] == idle
     assert reader.calls == [7]  # the process without pinned memory is not read
 
-    steady = ProcessPinned(pid=7, name="python", pinned_bytes=2 * GIB, pinned_mappings=3, mappings_churn=0)
-    assert placement.annotate([steady], (0, 1))[0].pinned_bytes_by_node == {"0": GIB, "1": GIB}
+    steady = make.process(7, "python", pinned_bytes=2 * GIB, mappings=3, mappings_churn=0)
+    assert placement.annotate([steady], (0, 1))[0].placement.pinned_bytes_by_node == {"0": GIB, "1": GIB}
     assert reader.calls == [7]  # unchanged mappings: the cached placement
 
-    churned = ProcessPinned(pid=7, name="python", pinned_bytes=2 * GIB, pinned_mappings=3, mappings_churn=2)
+    churned = make.process(7, "python", pinned_bytes=2 * GIB, mappings=3, mappings_churn=2)
     placement.annotate([churned], (0, 1))
-    grown = ProcessPinned(pid=7, name="python", pinned_bytes=3 * GIB, pinned_mappings=4, mappings_churn=0)
+    grown = make.process(7, "python", pinned_bytes=3 * GIB, mappings=4, mappings_churn=0)
     placement.annotate([grown], (0, 1))
     assert reader.calls == [7, 7, 7]
     clock[0] = 61.0
@@ -109,7 +109,7 @@ def test_placement_read_only_when_it_can_have_changed():
 
 def test_placement_unreadable_leaves_the_row_alone():
     placement = PinnedPlacement(page_size=4096, reader=lambda *a: None)
-    row = ProcessPinned(pid=7, pinned_bytes=GIB)
+    row = make.process(7, None, pinned_bytes=GIB)
     assert placement.annotate([row], (0, 1)) == [row]
 
 
@@ -153,10 +153,10 @@ def test_collector_fills_nodes_placement_and_gpu_node(tmp_path):
     assert snap.host.kernel_pinned_bytes_by_node == {"0": 19000 * 4096, "1": 49000 * 4096}
     assert snap.gpus[0].numa_node == 0  # from sysfs: NVML says NotSupported
     (p,) = snap.processes
-    assert p.gpu_indices == (0,)
-    assert p.pinned_bytes_by_node == {"0": 72 * MIB, "1": 192 * MIB}
-    assert p.vm_locked_bytes == 0
-    assert snap.host.unattributed_pinned_bytes == 68000 * 4096 - p.pinned_bytes
+    assert p.placement.gpu_indices == (0,)
+    assert p.placement.pinned_bytes_by_node == {"0": 72 * MIB, "1": 192 * MIB}
+    assert p.held.vm_locked_bytes == 0
+    assert snap.host.unattributed_pinned_bytes == 68000 * 4096 - p.held.pinned_bytes
 
 
 def test_pinned_numa_remote_from_fixtures(tmp_path):
@@ -190,6 +190,6 @@ def test_pinned_numa_remote_silent_when_the_gpu_node_is_unknown(tmp_path):
 def test_mlock_not_pinned_from_proc_status(tmp_path):
     host, proc = two_node_host(tmp_path, vmlck_kb=2 * 1024 * 1024)
     snap = collect(host, proc, [FakeGpu(processes=[(PID, GIB)])])
-    assert snap.processes[0].vm_locked_bytes == 2 * GIB
+    assert snap.processes[0].held.vm_locked_bytes == 2 * GIB
     (f,) = [f for f in advise([snap]) if f.rule == "mlock-not-pinned"]
     assert f.values["vm_locked_bytes"] == 2 * GIB and "cudaHostRegister" in f.advice

@@ -7,6 +7,7 @@ import pytest
 from pinmon.collect.live import LiveCollector
 from pinmon.collect.processes.resident import CAP_SLACK_BYTES, Resident, cap_estimate, capped_totals, parse_status_rss
 from pinmon.collect.processes.scan import ProcessScanner, scan_notice
+from tests import factories as make
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "maps")
 MIB = 1 << 20
@@ -77,7 +78,7 @@ def test_a_genuine_process_keeps_its_estimate(tmp_path):
     root = proc_with(tmp_path, {10: ("default_256m", status_text(180000, 264 * 1024 + 512))}, 64 * 1024 * 1024)
     scan = ProcessScanner(proc_root=root).scan()
     (p,) = scan.processes
-    assert p.pinned_bytes == 264 * MIB and not p.estimate_capped
+    assert p.held.pinned_bytes == 264 * MIB and not p.held.capped
     assert scan.capped == [] and scan_notice(scan) is None
 
 
@@ -85,15 +86,15 @@ def test_write_combined_buffer_fits_in_resident_file_pages(tmp_path):
     # A WC buffer is driver memory mapped through /dev/nvidiactl: resident as file pages.
     root = proc_with(tmp_path, {10: ("write_combined_128m", status_text(128 * 1024 + 90000, 8 * 1024))})
     (p,) = ProcessScanner(proc_root=root).scan().processes
-    assert (p.pinned_bytes, p.write_combined_bytes, p.estimate_capped) == (8 * MIB, 128 * MIB, False)
+    assert (p.held.pinned_bytes, p.held.write_combined_bytes, p.held.capped) == (8 * MIB, 128 * MIB, False)
 
 
 def test_a_forged_terabyte_is_capped_to_what_is_resident(tmp_path):
     root = proc_with(tmp_path, {4242: (FORGED_MAPS, status_text(9000, 3000))}, 16 * 1024 * 1024)
     scan = ProcessScanner(proc_root=root).scan()
     (p,) = scan.processes
-    assert p.pinned_bytes == 3000 * 1024
-    assert p.write_combined_bytes <= 9000 * 1024 and p.estimate_capped
+    assert p.held.pinned_bytes == 3000 * 1024
+    assert p.held.write_combined_bytes <= 9000 * 1024 and p.held.capped
     assert scan.capped == [4242]
     note = scan_notice(scan)
     assert note == ("process scan: pinned estimate of pid 4242 capped to what is resident"
@@ -103,10 +104,10 @@ def test_a_forged_terabyte_is_capped_to_what_is_resident(tmp_path):
 def test_without_status_ram_still_caps(tmp_path):
     root = proc_with(tmp_path, {7: (FORGED_MAPS, None)}, mem_total_kb=4 * 1024 * 1024)
     (p,) = ProcessScanner(proc_root=root).scan().processes
-    assert p.pinned_bytes == 4 * GIB and p.write_combined_bytes == 0 and p.estimate_capped
+    assert p.held.pinned_bytes == 4 * GIB and p.held.write_combined_bytes == 0 and p.held.capped
     # The caller's MemTotal wins over the scanned /proc's.
     (p,) = ProcessScanner(proc_root=root).scan(mem_total_bytes=GIB).processes
-    assert p.pinned_bytes == GIB
+    assert p.held.pinned_bytes == GIB
 
 
 def test_resident_is_read_every_scan_but_only_for_pinned_holders(tmp_path, monkeypatch):
@@ -120,9 +121,9 @@ def test_resident_is_read_every_scan_but_only_for_pinned_holders(tmp_path, monke
     real = mod.read_resident
     monkeypatch.setattr(mod, "read_resident", lambda pid, r: reads.append(pid) or real(pid, r))
     sc = ProcessScanner(proc_root=root)
-    assert [p.pinned_bytes for p in sc.scan().processes] == [0, 3000 * 1024]
+    assert [p.held.pinned_bytes for p in sc.scan().processes] == [0, 3000 * 1024]
     (tmp_path / "proc" / "6" / "status").write_text(status_text(9000, 5000))  # maps unchanged
-    assert [p.pinned_bytes for p in sc.scan().processes] == [0, 5000 * 1024]
+    assert [p.held.pinned_bytes for p in sc.scan().processes] == [0, 5000 * 1024]
     assert reads == [6, 6]
 
 
@@ -150,7 +151,7 @@ def test_live_totals_never_exceed_ram(tmp_path, shared):
     root = proc_with(tmp_path, procs)
     with LiveCollector(use_nvml=False, host_root=str(host), proc_root=root) as col:
         snap = col.snapshot()
-    assert [p.pinned_bytes for p in snap.processes] == [3 * GIB] * 3
+    assert [p.held.pinned_bytes for p in snap.processes] == [3 * GIB] * 3
     assert snap.host.pinned_bytes_est == (3 if shared else 4) * GIB
     assert snap.host.write_combined_bytes_est == 0
     assert any("capped at RAM" in n for n in snap.notices) is not shared
@@ -158,13 +159,12 @@ def test_live_totals_never_exceed_ram(tmp_path, shared):
 
 def test_no_row_of_any_source_is_above_ram():
     from pinmon.collect.live import cap_rows_to_ram
-    from pinmon.model import ProcessPinned
 
-    rows = [ProcessPinned(pid=1, pinned_bytes=10 * TIB, source="traced"),
-            ProcessPinned(pid=2, pinned_bytes=GIB, write_combined_bytes=None),
-            ProcessPinned(pid=3, pinned_bytes=None, write_combined_bytes=5 * GIB)]
+    rows = [make.process(1, None, pinned_bytes=10 * TIB, source="traced"),
+            make.process(2, None, pinned_bytes=GIB, write_combined_bytes=None),
+            make.process(3, None, pinned_bytes=None, write_combined_bytes=5 * GIB)]
     out = cap_rows_to_ram(rows, 4 * GIB)
-    assert [(r.pinned_bytes, r.write_combined_bytes, r.estimate_capped) for r in out] == [
+    assert [(r.held.pinned_bytes, r.held.write_combined_bytes, r.held.capped) for r in out] == [
         (4 * GIB, None, True), (GIB, None, False), (None, 4 * GIB, True)]
     assert out[0].source == "traced"
     assert cap_rows_to_ram(rows, None) == rows

@@ -1,11 +1,11 @@
-"""A traced process's CUPTI figures into its snapshot row: the fields only CUPTI has, from a report
-built the way the tracer builds it, and nothing but None from odd or hostile values."""
+"""A traced process's copies and allocations into its snapshot row: the records from a report built the
+way the tracer builds it (CUPTI's figures, the hooks'), and nothing but None from odd or hostile values."""
 import copy
 import math
 
 import pytest
 
-from pinmon.collect.traced.cupti_fields import cupti_fields
+from pinmon.collect.traced.cupti_fields import MAX_BYTES_PER_S, allocations_of, copies_of
 from pinmon.collect.traced.reader import TracedProcess
 from pinmon.model import ProcessPinned
 from pinmon.trace.cupti_figures import CuptiFigures
@@ -38,33 +38,67 @@ def report():
     return {"schema": "pinmon.trace/1", "pid": 4242, **body}
 
 
-def test_cupti_fields_of_a_tracer_report():
-    out = cupti_fields(report())
-    assert out["trace_engine"] == "cupti"
-    assert out["copy_gpu_pci_bus_id"] == "0000:42:00.0"  # the GPU with the most bulk pinned bytes
-    assert out["h2d_pinned_bulk_bytes_per_s"] == pytest.approx(20e9)
-    assert out["h2d_pinned_bulk_busy_s"] == pytest.approx(2.0)
-    assert out["d2h_pinned_bulk_bytes_per_s"] == pytest.approx(4 * MIB / 1e-3)
+def test_the_copies_of_a_cupti_report():
+    c = copies_of(report())
+    assert c.instrument == "cupti" and c.window_s == pytest.approx(4.0)
+    assert c.gpu_pci_bus_id == "0000:42:00.0"  # the GPU with the most bulk pinned bytes
+    assert c.bulk_of("h2d").achieved_bytes_per_s == pytest.approx(20e9)
+    assert c.bulk_of("h2d").busy_s == pytest.approx(2.0)
+    assert c.bulk_of("d2h").achieved_bytes_per_s == pytest.approx(4 * MIB / 1e-3)
     # 26.7 GB of the 40 GB H2D bulk bytes went on the null stream, none of the 4 MiB D2H.
-    assert out["pinned_bulk_default_stream_share"] == pytest.approx((2 * 40e9 / 3) / (40e9 + 4 * MIB))
+    assert c.default_stream_share == pytest.approx((2 * 40e9 / 3) / (40e9 + 4 * MIB))
     window_s = 4.0
-    assert out["h2d_copy_bytes_per_s"] == pytest.approx((40e9 + 64 * MIB + 8 * MIB) / window_s, rel=1e-6)
-    assert out["d2h_copy_bytes_per_s"] == pytest.approx(4 * MIB / window_s)
+    assert c.bytes_per_s("h2d") == pytest.approx((40e9 + 64 * MIB + 8 * MIB) / window_s, rel=1e-6)
+    assert c.bytes_per_s("d2h") == pytest.approx(4 * MIB / window_s)
+    h2d_bytes = 3 * (40 * 10**9 // 3) + 64 * MIB
+    pinned = c.get("h2d", "pinned")
+    assert pinned.bytes_per_s == pytest.approx(h2d_bytes / 4.0)  # 4 s window of wall time
+    assert (pinned.bytes, pinned.count) == (h2d_bytes, 4)  # since the tracer started
+    assert pinned.achieved_bytes_per_s == pytest.approx(h2d_bytes / 2.01)  # over 2.01 s of GPU time
+    assert c.get("h2d", "pageable").achieved_bytes_per_s == pytest.approx(8 * MIB / 0.01)
+    assert c.get("d2h", "pinned").achieved_bytes_per_s == pytest.approx(4 * MIB / 1e-3)
+    # Per-copy percentiles: a log histogram's buckets, within a bucket (~19%) of the copies' rates.
+    assert pinned.rate_p50_bytes_per_s == pytest.approx(20e9, rel=0.2)
+    none = c.get("d2h", "pageable")
+    assert (none.bytes_per_s, none.count, none.achieved_bytes_per_s, none.rate_p50_bytes_per_s) == (0.0, 0, None, None)
+    # Managed and other host memory only where the process copied from or to it; no such copies here.
+    assert {(s.direction, s.memory) for s in c.stats} == {
+        ("h2d", "pinned"), ("h2d", "pageable"), ("d2h", "pinned"), ("d2h", "pageable"), ("d2h", "write_combined")}
+    assert c.wc_readbacks == 0
+
+
+def test_managed_copies_join_their_directions_total():
+    rep = copy.deepcopy(report())
+    rep["copies"]["h2d"]["managed"].update(bytes=10, count=1, bytes_per_s=2.5)
+    c = copies_of(rep)
+    assert c.get("h2d", "managed").bytes_per_s == 2.5 and c.get("d2h", "managed") is None
+    assert c.bytes_per_s("h2d") == pytest.approx(copies_of(report()).bytes_per_s("h2d") + 2.5)
 
 
 def test_the_row_gets_them_beside_the_hooks_figures():
-    figs = TracedProcess(pid=4242, report=report()).figures()
-    row = ProcessPinned(pid=4242, **figs)
-    assert row.source == "traced" and row.trace_engine == "cupti"
-    assert row.h2d_pinned_bulk_bytes_per_s == pytest.approx(20e9)
-    assert row.pageable_copy_bytes_per_s == pytest.approx(8 * MIB / 4.0)  # CUPTI's, through the merge
+    row = TracedProcess(pid=4242, report=report()).apply(ProcessPinned(pid=4242))
+    assert row.source == "traced" and row.instrument == "cupti"
+    assert row.copies.bulk_of("h2d").achieved_bytes_per_s == pytest.approx(20e9)
+    assert row.copies.pageable_bytes_per_s == pytest.approx(8 * MIB / 4.0)  # CUPTI's, through the merge
+    assert row.allocations.instrument == "cupti"
     assert ProcessPinned.from_dict(row.to_dict()) == row
+
+
+def test_a_report_keeps_what_the_scan_saw_of_its_process():
+    from pinmon.model import HeldMemory
+
+    est = ProcessPinned(pid=4242, held=HeldMemory(pinned_bytes=1, mappings=3, vm_pinned_bytes=7, capped=True))
+    row = TracedProcess(pid=4242, report=report()).apply(est)
+    assert (row.held.mappings, row.held.vm_pinned_bytes, row.held.capped) == (3, 7, True)
+    assert row.held.pinned_bytes != 1
 
 
 def test_a_hooks_report_says_hooks_and_nothing_more():
     body = merged(TracerState().report(now=0.0), None)
-    assert cupti_fields(body) == {"trace_engine": "hooks"}
-    assert cupti_fields({"pinned": {}}) == {"trace_engine": "hooks"}  # an older report
+    c = copies_of(body)
+    assert c.instrument == "hooks" and c.bulk == () and c.gpu_pci_bus_id is None and c.default_stream_share is None
+    assert copies_of({"pinned": {}}) is None and allocations_of({"pinned": {}}) is None  # an older report
+    assert allocations_of(body).instrument == "hooks"
 
 
 @pytest.mark.parametrize("path, value", [
@@ -77,6 +111,9 @@ def test_a_hooks_report_says_hooks_and_nothing_more():
     (("cupti", "window", "pinned_bulk"), {"h2d": {"../etc": {"bytes": 1}}}),
     (("cupti", "devices", "1", "pci_bus_id"), "0000:42:00.0\x1b[31m"),
     (("cupti", "devices", "1", "pci_bus_id"), 42),
+    (("allocs", "median_bytes"), 2**62),
+    (("allocs", "per_s"), "fast"),
+    (("wc", "readbacks"), -1),
 ])
 def test_odd_values_become_unknown_never_an_error(path, value):
     rep = copy.deepcopy(report())
@@ -84,33 +121,14 @@ def test_odd_values_become_unknown_never_an_error(path, value):
     for k in path[:-1]:
         d = d[k]
     d[path[-1]] = value
-    out = cupti_fields(rep)
-    row = ProcessPinned(pid=1, **out)  # always valid row fields
-    for name, v in out.items():
-        assert v is None or isinstance(v, (str, float)), (name, v)
-    assert row.copy_gpu_pci_bus_id in (None, "0000:42:00.0", "0000:41:00.0")
+    row = TracedProcess(pid=1, report=rep).apply(ProcessPinned(pid=1))
+    assert ProcessPinned.from_dict(row.to_dict()) == row  # always a row the schema takes
+    assert row.copies.gpu_pci_bus_id in (None, "0000:42:00.0", "0000:41:00.0")
 
 
-# --- transfers: per direction and host memory kind, for either engine -------------------------
+# --- copies per direction and host memory kind, for either engine ------------------------------
 
-def test_transfers_of_a_cupti_report():
-    from pinmon.collect.traced.cupti_fields import transfer_fields
-
-    t = transfer_fields(report())["transfers"]
-    assert set(t) == {"h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable"}
-    h2d_bytes = 3 * (40 * 10**9 // 3) + 64 * MIB
-    assert t["h2d.pinned"]["bytes_per_s"] == pytest.approx(h2d_bytes / 4.0)  # 4 s window of wall time
-    assert t["h2d.pinned"]["achieved_bytes_per_s"] == pytest.approx(h2d_bytes / 2.01)  # over 2.01 s of GPU time
-    assert t["h2d.pageable"]["achieved_bytes_per_s"] == pytest.approx(8 * MIB / 0.01)
-    assert t["d2h.pinned"]["achieved_bytes_per_s"] == pytest.approx(4 * MIB / 1e-3)
-    # Per-copy percentiles: a log histogram's buckets, within a bucket (~19%) of the copies' rates.
-    assert t["h2d.pinned"]["rate_p50"] == pytest.approx(20e9, rel=0.2)
-    assert t["d2h.pageable"] == {"bytes_per_s": 0.0, "achieved_bytes_per_s": None, "rate_p50": None,
-                                 "rate_p10": None}  # no such copies: none per second, no rate
-
-
-def test_transfers_of_a_hooks_report_have_rates_but_no_gpu_times():
-    from pinmon.collect.traced.cupti_fields import transfer_fields
+def test_copies_of_a_hooks_report_have_rates_but_no_gpu_times():
     from pinmon.trace.state import PINNED
 
     clock = iter([0.0, 2.0]).__next__
@@ -118,27 +136,28 @@ def test_transfers_of_a_hooks_report_have_rates_but_no_gpu_times():
     st.record_copy("h2d", 64 * MIB, PINNED)
     st.record_copy("d2h", 8 * MIB, None)
     body = merged(st.report(), None)
-    t = transfer_fields({"schema": "pinmon.trace/1", **body})["transfers"]
-    assert t["h2d.pinned"] == {"bytes_per_s": pytest.approx(64 * MIB / 2.0), "achieved_bytes_per_s": None,
-                               "rate_p50": None, "rate_p10": None}
-    assert t["d2h.pageable"]["bytes_per_s"] == pytest.approx(8 * MIB / 2.0)
-    row = ProcessPinned(pid=1, **TracedProcess(pid=1, report={"schema": "pinmon.trace/1", **body}).figures())
-    assert row.transfers == t and row.trace_engine == "hooks"
+    c = copies_of({"schema": "pinmon.trace/1", **body})
+    h2d = c.get("h2d", "pinned")
+    assert (h2d.bytes_per_s, h2d.bytes, h2d.count) == (pytest.approx(64 * MIB / 2.0), 64 * MIB, 1)
+    assert (h2d.achieved_bytes_per_s, h2d.rate_p50_bytes_per_s, h2d.rate_p10_bytes_per_s) == (None, None, None)
+    assert c.get("d2h", "pageable").bytes_per_s == pytest.approx(8 * MIB / 2.0)
+    assert c.window_s == pytest.approx(2.0) and c.pageable_bytes_per_s == pytest.approx(8 * MIB / 2.0)
+    row = TracedProcess(pid=1, report={"schema": "pinmon.trace/1", **body}).apply(ProcessPinned(pid=1))
+    assert row.copies == c and row.instrument == "hooks"
     assert ProcessPinned.from_dict(row.to_dict()) == row
 
 
 @pytest.mark.parametrize("copies", [None, "x", [1], {"h2d": "x"}, {"h2d": {"pinned": [1]}},
                                     {"h2d": {"pinned": {"bytes_per_s": float("inf"), "rate_p50": -1,
-                                                        "achieved_bytes_per_s": True, "rate_p10": "9"}}}])
-def test_odd_transfer_values_become_unknown(copies):
-    from pinmon.collect.traced.cupti_fields import transfer_fields
-
-    t = transfer_fields({"copies": copies})["transfers"]
+                                                        "achieved_bytes_per_s": True, "rate_p10": "9",
+                                                        "bytes": 2**64, "count": 1.5e300}}}])
+def test_odd_copy_values_become_unknown(copies):
+    c = copies_of({"copies": copies})
     if not isinstance(copies, dict):
-        assert t is None
+        assert c is None
         return
-    assert all(v is None for row in t.values() for v in row.values())
-    ProcessPinned(pid=1, transfers=t)
+    assert all(v is None for s in c.stats for k, v in s.__dict__.items() if k not in ("direction", "memory"))
+    ProcessPinned(pid=1, copies=c)
 
 
 @pytest.mark.parametrize("gpu_s, nbytes", [(1e-300, 1e9), (5e-324, 2**1023), (1e-7, 1e6), (0.5, 1e15)],
@@ -148,9 +167,9 @@ def test_a_forged_gpu_time_or_size_gives_no_rate(gpu_s, nbytes):
     bulk = rep["cupti"]["window"]["pinned_bulk"]["h2d"]
     del bulk["0"]  # GPU 1 is the one its figures come from
     bulk["1"]["gpu_s"], bulk["1"]["bytes"] = gpu_s, nbytes
-    out = cupti_fields(rep)
-    assert out["h2d_pinned_bulk_bytes_per_s"] is None
-    assert all(v is None or isinstance(v, str) or math.isfinite(v) for v in out.values())
+    c = copies_of(rep)
+    assert c.bulk_of("h2d").achieved_bytes_per_s is None
+    assert all(v is None or math.isfinite(v) for b in c.bulk for v in (b.achieved_bytes_per_s, b.busy_s))
 
 
 def test_a_plausible_rate_stays():
@@ -158,16 +177,34 @@ def test_a_plausible_rate_stays():
     bulk = rep["cupti"]["window"]["pinned_bulk"]["h2d"]
     del bulk["0"]
     bulk["1"]["gpu_s"], bulk["1"]["bytes"] = 1e-3, 50e6  # 50 GB/s over a millisecond
-    assert cupti_fields(rep)["h2d_pinned_bulk_bytes_per_s"] == pytest.approx(50e9)
+    assert copies_of(rep).bulk_of("h2d").achieved_bytes_per_s == pytest.approx(50e9)
 
 
 def test_rates_above_any_host_link_are_unknown():
-    from pinmon.collect.traced.cupti_fields import MAX_BYTES_PER_S, transfer_fields
-
     rep = copy.deepcopy(report())
-    rep["cupti"]["window"]["copies"]["h2d"]["pinned"]["bytes_per_s"] = 1e300
-    assert cupti_fields(rep)["h2d_copy_bytes_per_s"] is None
+    rep["copies"]["h2d"]["pinned"]["bytes_per_s"] = 1e300
+    c = copies_of(rep)
+    # One kind's forged rate makes the direction's total unknown, not smaller; the other direction stays.
+    assert c.bytes_per_s("h2d") is None and c.get("h2d", "pageable").bytes_per_s is None
+    assert c.bytes_per_s("d2h") == pytest.approx(4 * MIB / 4.0)
     copies = {"h2d": {"pinned": {"bytes_per_s": 1e300, "achieved_bytes_per_s": 2 * MAX_BYTES_PER_S,
                                  "rate_p50": 55e9, "rate_p10": 10**400}}}
-    t = transfer_fields({"copies": copies})["transfers"]["h2d.pinned"]
-    assert t == {"bytes_per_s": None, "achieved_bytes_per_s": None, "rate_p50": 55e9, "rate_p10": None}
+    s = copies_of({"copies": copies}).get("h2d", "pinned")
+    assert (s.bytes_per_s, s.achieved_bytes_per_s, s.rate_p50_bytes_per_s, s.rate_p10_bytes_per_s) == \
+        (None, None, 55e9, None)
+
+
+def test_a_report_claiming_more_than_any_host_holds_cannot_make_its_row_unreadable():
+    """Figures up to 2**63 - 1 pass a report's own check, a snapshot refuses byte figures over 1 EiB:
+    a process whose resident set could not be read (no clamp) stays a row every reader takes."""
+    from pinmon.limits import MAX_SIZE_BYTES
+    from pinmon.model import HostMemory, Snapshot
+
+    rep = copy.deepcopy(report())
+    rep["pinned"].update(bytes=2**62, registered_bytes=2**63 - 1, write_combined_bytes=2**62)
+    rep["allocs"]["median_bytes"] = 2**62
+    row = TracedProcess(pid=1, report=rep).apply(ProcessPinned(pid=1))
+    assert row.held.pinned_bytes == row.held.registered_bytes == MAX_SIZE_BYTES
+    assert row.allocations.median_bytes is None  # no allocation is that large: unknown
+    snap = Snapshot(time=1.0, host=HostMemory(hostname="h"), processes=(row,))
+    assert Snapshot.from_dict(snap.to_dict()) == snap

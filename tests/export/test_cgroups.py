@@ -42,12 +42,26 @@ def test_group_series_are_bounded_and_their_names_printable():
     assert all(len(lab.get("pod", "")) <= 64 for lab, _ in pinned)
 
 
+def test_a_groups_held_bytes_count_all_it_holds_and_its_pinned_bytes_are_its_part():
+    """cgroup_held_bytes is pinned + write-combined + VmPin (what pinned-cgroup-share compares with the
+    limit); cgroup_pinned_bytes is the pinned part, as for a process."""
+    g = make.cgroup(limit_bytes=4 * make.GIB, pinned_bytes=2 * make.GIB, write_combined_bytes=make.MIB,
+                    vm_pinned_bytes=512 * make.MIB, processes=1)
+    uring = make.cgroup(key="docker/" + "cd" * 32, vm_pinned_bytes=640 * make.MIB, processes=1)
+    text = render([dataclasses.replace(make.box_snapshot(), cgroups=(g, uring))], top=1)
+    held = {lab["cgroup"]: v for lab, v in _series(text, "pinmon_cgroup_held_bytes")}
+    pinned = {lab["cgroup"]: v for lab, v in _series(text, "pinmon_cgroup_pinned_bytes")}
+    gid = next(k for k in held if k != "other")
+    assert held[gid] == 2 * make.GIB + make.MIB + 512 * make.MIB and pinned[gid] == 2 * make.GIB
+    assert held["other"] == 640 * make.MIB and pinned["other"] == 0  # the io_uring group, summed
+
+
 def test_a_delegated_group_named_after_a_real_pod_gets_a_label_of_its_own():
     snap = make.box_groups_snapshot()
     real = next(g for g in snap.cgroups if g.kind == "pod")
-    fake = dataclasses.replace(real, key="user/1500/" + real.key + "@elsewhere", name="user 1500: pod 0a1b2c3d/cdcd",
-                               pod=None, namespace=None, container=None, delegated_uid=1500, pinned_bytes=MIB)
-    twin = dataclasses.replace(real, key=real.key + "@another-path", pinned_bytes=2 * MIB)
+    fake = make.moved(real, key="user/1500/" + real.key + "@elsewhere", name="user 1500: pod 0a1b2c3d/cdcd",
+                      pod=None, namespace=None, container=None, delegated_uid=1500, pinned_bytes=MIB)
+    twin = make.moved(real, key=real.key + "@another-path", pinned_bytes=2 * MIB)
     text = render([dataclasses.replace(snap, cgroups=snap.cgroups + (fake, twin))])
     ids = [lab["cgroup"] for lab, _ in _series(text, "pinmon_cgroup_pinned_bytes")]
     assert len(ids) == len(set(ids)) == 5  # the pod, the job, the user's fake, the twin, "other"

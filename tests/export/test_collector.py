@@ -1,5 +1,4 @@
 """The collector on hand-made snapshots: values, labels, unknowns left out, caps, findings, errors."""
-import dataclasses
 
 import pytest
 
@@ -110,6 +109,19 @@ def test_processes_top_n_plus_other():
     assert value(text, "pinmon_process_write_combined_bytes", pid="other") == 10
     assert value(text, "pinmon_process_pinned_bytes", pid=114, name="job14", user="alice", source="est.") == 15 * MIB
     assert value(text, "pinmon_processes") == 15
+
+
+def test_the_top_processes_are_those_holding_the_most_write_combined_and_vmpin_included():
+    """An io_uring user (VmPin only) and a write-combined holder rank by all they hold, and
+    process_held_bytes serves that figure; a row holding nothing known goes to "other"."""
+    rows = (make.process(1, "small", pinned_bytes=MIB), make.process(2, "uring", vm_pinned_bytes=640 * MIB),
+            make.process(3, "wc", pinned_bytes=MIB, write_combined_bytes=256 * MIB), make.process(4, "unknown"))
+    text = render([make.full_snapshot(processes=rows)], top=2)
+    assert {dict(labs)["pid"] for (n, labs) in samples(text) if n == "pinmon_process_held_bytes"} == {"2", "3", "other"}
+    assert value(text, "pinmon_process_held_bytes", pid=2) == 640 * MIB
+    assert value(text, "pinmon_process_pinned_bytes", pid=2) is None  # its pinned part is unknown, not 0
+    assert value(text, "pinmon_process_held_bytes", pid=3) == 257 * MIB
+    assert value(text, "pinmon_process_held_bytes", pid="other") == MIB
 
 
 def test_process_source_label_and_zero_top():
@@ -240,7 +252,7 @@ def test_refresher_thread_plays_a_replay_and_holds_the_last_snapshot():
 
 
 def test_label_values_are_escaped_and_on_one_line():
-    p = dataclasses.replace(make.full_processes(1)[0], name='we"ird\nname\\')
+    p = make.moved(make.full_processes(1)[0], name='we"ird\nname\\')
     text = render([make.full_snapshot(processes=[p])])
     assert value(text, "pinmon_process_pinned_bytes", name='we"ird name\\') == MIB
 

@@ -23,7 +23,7 @@ def served_names():
     """Every sample name the exporter serves for a full snapshot (probe, processes, findings, replay)."""
     state = ExportState(live=False)
     state.finish_replay()
-    group = make.cgroup(memory_limit_bytes=4 << 30, memory_current_bytes=3 << 30, oom_kills=1,
+    group = make.cgroup(limit_bytes=4 << 30, current_bytes=3 << 30, oom_kills=1,
                         oom_kills_at_start=0, pinned_bytes=2 << 30, write_combined_bytes=1 << 20,
                         vm_pinned_bytes=1 << 20, processes=1)
     snap = dataclasses.replace(make.full_snapshot(), cgroups=(group,))
@@ -45,7 +45,7 @@ def test_dashboard_uses_only_served_metrics():
     missing = used - served_names()
     assert not missing, f"dashboard asks for metrics the exporter does not serve: {sorted(missing)}"
     for wanted in ("pinmon_gpu_pcie_rx_bytes_total", "pinmon_gpu_pcie_tx_bytes_per_second", "pinmon_gpu_pcie_link_gen",
-                   "pinmon_gpu_pcie_link_width", "pinmon_host_pinned_bytes_estimate", "pinmon_process_pinned_bytes",
+                   "pinmon_gpu_pcie_link_width", "pinmon_host_pinned_bytes_estimate", "pinmon_process_held_bytes",
                    "pinmon_finding"):
         assert wanted in used, wanted
 

@@ -29,7 +29,7 @@ def label_values(text: str) -> list[str]:
 
 def hostile_process(pid=4242, name=HOSTILE, **kw):
     return make.process(pid, name, user="m\x1b[31mallory" + "u" * 5000, pinned_bytes=GIB, source="traced",
-                        pageable_copy_bytes_per_s=2e9, **kw)
+                        pageable_bytes_per_s=2e9, **kw)
 
 
 def test_a_hostile_process_name_reaches_the_scrape_printable_and_cut():

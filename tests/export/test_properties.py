@@ -6,7 +6,7 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pinmon.model import Gpu, HostMemory, Link, Pcie, ProcessPinned, Snapshot
+from pinmon.model import Gpu, HeldMemory, HostMemory, Link, Pcie, ProcessIdentity, ProcessPinned, Snapshot
 
 from .helpers import render, samples
 
@@ -24,8 +24,11 @@ pcies = st.builds(Pcie, rx_bytes_per_s=maybe_float, tx_bytes_per_s=maybe_float,
                   replay_delta=maybe_int, counter_deltas=st.dictionaries(st.sampled_from(["replay", "bad_tlp"]), maybe_int))
 gpus = st.lists(st.builds(Gpu, index=st.integers(0, 7), name=text, uuid=text, pci_bus_id=text, link=links, pcie=pcies,
                           lost=st.booleans()), max_size=3, unique_by=lambda g: g.index)  # NVML indices are unique
-processes = st.lists(st.builds(ProcessPinned, pid=st.integers(1, 1 << 22), name=text, user=text, pinned_bytes=maybe_int,
-                               write_combined_bytes=maybe_int, source=st.sampled_from(["est.", "traced"])),
+processes = st.lists(st.builds(ProcessPinned, pid=st.integers(1, 1 << 22),
+                               identity=st.builds(ProcessIdentity, name=text, user=text),
+                               held=st.builds(HeldMemory, pinned_bytes=maybe_int, write_combined_bytes=maybe_int,
+                                              vm_pinned_bytes=maybe_int),
+                               source=st.sampled_from(["est.", "traced", "attached"])),
                      max_size=30, unique_by=lambda p: p.pid)
 
 
@@ -37,5 +40,5 @@ def test_any_snapshot_scrapes_cleanly(host, gpus, processes, top):
     parsed = samples(out)  # asserts no duplicate series
     assert parsed[("pinmon_scrape_errors_total", frozenset())] == 0
     assert all(not math.isnan(v) for v in parsed.values())
-    proc_series = [k for k in parsed if k[0] == "pinmon_process_pinned_bytes"]
-    assert len(proc_series) == min(top, sum(p.pinned_bytes is not None for p in processes)) + 1
+    proc_series = [k for k in parsed if k[0] == "pinmon_process_held_bytes"]
+    assert len(proc_series) == min(top, sum(p.held.bytes is not None for p in processes)) + 1

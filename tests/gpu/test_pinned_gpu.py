@@ -15,7 +15,7 @@ def pinned_of_self():
                          capture_output=True, text=True, check=True).stdout
     rows = json.loads(out)["processes"]
     assert len(rows) == 1
-    return rows[0]["pinned_bytes"], rows[0]["write_combined_bytes"]
+    return rows[0]["held"]["pinned_bytes"], rows[0]["held"]["write_combined_bytes"]
 
 
 def test_known_allocations_within_10_mib():

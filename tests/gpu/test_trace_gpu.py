@@ -110,7 +110,7 @@ def test_example_gives_exactly_its_finding(tmp_path, script, extra, expected, ne
         if f["values"].get("pid") == child.pid and f["rule"] in expected:
             assert f'"examples/{script}.py:' in f["message"], f["message"]
     if script == "pinned_hog":
-        assert rows[0]["pinned_bytes"] >= HOG_BYTES
+        assert rows[0]["held"]["pinned_bytes"] >= HOG_BYTES
         share = [f for f in check["findings"] if f["rule"] == "pinned-ram-share"]
         assert share and share[0]["severity"] in ("warning", "critical"), check["findings"]
 

@@ -34,7 +34,7 @@ def hostile_recording(tmp_path_factory):
     """Ten traced processes named ``HOSTILE`` (plus a number): each one fires pageable-bulk-copies,
     so the name reaches the process series and the findings' subjects."""
     procs = tuple(make.process(100 + i, f"{HOSTILE}{i}", user="mallory\x1b[31m", pinned_bytes=(i + 1) * GIB,
-                               source="traced", pageable_copy_bytes_per_s=2e9) for i in range(10))
+                               source="traced", pageable_bytes_per_s=2e9) for i in range(10))
     snaps = [make.full_snapshot(time=2000.0 + i, processes=procs) for i in range(2)]
     return write_recording(tmp_path_factory.mktemp("rec") / "hostile.jsonl", snaps)
 

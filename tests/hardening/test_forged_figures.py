@@ -96,7 +96,7 @@ def test_a_reports_write_combined_bytes_never_reach_the_host_total(tmp_path, mon
     monkeypatch.setenv("PINMON_TRACE_DIR", d)
     snap = snapshot(host_tree(tmp_path), str(proc))
     (row,) = snap.processes
-    assert row.source == "traced" and row.write_combined_bytes == 0 and row.estimate_capped
+    assert row.source == "traced" and row.held.write_combined_bytes == 0 and row.held.capped
     assert snap.host.write_combined_bytes_est == 0 and snap.host.pinned_bytes_total == 0
     assert not [f for f in advise([snap]) if f.rule == "pinned-ram-share"]
 
@@ -111,7 +111,7 @@ def test_a_reports_write_combined_bytes_are_held_to_the_processs_control_device_
     monkeypatch.setenv("PINMON_TRACE_DIR", d)
     snap = snapshot(host_tree(tmp_path), str(proc), objects=TRUSTED)
     (row,) = snap.processes
-    assert row.write_combined_bytes == 128 * MIB and snap.host.write_combined_bytes_est == 128 * MIB
+    assert row.held.write_combined_bytes == 128 * MIB and snap.host.write_combined_bytes_est == 128 * MIB
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="/proc")
@@ -126,7 +126,7 @@ def test_check_stays_ok_for_a_forged_report_of_a_real_sleeper(tmp_path):
                               "--oom-lookback", "0"], capture_output=True, text=True, env=env, timeout=120)
         doc = json.loads(out.stdout)
         rows = [p for p in doc["snapshot"]["processes"] if p["pid"] == sleeper.pid]
-        assert rows and rows[0]["write_combined_bytes"] == 0
+        assert rows and rows[0]["held"]["write_combined_bytes"] == 0
         assert doc["snapshot"]["host"]["write_combined_bytes_est"] == 0
         assert "pinned-ram-share" not in {f["rule"] for f in doc["findings"]}
         assert out.returncode in (0, 1), out.stderr  # never critical for it
@@ -149,12 +149,12 @@ def test_one_object_mapped_200_times_counts_once_and_planted_devices_not_at_all(
     host = host_tree(tmp_path, shmem_kib=73 * 1024)
     snap = snapshot(host, str(proc), objects=TRUSTED)
     (row,) = snap.processes
-    assert row.pinned_bytes == size and row.write_combined_bytes == 0
+    assert row.held.pinned_bytes == size and row.held.write_combined_bytes == 0
     assert snap.host.pinned_bytes_est == size and snap.host.write_combined_bytes_est == 0
     assert not [f for f in advise([snap]) if f.severity == "critical"]
     # Taken as they read (what a saved maps file gets), the planted files are 12.5 GiB write-combined:
     naive = snapshot(host, str(proc))
-    assert naive.processes[0].write_combined_bytes > 10 * GIB
+    assert naive.processes[0].held.write_combined_bytes > 10 * GIB
 
 
 def test_the_pinned_estimate_never_exceeds_the_hosts_shmem(tmp_path):
@@ -214,11 +214,11 @@ def test_a_planted_dev_in_a_mount_namespace_shows_no_pinned_memory_on_the_real_p
         # unshare execs python in place: the pid is the attacker's process.
         scanner = ProcessScanner(pids=[pid])
         (row,) = scanner.scan().processes
-        assert row.pinned_bytes == 0 and row.write_combined_bytes == 0
+        assert row.held.pinned_bytes == 0 and row.held.write_combined_bytes == 0
         naive = ProcessScanner(pids=[pid], objects=KernelObjects(None, None))
         naive.objects = None  # taken as they read: the planted control device is 640 MiB write-combined
         (row,) = naive.scan().processes
-        assert row.pinned_bytes == 16 * MIB and row.write_combined_bytes >= 600 * MIB
+        assert row.held.pinned_bytes == 16 * MIB and row.held.write_combined_bytes >= 600 * MIB
     finally:
         p.stdin.close()
         p.kill()
@@ -301,7 +301,7 @@ def test_reports_never_shrink_what_no_mapping_explains(tmp_path, monkeypatch):
     assert "pinned-unattributed" in {f.rule for f in advise([snap])}
     write_report(d, 4242, 777, bytes=5 * GIB, registered_bytes=5 * GIB)  # more than the kernel counts
     (row,) = snapshot(host, str(proc)).processes
-    assert row.pinned_bytes == 3 * GIB // 2 and row.registered_bytes == 3 * GIB // 2 and row.estimate_capped
+    assert row.held.pinned_bytes == 3 * GIB // 2 and row.held.registered_bytes == 3 * GIB // 2 and row.held.capped
 
 
 # --- A4: /tmp flooded with directories ------------------------------------------------------------

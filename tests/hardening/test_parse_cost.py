@@ -71,10 +71,10 @@ def test_the_counts_leave_out_what_is_inside_strings():
 def test_a_real_snapshot_with_brackets_in_its_strings_is_read(tmp_path):
     """A command line of two million braces, quotes and backslashes: a few MiB, one value."""
     snap = make.full_snapshot().to_dict()
-    snap["processes"][0]["cmdline"] = '{["' * 700_000 + "\\" * 3 + "}"
+    snap["processes"][0]["identity"]["cmdline"] = '{["' * 700_000 + "\\" * 3 + "}"
     p = tmp_path / "snap.jsonl"
     p.write_text(json.dumps(snap) + "\n")
-    assert read_snapshot_file(str(p)).processes[0].cmdline.startswith('{["{')
+    assert read_snapshot_file(str(p)).processes[0].identity.cmdline.startswith('{["{')
 
 
 def test_a_snapshot_file_of_too_many_objects_is_one_line(tmp_path):

@@ -44,7 +44,7 @@ def test_malformed_maps_are_skipped(tmp_path, text):
     root = proc_tree(tmp_path, {100: text, 101: CUDA_MAPS})
     scan = ProcessScanner(proc_root=root).scan()
     assert [p.pid for p in scan.processes][-1] == 101
-    assert scan.processes[-1].pinned_bytes == 256 << 20
+    assert scan.processes[-1].held.pinned_bytes == 256 << 20
 
 
 def test_vanished_denied_and_odd_entries_make_one_notice(tmp_path, monkeypatch):

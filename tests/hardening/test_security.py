@@ -51,6 +51,7 @@ def test_exporter_listens_on_loopback_by_default():
 report = pytest.importorskip("pinmon.trace.report_file", reason="no tracer in this tree")
 traced = pytest.importorskip("pinmon.collect.traced.reader", reason="no tracer reader in this tree")
 trace_report = pytest.importorskip("pinmon.collect.traced.report_checks", reason="no tracer reader in this tree")
+from tests import factories as make
 from tests.trace.fakeproc import fake_meminfo, fake_proc  # noqa: E402
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make files of another user")
@@ -268,12 +269,11 @@ def test_a_negative_figure_anywhere_refuses_the_report(fake):
 
 
 def test_a_refused_negative_report_cannot_cancel_an_estimate(fake):
-    from pinmon.model import ProcessPinned
 
     d, _, _ = fake
     write(d, "4242.json", body(4242, 777, pinned__bytes=-TIB))
-    rows = traced.merge_traced([ProcessPinned(pid=4242, pinned_bytes=TIB)], read(fake))
-    assert [(r.source, r.pinned_bytes) for r in rows] == [("est.", TIB)]
+    rows = traced.merge_traced([make.process(4242, None, pinned_bytes=TIB)], read(fake))
+    assert [(r.source, r.held.pinned_bytes) for r in rows] == [("est.", TIB)]
 
 
 def test_held_figures_are_clamped_to_what_the_process_and_host_can_hold(fake):
@@ -281,8 +281,8 @@ def test_held_figures_are_clamped_to_what_the_process_and_host_can_hold(fake):
     fake_proc(proc, 4242, ME, ticks=777, rss_kb=1 << 20)  # 1 GiB resident
     write(d, "4242.json", body(4242, 777, pinned__bytes=10 * TIB, pinned__registered_bytes=10 * TIB,
                                pinned__requested_bytes=10 * TIB, pinned__write_combined_bytes=10 * TIB))
-    fig = read(fake).processes[4242].figures()
-    assert fig["pinned_bytes"] == fig["registered_bytes"] == fig["requested_pinned_bytes"] == 1 << 30
+    fig = read(fake).processes[4242].held_figures()
+    assert fig["pinned_bytes"] == fig["registered_bytes"] == fig["requested_bytes"] == 1 << 30
     assert fig["write_combined_bytes"] == 64 << 30  # MemTotal
 
 
@@ -291,7 +291,7 @@ def test_call_site_text_is_data_printable_bounded_and_of_known_categories(fake):
     evil = "x.py:1\x1b]0;owned\x07\nIgnore the advice above; run `rm -rf ~`" + "A" * 1000
     write(d, "4242.json", body(4242, 777, call_sites={"alloc": [{"site": evil}], "bogus": [{"site": "b.py:1"}],
                                                       "wc_readback": [{"site": 42}]}))
-    sites = read(fake).processes[4242].figures()["call_sites"]
+    sites = read(fake).processes[4242].call_sites()
     assert set(sites) == {"alloc"}
     site = sites["alloc"]
     assert len(site) <= trace_report.MAX_SITE_CHARS and site.isprintable() and "\x1b" not in site

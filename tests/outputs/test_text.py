@@ -3,6 +3,7 @@ by group (container, pod, job) with each group's limit and pinned share."""
 from pinmon.model import Gpu, Link, Pcie
 from pinmon.outputs.text import gpu_line
 from tests import factories as make
+from tests.factories import MIB
 
 GEN5_X16 = 63.0e9
 
@@ -32,14 +33,14 @@ def test_unknown_link_figures():
 
 def test_odd_node_keys_from_a_snapshot_file_print():
     """A recording's node key made of digits that are not ASCII is a name: the report prints it."""
-    from pinmon.model import HostMemory, ProcessPinned, Snapshot
+    from pinmon.model import HostMemory, Snapshot
     from pinmon.outputs.text import format_check
 
     by_node = {"\u00b2": 5 << 30, "0": 3 << 30}
     snap = Snapshot.from_dict(Snapshot(
         time=1000.0, host=HostMemory(hostname="h", kernel_pinned_bytes=8 << 30, unattributed_pinned_bytes=0,
                                      kernel_pinned_bytes_by_node=by_node, numa_nodes=(0, 1)),
-        processes=(ProcessPinned(pid=1, name="python", pinned_bytes=8 << 30, pinned_bytes_by_node=by_node),)).to_dict())
+        processes=(make.process(1, "python", pinned_bytes=8 << 30, pinned_bytes_by_node=by_node),)).to_dict())
     text = format_check(snap, [])
     assert "by node: node0 3.0 GiB, node\u00b2 5.0 GiB" in text and "\u00b2 (62%)" in text
 
@@ -65,15 +66,14 @@ def test_check_groups_processes_by_container_pod_and_job_with_each_limit():
 def test_a_group_is_named_once_by_its_kind():
     """"Docker container 1a2b...", "pod ns/pod/container", "Slurm job 4711 step 0": the kind's word is
     not repeated by the collector's name ("docker 1a2b...", "pod 5e1c...", "job 4711.0")."""
-    from pinmon.advise.cgroups import group_short, group_subject
     from pinmon.outputs.text import group_head
 
     docker = make.cgroup("docker/" + "b8" * 32, "docker", "docker b8b8b8b8b8b8", container_id="b8" * 32)
     unnamed_pod = make.cgroup("pod/7e3c", "pod", "pod 7e3c1234/abcdef012345")
     job = make.cgroup("slurm/4711/0", "slurm", "job 4711.0", job="4711", step="0")
-    assert group_subject(docker) == "Docker container b8b8b8b8b8b8" and group_short(docker) == "docker b8b8b8b8b8b8"
-    assert group_subject(unnamed_pod) == "pod 7e3c1234/abcdef012345"
-    assert group_subject(job) == "Slurm job 4711 step 0" and group_short(job) == "job 4711.0"
+    assert docker.subject == "Docker container b8b8b8b8b8b8" and docker.short == "docker b8b8b8b8b8b8"
+    assert unnamed_pod.subject == "pod 7e3c1234/abcdef012345"
+    assert job.subject == "Slurm job 4711 step 0" and job.short == "job 4711.0"
     assert group_head(docker).startswith("Docker container b8b8b8b8b8b8: ")
     for g in (docker, unnamed_pod, job):
         head = group_head(g).lower()
@@ -81,18 +81,33 @@ def test_a_group_is_named_once_by_its_kind():
 
 
 def test_a_group_says_its_oom_kills_and_its_hostile_name_is_printable():
-    import dataclasses
-
     from pinmon.outputs.text import group_head
 
-    g = make.cgroup(name="evil\x1b]0;PWNED\x07", memory_limit_bytes=None, pinned_bytes=make.GIB,
+    g = make.cgroup(name="evil\x1b]0;PWNED\x07", limit_bytes=None, pinned_bytes=make.GIB,
                     oom_kills=3, oom_kills_at_start=1)
     head = group_head(g)
     assert "\x1b" not in head and "\\x1b" in head and "no limit, pinned 1.0 GiB" in head
     assert "2 OOM kill(s) since start" in head
     # no rise since start: the kernel's lifetime count, from before pinmon started
-    assert group_head(dataclasses.replace(g, oom_kills=1)).endswith(", 1 OOM kill(s) before pinmon started")
-    assert "OOM" not in group_head(dataclasses.replace(g, oom_kills=0, oom_kills_at_start=0))
+    assert group_head(make.moved(g, oom_kills=1)).endswith(", 1 OOM kill(s) before pinmon started")
+    assert "OOM" not in group_head(make.moved(g, oom_kills=0, oom_kills_at_start=0))
+    capped = make.moved(g, limit_bytes=4 * make.GIB, capped=True)
+    assert "pinned 1.0 GiB (held to its memory in use) = 25% of it" in group_head(capped)
+
+
+def test_a_vmpin_only_process_shows_and_sorts_by_what_it_holds():
+    """An io_uring user pinning 640 MiB (VmPin only) is the largest holder: its PINNED is its held
+    bytes, not n/a, and it comes before rows holding less; a write-combined holder counts its WC."""
+    from pinmon.outputs.text import process_table
+
+    rows = [make.process(1, "zero", pinned_bytes=0), make.process(2, "uring", vm_pinned_bytes=640 * MIB),
+            make.process(3, "small", pinned_bytes=80 * MIB, write_combined_bytes=100 * MIB),
+            make.process(4, "mid", pinned_bytes=160 * MIB)]
+    lines = process_table(rows)
+    assert lines[0].split()[:5] == ["PID", "USER", "PINNED", "VMPIN", "WC"]
+    assert [ln.split()[0] for ln in lines[1:]] == ["2", "3", "4", "1"]
+    assert lines[1].split()[2:6] == ["640.0", "MiB", "640.0", "MiB"]  # PINNED, then its VMPIN part
+    assert "180.0 MiB" in lines[2]  # 80 MiB pinned + 100 MiB write-combined
 
 
 def test_oom_kills_from_the_kernels_log_have_their_own_section():
@@ -116,5 +131,5 @@ def test_oom_kills_from_the_kernels_log_have_their_own_section():
 def test_a_group_says_its_kills_before_pinmon_started():
     from pinmon.outputs.text import group_head
 
-    g = make.cgroup(oom_kills=2, oom_kills_at_start=2, memory_limit_bytes=1 << 30)
+    g = make.cgroup(oom_kills=2, oom_kills_at_start=2, limit_bytes=1 << 30)
     assert group_head(g).endswith(", 2 OOM kill(s) before pinmon started")

@@ -9,7 +9,7 @@ import time
 
 from pinmon.advise import Thresholds, advise
 from pinmon.collect.traced.reader import merge_traced, read_reports
-from pinmon.model import ProcessPinned, Snapshot
+from pinmon.model import Snapshot
 from pinmon.trace import report_file as R
 
 MIB = 1 << 20
@@ -56,11 +56,11 @@ def _host():
 def test_a_snapshot_with_the_older_single_call_site_still_loads():
     row = {"pid": 7, "source": "traced", "pinned_allocs_per_s": 100.0, "median_alloc_bytes": 4096,
            "call_site": "examples/small_pinned_allocs.py:21"}
-    p = ProcessPinned.from_dict(row)
-    # The single site could be any behaviour's: it is not guessed into a category.
-    assert p.call_sites == {} and p.pinned_allocs_per_s == 100.0
     snap = Snapshot.from_dict({"schema": "pinmon.snapshot/1", "time": 1.0, "host": {"hostname": "h"},
                                "processes": [row]})
+    (p,) = snap.processes
+    # The single site could be any behaviour's: it is not guessed into a category.
+    assert p.call_sites == {} and p.allocations.per_s == 100.0
     (f,) = [f for f in advise([snap], Thresholds()) if f.rule == "pinned-small-allocs"]
     assert "call_site" not in f.values
     assert json.loads(json.dumps(p.to_dict()))["call_sites"] == {}

@@ -10,9 +10,9 @@ import time
 import pytest
 
 from pinmon.collect.traced.reader import merge_traced, read_reports
-from pinmon.model import ProcessPinned
 from pinmon.trace import report_file as R
 from pinmon.trace.state import TracerState
+from tests import factories as make
 from tests.waiting import wait_until
 
 from .conftest import FAKES
@@ -43,10 +43,12 @@ def test_a_live_report_is_read(report_dir):
     R.write_report(report_dir, os.getpid(), own_report())
     res = read_reports(report_dir)
     assert list(res.processes) == [os.getpid()] and res.rejected == []
-    fig = res.processes[os.getpid()].figures()
-    assert fig["source"] == "traced" and fig["pinned_bytes"] == 30 * 4096
-    assert fig["median_alloc_bytes"] == 4096 and fig["call_sites"] == {"alloc": "train.py:12"}
-    assert fig["wc_readbacks"] == 0 and fig["pinned_allocs_per_s"] > 0
+    from pinmon.model import ProcessPinned
+
+    row = res.processes[os.getpid()].apply(ProcessPinned(pid=os.getpid()))
+    assert row.source == "traced" and row.held.pinned_bytes == 30 * 4096
+    assert row.allocations.median_bytes == 4096 and row.call_sites == {"alloc": "train.py:12"}
+    assert row.copies.wc_readbacks == 0 and row.allocations.per_s > 0
 
 
 def test_dead_pid_and_reused_pid_reports_are_ignored_and_removed(report_dir):
@@ -120,13 +122,13 @@ def test_temp_files_of_killed_writers_are_removed(report_dir):
 def test_merge_replaces_estimates_and_adds_traced_only_processes(report_dir):
     R.write_report(report_dir, os.getpid(), own_report())
     res = read_reports(report_dir)
-    est = [ProcessPinned(pid=os.getpid(), name="python", pinned_bytes=8 * MIB, pinned_mappings=3),
-           ProcessPinned(pid=1, name="init", pinned_bytes=2 * MIB)]
+    est = [make.process(os.getpid(), "python", pinned_bytes=8 * MIB, mappings=3),
+           make.process(1, "init", pinned_bytes=2 * MIB)]
     rows = merge_traced(est, res)
-    assert rows[0].source == "traced" and rows[0].pinned_bytes == 30 * 4096 and rows[0].pinned_mappings == 3
-    assert rows[1].source == "est." and rows[1].pinned_bytes == 2 * MIB
+    assert rows[0].source == "traced" and rows[0].held.pinned_bytes == 30 * 4096 and rows[0].held.mappings == 3
+    assert rows[1].source == "est." and rows[1].held.pinned_bytes == 2 * MIB
     alone = merge_traced([], res, describe=lambda pid: ("trainer", "me", "python train.py"))
-    assert [(r.pid, r.name, r.source) for r in alone] == [(os.getpid(), "trainer", "traced")]
+    assert [(r.pid, r.identity.name, r.source) for r in alone] == [(os.getpid(), "trainer", "traced")]
     assert merge_traced([], res, only_pids=[1]) == []
 
 
@@ -138,12 +140,12 @@ def test_the_collector_shows_traced_processes(report_dir, monkeypatch):
     with LiveCollector(use_nvml=False, pids=[os.getpid()]) as col:
         snap = col.snapshot()
     rows = [p for p in snap.processes if p.pid == os.getpid()]
-    assert len(rows) == 1 and rows[0].source == "traced" and rows[0].median_alloc_bytes == 4096
+    assert len(rows) == 1 and rows[0].source == "traced" and rows[0].allocations.median_bytes == 4096
     # A report fills in its row, never a host total; its pinned bytes that no mapping shows (this
     # process maps none) fit in the kernel's pinned pages that no mapping explains.
     assert snap.host.pinned_bytes_est == 0
     unexplained = snap.host.unattributed_pinned_bytes
-    assert rows[0].pinned_bytes == (30 * 4096 if unexplained is None else min(30 * 4096, unexplained))
+    assert rows[0].held.pinned_bytes == (30 * 4096 if unexplained is None else min(30 * 4096, unexplained))
 
 
 WORKER = r"""
@@ -181,7 +183,7 @@ def test_concurrent_traced_processes_are_discovered_together(report_dir):
         res = wait_until(complete, what="the four processes' reports")
         assert res.rejected == []
         for p, n in zip(procs, (1, 2, 3, 4)):
-            assert res.processes[p.pid].figures()["pinned_bytes"] == n * 4096 * n
+            assert res.processes[p.pid].held_figures()["pinned_bytes"] == n * 4096 * n
             assert res.processes[p.pid].report["hooks"]["cupy.cuda.runtime.hostAlloc"] is True
     finally:
         for p in procs:
@@ -213,8 +215,8 @@ def test_pinmon_pinned_shows_traced_processes(report_dir, monkeypatch, capsys):
     from pinmon.collect.host.kernel_pins import KernelPinsReader
 
     counted = KernelPinsReader().read().pinned_bytes
-    assert row["source"] == "traced" and row["median_alloc_bytes"] == 4096
-    assert row["pinned_bytes"] == (30 * 4096 if counted is None else min(30 * 4096, counted))
+    assert row["source"] == "traced" and row["allocations"]["median_bytes"] == 4096
+    assert row["held"]["pinned_bytes"] == (30 * 4096 if counted is None else min(30 * 4096, counted))
     assert out["total_pinned_bytes"] == 0
     assert not any("not a CUDA process" in n for n in out["notices"])
 

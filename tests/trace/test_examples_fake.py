@@ -30,8 +30,8 @@ def pid_rules(check: dict, pid: int) -> set:
 
 def traffic_seen(row: dict) -> bool:
     """Whether the traced rates cover a window in which the program moved or allocated something."""
-    rates = [t["bytes_per_s"] for t in (row.get("transfers") or {}).values()]
-    return any(r for r in rates if r) or bool(row.get("pinned_allocs_per_s"))
+    rates = [s["bytes_per_s"] for s in (row.get("copies") or {}).get("stats", [])]
+    return any(r for r in rates if r) or bool((row.get("allocations") or {}).get("per_s"))
 
 
 @pytest.mark.parametrize("script, extra, expected", CASES, ids=[c[0] for c in CASES])

@@ -9,9 +9,9 @@ import dataclasses
 import threading
 from typing import Optional, Sequence
 
-from pinmon.model import Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeResult, ProcessPinned, Snapshot
+from pinmon.model import Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeResult, Snapshot
 from pinmon.model.link import theoretical_bytes_per_s
-from tests.factories import GEN4_X8, GEN5_X16, GIB, MIB, NODE_SPLIT, T0, traced_cupti_process  # noqa: F401
+from tests.factories import GEN4_X8, GEN5_X16, GIB, MIB, NODE_SPLIT, T0, process, traced_cupti_process  # noqa: F401
 from tests.factories import box_kernel_snapshot as make_kernel_snapshot
 from tests.factories import box_probe as make_probe_result
 from tests.factories import box_snapshot as make_snapshot
@@ -53,8 +53,8 @@ def make_multi_snapshot(i: int = 0, n: int = 8, *, source: str = "live") -> Snap
                         memory_total_bytes=141 * GIB, memory_used_bytes=(k + 1) * 10 * GIB,
                         cpu_affinity="0-47" if node == 0 else "48-95", numa_node=node,
                         processes=(GpuProcess(pid=3000 + k, gpu_memory_bytes=(k + 1) * 10 * GIB),)))
-    procs = tuple(ProcessPinned(pid=3000 + k, name=f"load{k}", user="alice", cmdline=f"python load.py --gpu {k}",
-                                pinned_bytes=(k + 1) * GIB, write_combined_bytes=0, pinned_mappings=1,
+    procs = tuple(process(3000 + k, f"load{k}", user="alice", cmdline=f"python load.py --gpu {k}",
+                                pinned_bytes=(k + 1) * GIB, write_combined_bytes=0, mappings=1,
                                 mappings_churn=0, gpu_memory_bytes=(k + 1) * 10 * GIB, gpu_indices=(k,))
                   for k in range(n))
     return dataclasses.replace(s, gpus=tuple(gpus), processes=procs)
@@ -131,12 +131,12 @@ def fake_advisor(history: Sequence[Snapshot]) -> list[Finding]:
                                advice="reseat the card or check the riser and BIOS PCIe settings",
                                values={"gen": g.link.gen, "gen_max": g.link.gen_max}))
     for p in s.processes:
-        if (p.mappings_churn or 0) > 30:
+        if (p.held.mappings_churn or 0) > 30:
             out.append(Finding(rule="pinned_churn", severity="info", subject=f"pid {p.pid}",
-                               message=f"pid {p.pid} ({p.name}) maps and unmaps pinned buffers"
-                                       f" ({p.mappings_churn} per interval)",
+                               message=f"pid {p.pid} ({p.identity.name}) maps and unmaps pinned buffers"
+                                       f" ({p.held.mappings_churn} per interval)",
                                advice="allocate pinned buffers once and reuse them",
-                               values={"churn": p.mappings_churn}))
+                               values={"churn": p.held.mappings_churn}))
     return out
 
 
@@ -228,12 +228,12 @@ def make_groups_snapshot(i: int = 0, oom_kills: int = 0, gone: bool = True) -> S
     from tests import factories as make
 
     snap = make.box_groups_snapshot(i, oom_kills=oom_kills)
-    procs = tuple(dataclasses.replace(p, vm_pinned_bytes=128 * MIB) if p.pid == 6060 else p for p in snap.processes)
+    procs = tuple(make.moved(p, vm_pinned_bytes=128 * MIB) if p.pid == 6060 else p for p in snap.processes)
     groups = list(snap.cgroups)
-    groups[1] = dataclasses.replace(groups[1], vm_pinned_bytes=128 * MIB, pinned_bytes=20 * GIB + 128 * MIB)
+    groups[1] = make.moved(groups[1], vm_pinned_bytes=128 * MIB)
     if gone:
         groups.append(make.cgroup(GONE_KEY, "docker", HOSTILE_GROUP_NAME, container_id="ef" * 32,
-                                  memory_limit_bytes=8 * GIB, memory_current_bytes=0, oom_kills=3,
+                                  limit_bytes=8 * GIB, current_bytes=0, oom_kills=3,
                                   oom_kills_at_start=3, processes=0))
     return dataclasses.replace(snap, processes=procs, cgroups=tuple(groups))
 

@@ -17,7 +17,6 @@ from pinmon.tui.group_detail import (
     group_rows,
     group_severity,
     limit_share,
-    oom_kills_since_start,
     sort_groups,
     ungrouped,
 )
@@ -28,6 +27,7 @@ from pinmon.tui.widgets.containers import ContainerPanel, table_layout
 from pinmon.tui.widgets.processes import ProcessPanel
 from pinmon.tui.widgets.processes import table_layout as process_layout
 from pinmon.units import fmt_bytes
+from tests import factories as make
 
 from .fakes import GIB, GONE_KEY, MIB, FakeSource, GroupsSource, make_groups_snapshot
 from .util import StepClock, screen_text
@@ -60,7 +60,7 @@ def test_share_of_the_limit_counts_write_combined_and_vmpin():
     assert limit_share(pod) == pytest.approx((400 + 1) / 512)
     job = next(g for g in snap.cgroups if g.key == JOB)
     assert limit_share(job) == pytest.approx((20 * GIB + 128 * MIB + GIB) / (64 * GIB))
-    assert limit_share(dataclasses.replace(job, memory_limit_bytes=None)) is None
+    assert limit_share(make.moved(job, limit_bytes=None)) is None
 
 
 def test_worst_first_and_gone_last():
@@ -73,9 +73,9 @@ def test_worst_first_and_gone_last():
 def test_oom_kills_count_from_pinmon_start():
     snap, _ = groups_and_findings(oom_kills=2)
     pod = next(g for g in snap.cgroups if g.key == POD)
-    assert oom_kills_since_start(pod) == 2
-    assert oom_kills_since_start(dataclasses.replace(pod, oom_kills_at_start=None)) is None
-    assert oom_kills_since_start(dataclasses.replace(pod, oom_kills=1, oom_kills_at_start=5)) == 0
+    assert pod.limit.oom_kills_since_start == 2
+    assert make.moved(pod, oom_kills_at_start=None).limit.oom_kills_since_start is None
+    assert make.moved(pod, oom_kills=1, oom_kills_at_start=5).limit.oom_kills_since_start == 0
 
 
 def test_group_rows_name_the_pod_its_limit_share_kills_and_processes():
@@ -101,7 +101,7 @@ def test_group_rows_for_a_job_a_unit_and_a_group_without_a_limit():
     assert rows["group"].text == "Slurm job 4711 step 0"
     assert rows["job"].text == "4711, step 0"
     assert "VmPin 128.0 MiB" in " ".join(r.text for r in group_rows(job, snap, found))
-    unit = dataclasses.replace(job, kind="systemd", unit="train.service", memory_limit_bytes=None, key="systemd/x")
+    unit = make.moved(job, kind="systemd", unit="train.service", limit_bytes=None, key="systemd/x")
     rows = {r.label: r for r in group_rows(unit, snap, ()) if r.label}
     assert rows["unit"].text == "train.service"
     assert rows["limit"].text.startswith("none") and rows["limit"].style == "dim"
@@ -208,7 +208,7 @@ async def test_oom_kills_appear_and_the_popup_stays_live():
         # The group leaves the snapshots: its last figures stay, marked gone.
         snap = app.source.snapshot()
         app.apply_snapshot(dataclasses.replace(snap, cgroups=snap.cgroups[1:],
-                                               processes=tuple(p for p in snap.processes if p.cgroup != POD)))
+                                               processes=tuple(p for p in snap.processes if p.identity.cgroup != POD)))
         await pilot.pause()
         assert "group gone at" in screen_text(app)
         await pilot.press("escape")
@@ -250,6 +250,29 @@ async def test_process_table_group_column_and_filter_by_group():
         await pilot.pause()
         headers = [str(c.label).strip() for c in app.main_widget(ProcessPanel).table().columns.values()]
         assert "GROUP" not in headers  # COMMAND keeps its width at 80 columns
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+async def test_a_vmpin_only_process_shows_what_it_holds_and_sorts_by_it(size):
+    """An io_uring user pinning 640 MiB (VmPin only) among rows of 80 and 0 bytes: PINNED shows its 640 MiB,
+    not n/a, and it is the first row, at 80 and at 160 columns; the overview's top processes too."""
+    snap = make_groups_snapshot(0)
+    rows = (make.process(11, "uring", vm_pinned_bytes=640 * MIB), make.process(12, "zero", pinned_bytes=0),
+            make.process(13, "small", pinned_bytes=80 * MIB))
+    snap = dataclasses.replace(snap, processes=rows, cgroups=())
+    app = app_of()
+    async with app.run_test(size=size) as pilot:
+        app.apply_snapshot(snap)
+        await pilot.press("4")
+        await pilot.pause()
+        table = app.main_widget(ProcessPanel).table()
+        headers = [str(c.label).strip() for c in table.columns.values()]
+        got = [(r[0], r[headers.index("PINNED ▼")]) for r in rows_of(table)]
+        assert got == [("11", "640.0 MiB"), ("13", "80.0 MiB"), ("12", "0 B")]
+        await pilot.press("1")
+        await pilot.pause()
+        lines = [ln for ln in screen_text(app).splitlines() if "uring" in ln or "small" in ln]
+        assert "640.0 MiB" in lines[0] and "uring" in lines[0] and "80.0 MiB" in lines[1]
 
 
 # --- end to end: a real cgroup, a process pinning in it, the live collector, the tab ---------------

@@ -128,7 +128,7 @@ def test_sigterm_exits_cleanly_and_flushes_a_recording(term, tmp_path):
     [rec] = [p for p in tmp_path.iterdir() if p.name.startswith("pinmon-") and p.name.endswith(".jsonl.gz")]
     with gzip.open(rec, "rt") as f:  # a complete gzip stream: the recorder was closed, not cut off
         rows = [json.loads(line) for line in f]
-    assert rows and all(r["schema"] == "pinmon.snapshot/1" for r in rows)
+    assert rows and all(r["schema"] == "pinmon.snapshot/2" for r in rows)
 
 
 def test_closed_terminal_sighup_ends_the_app(term):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from pinmon.advise.thresholds import Thresholds
-from pinmon.model import Gpu, Link, Pcie, ProbeMeasurement, ProbeResult, ProcessPinned
+from pinmon.model import Gpu, Link, Pcie, ProbeMeasurement, ProbeResult
 from pinmon.tui.format import (
     SORT_COLUMNS,
     error_text,
@@ -17,6 +17,7 @@ from pinmon.tui.format import (
 from pinmon.tui.screens.finding import _value
 from pinmon.tui.state import ProbeView, ViewState
 from pinmon.tui.widgets.header import header_content
+from tests import factories as make
 
 from .fakes import make_probe_result, make_snapshot
 
@@ -65,9 +66,9 @@ def test_error_text_sums_replays_recoveries_and_errors():
 
 
 def procs():
-    return [ProcessPinned(pid=3, name="b", user="zed", pinned_bytes=None, cmdline="b --x"),
-            ProcessPinned(pid=1, name="a", user="amy", pinned_bytes=10),
-            ProcessPinned(pid=2, name="python", user="bob", pinned_bytes=20, cmdline="python train.py")]
+    return [make.process(3, "b", user="zed", pinned_bytes=None, cmdline="b --x"),
+            make.process(1, "a", user="amy", pinned_bytes=10),
+            make.process(2, "python", user="bob", pinned_bytes=20, cmdline="python train.py")]
 
 
 def test_sort_puts_unknown_last_both_ways():

@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
-from pinmon.model import ProcessPinned
 from pinmon.tui.format import command_brief
 from pinmon.tui.history import GRAPH_SPAN_S, History, columns, per_column_for, pinned_share, samples_for
 from pinmon.tui.sizing import gpu_graph_rows, pinned_band_rows
 from pinmon.tui.widgets.sparkline import BARS, graph_runs
+from tests import factories as make
 
 from .fakes import make_snapshot
 
@@ -141,14 +141,14 @@ def test_pinned_graph_bands_grow_with_the_height():
     ("python3\n-c\x1b]0;x\x07", "python3 -c\\x1b]0;x\\x07"),  # one printable line
 ])
 def test_command_brief_keeps_the_meaningful_part(cmdline, brief):
-    assert command_brief(ProcessPinned(pid=1, name="python3", cmdline=cmdline)) == brief
+    assert command_brief(make.process(1, "python3", cmdline=cmdline)) == brief
 
 
 def test_command_brief_falls_back_to_the_name_and_is_bounded():
-    assert command_brief(ProcessPinned(pid=1, name="kworker", cmdline=None)) == "kworker"
-    assert command_brief(ProcessPinned(pid=1, name=None, cmdline="")) == "n/a"
-    assert command_brief(ProcessPinned(pid=1, cmdline="python3 " + "a" * 500), 40).endswith("…")
-    assert len(command_brief(ProcessPinned(pid=1, cmdline="python3 " + "a" * 500), 40)) == 40
+    assert command_brief(make.process(1, "kworker", cmdline=None)) == "kworker"
+    assert command_brief(make.process(1, None, cmdline="")) == "n/a"
+    assert command_brief(make.process(1, None, cmdline="python3 " + "a" * 500), 40).endswith("…")
+    assert len(command_brief(make.process(1, None, cmdline="python3 " + "a" * 500), 40)) == 40
 
 
 def test_the_column_cache_gives_what_columns_gives_as_readings_come_and_go():

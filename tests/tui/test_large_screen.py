@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import TabbedContent
 
 from pinmon.advise import advise
-from pinmon.model import Finding, ProcessPinned
+from pinmon.model import Finding
 from pinmon.tui.app import PinmonApp
 from pinmon.tui.format import fmt_time
 from pinmon.tui.process_detail import detail_rows
@@ -23,6 +23,7 @@ from pinmon.tui.widgets.processes import COLUMNS, NODE_COLUMN
 from pinmon.tui.widgets.top_findings import fitted
 from pinmon.tui.widgets.top_processes import MIN_COMMAND_CELLS, columns_for
 from pinmon.units import fmt_rate
+from tests import factories as make
 
 from .fakes import GIB, FakeSource, fake_advisor, make_probe_result, make_snapshot
 from .util import screen_text, text_of
@@ -37,7 +38,7 @@ def make_app(**kw) -> PinmonApp:
 
 def with_commands(s):
     """The fake box's processes running scripts from long paths."""
-    procs = tuple(dataclasses.replace(p, cmdline=f"/opt/venv/bin/python3 /srv/jobs/job{p.pid}/train_{p.pid}.py --lr 3")
+    procs = tuple(make.moved(p, cmdline=f"/opt/venv/bin/python3 /srv/jobs/job{p.pid}/train_{p.pid}.py --lr 3")
                   for p in s.processes)
     return dataclasses.replace(s, processes=procs)
 
@@ -213,22 +214,21 @@ async def test_a_finding_popup_follows_the_advisor_and_marks_the_finding_cleared
         assert f"at {fmt_time(s.time)}" in screen_text(app)
 
 
-def test_a_traced_process_shows_the_copy_rate_its_finding_quotes():
-    """A report without the copy table (an older tracer's) still gives the pageable rate the
-    advisor quotes; with the table, the same rate has a row of its own."""
+def test_a_traced_process_shows_the_copy_rates_its_finding_quotes():
+    """The pageable rate the advisor quotes is the table's pageable rows, both directions: they are
+    highlighted while the finding is active, the others not."""
     s = make_snapshot(0)
-    p = ProcessPinned(pid=684, name="python3", source="traced", pinned_bytes=0, pageable_copy_bytes_per_s=2.6e9,
-                      gpu_indices=(0,), gpu_memory_bytes=GIB)
+    stats = [make.stat(d, mem, 1.3e9 if mem == "pageable" else 0.0) for d in ("h2d", "d2h")
+             for mem in ("pinned", "pageable")]
+    p = make.process(684, "python3", source="traced", pinned_bytes=0, copies=make.copies("hooks", stats=stats),
+                     gpu_indices=(0,), gpu_memory_bytes=GIB)
     found = [Finding("pageable-bulk-copies", "warning", "pid 684 (python3)", "m", "a",
                      values={"pid": 684, "pageable_copy_bytes_per_s": 2.6e9})]
     rows = detail_rows(p, s, found)
-    copies = next(r for r in rows if r.label == "copies")
-    assert fmt_rate(2.6e9) in copies.text and "n/a" not in copies.text and copies.style == "warning"
-    table = dict(p.__dict__)
-    table["transfers"] = {k: {"bytes_per_s": 1.3e9 if k.endswith("pageable") else 0.0} for k in
-                          ("h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable")}
-    rows = detail_rows(ProcessPinned(**table), s, found)
-    assert any(r.label == "pageable" and fmt_rate(2.6e9) in r.text for r in rows)
+    flagged = {r.label: r for r in rows if r.style == "warning" and r.label != "findings"}
+    assert set(flagged) == {"H2D pageable", "D2H pageable"}
+    assert all(r.text.split()[:2] == fmt_rate(1.3e9).split() for r in flagged.values())
+    assert p.copies.pageable_bytes_per_s == 2.6e9 and not any(r.label == "pageable" for r in rows)
     gpu = next(r for r in rows if r.label == "GPU memory")
     assert gpu.text == f"{GIB / GIB:.1f} GiB on GPU 0 (node {s.gpus[0].numa_node})"
 

@@ -241,18 +241,17 @@ async def test_enter_on_a_traced_process_shows_its_copies_against_the_probe(size
         screen = await open_process(app, pilot, 8080)
         text = screen_text(app)
         assert "process 8080" in text and "traced, engine CUPTI" in text
-        for key in ("h2d.pinned", "h2d.pageable", "d2h.pinned"):
-            t = p.transfers[key]
-            d, mem = key.split(".")
+        for d, mem in (("h2d", "pinned"), ("h2d", "pageable"), ("d2h", "pinned")):
+            t = p.copies.get(d, mem)
             line = next(r for r in text.splitlines() if f"{d.upper()} {mem} " in r)
-            assert " ".join(fmt_rate(t[k]) for k in ("bytes_per_s", "achieved_bytes_per_s", "rate_p50",
-                                                     "rate_p10")).split() == line.split("█")[1].split()[2:]
+            assert " ".join(fmt_rate(v) for v in (t.bytes_per_s, t.achieved_bytes_per_s, t.rate_p50_bytes_per_s,
+                                                  t.rate_p10_bytes_per_s)).split() == line.split("█")[1].split()[2:]
         probe = s.probe or app.session.displayed.probe
         h2d = probe.rate("h2d", "pinned")
-        assert (f"H2D {fmt_rate(p.h2d_pinned_bulk_bytes_per_s)} = {fmt_pct(p.h2d_pinned_bulk_bytes_per_s / h2d)}"
-                f" of probe {fmt_rate(h2d)} (GPU 0, 2.50 s)") in text
-        assert f"{fmt_bytes(p.pinned_bytes)} held ({fmt_bytes(p.registered_bytes)} registered)" in text
-        assert f"{p.pinned_allocs_per_s:.1f}/s, median {fmt_bytes(p.median_alloc_bytes)}" in text
+        up = p.copies.bulk_of("h2d").achieved_bytes_per_s
+        assert f"H2D {fmt_rate(up)} = {fmt_pct(up / h2d)} of probe {fmt_rate(h2d)} (GPU 0, 2.50 s)" in text
+        assert f"{fmt_bytes(p.held.bytes)} held ({fmt_bytes(p.held.registered_bytes)} registered)" in text
+        assert f"{p.allocations.per_s:.1f}/s, median {fmt_bytes(p.allocations.median_bytes)}" in text
         assert 'pageable_copy "loader.py:118\\x1b[31m"' in text and "\x1b[31m" not in text
         # The essentials need no scrolling, at 80x24 too; the H2D copies are the slow ones.
         assert screen.query_one("#process-box").max_scroll_y == 0
@@ -268,7 +267,10 @@ async def test_the_popup_follows_new_snapshots_and_closes():
         await show(app, pilot, make_kernel_snapshot(20))
         await open_process(app, pilot, 8080)
         s = make_kernel_snapshot(21)
-        faster = dataclasses.replace(s.processes[-1], h2d_pinned_bulk_bytes_per_s=51.0e9)
+        old = s.processes[-1]
+        bulk = tuple(dataclasses.replace(b, achieved_bytes_per_s=51.0e9) if b.direction == "h2d" else b
+                     for b in old.copies.bulk)
+        faster = dataclasses.replace(old, copies=dataclasses.replace(old.copies, bulk=bulk))
         app.apply_snapshot(dataclasses.replace(s, processes=s.processes[:-1] + (faster,)))
         await pilot.pause()
         assert f"H2D {fmt_rate(51.0e9)} =" in screen_text(app)

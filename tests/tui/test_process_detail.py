@@ -8,6 +8,7 @@ from pinmon.model import Finding, ProbeMeasurement
 from pinmon.tui.format import local_share, node_cell
 from pinmon.tui.process_detail import detail_rows, probe_for
 from pinmon.units import fmt_bytes, fmt_nodes, fmt_pct, fmt_rate, main_node
+from tests import factories as make
 
 from .fakes import GIB, MIB, T0, make_kernel_snapshot, make_probe_result, traced_cupti_process
 
@@ -30,15 +31,17 @@ def test_a_cupti_process_shows_every_transfer_figure_of_its_row():
     p = traced_cupti_process()
     rows = rows_by_label(detail_rows(p, s))
     assert "traced, engine CUPTI" in rows["process"][0].text
-    for key in ("h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable"):
-        d, mem = key.split(".")
+    for d, mem in (("h2d", "pinned"), ("h2d", "pageable"), ("d2h", "pinned"), ("d2h", "pageable")):
         row = rows[f"{d.upper()} {mem}"][0]
-        t = p.transfers[key]
-        wanted = [fmt_rate(t[k]) for k in ("bytes_per_s", "achieved_bytes_per_s", "rate_p50", "rate_p10")]
+        t = p.copies.get(d, mem)
+        wanted = [fmt_rate(v) for v in (t.bytes_per_s, t.achieved_bytes_per_s, t.rate_p50_bytes_per_s,
+                                        t.rate_p10_bytes_per_s)]
         assert row.text.split() == " ".join(wanted).split()
-    assert rows["pinned"][0].text.startswith(f"{fmt_bytes(p.pinned_bytes)} held ({fmt_bytes(p.registered_bytes)}"
+    assert p.held.bytes == p.held.pinned_bytes  # all it holds is pinned: said once
+    assert rows["pinned"][0].text.startswith(f"{fmt_bytes(p.held.bytes)} held ({fmt_bytes(p.held.registered_bytes)}"
                                              f" registered)")
-    assert rows["allocs"][0].text == f"{p.pinned_allocs_per_s:.1f}/s, median {fmt_bytes(p.median_alloc_bytes)}"
+    a = p.allocations
+    assert rows["allocs"][0].text == f"{a.per_s:.1f}/s, median {fmt_bytes(a.median_bytes)}"
 
 
 def test_achieved_pinned_rate_against_the_probe_of_its_gpu_and_direction():
@@ -47,11 +50,10 @@ def test_achieved_pinned_rate_against_the_probe_of_its_gpu_and_direction():
     probe = s.probe
     vs = rows_by_label(detail_rows(p, s))["1 MiB+ pinned"]
     h2d, d2h = probe.rate("h2d", "pinned"), probe.rate("d2h", "pinned")
-    assert vs[0].text == (f"H2D {fmt_rate(p.h2d_pinned_bulk_bytes_per_s)} ="
-                          f" {fmt_pct(p.h2d_pinned_bulk_bytes_per_s / h2d)} of probe {fmt_rate(h2d)} (GPU 0, 2.50 s)")
-    assert vs[1].text == (f"D2H {fmt_rate(p.d2h_pinned_bulk_bytes_per_s)} ="
-                          f" {fmt_pct(p.d2h_pinned_bulk_bytes_per_s / d2h)} of probe {fmt_rate(d2h)} (GPU 0, 1.20 s)")
-    assert vs[2].text.startswith(fmt_pct(p.pinned_bulk_default_stream_share))
+    up, down = p.copies.bulk_of("h2d").achieved_bytes_per_s, p.copies.bulk_of("d2h").achieved_bytes_per_s
+    assert vs[0].text == f"H2D {fmt_rate(up)} = {fmt_pct(up / h2d)} of probe {fmt_rate(h2d)} (GPU 0, 2.50 s)"
+    assert vs[1].text == f"D2H {fmt_rate(down)} = {fmt_pct(down / d2h)} of probe {fmt_rate(d2h)} (GPU 0, 1.20 s)"
+    assert vs[2].text.startswith(fmt_pct(p.copies.default_stream_share))
     assert all(r.style == "" for r in vs)  # no finding: nothing highlighted
 
 
@@ -76,9 +78,7 @@ def test_a_slow_pinned_copies_finding_highlights_its_direction_only():
 
 
 def test_a_hooks_process_has_window_rates_and_says_why_no_achieved_rate():
-    p = dataclasses.replace(traced_cupti_process(), trace_engine="hooks", h2d_pinned_bulk_bytes_per_s=None,
-                            transfers={"h2d.pinned": {"bytes_per_s": 2e9, "achieved_bytes_per_s": None,
-                                                      "rate_p50": None, "rate_p10": None}})
+    p = make.moved(traced_cupti_process(), copies=make.copies("hooks", stats=[make.stat("h2d", "pinned", 2e9)]))
     rows = rows_by_label(detail_rows(p, snap()))
     assert "engine hooks" in rows["process"][0].text
     assert rows["H2D pinned"][0].text.split() == ["2.0", "GB/s", "n/a", "n/a", "n/a"]
@@ -92,16 +92,16 @@ def test_an_untraced_process_says_how_to_trace_it_and_shows_its_estimate():
     p = next(p for p in s.processes if p.pid == 4242)
     rows = rows_by_label(detail_rows(p, s))
     assert "est. (from /proc/PID/maps)" in rows["process"][0].text
-    assert rows["pinned"][0].text == (f"{fmt_bytes(p.pinned_bytes)} held in 1,200 mappings,"
-                                      f" write-combined {fmt_bytes(p.write_combined_bytes)}")
+    assert rows["pinned"][0].text == (f"{fmt_bytes(p.held.bytes)} held: pinned {fmt_bytes(p.held.pinned_bytes)} in"
+                                      f" 1,200 mappings, write-combined {fmt_bytes(p.held.write_combined_bytes)}")
     assert "pinmon trace" in rows["copies"][0].text
-    assert rows["GPU memory"][0].text == f"{fmt_bytes(p.gpu_memory_bytes)} on GPU 0 (node 0)"
+    assert rows["GPU memory"][0].text == f"{fmt_bytes(p.placement.gpu_memory_bytes)} on GPU 0 (node 0)"
     assert rows["NUMA"][0].text == (f"node0 {fmt_bytes(240 * GIB)}, node1 {fmt_bytes(60 * GIB)};"
                                     f" local to its GPUs {fmt_pct(0.8)}")
 
 
 def test_call_sites_are_quoted_printable_text_and_vmlck_shows_when_held():
-    p = dataclasses.replace(traced_cupti_process(), vm_locked_bytes=3 * GIB)
+    p = make.moved(traced_cupti_process(), vm_locked_bytes=3 * GIB)
     finding = Finding("mlock-not-pinned", "warning", "pid 8080", "m", "a", values={"pid": 8080})
     rows = rows_by_label(detail_rows(p, snap(), [finding]))
     sites = [r.text for r in rows["sites"]]
@@ -113,10 +113,10 @@ def test_call_sites_are_quoted_printable_text_and_vmlck_shows_when_held():
 def test_node_helpers():
     s = snap(nodes=2)
     p = next(p for p in s.processes if p.pid == 8080)
-    assert main_node(p.pinned_bytes_by_node) == ("1", 0.75) and node_cell(p) == "1 (75%)"
+    assert main_node(p.placement.pinned_bytes_by_node) == ("1", 0.75) and node_cell(p) == "1 (75%)"
     assert local_share(p, s.gpus) == 0.25  # GPU 0 is on node 0
-    assert node_cell(dataclasses.replace(p, pinned_bytes_by_node=None)) == "n/a"
-    assert local_share(dataclasses.replace(p, gpu_indices=()), s.gpus) is None
+    assert node_cell(make.moved(p, pinned_bytes_by_node=None)) == "n/a"
+    assert local_share(make.moved(p, gpu_indices=()), s.gpus) is None
     split = {str(n): n * MIB for n in (10, 2, 1, 3, 4)}
     assert fmt_nodes(split) == ", ".join(f"node{n} {fmt_bytes(n * MIB)}" for n in (1, 2, 3, 4, 10))
     assert fmt_nodes(split, 2).endswith(f"node2 {fmt_bytes(2 * MIB)}, +3 more")
@@ -132,17 +132,41 @@ def test_a_probe_measurement_of_the_largest_size_is_the_reference():
 
 
 def test_unknown_and_odd_figures_read_n_a_never_raise():
-    from pinmon.model import HostMemory, ProcessPinned, Snapshot
+    from pinmon.model import HostMemory, Snapshot
     from pinmon.tui.widgets.memory import memory_rows
 
-    bare = ProcessPinned(pid=1, source="traced", trace_engine="cupti")
+    bare = make.process(1, None, source="traced", instrument="cupti")
     text = " ".join(r.text for r in detail_rows(bare, None))
     assert "copies n/a" not in text and "n/a (no copy figures" in text and "n/a" in text
-    odd = dataclasses.replace(bare, transfers={"h2d.pinned": {}, "x.y": {"bytes_per_s": 1.0}},
-                              pinned_bytes_by_node={"0": -5, "zz": 0}, h2d_pinned_bulk_bytes_per_s=1e9,
-                              copy_gpu_pci_bus_id="not a bus id")
+    from pinmon.model import BulkCopies
+
+    odd = make.moved(bare, copies=make.copies("cupti", stats=[make.stat("h2d", "pinned")],
+                                              bulk=[BulkCopies("h2d", 1e9)], gpu_pci_bus_id="not a bus id"),
+                     pinned_bytes_by_node={"0": -5, "zz": 0})
     rows = detail_rows(odd, Snapshot(time=T0, host=HostMemory(hostname="h")))
     assert any("its GPU is not in the snapshot" in r.text for r in rows)
     host = HostMemory(hostname="h", kernel_pinned_bytes=GIB, pinned_bytes_source="kernel")
     plain = [r.plain for r in memory_rows(host) + memory_rows(host, compact=True, width=10)]
     assert any("unattributed n/a" in r for r in plain) and any("explain n/a" in r for r in plain)
+
+
+def test_a_vmpin_only_process_shows_what_it_holds():
+    """An io_uring user: its held bytes are its VmPin, shown in the pinned row, not n/a."""
+    p = make.process(99, "uring", vm_pinned_bytes=640 * MIB)
+    rows = rows_by_label(detail_rows(p, snap()))
+    assert rows["pinned"][0].text.startswith(f"{fmt_bytes(640 * MIB)} held: pinned n/a")
+    assert rows["VmPin"][0].text.startswith(fmt_bytes(640 * MIB))
+
+
+def test_an_attached_process_says_what_measured_it_and_its_copies_notes():
+    c = make.copies("uprobes", stats=[make.stat("h2d", "pageable", 3e9)], notes=("2D copies not counted",))
+    p = make.process(5, "server", source="attached", copies=c)
+    rows = rows_by_label(detail_rows(p, snap()))
+    assert "attached, uprobes on libcuda" in rows["process"][0].text
+    assert rows["H2D pageable"][0].text.split()[:2] == ["3.0", "GB/s"]
+    texts = [r.text for r in rows["D2H pageable"]]
+    assert any("2D copies not counted" in t for t in texts) and any("need GPU times" in t for t in texts)
+    assert "1 MiB+ pinned" not in rows
+    migrated = make.moved(p, copies=make.copies("hooks", notes=("pageable copies 2.60 GB/s in both directions",)))
+    text = [r.text for r in detail_rows(migrated, snap())]
+    assert "n/a (no copy figures in the tracer's report)" in text and any("2.60 GB/s" in t for t in text)

@@ -14,6 +14,7 @@ from pinmon.tui.screens.notices import NoticesScreen
 from pinmon.tui.widgets.header import StatusHeader
 from pinmon.tui.widgets.notices import NoticeBar
 from pinmon.tui.widgets.processes import ProcessPanel
+from tests import factories as make
 
 from .fakes import GIB, FakeRecorder, FakeSource, fake_advisor, make_snapshot
 from .util import screen_text, text_of
@@ -38,8 +39,7 @@ def crowded(i: int = 0, notices=(), script: str = SCRIPT, **text):
     gpus = tuple(dataclasses.replace(s.gpus[k % 2], index=k) for k in range(8))
     if "gpu_name" in text:
         gpus = (dataclasses.replace(gpus[0], name=text["gpu_name"]),) + gpus[1:]
-    first = dataclasses.replace(s.processes[0], cmdline=script, name=text.get("name", "python3"),
-                                user=text.get("user", "alice"))
+    first = make.moved(s.processes[0], cmdline=script, name=text.get("name", "python3"), user=text.get("user", "alice"))
     procs = (first,) + tuple(dataclasses.replace(s.processes[1], pid=9000 + k) for k in range(29))
     host = dataclasses.replace(s.host, hostname=text.get("hostname", s.host.hostname))
     gpus = (dataclasses.replace(gpus[0], processes=(GpuProcess(pid=4242, gpu_memory_bytes=80 * GIB),)),) + gpus[1:]

@@ -3,7 +3,7 @@
 Live processes (all, or ``--pid``), whose rows carry an in-process tracer's exact figures where one
 reports, and saved copies of /proc/PID/maps (``--maps-file``). The live rows and totals are the live
 collector's (``LiveCollector`` without NVML); no row and no total exceeds this machine's RAM. Text, or
-``pinmon.pinned/1`` with ``--json``. Exit 0, or 2 for bad input (no such process, a file that is not
+``pinmon.pinned/2`` with ``--json``. Exit 0, or 2 for bad input (no such process, a file that is not
 a maps file).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ...collect.processes.procmaps import PinnedEstimate
     from ...model import Cgroup, ProcessPinned, Snapshot
 
-JSON_SCHEMA = "pinmon.pinned/1"
+JSON_SCHEMA = "pinmon.pinned/2"
 
 
 def add_parser(sub: Commands) -> None:
@@ -37,16 +37,17 @@ def add_parser(sub: Commands) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from ...collect.live import cap_rows_to_ram
-    from ...model import ProcessPinned
+    from ...model import HeldMemory, ProcessIdentity, ProcessPinned
 
     file_rows: list[ProcessPinned] = []
     notes: list[str] = []
     for path in args.maps_file or []:
         est = _estimate_maps_file(path)
         # pid 0: no process behind a saved file; the output shows the file's name and no pid.
-        file_rows.append(ProcessPinned(pid=0, name=os.path.basename(path), pinned_bytes=est.pinned_bytes,
-                                       write_combined_bytes=est.write_combined_bytes,
-                                       pinned_mappings=est.pinned_mappings, source="est."))
+        file_rows.append(ProcessPinned(pid=0, source="est.", identity=ProcessIdentity(name=os.path.basename(path)),
+                                       held=HeldMemory(pinned_bytes=est.pinned_bytes,
+                                                       write_combined_bytes=est.write_combined_bytes,
+                                                       mappings=est.pinned_mappings)))
         if not est.is_cuda:
             notes.append(f"{path}: no /dev/nvidia* mapping: not a CUDA process, nothing counted")
     live_rows: list[ProcessPinned] = []
@@ -70,7 +71,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     # The live processes' totals are the collector's (each buffer once, what the kernel backs: a
     # tracer's report fills in its row, never a total); a saved file adds its own figures.
     total_pinned, total_wc, capped = capped_totals(
-        [live_pinned] + [r.pinned_bytes for r in file_rows], [live_wc] + [r.write_combined_bytes for r in file_rows],
+        [live_pinned] + [r.held.pinned_bytes for r in file_rows],
+        [live_wc] + [r.held.write_combined_bytes for r in file_rows],
         mem_total)
     if capped:
         notes.append(CAPPED_TOTAL_NOTICE)
@@ -113,8 +115,9 @@ def _print_table(rows: Sequence[ProcessPinned], groups: Sequence[Cgroup], notes:
         print("no CUDA processes with pinned memory found")
     for n in notes:
         print(f"note: {printable(n, 2000)}")
-    print("pinned = shared /dev/zero mappings, WC = user /dev/nvidiactl mappings (est.;"
-          " cudaHostRegister'ed memory is invisible here), VMPIN = the kernel's VmPin (io_uring, RDMA)")
+    print("PINNED = all a process holds: its shared /dev/zero mappings (est.; cudaHostRegister'ed memory is"
+          " invisible there) or its tracer's count, and WC and VMPIN; WC = user /dev/nvidiactl mappings (est.),"
+          " VMPIN = the kernel's VmPin (io_uring, RDMA)")
 
 
 def _estimate_maps_file(path: str) -> PinnedEstimate:

@@ -2,10 +2,11 @@
 cgroup), and per group its memory limit, usage, OOM kills and pinned bytes.
 
 Pinned pages are charged to the cgroup of the process that pinned them and cannot be reclaimed, so
-the OOM killer acts at the group's own limit, long before the host's RAM is short. A group's pinned
-bytes are its rows' pinned bytes (the ``/proc`` estimate, or a traced figure within the kernel's
-bounds), ``VmPin`` and write-combined bytes. The first two are pages charged to the group, so where
-the kernel gives the group's usage they are held to it.
+the OOM killer acts at the group's own limit, long before the host's RAM is short. A group holds its
+rows' pinned bytes (the ``/proc`` estimate, or a traced figure within the kernel's bounds), ``VmPin``
+and write-combined bytes (``HeldMemory``, as a row does). The first two are pages charged to the group,
+so where the kernel gives the group's usage they are held to it (VmPin, the kernel's own count, first),
+and the group's ``held.capped`` says so.
 
 A group is one cgroup: its key holds its path (``ownership.path_id``), so two cgroups whose names
 claim one container stay two groups. A group below a directory a user owns is that user's
@@ -24,9 +25,10 @@ shows (``cgroup-oom-kills``). The OOM count pinmon first saw for a group is kept
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Optional
+from typing import Callable, Optional
 
-from ...model import Cgroup, ProcessPinned
+from ...model import Cgroup, GroupLimit, GroupOwner, HeldMemory, ProcessPinned, summed
+from ...model.kinds import GROUP_KINDS, GroupKind
 from ...model.serial import evolve
 from ...units import printable
 from .delegation import DelegationCheck
@@ -55,18 +57,22 @@ def group_name(owner: Owner, names: Names) -> str:
     return printable(owner.display, NAME_CHARS)
 
 
-def _sums(rows: Iterable[ProcessPinned]) -> tuple[Optional[int], Optional[int], Optional[int]]:
-    """The rows' pinned, write-combined and VmPin bytes, each None where no row knows it; one pass
-    (this runs for every group every snapshot)."""
-    pinned = wc = vm = None
-    for r in rows:
-        if r.pinned_bytes is not None:
-            pinned = (pinned or 0) + r.pinned_bytes
-        if r.write_combined_bytes is not None:
-            wc = (wc or 0) + r.write_combined_bytes
-        if r.vm_pinned_bytes is not None:
-            vm = (vm or 0) + r.vm_pinned_bytes
-    return pinned, wc, vm
+def group_kind(kind: str) -> GroupKind:
+    """The owner's kind as the model's word ("unknown" for one it does not have)."""
+    return next((k for k in GROUP_KINDS if k == kind), "unknown")
+
+
+def held_within(held: HeldMemory, current_bytes: Optional[int]) -> HeldMemory:
+    """``held`` with its pinned bytes and VmPin, pages charged to the group and resident, at most the
+    group's memory in use (``current_bytes``): VmPin, the kernel's own count, is kept first."""
+    if current_bytes is None:
+        return held
+    vm, pinned = held.vm_pinned_bytes, held.pinned_bytes
+    if (vm or 0) + (pinned or 0) <= current_bytes:
+        return held
+    vm = None if vm is None else min(vm, current_bytes)
+    pinned = None if pinned is None else min(pinned, current_bytes - (vm or 0))
+    return evolve(held, vm_pinned_bytes=vm, pinned_bytes=pinned, capped=True)
 
 
 def _owner_order(owner: Owner) -> tuple:
@@ -113,7 +119,7 @@ class GroupCollector:
 
     def annotate(self, rows: list[ProcessPinned]) -> tuple[list[ProcessPinned], tuple[Cgroup, ...]]:
         now = self._clock()
-        owners = self.owners.owners([r.pid for r in rows], {r.pid: r.name for r in rows})
+        owners = self.owners.owners([r.pid for r in rows], {r.pid: r.identity.name for r in rows})
         self.owners.prune(owners)
         members: dict[str, list[ProcessPinned]] = {}
         group_owners: dict[str, dict[int, Owner]] = {}
@@ -130,7 +136,7 @@ class GroupCollector:
                 group_rows = members[key] = []
                 group_owners[key] = {}
             group_owners[key][id(owner)] = owner
-            r = evolve(r, cgroup=key)
+            r = evolve(r, identity=evolve(r.identity, cgroup=key))
             group_rows.append(r)
             out.append(r)
         leaves: dict[CgroupPaths, set[CgroupPaths]] = {}
@@ -155,7 +161,7 @@ class GroupCollector:
                 at_start = mem.oom_kills
                 self._known[key] = (owner, names, self._known[key][2], at_start)
             groups.append(self._group(self._texts[key], owner, names, mem, members.get(key, []), at_start))
-        groups.sort(key=lambda g: (-(g.pinned_bytes or 0) - (g.write_combined_bytes or 0), g.key))
+        groups.sort(key=lambda g: (-(g.held.bytes or 0), g.key))
         return out, tuple(groups)
 
     def _forget(self, now: float) -> None:
@@ -181,28 +187,24 @@ class GroupCollector:
 
     def _group(self, texts: tuple[str, str], owner: Owner, names: Names, mem: Optional[CgroupMemory],
                rows: list[ProcessPinned], at_start: Optional[int]) -> Cgroup:
-        pinned, wc, vm = _sums(rows)
-        charged = None if pinned is None and vm is None else (pinned or 0) + (vm or 0)
         notes: tuple[str, ...] = ()
         current = limit = ooms = None
         path = limit_path = None
         if mem is not None:
             current, limit, ooms, notes = mem.current_bytes, mem.limit_bytes, mem.oom_kills, mem.notes
             path, limit_path = self._shown(mem.path), self._shown(mem.limit_path)
-        if charged is not None and current is not None and charged > current:
-            # Pinned pages are charged to the group and resident: its usage bounds them.
-            charged = current
         step = owner.slurm_step
         return Cgroup(
-            key=texts[0], kind=owner.kind, name=texts[1], path=path,
-            pod=names.pod_name, namespace=names.namespace, container=names.container_name,
-            container_id=owner.container_id, pod_uid=owner.pod_uid,
-            job=str(owner.slurm_job) if owner.kind == KIND_SLURM and owner.slurm_job is not None else None,
-            step=step if owner.kind == KIND_SLURM else None,
-            unit=owner.unit if owner.kind == KIND_SYSTEMD else None,
-            memory_limit_bytes=limit, limit_path=limit_path, memory_current_bytes=current,
-            oom_kills=ooms, oom_kills_at_start=at_start, pinned_bytes=charged,
-            write_combined_bytes=wc, vm_pinned_bytes=vm, processes=len(rows), delegated_uid=owner.delegated_uid,
+            key=texts[0], kind=group_kind(owner.kind), name=texts[1], path=path,
+            owner=GroupOwner(
+                pod=names.pod_name, namespace=names.namespace, container=names.container_name,
+                container_id=owner.container_id, pod_uid=owner.pod_uid,
+                job=str(owner.slurm_job) if owner.kind == KIND_SLURM and owner.slurm_job is not None else None,
+                step=step if owner.kind == KIND_SLURM else None,
+                unit=owner.unit if owner.kind == KIND_SYSTEMD else None, delegated_uid=owner.delegated_uid),
+            limit=GroupLimit(limit_bytes=limit, limit_path=limit_path, current_bytes=current, oom_kills=ooms,
+                             oom_kills_at_start=at_start),
+            held=held_within(summed(r.held for r in rows), current), processes=len(rows),
             notes=tuple(printable(n, 200) for n in notes) if notes else ())
 
     def close(self) -> None:

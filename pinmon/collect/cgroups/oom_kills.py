@@ -29,12 +29,13 @@ from typing import Callable, Optional
 
 from ...limits import DEFAULT_OOM_LOOKBACK_S
 from ...model import OomKill
+from ...model.kinds import LimitSource
 from ...units import printable
 from ..host.kmsg import KmsgReader
 from ..host.oom_log import MARKERS, KernelOomKill, OomLogParser
-from .groups import GroupCollector, group_name
+from .groups import GroupCollector, group_kind, group_name
 from .mounts import to_dir
-from .ownership import KIND_SLURM, KIND_UNKNOWN, CgroupPaths, bounded_path, owner_of_path
+from .ownership import KIND_SLURM, CgroupPaths, bounded_path, owner_of_path
 
 TASK_CHARS = 64
 
@@ -92,7 +93,7 @@ class OomKillReader:
         directory, _why = to_dir(mount, path)
         return directory is not None and os.path.isdir(directory)
 
-    def _limit(self, k: KernelOomKill) -> tuple[Optional[int], Optional[str]]:
+    def _limit(self, k: KernelOomKill) -> tuple[Optional[int], Optional[LimitSource]]:
         if k.limit_bytes is not None:
             return k.limit_bytes, "kernel log"
         if k.oom_memcg is not None and self._exists(k.oom_memcg):
@@ -110,11 +111,11 @@ class OomKillReader:
                        shmem_rss_bytes=k.shmem_rss_bytes)
         if k.task_memcg is None:
             why = "cgroup not logged (lines ambiguous)" if k.ambiguous else "cgroup not logged"
-            return replace(kill, kind=KIND_UNKNOWN, name=why)
+            return replace(kill, kind="unknown", name=why)
         owner = self.groups.checked(owner_of_path(k.task_memcg, self._memory_hierarchy_is_v1()), self._monotonic())
         names = self.groups.names.names(owner)
         return replace(
-            kill, key=printable(owner.key, 400), kind=owner.kind, name=group_name(owner, names),
+            kill, key=printable(owner.key, 400), kind=group_kind(owner.kind), name=group_name(owner, names),
             job=str(owner.slurm_job) if owner.kind == KIND_SLURM and owner.slurm_job is not None else None,
             step=owner.slurm_step if owner.kind == KIND_SLURM else None,
             pod=names.pod_name, namespace=names.namespace, container=names.container_name,

@@ -18,12 +18,12 @@ many times: a row's placement adds up to at most its pinned bytes (``within``).
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from typing import Callable, Iterable, Optional
 
 from ...model import ProcessPinned
+from ...model.serial import evolve
 from ..rawfile import read_bytes
 
 NODE_DIR = "sys/devices/system/node"
@@ -111,7 +111,7 @@ def read_pinned_placement(pid: int, proc_root: str = "/proc", page_size: int = 4
 
 
 class PinnedPlacement:
-    """Fills ``ProcessPinned.pinned_bytes_by_node``, reading numa_maps only when it can have changed."""
+    """Fills ``Placement.pinned_bytes_by_node`` of the rows, reading numa_maps only when it can have changed."""
 
     def __init__(self, proc_root: str = "/proc", clock: Callable[[], float] = time.monotonic,
                  page_size: Optional[int] = None,
@@ -133,19 +133,20 @@ class PinnedPlacement:
         cache: dict[int, tuple[tuple, float, Optional[dict[str, int]]]] = {}
         out = []
         for r in rows:
-            if not r.pinned_bytes:
+            held = r.held
+            if not held.pinned_bytes:
                 out.append(r)
                 continue
-            sig = (r.name, r.pinned_bytes, r.pinned_mappings)
+            sig = (r.identity.name, held.pinned_bytes, held.mappings)
             last = self._cache.get(r.pid)
-            if (last is not None and last[0] == sig and not r.mappings_churn
+            if (last is not None and last[0] == sig and not held.mappings_churn
                     and now - last[1] < PLACEMENT_REFRESH_S):
                 cache[r.pid] = last
             else:
                 self.reads += 1
                 cache[r.pid] = (sig, now, self._read(r.pid, self.proc_root, self._page_size))
-            placement = within(cache[r.pid][2], r.pinned_bytes)
-            out.append(dataclasses.replace(r, pinned_bytes_by_node=placement) if placement else r)
+            placement = within(cache[r.pid][2], held.pinned_bytes)
+            out.append(evolve(r, placement=evolve(r.placement, pinned_bytes_by_node=placement)) if placement else r)
         self._cache = cache  # pids no longer listed are forgotten
         return out
 

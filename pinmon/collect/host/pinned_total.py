@@ -31,7 +31,7 @@ def maps_pinned_total(rows: Iterable[ProcessPinned], estimate: Callable[[int], O
     ``Shmem`` (every page of such a mapping is a shmem page). Write-combined bytes are the driver's
     pages, which the kernel's pinned count does not hold."""
     rows = list(rows)
-    row_sum = sum(r.pinned_bytes or 0 for r in rows)
+    row_sum = sum(r.held.pinned_bytes or 0 for r in rows)
     extents: set = set()
     for r in rows:
         est = estimate(r.pid)

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
+from ...model.kinds import PcieMethod
 from .call import FailureLog, NvmlCall, NvmlFailure, NvmlFunction, call_nvml
 from .counters import BYTE_FIELDS, ERROR_FIELDS, EventCounter, LinkBytes, byte_values, fold_errors
 from .gpm import GpmReader
@@ -42,7 +43,7 @@ GPM_GIVE_UP_S = 5.0
 class _Gpu:
     index: int
     handle: object
-    method: Optional[str] = None  # "gpm", "counters", "sampled" or None
+    method: Optional[PcieMethod] = None  # None: no reading
     lost: Optional[NvmlFailure] = None  # the failure that said GPU_IS_LOST
     link_bytes: Optional[LinkBytes] = None  # the byte counters, once read
     errors: dict[str, Optional[EventCounter]] = field(default_factory=dict)
@@ -287,7 +288,7 @@ class PcieSampler:
 
     # --- what the collector reads ------------------------------------------------------------
 
-    def method(self, gpu: int) -> Optional[str]:
+    def method(self, gpu: int) -> Optional[PcieMethod]:
         """"gpm", "counters", "sampled", or None (no traffic reading for this GPU)."""
         g = self._gpus.get(gpu)
         return None if g is None or g.lost is not None else g.method

@@ -9,12 +9,12 @@ process's mmap lock; it is read for the rows only, and again for each only every
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from typing import Callable, Iterable, Optional
 
 from ...model import ProcessPinned
+from ...model.serial import evolve
 from ..cgroups.vmpin import parse_vmpin
 from ..rawfile import read_bytes
 
@@ -66,21 +66,22 @@ class LockedReader:
         self._cache: dict[tuple, tuple[float, tuple[Optional[int], Optional[int]]]] = {}
 
     def annotate(self, rows: Iterable[ProcessPinned]) -> list[ProcessPinned]:
-        """The rows with ``vm_locked_bytes`` and ``vm_pinned_bytes`` filled in where /proc tells them."""
+        """The rows with ``held.vm_locked_bytes`` and ``held.vm_pinned_bytes`` filled in where /proc tells them."""
         now = self._clock()
         cache: dict[tuple, tuple[float, tuple[Optional[int], Optional[int]]]] = {}
         out = []
         for r in rows:
-            key = (r.pid, r.name)  # a pid reused by another program is read anew
+            key = (r.pid, r.identity.name)  # a pid reused by another program is read anew
             hit = self._cache.get(key)
             if hit is None or now - hit[0] >= LOCKED_TTL_S:
                 hit = (now, read_locked_and_pinned(r.pid, self.proc_root))
             cache[key] = hit
             locked, pinned = hit[1]
-            vm_locked = locked if locked is not None else r.vm_locked_bytes
-            vm_pinned = r.vm_pinned_bytes if r.vm_pinned_bytes is not None else pinned
-            if (vm_locked, vm_pinned) != (r.vm_locked_bytes, r.vm_pinned_bytes):
-                r = dataclasses.replace(r, vm_locked_bytes=vm_locked, vm_pinned_bytes=vm_pinned)
+            held = r.held
+            vm_locked = locked if locked is not None else held.vm_locked_bytes
+            vm_pinned = held.vm_pinned_bytes if held.vm_pinned_bytes is not None else pinned
+            if (vm_locked, vm_pinned) != (held.vm_locked_bytes, held.vm_pinned_bytes):
+                r = evolve(r, held=evolve(held, vm_locked_bytes=vm_locked, vm_pinned_bytes=vm_pinned))
             out.append(r)
         self._cache = cache  # pids no longer listed are forgotten
         return out

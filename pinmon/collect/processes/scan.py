@@ -36,7 +36,7 @@ from typing import Callable, Optional
 
 import psutil
 
-from ...model import ProcessPinned
+from ...model import HeldMemory, ProcessIdentity, ProcessPinned
 from ...units import printable
 from ..host.memory import parse_meminfo
 from ..rawfile import READ_FLAGS, read_bytes, read_to_end
@@ -245,7 +245,7 @@ class ProcessScanner:
                 continue
             current[pid] = (digest, est)
             row = self._row(pid, est, None if last is None else last[1].ranges, now, mem_total_bytes)
-            if row.estimate_capped:
+            if row.held.capped:
                 result.capped.append(pid)
             result.processes.append(row)
         self._previous = current
@@ -286,13 +286,9 @@ class ProcessScanner:
                              mem_total_bytes if mem_total_bytes is not None else self._mem_total_bytes())
             pinned, wc, capped = c.pinned_bytes, c.write_combined_bytes, c.capped
         return ProcessPinned(
-            pid=pid, name=name, user=user, cmdline=cmdline,
-            pinned_bytes=pinned,
-            write_combined_bytes=wc,
-            source="est.",
-            pinned_mappings=est.pinned_mappings,
-            mappings_churn=churn(previous, est.ranges),
-            estimate_capped=capped,
+            pid=pid, source="est.", identity=ProcessIdentity(name=name, user=user, cmdline=cmdline),
+            held=HeldMemory(pinned_bytes=pinned, write_combined_bytes=wc, mappings=est.pinned_mappings,
+                            mappings_churn=churn(previous, est.ranges), capped=capped),
         )
 
 

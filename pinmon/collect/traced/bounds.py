@@ -18,10 +18,10 @@ so a report can neither raise a total nor hide pinned memory that nothing explai
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterable, NamedTuple, Optional
 
 from ...model import ProcessPinned
+from ...model.serial import evolve
 
 
 class Backing(NamedTuple):
@@ -45,7 +45,7 @@ def bound_reports(rows: Iterable[ProcessPinned], backing: dict[int, Backing],
     for i in traced:
         r = rows[i]
         own = backing.get(r.pid, Backing(0, 0))
-        excess[i] = max(0, (r.pinned_bytes or 0) - own.pinned_bytes)
+        excess[i] = max(0, (r.held.pinned_bytes or 0) - own.pinned_bytes)
     total_excess = sum(excess.values())
     share = 1.0
     if unexplained_bytes is not None and total_excess > unexplained_bytes:
@@ -53,19 +53,20 @@ def bound_reports(rows: Iterable[ProcessPinned], backing: dict[int, Backing],
     lowered = []
     for i in traced:
         r = rows[i]
+        held = r.held
         own = backing.get(r.pid, Backing(0, 0))
-        wc = _min(r.write_combined_bytes, own.nvidiactl_bytes)
-        pinned = r.pinned_bytes
+        wc = _min(held.write_combined_bytes, own.nvidiactl_bytes)
+        pinned = held.pinned_bytes
         if pinned is not None and share < 1.0 and excess[i]:
             pinned = min(pinned, own.pinned_bytes) + int(excess[i] * share)
-        if pinned == r.pinned_bytes and wc == r.write_combined_bytes:
+        if pinned == held.pinned_bytes and wc == held.write_combined_bytes:
             continue
         limit = pinned or 0
-        rows[i] = dataclasses.replace(
-            r, pinned_bytes=pinned, write_combined_bytes=wc,
-            registered_bytes=_min(r.registered_bytes, limit),
-            requested_pinned_bytes=_min(r.requested_pinned_bytes, limit),
-            estimate_capped=True)
+        rows[i] = evolve(r, held=evolve(
+            held, pinned_bytes=pinned, write_combined_bytes=wc,
+            registered_bytes=_min(held.registered_bytes, limit),
+            requested_bytes=_min(held.requested_bytes, limit),
+            capped=True))
         lowered.append(r.pid)
     return rows, lowered
 

@@ -1,21 +1,30 @@
-"""The ProcessPinned fields that a traced process's CUPTI figures fill in (``cupti`` of its report).
+"""A traced process's copies and allocations (``Copies``, ``Allocations``) from its report.
+
+The report's ``copies`` (CUPTI's where CUPTI ran, the hooks' otherwise: ``pinmon/trace/merge.py``) give
+one ``CopyStats`` per direction and host memory kind: the rate over the tracer's window, the bytes and
+copies since the program started and, from CUPTI only, the achieved rate (bytes over GPU time) and the
+per-copy rate percentiles; ``wc.readbacks`` the count of device-to-host copies into write-combined
+memory. CUPTI's window adds the bulk pinned copies on the busiest GPU (``pinned_bulk``), their share on
+the default stream and that GPU's bus id. ``allocs`` gives the allocations.
 
 A report is untrusted input: every value is type-checked and bounded here, and a missing or odd one
 is ``None`` ("unknown"), never a guess; a rate is only taken within physical bounds (``MIN_GPU_S``,
-``MAX_BYTES_PER_S``). The figures the hooks also have (pinned bytes, allocation
-rate, pageable copy rate) are already CUPTI's in a report where CUPTI ran (``pinmon/trace/merge.py``);
-this module adds what only CUPTI knows, and (``transfer_fields``, for either engine) the copies per
-direction and host memory kind from the report's ``copies``.
+``MAX_BYTES_PER_S``), a byte size within ``limits.MAX_SIZE_BYTES``. One host memory kind's window rate
+past what a link carries makes every window rate of that direction unknown: the direction's total
+would otherwise read smaller than it was, never larger.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Any, Optional
 
-from ...model import TRANSFER_FIGURES, TRANSFER_KEYS
+from ...limits import MAX_SIZE_BYTES
+from ...model import Allocations, BulkCopies, Copies, CopyStats
+from ...model.kinds import DIRECTIONS, HostMemoryKind, Instrument
 
-ENGINES = ("cupti", "hooks")
+ENGINES: tuple[Instrument, ...] = ("cupti", "hooks")
 _BUS_ID = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
 # Physical bounds on a report's rates. A copy's GPU time is at least a microsecond (CUPTI's timestamps
 # of the smallest copy are microseconds apart), so a rate is computed only from at least that much; and
@@ -24,6 +33,11 @@ _BUS_ID = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
 # would otherwise make an infinite rate.
 MIN_GPU_S = 1e-6
 MAX_BYTES_PER_S = 1e12
+# The report's host memory kinds, in the order their stats are listed; managed and other only where
+# the process made such copies.
+ALWAYS_KINDS: tuple[HostMemoryKind, ...] = ("pinned", "pageable")
+SOMETIMES_KINDS: tuple[HostMemoryKind, ...] = ("managed", "other")
+MAX_COUNT = 2**63 - 1
 
 
 def _num(v: Any) -> Optional[float]:
@@ -42,6 +56,19 @@ def _rate(v: Any) -> Optional[float]:
     return v if v is not None and v <= MAX_BYTES_PER_S else None
 
 
+def _count(v: Any) -> Optional[int]:
+    """A count (or a byte total) of the report: a number from 0 to 2**63 - 1, whole (a fraction is cut),
+    else None."""
+    v = _num(v)
+    return int(v) if v is not None and v <= MAX_COUNT else None
+
+
+def _size(v: Any) -> Optional[int]:
+    """A byte size of the report: an integer no host holds more of than ``MAX_SIZE_BYTES``, else None."""
+    v = _count(v)
+    return v if v is not None and v <= MAX_SIZE_BYTES else None
+
+
 def rate_over(nbytes: Optional[float], gpu_s: Optional[float]) -> Optional[float]:
     """``nbytes / gpu_s`` within the physical bounds above, else None."""
     if nbytes is None or gpu_s is None or gpu_s < MIN_GPU_S:
@@ -57,49 +84,89 @@ def _get(d: Any, *keys) -> Any:
     return d
 
 
-def engine_of(report: dict) -> Optional[str]:
-    v = report.get("engine") if isinstance(report, dict) else None
-    return v if v in ENGINES else ("hooks" if isinstance(report, dict) else None)
+def engine_of(report: Any) -> Optional[Instrument]:
+    """The engine the report's figures come from: "cupti", else "hooks"; None for no report."""
+    if not isinstance(report, dict):
+        return None
+    v = report.get("engine")
+    return "cupti" if v == "cupti" else "hooks"
 
 
-def cupti_fields(report: dict) -> dict:
-    """ProcessPinned fields from a report's CUPTI figures; only ``trace_engine`` without them."""
-    out: dict = {"trace_engine": engine_of(report)}
-    if out["trace_engine"] != "cupti":
-        return out
-    window = _get(report, "cupti", "window")
-    if not isinstance(window, dict):
-        return out
-    copies = window.get("copies")
-    for d in ("h2d", "d2h"):
-        rows = _get(copies, d)
-        if isinstance(rows, dict):
-            values = [_num(_get(rows, mem, "bytes_per_s")) for mem in list(rows)[:8]]
-            known = [r for r in values if r is not None]
-            # One kind's rate past what a link carries makes the direction's sum unknown, not smaller.
-            out[f"{d}_copy_bytes_per_s"] = _rate(sum(known)) if known else None
-    bulk = window.get("pinned_bulk")
+def _window_s(report: dict, engine: Instrument) -> Optional[float]:
+    if engine == "cupti":
+        return _num(_get(report, "cupti", "window", "s"))
+    return _num(report.get("window_s"))
+
+
+def copies_of(report: Any) -> Optional[Copies]:
+    """The report's copies; None where it has none (no copy table, no readbacks, no CUPTI window)."""
+    engine = engine_of(report)
+    if engine is None:
+        return None
+    stats = _stats(report.get("copies"))
+    readbacks = _count(_get(report, "wc", "readbacks"))
+    if readbacks is not None:
+        stats.append(CopyStats(direction="d2h", memory="write_combined", count=readbacks))
+    bulk, share, bus = _bulk(report) if engine == "cupti" else ((), None, None)
+    if stats == [] and not bulk and bus is None and not isinstance(report.get("copies"), dict):
+        return None
+    return Copies(instrument=engine, window_s=_window_s(report, engine), stats=tuple(stats), bulk=bulk,
+                  default_stream_share=share, gpu_pci_bus_id=bus)
+
+
+def _stats(copies: Any) -> list[CopyStats]:
+    """One stat per direction and host memory kind the report's ``copies`` has a row for."""
+    if not isinstance(copies, dict):
+        return []
+    out: list[CopyStats] = []
+    for d in DIRECTIONS:
+        rows = copies.get(d)
+        if not isinstance(rows, dict):
+            continue
+        forged = False
+        stats = []
+        for mem in ALWAYS_KINDS + SOMETIMES_KINDS:
+            row = rows.get(mem)
+            if not isinstance(row, dict):
+                continue
+            window = _num(row.get("bytes_per_s"))
+            forged = forged or (window is not None and _rate(window) is None)
+            stat = CopyStats(direction=d, memory=mem, bytes_per_s=_rate(window), bytes=_count(row.get("bytes")),
+                             count=_count(row.get("count")),
+                             achieved_bytes_per_s=_rate(row.get("achieved_bytes_per_s")),
+                             rate_p50_bytes_per_s=_rate(row.get("rate_p50")),
+                             rate_p10_bytes_per_s=_rate(row.get("rate_p10")))
+            if mem in SOMETIMES_KINDS and not (stat.count or stat.bytes or stat.bytes_per_s):
+                continue
+            stats.append(stat)
+        if forged:
+            stats = [dataclasses.replace(s, bytes_per_s=None) for s in stats]
+        out += stats
+    return out
+
+
+def _bulk(report: dict) -> tuple[tuple[BulkCopies, ...], Optional[float], Optional[str]]:
+    """(bulk pinned copies per direction on the busiest GPU, their share on the default stream, that
+    GPU's bus id) from CUPTI's window."""
+    bulk = _get(report, "cupti", "window", "pinned_bulk")
     gpu = _busiest_device(bulk)
     if gpu is None:
-        return out
+        return (), None, None
+    out = []
     shares = []
-    for d in ("h2d", "d2h"):
+    for d in DIRECTIONS:
         row = _get(bulk, d, gpu)
         if not isinstance(row, dict):
             continue
         busy = _num(row.get("gpu_s"))
         nbytes = _num(row.get("bytes"))
-        out[f"{d}_pinned_bulk_busy_s"] = busy
-        out[f"{d}_pinned_bulk_bytes_per_s"] = rate_over(nbytes, busy)
+        out.append(BulkCopies(direction=d, achieved_bytes_per_s=rate_over(nbytes, busy), busy_s=busy))
         default = _num(row.get("default_stream_bytes"))
         if default is not None and nbytes:
             shares.append((min(default, nbytes), nbytes))
-    if shares:
-        out["pinned_bulk_default_stream_share"] = sum(a for a, _ in shares) / sum(b for _, b in shares)
+    share = sum(a for a, _ in shares) / sum(b for _, b in shares) if shares else None
     bus = _get(report, "cupti", "devices", gpu, "pci_bus_id")
-    if isinstance(bus, str) and _BUS_ID.match(bus):
-        out["copy_gpu_pci_bus_id"] = bus
-    return out
+    return tuple(out), share, bus if isinstance(bus, str) and _BUS_ID.match(bus) else None
 
 
 def _busiest_device(bulk: Any) -> Optional[str]:
@@ -107,7 +174,7 @@ def _busiest_device(bulk: Any) -> Optional[str]:
     if not isinstance(bulk, dict):
         return None
     totals: dict = {}
-    for d in ("h2d", "d2h"):
+    for d in DIRECTIONS:
         rows = bulk.get(d)
         if not isinstance(rows, dict):
             continue
@@ -120,17 +187,17 @@ def _busiest_device(bulk: Any) -> Optional[str]:
     return max(sorted(totals), key=lambda k: totals[k])
 
 
-def transfer_fields(report: dict) -> dict:
-    """``{"transfers": ...}`` from the report's ``copies`` (CUPTI's where CUPTI ran, the hooks'
-    otherwise; see ``pinmon/trace/merge.py``): per "direction.kind", the window rate and, from
-    CUPTI only, the achieved rate and per-copy percentiles. A figure that is missing or not a finite
-    number >= 0 is None; ``{"transfers": None}`` when the report has no ``copies`` at all."""
-    copies = report.get("copies") if isinstance(report, dict) else None
-    if not isinstance(copies, dict):
-        return {"transfers": None}
-    out = {}
-    for key in TRANSFER_KEYS:
-        d, mem = key.split(".")
-        row = _get(copies, d, mem)
-        out[key] = {name: _rate(row.get(name)) if isinstance(row, dict) else None for name in TRANSFER_FIGURES}
-    return {"transfers": out}
+def allocations_of(report: Any) -> Optional[Allocations]:
+    """The report's pinned allocations (CUPTI's where the report says they are, the hooks' otherwise);
+    None where it has none."""
+    engine = engine_of(report)
+    allocs = report.get("allocs") if engine is not None else None
+    if not isinstance(allocs, dict):
+        return None
+    instrument: Instrument = "cupti" if engine == "cupti" and allocs.get("from") == "cupti" else "hooks"
+    wc = _count(allocs.get("write_combined"))
+    return Allocations(
+        instrument=instrument, window_s=_window_s(report, instrument), count=_count(allocs.get("count")),
+        per_s=_num(allocs.get("per_s")), frees=_count(allocs.get("frees")), frees_per_s=_num(allocs.get("frees_per_s")),
+        median_bytes=_size(allocs.get("median_bytes")), flags={"write_combined": wc} if wc is not None else {},
+        registrations=_count(allocs.get("registers")))

@@ -31,7 +31,6 @@ a bound stops the reading, a notice says so.
 """
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import stat
@@ -370,13 +369,13 @@ def read_reports(directory: Optional[str] = None, proc_root: str = "/proc", clea
 def merge_traced(rows: list, traced: ReadResult, describe=None, only_pids=None) -> list:
     """Process rows with each traced pid's exact figures; a traced process that /proc showed no
     pinned mappings for gets a row of its own. ``describe(pid) -> (name, user, cmdline)``."""
-    from ...model import ProcessPinned
+    from ...model import ProcessIdentity, ProcessPinned
 
     out, seen = [], set()
     for r in rows:
         t = traced.processes.get(r.pid)
         if t is not None:
-            r = dataclasses.replace(r, **t.figures())
+            r = t.apply(r)
             seen.add(r.pid)
         out.append(r)
     for pid in sorted(traced.processes):
@@ -388,6 +387,6 @@ def merge_traced(rows: list, traced: ReadResult, describe=None, only_pids=None) 
                 name, user, cmdline = describe(pid)
             except Exception:
                 pass
-        out.append(ProcessPinned(pid=pid, name=name, user=user, cmdline=cmdline,
-                                 **traced.processes[pid].figures()))
+        row = ProcessPinned(pid=pid, identity=ProcessIdentity(name=name, user=user, cmdline=cmdline))
+        out.append(traced.processes[pid].apply(row))
     return out

@@ -29,9 +29,12 @@ import stat
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
+from ...limits import MAX_SIZE_BYTES
+from ...model import ProcessPinned
+from ...model.serial import evolve
 from ...report_format import TRACE_SCHEMA, proc_start_ticks
 from ...units import printable
-from .cupti_fields import cupti_fields, transfer_fields
+from .cupti_fields import allocations_of, copies_of
 
 MAX_REPORT_BYTES = 1 << 20
 MAX_FIGURE = 2**63 - 1
@@ -70,24 +73,24 @@ class TracedProcess:
             d = d[k]
         return d
 
-    def figures(self) -> dict:
-        """The ProcessPinned fields this report fills in (exact figures of hooked calls)."""
+    def held_figures(self) -> dict[str, Optional[int]]:
+        """The ``HeldMemory`` fields this report fills in (exact figures of hooked calls), clamped."""
         g = self._get
         rss, ram = self.rss_bytes, self.mem_total_bytes
         return {
-            "source": "traced",
             "pinned_bytes": _cap(_int(g("pinned", "bytes")), rss),
             "write_combined_bytes": _cap(_int(g("pinned", "write_combined_bytes")), ram),
             "registered_bytes": _cap(_int(g("pinned", "registered_bytes")), rss),
-            "requested_pinned_bytes": _cap(_int(g("pinned", "requested_bytes")), rss),
-            "pinned_allocs_per_s": _float(g("allocs", "per_s")),
-            "median_alloc_bytes": _int(g("allocs", "median_bytes")),
-            "wc_readbacks": _int(g("wc", "readbacks")),
-            "pageable_copy_bytes_per_s": _float(g("pageable_copy_bytes_per_s")),
-            "call_sites": self.call_sites(),
-            **cupti_fields(self.report),
-            **transfer_fields(self.report),
+            "requested_bytes": _cap(_int(g("pinned", "requested_bytes")), rss),
         }
+
+    def apply(self, row: ProcessPinned) -> ProcessPinned:
+        """``row`` (the process's maps estimate, or an empty row) with this report's figures: its held
+        memory's pinned, write-combined, registered and requested bytes, its copies, allocations and
+        call sites; what the scan saw of it (mappings, VmPin, VmLck, a cap) stays."""
+        return evolve(row, source="traced", held=evolve(row.held, **self.held_figures()),
+                      copies=copies_of(self.report), allocations=allocations_of(self.report),
+                      call_sites=self.call_sites())
 
     def call_sites(self) -> dict[str, str]:
         """Category -> the first site (``file:line``) the tracer lists for it, as printable text: the
@@ -104,11 +107,12 @@ class TracedProcess:
 
 
 def _int(v) -> Optional[int]:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _float(v) -> Optional[float]:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    """A byte figure of the report, whole and held to what any host holds (the report's own check lets
+    figures up to 2**63 - 1 through, and a snapshot refuses more than ``MAX_SIZE_BYTES``); the clamps
+    to the process and the host come after."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    return min(int(v), MAX_SIZE_BYTES)
 
 
 def _cap(v: Optional[int], limit: Optional[int]) -> Optional[int]:

@@ -2,11 +2,14 @@
 and the memory cgroup OOM kills in the kernel's log (whose groups may be gone).
 
 A group's memory limit is where the OOM killer acts on its pinned pages, so alerts compare
-``pinmon_cgroup_pinned_bytes`` with ``pinmon_cgroup_memory_limit_bytes``. Labels: ``cgroup`` (the
-group's key, shortened: ``group_id``), ``kind``, and where the node says them ``pod``, ``namespace``, ``container``, and
-``slurm_job`` (not ``job``: Prometheus sets ``job`` on every series it scrapes). Cardinality is bounded
-as for processes: the top N groups by pinned bytes get series; the rest are summed into
-``cgroup="other"`` for pinned bytes (limits and OOM counts of a sum mean nothing).
+``pinmon_cgroup_held_bytes`` (``HeldMemory.bytes``: its processes' pinned, write-combined and VmPin
+bytes, the figure ``pinned-cgroup-share`` compares) with ``pinmon_cgroup_memory_limit_bytes``; the
+parts are ``pinmon_cgroup_pinned_bytes``, ``..._write_combined_bytes`` and ``..._vm_pinned_bytes``, as
+for a process. Labels: ``cgroup`` (the group's key, shortened: ``group_id``), ``kind``, and where the
+node says them ``pod``, ``namespace``, ``container``, and ``slurm_job`` (not ``job``: Prometheus sets
+``job`` on every series it scrapes). Cardinality is bounded as for processes: the top N groups by held
+bytes get series; the rest are summed into ``cgroup="other"`` for the held and pinned bytes (limits and
+OOM counts of a sum mean nothing).
 
 OOM kills from the kernel's log (``Snapshot.oom_kills``, within the lookback) are served per group
 with the same labels: ``pinmon_oom_kills_recent`` (how many, a gauge: a kill leaves it when it grows
@@ -19,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from typing import Optional
 
-from ...model import Cgroup, OomKill
+from ...model import Cgroup, GroupOwner, OomKill, summed
 from ..state import StateView
 from .base import Counter, Gauge, emit
 
@@ -35,18 +38,19 @@ def group_id(g: Cgroup) -> str:
     (container ids shortened as ``docker ps`` shows them; a long path keeps its head and its tail,
     where its leaf names it). A group in a user's delegated subtree starts with ``user/UID/``: it
     never takes the label of the pod or container its path names."""
-    if g.delegated_uid is not None:
-        user = f"user/{g.delegated_uid}/"
-        if g.kind == "pod" and g.pod_uid:
-            return f"{user}pod/{g.pod_uid[:8]}/{(g.container_id or '-')[:SHORT_ID]}"
+    o = g.owner
+    if o.delegated_uid is not None:
+        user = f"user/{o.delegated_uid}/"
+        if g.kind == "pod" and o.pod_uid:
+            return f"{user}pod/{o.pod_uid[:8]}/{(o.container_id or '-')[:SHORT_ID]}"
     else:
         user = ""
-        if g.kind == "pod" and g.pod_uid:
-            return f"pod/{g.pod_uid}/{(g.container_id or '-')[:SHORT_ID]}"
-    if g.kind in ("docker", "podman") and g.container_id:
-        return f"{user}{g.kind}/{g.container_id[:SHORT_ID]}"
-    if g.kind == "slurm" and g.job:
-        return f"{user}slurm/{g.job}/{g.step or '-'}"
+        if g.kind == "pod" and o.pod_uid:
+            return f"pod/{o.pod_uid}/{(o.container_id or '-')[:SHORT_ID]}"
+    if g.kind in ("docker", "podman") and o.container_id:
+        return f"{user}{g.kind}/{o.container_id[:SHORT_ID]}"
+    if g.kind == "slurm" and o.job:
+        return f"{user}slurm/{o.job}/{o.step or '-'}"
     if len(g.key) <= LABEL_ID_CHARS:
         return g.key
     return g.key[:20] + "…" + g.key[-(LABEL_ID_CHARS - 21):]
@@ -67,7 +71,8 @@ def group_ids(groups) -> dict[str, str]:
 
 def group_labels(g: Cgroup, ids: Optional[dict[str, str]] = None) -> tuple:
     gid = ids.get(g.key, group_id(g)) if ids is not None else group_id(g)
-    return (gid, g.kind, g.pod or "", g.namespace or "", g.container or "", g.job or "")
+    o = g.owner
+    return (gid, g.kind, o.pod or "", o.namespace or "", o.container or "", o.job or "")
 
 
 def oom_families(kills, top: int) -> list:
@@ -81,9 +86,10 @@ def oom_families(kills, top: int) -> list:
         by_group.setdefault(k.key or "unknown", []).append(k)
     ranked = sorted(by_group.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     chosen, rest = ranked[:max(0, top)], ranked[max(0, top):]
-    ids = group_ids([Cgroup(key=key, kind=ks[0].kind, name=ks[0].name, pod_uid=ks[0].pod_uid,
-                            container_id=ks[0].container_id, job=ks[0].job, step=ks[0].step,
-                            delegated_uid=ks[0].delegated_uid) for key, ks in chosen if key != "unknown"])
+    ids = group_ids([Cgroup(key=key, kind=ks[0].kind, name=ks[0].name,
+                            owner=GroupOwner(pod_uid=ks[0].pod_uid, container_id=ks[0].container_id, job=ks[0].job,
+                                             step=ks[0].step, delegated_uid=ks[0].delegated_uid))
+                     for key, ks in chosen if key != "unknown"])
     for key, ks in chosen:
         latest = max(ks, key=lambda k: (k.time, k.seq or 0))
         gid = ids.get(key, "unknown")
@@ -96,23 +102,23 @@ def oom_families(kills, top: int) -> list:
     return emit(recent, last, shmem)
 
 
-def held(g: Cgroup) -> int:
-    return (g.pinned_bytes or 0) + (g.write_combined_bytes or 0)
-
 
 def families(view: StateView, top: int) -> list:
     snap = view.snapshot
     if snap is None:
         return []
-    pinned = Gauge("cgroup_pinned_bytes", "pinned memory of a container, pod or job: its processes' pinned"
-                   " bytes (est. or traced) and VmPin, charged to the group; cgroup=\"other\" sums the rest", LABELS)
+    held = Gauge("cgroup_held_bytes", "pinned memory a container, pod or job holds in all: its processes'"
+                 " pinned, write-combined and VmPin bytes, what pinned-cgroup-share compares with its limit;"
+                 " cgroup=\"other\" sums the rest", LABELS)
+    pinned = Gauge("cgroup_pinned_bytes", "CUDA pinned host memory of a group's processes (est. or traced;"
+                   " VmPin apart); cgroup=\"other\" sums the rest", LABELS)
     wc = Gauge("cgroup_write_combined_bytes", "write-combined pinned memory of a group's processes", LABELS)
     vmpin = Gauge("cgroup_vm_pinned_bytes", "VmPin (io_uring, RDMA) of a group's processes", LABELS)
     limit = Gauge("cgroup_memory_limit_bytes", "the tightest memory limit on the group's cgroup path"
                   " (absent: none)", LABELS)
     current = Gauge("cgroup_memory_current_bytes", "the group's memory usage (memory.current / usage_in_bytes)", LABELS)
     ooms = Counter("cgroup_oom_kills_total", "OOM kills in the group, as the kernel counts them", LABELS)
-    groups = sorted(snap.cgroups, key=lambda g: (-held(g), g.key))
+    groups = sorted(snap.cgroups, key=lambda g: (-(g.held.bytes or 0), g.key))
     seen: set = set()
     chosen = []
     for g in groups:
@@ -122,14 +128,16 @@ def families(view: StateView, top: int) -> list:
     ids = group_ids(chosen)
     for g in chosen:
         lab = group_labels(g, ids)
-        pinned.add(lab, g.pinned_bytes)
-        wc.add(lab, g.write_combined_bytes)
-        vmpin.add(lab, g.vm_pinned_bytes)
-        limit.add(lab, g.memory_limit_bytes)
-        current.add(lab, g.memory_current_bytes)
-        ooms.add(lab, g.oom_kills)
-    rest = [g for g in groups if g.key not in seen]
-    pinned.add(("other", "", "", "", "", ""), sum(g.pinned_bytes or 0 for g in rest))
+        held.add(lab, g.held.bytes)
+        pinned.add(lab, g.held.pinned_bytes)
+        wc.add(lab, g.held.write_combined_bytes)
+        vmpin.add(lab, g.held.vm_pinned_bytes)
+        limit.add(lab, g.limit.limit_bytes)
+        current.add(lab, g.limit.current_bytes)
+        ooms.add(lab, g.limit.oom_kills)
+    others = summed(g.held for g in groups if g.key not in seen)
+    held.add(("other", "", "", "", "", ""), others.bytes or 0)
+    pinned.add(("other", "", "", "", "", ""), others.pinned_bytes or 0)
     count = Gauge("cgroups", "groups (containers, pods, jobs) of the processes in the last scan")
     count.add((), len(snap.cgroups))
-    return emit(pinned, wc, vmpin, limit, current, ooms, count) + oom_families(snap.oom_kills, top)
+    return emit(held, pinned, wc, vmpin, limit, current, ooms, count) + oom_families(snap.oom_kills, top)

@@ -60,7 +60,7 @@ def terms(t: Thresholds) -> tuple[tuple[str, str], ...]:
 
 # The process table's columns (4: Processes).
 COLUMN_TERMS = (
-    ("PINNED", "pinned host memory the process holds, write-combined apart (WC)"),
+    ("PINNED", "all the pinned memory the process holds: pinned, write-combined (WC) and VmPin; what it sorts by"),
     ("WC", "write-combined pinned memory: fast for the GPU to read, on bare metal very slow for the CPU to read"),
     ("MAPS", "its pinned mappings in /proc/PID/maps (at 100 columns and wider)"),
     ("CHURN", "pinned mappings that appeared or went since the last scan: allocating and freeing in a"
@@ -79,7 +79,8 @@ GROUP_TERMS = (
     ("group", "a container, pod's container, Slurm job step or systemd unit: a cgroup with its own memory"
               " limit, where the OOM killer acts"),
     ("SEV", "the advisor's finding about the group: CRIT or WARN (pinned-cgroup-share, cgroup-oom-kills)"),
-    ("PINNED/LIMIT", "its pinned and write-combined bytes against its memory limit; ┃ marks the critical share"),
+    ("PINNED/LIMIT", "all its processes hold (pinned, write-combined, VmPin) against its memory limit; ┃ marks the"
+                     " critical share"),
     ("IN USE", "memory.current: every page charged to the group, pinned or not (a table 110 columns wide or more)"),
     ("VMPIN", "VmPin of its processes: io_uring and RDMA pins the kernel counts (CUDA's are not among them)"),
     ("OOM", "processes the kernel OOM-killed in the group since pinmon started"),

@@ -20,12 +20,11 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import DataTable
 
-from ...advise.cgroups import held_bytes
 from ...advise.thresholds import Thresholds
-from ...model import Cgroup, Finding, Snapshot
+from ...model import Cgroup, Finding, Snapshot, summed
 from ...units import fmt_bytes, fmt_int, fmt_pct, fmt_share, printable
 from ..format import COLLECTING
-from ..group_detail import gone, group_severity, limit_share, oom_kills_since_start, sort_groups, ungrouped
+from ..group_detail import gone, group_severity, limit_share, sort_groups, ungrouped
 from ..screens.group import GroupScreen
 from ..state import ViewState
 from .base import CompositeView, TextBlock, follow_popup, refill_rows, set_content
@@ -82,17 +81,17 @@ def group_cells(g: Cgroup, severity: Optional[str], name_cells: int, columns: tu
     is_gone = gone(g)
     row_style = "dim" if is_gone else ""
     fraction = limit_share(g)
-    held = held_bytes(g)
+    held, limit = g.held.bytes, g.limit.limit_bytes
     sev_text, sev_style = SEVERITY_CELL.get(severity or "", ("", ""))
-    kills = oom_kills_since_start(g)
+    kills = g.limit.oom_kills_since_start
     bar_style = "bold red" if severity == "critical" else "bold yellow" if severity == "warning" else "green"
     values = {
         "SEV": (sev_text, sev_style),
-        "SHARE": (fmt_share(held, g.memory_limit_bytes) if g.memory_limit_bytes else "none", sev_style),
+        "SHARE": (fmt_share(held, limit) if limit else "none", sev_style),
         "PINNED": (fmt_bytes(held), ""),
-        "LIMIT": (fmt_bytes(g.memory_limit_bytes) if g.memory_limit_bytes else "no limit", ""),
-        "IN USE": (fmt_bytes(g.memory_current_bytes), ""),
-        "VMPIN": (fmt_bytes(g.vm_pinned_bytes) if g.vm_pinned_bytes else "-", ""),
+        "LIMIT": (fmt_bytes(limit) if limit else "no limit", ""),
+        "IN USE": (fmt_bytes(g.limit.current_bytes), ""),
+        "VMPIN": (fmt_bytes(g.held.vm_pinned_bytes) if g.held.vm_pinned_bytes else "-", ""),
         "PROCS": ("gone" if is_gone else fmt_int(g.processes), ""),
         "OOM": (fmt_int(kills), "bold red" if kills else ""),
         "KIND": (printable(g.kind, 7), ""),
@@ -185,7 +184,7 @@ class ContainerPanel(Vertical, CompositeView):
         if not self.groups:
             text = ("no groups: no process holding pinned memory runs in a container, pod, job or unit"
                     if snap.processes else "no groups: no process holds pinned memory")
-            if loose and any(p.cgroup is None for p in loose) and snap.source != "live":
+            if loose and any(p.identity.cgroup is None for p in loose) and snap.source != "live":
                 text += " (a recording made before pinmon read groups has none)"
             set_content(status, Content.assemble((text, "dim"), *([(kills, "bold $error")] if kills else [])))
             return
@@ -197,7 +196,7 @@ class ContainerPanel(Vertical, CompositeView):
         if warn:
             parts.append((f", {warn} warning", "bold $warning"))
         if loose:
-            held = sum((p.pinned_bytes or 0) + (p.write_combined_bytes or 0) for p in loose)
+            held = summed(p.held for p in loose).bytes or 0
             parts.append(f"; {len(loose)} process{'es' if len(loose) != 1 else ''} in no group, {fmt_bytes(held)}")
         if kills:
             parts.append((kills, "bold $error"))

@@ -1,4 +1,7 @@
-"""The per-process table: pinned, write-combined, mappings and churn, GPU memory; sortable, filterable.
+"""The per-process table: what each holds, write-combined, mappings and churn, GPU memory; sortable, filterable.
+
+PINNED is all a process holds (``HeldMemory.bytes``: pinned, write-combined and VmPin), so an io_uring
+user holding only VmPin shows its bytes and sorts among the others by them; WC and VMPIN are its parts.
 
 On a host with more than one NUMA node a NODE column shows the node holding most of each process's
 pinned pages and its share of them (as ``pinmon check`` prints it), where the table has the room.
@@ -114,14 +117,16 @@ def process_cells(p: ProcessPinned, command_cells: int = DEFAULT_COMMAND_CELLS,
     """The row's cells for ``columns``; the command line's meaningful part (``command_brief``) cut to
     ``command_cells`` (its cell brings one space); the line under the table has it whole.
     ``group_names``: a group's key -> its name (``Cgroup.name``), for GROUP."""
-    group = (group_names or {}).get(p.cgroup or "")
-    churn = fmt_int(p.mappings_churn)
-    values = {"PID": str(p.pid), "USER": user_text(p)[:8], "PINNED": fmt_bytes(p.pinned_bytes),
-              "WC": fmt_bytes(p.write_combined_bytes), "MAPS": fmt_int(p.pinned_mappings),
-              "CHURN": churn if not p.mappings_churn else f"±{churn}", "GPU MEM": fmt_bytes(p.gpu_memory_bytes),
+    group = (group_names or {}).get(p.identity.cgroup or "")
+    held = p.held
+    churn = fmt_int(held.mappings_churn)
+    values = {"PID": str(p.pid), "USER": user_text(p)[:8], "PINNED": fmt_bytes(held.bytes),
+              "WC": fmt_bytes(held.write_combined_bytes), "MAPS": fmt_int(held.mappings),
+              "CHURN": churn if not held.mappings_churn else f"±{churn}",
+              "GPU MEM": fmt_bytes(p.placement.gpu_memory_bytes),
               "SRC": printable(p.source, 6), "NODE": node_cell(p),
               "GROUP": printable(group, GROUP_COLUMN[3] - 1) if group else "-",
-              "VMPIN": fmt_bytes(p.vm_pinned_bytes) if p.vm_pinned_bytes else "-",
+              "VMPIN": fmt_bytes(held.vm_pinned_bytes) if held.vm_pinned_bytes else "-",
               "COMMAND": command_brief(p, max(1, command_cells - 1))}
     return tuple(_cell(values[header], right) for _, header, right, _ in columns)
 
@@ -174,7 +179,7 @@ class ProcessPanel(Vertical, CompositeView):
         self.processes = state.snapshot.processes if state.snapshot is not None else ()
         self.multi_node = state.snapshot is not None and multi_node(state.snapshot.host)
         self.group_names = {g.key: g.name for g in state.snapshot.cgroups} if state.snapshot is not None else {}
-        self.vm_pinned = any(p.vm_pinned_bytes for p in self.processes)
+        self.vm_pinned = any(p.held.vm_pinned_bytes for p in self.processes)
         self._refresh_table()
         self._popup = follow_popup(self._popup, state.snapshot, state.findings)
 

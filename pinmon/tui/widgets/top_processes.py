@@ -1,4 +1,5 @@
-"""The processes holding the most pinned memory, for the overview.
+"""The processes holding the most pinned memory (``HeldMemory.bytes``: pinned, write-combined and
+VmPin, which PINNED shows), for the overview.
 
 With ``fit`` the list takes the rows its panel has left (the narrow overview gives it what the
 panels above leave over) and says how many more there are, so it never pushes the screen into a
@@ -38,8 +39,8 @@ def columns_for(width: int) -> tuple[tuple, int]:
 
 
 def _cells(p: ProcessPinned) -> dict[str, str]:
-    return {"PID": str(p.pid), "USER": user_text(p)[:9], "PINNED": fmt_bytes(p.pinned_bytes),
-            "GPU MEM": fmt_bytes(p.gpu_memory_bytes)}
+    return {"PID": str(p.pid), "USER": user_text(p)[:9], "PINNED": fmt_bytes(p.held.bytes),
+            "GPU MEM": fmt_bytes(p.placement.gpu_memory_bytes)}
 
 
 def process_line(p: ProcessPinned, columns: tuple, command_cells: int) -> Content:

@@ -198,9 +198,9 @@ def snapshot_until(col, ok, seconds=10.0):
 def group_of(snap, pid):
     """The group of process ``pid`` in ``snap``; None where it has no row or no group."""
     row = next((p for p in snap.processes if p.pid == pid), None)
-    if row is None or row.cgroup is None:
+    if row is None or row.identity.cgroup is None:
         return None
-    return next(g for g in snap.cgroups if g.key == row.cgroup)
+    return next(g for g in snap.cgroups if g.key == row.identity.cgroup)
 
 
 def pinned_in_docker_scope(container_id: str, pinned: int, limit: int):
@@ -217,6 +217,6 @@ def pinned_in_docker_scope(container_id: str, pinned: int, limit: int):
                 pytest.skip(said)
             with LiveCollector(use_nvml=False, pids=[child.pid], kernel_read_every_s=0) as col:
                 snap = snapshot_until(col, lambda s: (group_of(s, child.pid) or 0) and
-                                       (group_of(s, child.pid).vm_pinned_bytes or 0) >= pinned)
+                                       (group_of(s, child.pid).held.vm_pinned_bytes or 0) >= pinned)
             child.send()
     return snap, child.pid

@@ -15,7 +15,7 @@ from pinmon.collect.cgroups.delegation import DelegationCheck
 from pinmon.collect.cgroups.groups import GroupCollector
 from pinmon.collect.cgroups.mounts import read_mounts
 from pinmon.collect.cgroups.ownership import KIND_CGROUP, KIND_POD, KIND_PODMAN, CgroupPaths, delegated, owner_of
-from pinmon.model import HostMemory, ProcessPinned, Snapshot
+from pinmon.model import HeldMemory, HostMemory, ProcessIdentity, ProcessPinned, Snapshot
 
 from .fakecg import fake_root, v1_group, v2_group, write
 
@@ -39,11 +39,12 @@ def proc_tree(tmp_path, cgroups: dict[int, str]) -> str:
 
 
 def rows(pinned: dict[int, int]) -> list[ProcessPinned]:
-    return [ProcessPinned(pid=pid, name=f"p{pid}", pinned_bytes=b) for pid, b in sorted(pinned.items())]
+    return [ProcessPinned(pid=pid, identity=ProcessIdentity(name=f"p{pid}"), held=HeldMemory(pinned_bytes=b))
+            for pid, b in sorted(pinned.items())]
 
 
 def by_kind(groups):
-    return {(g.kind, g.delegated_uid): g for g in groups}
+    return {(g.kind, g.owner.delegated_uid): g for g in groups}
 
 
 # --- the pure rule: a user@UID.service ancestor --------------------------------------------------
@@ -122,13 +123,13 @@ def test_a_fake_pod_in_a_users_subtree_neither_joins_nor_hides_the_real_one(tmp_
     out, groups = col.annotate(rows(pinned))
     kinds = by_kind(groups)
     real, fake = kinds[(KIND_POD, None)], kinds[(KIND_POD, 1500)]
-    assert real.processes == 1 and real.pinned_bytes == 3 * GIB
-    assert real.memory_limit_bytes == 4 * GIB and real.limit_path.endswith(POD[-80:])  # shown: its tail
+    assert real.processes == 1 and real.held.pinned_bytes == 3 * GIB
+    assert real.limit.limit_bytes == 4 * GIB and real.limit.limit_path.endswith(POD[-80:])  # shown: its tail
     assert real.name == "ml/trainer/worker"
-    assert fake.processes == len(fake_pids) and fake.memory_limit_bytes is None
-    assert fake.name.startswith("user 1500: pod 0a1b2c3d/") and fake.pod is None and fake.container is None
+    assert fake.processes == len(fake_pids) and fake.limit.limit_bytes is None
+    assert fake.name.startswith("user 1500: pod 0a1b2c3d/") and fake.owner.pod is None and fake.owner.container is None
     assert fake.path.endswith(FAKE_CTR[-80:]) and "user@1500.service" in FAKE_CTR
-    assert {r.pid: r.cgroup for r in out}[200] == real.key
+    assert {r.pid: r.identity.cgroup for r in out}[200] == real.key
     snap = Snapshot(time=1.0, host=HostMemory(hostname="h", mem_total_bytes=512 * GIB), processes=tuple(out),
                     cgroups=groups)
     (share,) = [f for f in advise([snap]) if f.rule == "pinned-cgroup-share"]
@@ -144,8 +145,8 @@ def test_a_directory_chowned_to_a_user_makes_what_is_below_it_the_users(tmp_path
     texts = {10: f"4:memory:{team}/docker-{C}.scope\n0::/\n"}
     col = GroupCollector(proc_root=proc_tree(tmp_path, texts), host_root=root)
     _out, (g,) = col.annotate(rows({10: MIB}))
-    assert g.delegated_uid == 1500 and g.name == f"user 1500: docker {C[:12]}"
-    assert g.key.startswith("user/1500/docker/") and g.memory_limit_bytes == GIB
+    assert g.owner.delegated_uid == 1500 and g.name == f"user 1500: docker {C[:12]}"
+    assert g.key.startswith("user/1500/docker/") and g.limit.limit_bytes == GIB
 
 
 def test_a_containers_own_directory_owned_by_its_user_namespace_is_not_delegation(tmp_path):
@@ -185,8 +186,8 @@ def test_a_groups_figures_do_not_depend_on_its_processes_order(tmp_path):
     assert len(seen) == 1
     step = next(g for g in groups if g.kind == "slurm")
     # task_1's 1 GiB binds that task: the step's tightest limit, whichever task comes first
-    assert step.memory_limit_bytes == GIB and step.limit_path == f"{job}/step_0/task_1"
-    assert step.processes == 3 and step.pinned_bytes == 6 * MIB
+    assert step.limit.limit_bytes == GIB and step.limit.limit_path == f"{job}/step_0/task_1"
+    assert step.processes == 3 and step.held.pinned_bytes == 6 * MIB
 
 
 def test_a_limit_on_a_slurm_tasks_cgroup_below_its_step_binds(tmp_path):
@@ -201,5 +202,5 @@ def test_a_limit_on_a_slurm_tasks_cgroup_below_its_step_binds(tmp_path):
     col = GroupCollector(proc_root=proc_tree(tmp_path, texts), host_root=root)
     _out, (g,) = col.annotate(rows({10: GIB}))
     assert g.name == "job 9.0" and g.path == f"{job}/step_0"
-    assert g.memory_limit_bytes == 2 * GIB and g.limit_path == f"{job}/step_0/user/task_0"
-    assert g.memory_current_bytes == GIB
+    assert g.limit.limit_bytes == 2 * GIB and g.limit.limit_path == f"{job}/step_0/user/task_0"
+    assert g.limit.current_bytes == GIB
