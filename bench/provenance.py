@@ -132,8 +132,9 @@ def portable_path(path: str, tree: str = ROOT, tmp: str | None = None) -> str:
     """``path`` as a result records it, with no directory of the machine it ran on: relative to the
     checkout ``tree``, from ``site-packages/`` on for an installed package's file
     (``site-packages/nvidia/cu13/lib/libcupti.so.13``: which library loaded is the fact), relative to
-    the temporary directory for what a script installed there (``cupti134/cupti/__init__.py``);
-    any other path (``/dev/nvidiactl``, ``/proc/...``) as it is."""
+    the temporary directory for what a script installed there (``cupti134/cupti/__init__.py``), a
+    file of the machine's own folders (``/usr``, ``/opt``...) by its name; any other path
+    (``/dev/nvidiactl``, ``/proc/...``) as it is."""
     import tempfile
 
     norm = os.path.normpath(path)
@@ -146,7 +147,13 @@ def portable_path(path: str, tree: str = ROOT, tmp: str | None = None) -> str:
             m = re.search(r"(?:^|/)((?:site|dist)-packages/.*)$", rel)
             return m.group(1) if m else rel
     m = re.search(r"/((?:site|dist)-packages/.*)$", norm)
-    return m.group(1) if m else path
+    if m:
+        return m.group(1)
+    # A file of the machine's own folders (a driver's /usr/local/nvidia/lib64/libcuda.so.580.159.04):
+    # which file it was is the fact, where that machine keeps it is not.
+    if re.match(r"/(?:work|root|home|opt|tmp|usr|srv|mnt|var)/", norm):
+        return os.path.basename(norm)
+    return path
 
 
 def portable_text(text: str, tree: str = ROOT, tmp: str | None = None) -> str:
