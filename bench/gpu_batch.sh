@@ -8,7 +8,12 @@
 #             a 1 MiB pinned copy loop) and its accuracy against paced traffic of six libraries (~3 min)
 #   oom       a job-shaped cgroup OOM-killed by its pinned memory, reported after the cgroup is gone (~1 min)
 #   gputests  the tests marked gpu (pytest -m gpu tests/gpu), tail of the output (~2 min)
-#   checkprobe  `pinmon check --probe --json`, three timed runs (D3: goal 3 s)
+#   checkprobe  `pinmon check --probe --json`, three timed runs (goal: 3 s)
+#   firstframe  time to the first frame on an 80x24 pty, pinmon --no-probe against nvitop, ten runs each,
+#             alternating (goal: at most 1.5x nvitop's median)
+#   abba      the app's CPU at 1 Hz, 160x48, against nvitop's, three ABBA rounds of ABBA_S seconds a leg
+#             (default 30; goal: at most nvitop's in every round)
+#   nvitop comes from .whl (bash bench/wheels.sh pyelftools nvitop==1.7.2) where the box lacks it.
 # .whl/ (bash bench/wheels.sh pyelftools) is installed into /tmp/site first when the box lacks Textual.
 set -u
 out=${1:?outdir}; shift; mkdir -p "$out"
@@ -46,5 +51,12 @@ checkprobe)
   : > "$out/check_probe_wall_$card.txt"
   for i in 1 2 3; do /usr/bin/time -f "%e" python3 -m pinmon check --probe --json > "$out/check_probe_${card}_$i.json" 2>> "$out/check_probe_wall_$card.txt"; done
   echo "check --probe wall s:"; cat "$out/check_probe_wall_$card.txt";;
+firstframe)
+  part firstframe
+  timeout 300 python3 bench/tui_first_frame.py "$out/tui_first_frame_$card.json" --runs 10 --size 80x24 2>&1 | tail -6;;
+abba)
+  part abba
+  timeout 590 python3 bench/tui_cpu_abba.py "$out/tui_cpu_abba_$card.json" --rounds 3 --seconds "${ABBA_S:-30}" \
+    --size 160x48 2>&1 | tail -8;;
 *) echo "unknown part $p";;
 esac; done
