@@ -194,6 +194,15 @@ def duration_s(hog_bytes: int, hog_step_s: float) -> float:
     return 130 + (hog_bytes / (1 << 30)) * (hog_step_s + 0.2) + 25 + 10
 
 
+def box_filter(unfiltered: bool, processes: Optional[list[str]], prefixes: Optional[list[str]]) -> Optional[BoxFilter]:
+    """The filter each snapshot goes through before it is written (None: written as pinmon sees it):
+    the recording box's agents and cgroups (its own values unless given), this checkout's path."""
+    if unfiltered:
+        return None
+    return BoxFilter(processes=processes or BOX_PROCESSES, cgroup_prefixes=prefixes or BOX_CGROUP_PREFIXES,
+                     checkout=ROOT)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
@@ -224,9 +233,7 @@ def main():
     pending = sorted(plan(py, a.engine, hog_bytes, a.hog_step_s), key=lambda p: p[0])
     groups = {} if a.no_groups else make_groups(int(hog_bytes / 0.7))
     end = duration_s(hog_bytes, a.hog_step_s)
-    box = None if a.unfiltered else BoxFilter(processes=tuple(a.box_process or BOX_PROCESSES),
-                                              cgroup_prefixes=tuple(a.box_cgroup or BOX_CGROUP_PREFIXES),
-                                              checkout=ROOT)
+    box = box_filter(a.unfiltered, a.box_process, a.box_cgroup)
     rec = Recorder(a.out)
     procs = []
     probe_lock = threading.Lock()

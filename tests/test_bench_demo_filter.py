@@ -215,6 +215,17 @@ def test_a_snapshot_of_a_box_without_the_agent_is_unchanged():
     assert mod.BoxFilter()(s) == s
 
 
+def test_record_demo_writes_through_the_filter_with_the_boxs_values_and_its_own_checkout():
+    rec = load_bench("record_demo")
+    box = rec.box_filter(False, None, None)
+    assert (box.processes, box.cgroup_prefixes, box.checkout) == (("process_api",), ("/process_api",), rec.ROOT)
+    other = rec.box_filter(False, ["agentd"], ["/agent.slice"])
+    assert (other.processes, other.cgroup_prefixes) == (("agentd",), ("/agent.slice",))
+    assert rec.box_filter(True, None, None) is None
+    s = dataclasses.replace(box_snapshot(), processes=(process(5, "python3", cmdline=f"python3 {rec.ROOT}/examples/a.py"),))
+    assert box(s).processes[0].identity.cmdline == "python3 examples/a.py"
+
+
 def test_check_demo_names_the_recording_boxs_noise():
     lacking = check.missing(check.survey([box_snapshot()]))
     assert any("names the recording box's agent" in m for m in lacking)
