@@ -12,17 +12,22 @@ demo must show (``missing`` lists what it lacks):
 - an unattributed amount that fires ``pinned-unattributed``;
 - each rule of ``EXPECTED_RULES`` at least once, traced examples among them;
 - a traced row with its copy table (``copies.stats``), so the process pop-up shows copies by kind;
-- no notice telling root to run as root, and any "denied access" notice naming the process.
+- no notice telling root to run as root, and any "denied access" notice naming the process;
+- nothing of the recording box's own (``demo_filter.py``'s defaults): no row, group or "denied access"
+  notice of its agent, no command line naming a script of the checkout by its absolute path.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+
+from demo_filter import BOX_CGROUP_PREFIXES, BOX_PROCESSES, group_path, notice_without, under  # noqa: E402
 
 from pinmon.advise import advise  # noqa: E402
 from pinmon.advise.history import AdvisorHistory  # noqa: E402
@@ -32,6 +37,8 @@ from provenance import portable_argv, portable_text, provenance  # noqa: E402
 EXPECTED_RULES = ("pinned-small-allocs", "pageable-bulk-copies", "wc-cpu-readback", "pinned-rounding-waste",
                   "pinned-unattributed", "pinned-ram-share", "pinned-growth", "pinned-cgroup-share",
                   "cgroup-oom-kills")
+# A command line's argument naming a script of the checkout (bench/, examples/) by its absolute path.
+CHECKOUT_SCRIPT = re.compile(r"(?<!\S)/\S*/(?:bench|examples)/\S+\.py\b")
 
 
 def survey(snapshots) -> dict:
@@ -43,6 +50,7 @@ def survey(snapshots) -> dict:
     unattributed_max = 0
     traced: dict[int, dict] = {}
     notices: dict[str, int] = {}
+    box: dict[str, int] = {}
     count = 0
     for s in snapshots:
         count += 1
@@ -52,7 +60,14 @@ def survey(snapshots) -> dict:
         if h.kernel_pinned_bytes is not None:
             kernel += 1
             unattributed_max = max(unattributed_max, h.unattributed_pinned_bytes or 0)
+        for g in s.cgroups:
+            if under(group_path(g), BOX_CGROUP_PREFIXES):
+                box[f"group {g.name}"] = box.get(f"group {g.name}", 0) + 1
         for p in s.processes:
+            if p.identity.name in BOX_PROCESSES:
+                box[f"pid {p.pid} ({p.identity.name})"] = box.get(f"pid {p.pid} ({p.identity.name})", 0) + 1
+            for path in CHECKOUT_SCRIPT.findall(p.identity.cmdline or ""):
+                box[f"checkout path {path}"] = box.get(f"checkout path {path}", 0) + 1
             if p.source == "traced":
                 cmd = p.identity.cmdline
                 row = traced.setdefault(p.pid, {"engine": p.instrument, "transfers": False,
@@ -65,7 +80,8 @@ def survey(snapshots) -> dict:
             if f.severity not in seen["severities"]:
                 seen["severities"].append(f.severity)
     return {"snapshots": count, "kernel_count_snapshots": kernel, "unattributed_max_bytes": unattributed_max,
-            "rules": rules, "traced": {str(k): v for k, v in sorted(traced.items())}, "notices": notices}
+            "rules": rules, "traced": {str(k): v for k, v in sorted(traced.items())}, "notices": notices,
+            "recording_box": dict(sorted(box.items()))}
 
 
 def missing(found: dict) -> list[str]:
@@ -86,6 +102,9 @@ def missing(found: dict) -> list[str]:
             out.append(f"a notice tells root to run as root: {notice!r}")
         if "denied access" in notice and "pid " not in notice:
             out.append(f"a denied-access notice names no process: {notice!r}")
+        if notice_without(notice, BOX_PROCESSES) != notice:
+            out.append(f"a notice names the recording box's agent: {notice!r}")
+    out += [f"the recording box's own {what} in {n} snapshots" for what, n in found.get("recording_box", {}).items()]
     return out
 
 

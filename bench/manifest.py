@@ -57,7 +57,12 @@ SOURCES: dict[str, dict] = {
                                    "commit": "e8a549c", "commit_from": "measured",
                                    "note": "the pinmon check --json document of cgroup_evidence_h200.json"},
     "check_demo_h200.json": {"ran_on": H200, "command": "python3 bench/check_demo.py pinmon/data/demo.jsonl.gz OUT.json",
-                             "note": "what the bundled demo recording shows: every expected rule, nothing missing"},
+                             "note": "what the demo recording showed as recorded, before bench/demo_filter.py took"
+                                     " the recording box's agent out: every expected rule, nothing missing",
+                             "superseded_by": {"notices": "check_demo_filtered_cpu.json"}},
+    "check_demo_filtered_cpu.json": {"ran_on": CPU_BOX, "note": "the bundled demo after bench/demo_filter.py (no"
+                                     " notice, group or command path of the recording box): every expected rule"
+                                     " still fires, nothing missing"},
     "check_during_h2d_h200.json": {
         "ran_on": H200, "command": "bash bench/h200_evidence.sh OUTDIR", "commit": "f9b7c99",
         "commit_from": "committed",

@@ -33,6 +33,11 @@ job limited so the hog holds 70% of it: ``pinned-cgroup-share`` critical) and, a
 The traced examples run under ``python3 -m pinmon trace`` (the documented form, not ``-m
 pinmon.trace``) with ``--engine``; their reports go to the default report directory, which the
 collector reads. Every figure in the recording is what pinmon measured live; nothing is synthesised.
+
+Each snapshot goes through ``demo_filter.BoxFilter`` before it is written: the recording box's own
+agent (``--box-process``, default ``process_api``), its cgroup (``--box-cgroup``, default
+``/process_api``) and the checkout's absolute path in command lines are not the demo's to show
+(``--unfiltered``: write what pinmon sees). What the filter drops and why: bench/demo_filter.py.
 """
 import argparse
 import os
@@ -45,6 +50,9 @@ from typing import Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+from demo_filter import BOX_CGROUP_PREFIXES, BOX_PROCESSES, BoxFilter  # noqa: E402
 
 from pinmon.collect.live import LiveCollector  # noqa: E402
 from pinmon.probe import run_probe  # noqa: E402
@@ -186,6 +194,15 @@ def duration_s(hog_bytes: int, hog_step_s: float) -> float:
     return 130 + (hog_bytes / (1 << 30)) * (hog_step_s + 0.2) + 25 + 10
 
 
+def box_filter(unfiltered: bool, processes: Optional[list[str]], prefixes: Optional[list[str]]) -> Optional[BoxFilter]:
+    """The filter each snapshot goes through before it is written (None: written as pinmon sees it):
+    the recording box's agents and cgroups (its own values unless given), this checkout's path."""
+    if unfiltered:
+        return None
+    return BoxFilter(processes=processes or BOX_PROCESSES, cgroup_prefixes=prefixes or BOX_CGROUP_PREFIXES,
+                     checkout=ROOT)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
@@ -194,6 +211,11 @@ def main():
     ap.add_argument("--engine", choices=("auto", "cupti", "hooks"), default="auto")
     ap.add_argument("--probe-every", type=float, default=30.0)
     ap.add_argument("--no-groups", action="store_true", help="run every workload in this process's own cgroup")
+    ap.add_argument("--box-process", action="append", metavar="NAME",
+                    help=f"the recording box's agent, left out of the demo (default {', '.join(BOX_PROCESSES)})")
+    ap.add_argument("--box-cgroup", action="append", metavar="PATH",
+                    help=f"the agent's cgroup path prefix (default {', '.join(BOX_CGROUP_PREFIXES)})")
+    ap.add_argument("--unfiltered", action="store_true", help="write the snapshots as pinmon sees them")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("record_demo: run as root, so the demo shows every process as pinmon run by root does",
@@ -211,6 +233,7 @@ def main():
     pending = sorted(plan(py, a.engine, hog_bytes, a.hog_step_s), key=lambda p: p[0])
     groups = {} if a.no_groups else make_groups(int(hog_bytes / 0.7))
     end = duration_s(hog_bytes, a.hog_step_s)
+    box = box_filter(a.unfiltered, a.box_process, a.box_cgroup)
     rec = Recorder(a.out)
     procs = []
     probe_lock = threading.Lock()
@@ -241,6 +264,8 @@ def main():
             time.sleep(max(0.0, next_t - time.time()))
             next_t += 1.0
             s = col.snapshot()
+            if box is not None:
+                s = box(s)
             rec.write(s)
             h = s.host
             print(f"{time.time() - t0:6.1f}s kernel={(h.kernel_pinned_bytes or 0) / 2**30:6.2f}GiB"
