@@ -32,8 +32,8 @@ from .layout import MainScreen, compose_main, pane_of
 from .screens.help import HelpScreen
 from .screens.notices import NoticesScreen
 from .screens.too_small import TooSmallScreen
-from .session import Note, Session
-from .sizing import too_small
+from .view.session import Note, Session
+from .view.sizing import too_small
 from .widgets.base import View
 from .widgets.containers import ContainerPanel
 from .widgets.findings import FindingsPanel

@@ -15,7 +15,7 @@ from textual.message import Message
 
 from ..model import ProbeResult, Snapshot
 from ..model.source import Source
-from .session import Session
+from .view.session import Session
 
 
 class SnapshotReady(Message):

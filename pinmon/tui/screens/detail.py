@@ -16,8 +16,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 
 from ...model import Finding, Snapshot
-from ..detail_row import LABEL_CELLS, DetailRow
-from ..format import fmt_time
+from ..view.detail_row import LABEL_CELLS, DetailRow
+from ..view.format import fmt_time
 from ..widgets.wrap import HangingText
 
 STYLES = {"head": "bold", "dim": "dim", "warning": "bold $warning", "": ""}

@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 
 from ...model import Finding, Snapshot
 from ...units import fmt_bytes, fmt_pct, fmt_rate, printable
-from ..format import SEVERITY_STYLE, fmt_time
+from ..view.format import SEVERITY_STYLE, fmt_time
 from ..widgets.base import TextBlock, set_content
 from .detail import KEYS_HINT
 

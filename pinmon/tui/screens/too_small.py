@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.screen import Screen
 
-from ..sizing import MIN_HEIGHT, MIN_WIDTH
+from ..view.sizing import MIN_HEIGHT, MIN_WIDTH
 from ..widgets.base import TextBlock
 
 

@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.reactive import Reactive
 from textual.widgets import Static
 
-from ..state import ViewState
+from ..view.state import ViewState
 
 
 class View:

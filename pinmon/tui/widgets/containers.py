@@ -23,10 +23,10 @@ from textual.widgets import DataTable
 from ...advise.thresholds import Thresholds
 from ...model import Cgroup, Finding, Snapshot, summed
 from ...units import fmt_bytes, fmt_int, fmt_pct, fmt_share, printable
-from ..format import COLLECTING
-from ..group_detail import gone, group_severity, limit_share, sort_groups, ungrouped
 from ..screens.group import GroupScreen
-from ..state import ViewState
+from ..view.format import COLLECTING
+from ..view.group_detail import gone, group_severity, limit_share, sort_groups, ungrouped
+from ..view.state import ViewState
 from .base import CompositeView, TextBlock, follow_popup, refill_rows, set_content
 
 BAR_CELLS = 10

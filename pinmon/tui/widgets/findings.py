@@ -17,11 +17,11 @@ from textual.widgets.option_list import Option
 
 from ...model import Finding, Snapshot
 from ...units import printable
-from ..finding_groups import RuleGroup, group_by_rule
-from ..finding_subject import finding_subject
-from ..format import SEVERITY_LABEL, SEVERITY_STYLE
 from ..screens.finding import FindingScreen
-from ..state import ViewState
+from ..view.finding_groups import RuleGroup, group_by_rule
+from ..view.finding_subject import finding_subject
+from ..view.format import SEVERITY_LABEL, SEVERITY_STYLE
+from ..view.state import ViewState
 from .base import View, follow_popup
 from .wrap import hanging
 

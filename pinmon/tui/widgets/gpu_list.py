@@ -12,9 +12,9 @@ from typing import Optional
 from textual.containers import Vertical
 from textual.content import Content
 
-from ..format import COLLECTING, NO_GPU_HINT
-from ..sizing import WIDE_CELLS, gpu_graph_rows
-from ..state import ViewState
+from ..view.format import COLLECTING, NO_GPU_HINT
+from ..view.sizing import WIDE_CELLS, gpu_graph_rows
+from ..view.state import ViewState
 from .base import CompositeView, TextBlock, set_content
 from .gpu_row import GpuRow, GraphSpec
 

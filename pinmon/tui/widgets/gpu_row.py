@@ -18,8 +18,8 @@ from textual.strip import Strip
 from ...advise.thresholds import Thresholds
 from ...model import Gpu
 from ...units import fmt_link, fmt_pct, fmt_rate, printable, share
-from ..format import COLLECTING, error_text, error_total, link_state, method_label
-from ..history import ColumnCache, GraphHistory, per_column_for
+from ..view.format import COLLECTING, error_text, error_total, link_state, method_label
+from ..view.history import ColumnCache, GraphHistory, per_column_for
 from .rows import RowsWidget
 from .sparkline import axis_text, graph_runs, runs_content, spark_runs, spark_segments
 

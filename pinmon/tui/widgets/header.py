@@ -9,8 +9,8 @@ from typing import Optional
 from textual.content import Content
 
 from ...units import fmt_bytes, printable
-from ..format import fmt_time
-from ..state import ViewState
+from ..view.format import fmt_time
+from ..view.state import ViewState
 from .base import NoLinks, TextBlock, View, set_content
 
 

@@ -22,10 +22,10 @@ from textual.content import Content
 from ...advise.thresholds import Thresholds
 from ...model import Finding, HostMemory
 from ...units import fmt_bytes, fmt_nodes, fmt_pct, share
-from ..format import COLLECTING
-from ..history import ColumnCache, GraphHistory, columns, per_column_for, pinned_figure
-from ..sizing import pinned_band_rows
-from ..state import ViewState
+from ..view.format import COLLECTING
+from ..view.history import ColumnCache, GraphHistory, columns, per_column_for, pinned_figure
+from ..view.sizing import pinned_band_rows
+from ..view.state import ViewState
 from .bar import bar
 from .base import View
 from .rows import RowsWidget

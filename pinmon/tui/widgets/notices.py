@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.widget import Widget
 
 from ...units import printable
-from ..state import ViewState
+from ..view.state import ViewState
 from .base import NoLinks, View
 
 MARK = ("! ", "bold $warning")

@@ -15,9 +15,9 @@ from textual.widgets import ProgressBar
 
 from ...model import EXACT_PCIE_METHODS, ProbeResult
 from ...units import fmt_bytes, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds, printable
-from ..format import fmt_time, other_measurements, probe_rows, sweep_sizes
-from ..shared_link import shared_directions
-from ..state import ProbeView, ViewState
+from ..view.format import fmt_time, other_measurements, probe_rows, sweep_sizes
+from ..view.shared_link import shared_directions
+from ..view.state import ProbeView, ViewState
 from .base import CompositeView, NoLinks, TextBlock, View, lines, set_content
 
 

@@ -25,7 +25,8 @@ from textual.widgets import DataTable, Input
 
 from ...model import Finding, ProcessPinned, Snapshot
 from ...units import fmt_bytes, fmt_int, printable
-from ..format import (
+from ..screens.process import ProcessScreen
+from ..view.format import (
     SORT_COLUMNS,
     command_brief,
     command_text,
@@ -35,8 +36,7 @@ from ..format import (
     sort_processes,
     user_text,
 )
-from ..screens.process import ProcessScreen
-from ..state import ViewState
+from ..view.state import ViewState
 from .base import CompositeView, TextBlock, cursor_row_key, follow_popup, refill_rows, set_content
 
 # (sort key or None, header, right-aligned, width). Fixed widths fit the widest value a column can

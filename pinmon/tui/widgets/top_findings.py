@@ -19,10 +19,10 @@ from textual.content import Content
 
 from ...model import Finding, Snapshot
 from ...units import printable
-from ..finding_groups import group_by_rule
-from ..finding_subject import finding_subject
-from ..format import COLLECTING
-from ..state import ViewState
+from ..view.finding_groups import group_by_rule
+from ..view.finding_subject import finding_subject
+from ..view.format import COLLECTING
+from ..view.state import ViewState
 from .base import NoLinks, TextBlock, View, lines, set_content
 from .findings import badge
 from .wrap import hanging

@@ -15,8 +15,8 @@ from textual.content import Content
 
 from ...model import ProcessPinned
 from ...units import fmt_bytes, printable
-from ..format import COLLECTING, SORT_COLUMNS, command_brief, sort_processes, user_text
-from ..state import ViewState
+from ..view.format import COLLECTING, SORT_COLUMNS, command_brief, sort_processes, user_text
+from ..view.state import ViewState
 from .base import NoLinks, TextBlock, View, lines, set_content
 
 # (header, cells, right-aligned) of the columns before COMMAND, each with its leading space.

@@ -19,10 +19,10 @@ import time
 from collections import deque
 from typing import Callable, Iterable, NamedTuple, Optional, Protocol, Sequence
 
-from ..advise.history import AdvisorHistory
-from ..advise.thresholds import Thresholds
-from ..model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
-from ..model.probe_join import with_probe
+from ...advise.history import AdvisorHistory
+from ...advise.thresholds import Thresholds
+from ...model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
+from ...model.probe_join import with_probe
 from .format import SPARK_SAMPLES
 from .history import GraphHistory, History
 from .shared_link import join_link, link_join_due

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..model import Copies, CopyStats, Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
-from ..model.kinds import DIRECTIONS
-from ..units import fmt_bytes, fmt_int, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, fmt_share, printable
+from ...model import Copies, CopyStats, Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
+from ...model.kinds import DIRECTIONS
+from ...units import fmt_bytes, fmt_int, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, fmt_share, printable
 from .detail_row import DetailRow
 from .format import command_text, local_share, user_text
 from .group_detail import group_findings, group_of, group_summary

@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Sequence
 
-from ..advise.thresholds import Thresholds
-from ..model import EXACT_PCIE_METHODS, Gpu, ProbeResult, ProcessPinned
-from ..units import fmt_bytes, fmt_main_node, fmt_rate, fmt_seconds, printable, share
+from ...advise.thresholds import Thresholds
+from ...model import EXACT_PCIE_METHODS, Gpu, ProbeResult, ProcessPinned
+from ...units import fmt_bytes, fmt_main_node, fmt_rate, fmt_seconds, printable, share
 
 SPARK_SAMPLES = 60
 

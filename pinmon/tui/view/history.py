@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from ..model import HostMemory, Snapshot
+from ...model import HostMemory, Snapshot
 
 # The span the overview's graphs show: minutes, as a GPU monitor's graphs do.
 GRAPH_SPAN_S = 300.0

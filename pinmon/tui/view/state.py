@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..advise.thresholds import Thresholds
-from ..model import Finding, Gpu, ProbeResult, Snapshot
+from ...advise.thresholds import Thresholds
+from ...model import Finding, Gpu, ProbeResult, Snapshot
 from .history import GraphHistory
 
 
