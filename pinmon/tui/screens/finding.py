@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -85,7 +86,7 @@ class FindingScreen(ModalScreen[None]):
         self.cleared_at: Optional[float] = None
         self.gone_pid: Optional[int] = None
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         with VerticalScroll(id="finding-box") as box:
             box.border_title = "finding"
             box.border_subtitle = KEYS_HINT

@@ -9,7 +9,7 @@ and the border stay where they are whether it scrolls or not.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from textual.content import Content
 from textual.widgets import OptionList
@@ -67,7 +67,7 @@ class FindingsPanel(OptionList, View):
     """The list; Enter opens a finding, and the open pop-up gets every newer state (its figures
     move, or it is marked cleared)."""
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.findings: tuple[Finding, ...] = ()  # in the order shown: a rule's findings together
         self._shown: Optional[tuple[tuple[Finding, ...], int]] = None

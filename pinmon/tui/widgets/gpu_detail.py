@@ -76,7 +76,7 @@ def _state_note(state: str) -> Content:
     return Content("")
 
 
-def _method_note(method) -> str:
+def _method_note(method: Optional[str]) -> str:
     if method == "gpm":
         return "exact: GPM link bytes"
     if method == "counters":

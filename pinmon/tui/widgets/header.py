@@ -4,7 +4,7 @@ On a narrow terminal it drops words before numbers: first "every", then the date
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from textual.content import Content
 
@@ -19,7 +19,7 @@ def _speed(x: float) -> str:
 
 
 class StatusHeader(NoLinks, TextBlock, View):
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._state: Optional[ViewState] = None
 

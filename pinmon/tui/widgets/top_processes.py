@@ -9,7 +9,7 @@ where it would have less; a wide panel gives COMMAND everything the others leave
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from textual.content import Content
 
@@ -57,7 +57,7 @@ def header_line(columns: tuple) -> Content:
 
 
 class TopProcesses(NoLinks, TextBlock, View):
-    def __init__(self, limit: int = 5, fit: bool = False, **kw):
+    def __init__(self, limit: int = 5, fit: bool = False, **kw: Any) -> None:
         super().__init__(**kw)
         self.limit = limit
         self.fit = fit
