@@ -195,6 +195,81 @@ def test_the_tui_calls_no_nvml_psutil_or_cupy():
     assert not bad, "\n".join(bad)
 
 
+# The app's logic without Textual lives in one subpackage: what the app shows (its state, the session,
+# the words and rows of every panel) is tested without an app, and a module of the app is either drawing
+# (Textual, or Rich under it) or in that subpackage.
+TUI_VIEW = "pinmon.tui.view"
+DRAWING = ("textual", "rich")
+
+
+def _libraries(module: str) -> set[str]:
+    """The top-level names of the non-pinmon packages ``module`` imports, in functions too."""
+    path = MODULES[module]
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            out.add((node.module or "").split(".")[0])
+    return out - {"pinmon"}
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _holds_code(module: str) -> bool:
+    """A package's ``__init__`` that holds only its docstring is no module of logic."""
+    path = MODULES[module]
+    if not path.endswith("__init__.py"):
+        return True
+    with open(path, encoding="utf-8") as f:
+        body = ast.parse(f.read()).body
+    return not (len(body) <= 1 and all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) for n in body))
+
+
+def test_the_apps_view_subpackage_imports_no_textual():
+    bad = [f"{m} imports {lib}" for m in MODULES if _in(m, TUI_VIEW) for lib in sorted(_libraries(m))
+           if lib in DRAWING]
+    # Through another module of the app, it would load Textual all the same.
+    bad += [f"{m} imports {t}" for m in MODULES if _in(m, TUI_VIEW) for t in GRAPH[m]
+            if _in(t, "pinmon.tui") and not _in(t, TUI_VIEW)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_apps_view_subpackage_loads_no_textual():
+    """What the AST rule means at run time: every module of the subpackage imported, no Textual or Rich
+    module loaded (a fresh interpreter: this one has loaded Textual for other tests)."""
+    import subprocess
+    import sys
+
+    names = sorted(m for m in MODULES if _in(m, TUI_VIEW))
+    code = (f"import sys, importlib; [importlib.import_module(m) for m in {names!r}]; "
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({DRAWING!r})))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=os.path.dirname(ROOT))
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+
+
+def test_the_apps_logic_without_textual_is_in_its_view_subpackage_only():
+    # A module of the app outside the subpackage draws: it imports Textual (or Rich), or a module of the
+    # app that does (a pop-up built on another screen class). One that does neither belongs in the
+    # subpackage, where the rule above keeps it free of Textual.
+    app_modules = [m for m in MODULES if _in(m, "pinmon.tui") and not _in(m, TUI_VIEW) and _holds_code(m)]
+    draws: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for m in app_modules:
+            if m not in draws and (_libraries(m) & set(DRAWING) or set(GRAPH[m]) & draws):
+                draws.add(m)
+                changed = True
+    free = sorted(set(app_modules) - draws)
+    assert not free, f"Textual-free modules outside {TUI_VIEW} (move them there): " + ", ".join(free)
+
+
 def test_no_private_name_of_textual_is_imported():
     """pinmon builds on Textual's public API only: no ``textual._x`` module, no ``_name`` from it."""
     bad = []

@@ -155,7 +155,7 @@ def _numa_table(result: ProbeResult, width: int) -> list[str]:
     rows = A.numa_rows(result)
     if not rows:
         return []
-    nodes = sorted({m.host_numa_node for m in rows})
+    nodes = sorted({m.host_numa_node for m in rows if m.host_numa_node is not None})
     out = ["Host buffer per NUMA node (cudaHostRegister'ed, CUDA events, median)",
            f"  {'NODE':<5} {'WHERE':<17} {'SIZE':>9} {'H2D':>10} {'D2H':>10}"]
     for n in nodes:
@@ -186,7 +186,7 @@ def format_probe(result: ProbeResult, width: int = 80) -> str:
     out += _wrap(headline(result), width, "  ")
     # A modes probe has no pageable copies: its default-pinned H2D sits in the modes table instead.
     copies = _copy_table(result) if result.kind != "modes" else []
-    sections = (copies, _alloc_table(result, width), _modes_table(result, width))
+    sections: tuple[list[str], ...] = (copies, _alloc_table(result, width), _modes_table(result, width))
     if result.kind == "numa":
         sections = (_numa_table(result, width),)
     for section in sections:

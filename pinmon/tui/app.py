@@ -17,14 +17,16 @@ import signal
 import threading
 import time
 from functools import partial
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, overload
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import TabbedContent, Tabs
 
 from ..model import Finding, ProbeResult, Snapshot
+from ..model.kinds import ProbeKind
 from ..model.source import Source
 from ..units import printable
 from .keys import BINDINGS, palette_commands
@@ -32,8 +34,8 @@ from .layout import MainScreen, compose_main, pane_of
 from .screens.help import HelpScreen
 from .screens.notices import NoticesScreen
 from .screens.too_small import TooSmallScreen
-from .session import Note, Session
-from .sizing import too_small
+from .view.session import Note, Session
+from .view.sizing import too_small
 from .widgets.base import View
 from .widgets.containers import ContainerPanel
 from .widgets.findings import FindingsPanel
@@ -41,6 +43,8 @@ from .widgets.gpu_list import GpuList
 from .widgets.gpu_row import GpuRow
 from .widgets.processes import ProcessPanel
 from .workers import Poller, ProbeFinished, ProbeProgress, SnapshotReady, SourceEnded, SourceFailed, run_probe
+
+W = TypeVar("W", bound=Widget)
 
 # After SIGHUP, how long a clean exit may take before the process ends itself.
 HANGUP_GRACE_S = 3.0
@@ -58,7 +62,7 @@ class PinmonApp(App[int]):
     def __init__(self, source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding]], *,
                  probe_runner: Optional[Callable[..., ProbeResult]] = None, start_polling: bool = True,
                  clock: Callable[[], float] = time.monotonic, install_signal_handlers: bool = False,
-                 probe_keys: bool = True, **session_options):
+                 probe_keys: bool = True, **session_options: Any) -> None:
         """``session_options``: ``Session``'s (``interval_s``, ``probe_every_s``, ``recorder_factory``,
         ``speed``, ``thresholds``...). ``probe_keys`` False: probes are forbidden here (the config's
         ``app_probes = "off"``), so the footer does not offer p and s."""
@@ -159,7 +163,7 @@ class PinmonApp(App[int]):
         state = self.session.view_state()
         for view in self._views:
             pane = self._view_pane.get(id(view))
-            shown = view.display or getattr(view, "hides_itself", False)  # type: ignore[attr-defined]
+            shown = view.display or view.hides_itself
             if (pane is None or pane == active) and shown:
                 view.show(state)
 
@@ -178,17 +182,28 @@ class PinmonApp(App[int]):
         height = self.size.height if height is None else height
         small = too_small(width, height)
         top = self.screen
-        if small and not isinstance(top, TooSmallScreen):
-            self.push_screen(TooSmallScreen(width, height))
-        elif small:
+        if small and isinstance(top, TooSmallScreen):
             top.show_size(width, height)
+        elif small:
+            self.push_screen(TooSmallScreen(width, height))
         elif isinstance(top, TooSmallScreen):
             self.pop_screen()
 
-    def main_widget(self, selector, expect_type=None):
+    @overload
+    def main_widget(self, selector: str) -> Widget: ...
+
+    @overload
+    def main_widget(self, selector: type[W]) -> W: ...
+
+    @overload
+    def main_widget(self, selector: str, expect_type: type[W]) -> W: ...
+
+    def main_widget(self, selector: str | type[W], expect_type: Optional[type[W]] = None) -> W | Widget:
         """A widget of the main screen, also while a modal (help, finding, palette) is on top."""
         screen = self._main_screen or self.screen
-        return screen.query_one(selector, expect_type) if expect_type else screen.query_one(selector)
+        if isinstance(selector, str):
+            return screen.query_one(selector, expect_type) if expect_type else screen.query_one(selector)
+        return screen.query_one(selector)
 
     def _tabs(self) -> TabbedContent:
         return self.main_widget(TabbedContent)
@@ -215,7 +230,7 @@ class PinmonApp(App[int]):
         if isinstance(note, str):
             note = Note(note)
         self.clear_notifications()
-        self.notify(printable(note.text, TOAST_CHARS), severity=note.severity,  # type: ignore[arg-type]
+        self.notify(printable(note.text, TOAST_CHARS), severity=note.severity,
                     timeout=note.timeout, markup=False)
 
     # --- actions -----------------------------------------------------------------------------
@@ -262,7 +277,7 @@ class PinmonApp(App[int]):
             return
         self.set_focus(self._focus_target(tab_id))
 
-    def _focus_target(self, tab_id: str):
+    def _focus_target(self, tab_id: str) -> Widget:
         if tab_id == "processes":
             panel = self.main_widget(ProcessPanel)
             if self._filter_on_activate:
@@ -335,7 +350,7 @@ class PinmonApp(App[int]):
 
     # --- probes (worker thread) --------------------------------------------------------------
 
-    def action_probe(self, kind: str = "quick") -> None:
+    def action_probe(self, kind: ProbeKind = "quick") -> None:
         refusal = self.session.probe_refusal()
         if refusal is not None:
             self.say(refusal)
@@ -346,7 +361,7 @@ class PinmonApp(App[int]):
         if self.session.auto_probe_due():
             self.start_probe("quick")
 
-    def start_probe(self, kind: str) -> None:
+    def start_probe(self, kind: ProbeKind) -> None:
         gpu_index = self.session.begin_probe(kind)
         self._probe_cancel = threading.Event()
         self.probe_done.clear()
@@ -354,7 +369,7 @@ class PinmonApp(App[int]):
                         thread=True, group="probe", name=f"{kind} probe")
         self.refresh_views()
 
-    def _probe_thread(self, kind: str, gpu_index: int, cancel: threading.Event) -> None:
+    def _probe_thread(self, kind: ProbeKind, gpu_index: int, cancel: threading.Event) -> None:
         try:
             assert self.probe_runner is not None
             run_probe(self.probe_runner, kind, gpu_index, cancel, self.post_message, self._clock)
@@ -405,7 +420,7 @@ class PinmonApp(App[int]):
 
 
 def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding]], *,
-            join_timeout_s: float = 10.0, headless: bool = False, **options) -> int:
+            join_timeout_s: float = 10.0, headless: bool = False, **options: Any) -> int:
     """Run the app until q or SIGTERM/SIGHUP; returns the exit code. ``options``: ``PinmonApp``'s
     (``interval_s``, ``probe_runner``, ``thresholds``: the advisor's, which the views follow where
     a rule decides how a figure looks...).

@@ -6,15 +6,17 @@ that every bound key is there.
 from __future__ import annotations
 
 from functools import partial
-from typing import Iterable
+from typing import Iterable, Protocol
 
 from textual.app import SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
+from ..model.kinds import ProbeKind
 from .layout import TABS
+from .view.session import Session
 from .widgets.processes import ProcessPanel
 
-BINDINGS = [
+BINDINGS: list[BindingType] = [
     Binding("q", "quit", "Quit", tooltip="Quit pinmon (closes a recording in progress)"),
     Binding("question_mark,f1", "help", "Help", key_display="?"),
     Binding("p", "probe('quick')", "Probe", tooltip="Quick pinned vs pageable probe on the selected GPU"),
@@ -41,8 +43,24 @@ BINDINGS = [
 ]
 
 
-def palette_commands(app) -> Iterable[SystemCommand]:
-    """The palette's entries for ``app`` (a ``PinmonApp``) besides Textual's own."""
+class PaletteTarget(Protocol):
+    """What the palette's entries call on the app (a ``PinmonApp``, which imports this module)."""
+
+    session: Session
+
+    def main_widget(self, selector: type[ProcessPanel]) -> ProcessPanel: ...
+    def action_probe(self, kind: ProbeKind = "quick") -> None: ...
+    def action_next_gpu(self) -> None: ...
+    def action_filter(self) -> None: ...
+    def action_pause(self) -> None: ...
+    def action_record(self) -> None: ...
+    def action_speed(self, step: int) -> None: ...
+    def action_help(self) -> None: ...
+    def action_tab(self, tab_id: str) -> None: ...
+
+
+def palette_commands(app: PaletteTarget) -> Iterable[SystemCommand]:
+    """The palette's entries for ``app`` besides Textual's own."""
     yield SystemCommand("Probe now", "Quick pinned vs pageable copy probe on the selected GPU (p)",
                         partial(app.action_probe, "quick"))
     yield SystemCommand("Probe sweep", "Probe over a range of copy sizes (s)", partial(app.action_probe, "sweep"))

@@ -12,10 +12,11 @@ without the switch ignore it (``textual_compat``, part 7).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional, TypeVar
 
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical, VerticalScroll
+from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
@@ -34,6 +35,8 @@ from .widgets.probe import ProbePanel, ProbeSummary, probe_title
 from .widgets.processes import ProcessPanel
 from .widgets.top_findings import TopFindings, advisor_title
 from .widgets.top_processes import TopProcesses
+
+W = TypeVar("W", bound=Widget)
 
 TABS = (("overview", "1 Overview"), ("gpus", "2 GPUs"), ("memory", "3 Memory"),
         ("processes", "4 Processes"), ("probe", "5 Probe"), ("advisor", "6 Advisor"),
@@ -57,7 +60,7 @@ class MainTabs(TabbedContent):
 
     BLANK = True
 
-    def __init__(self, *between: Widget, **kw):
+    def __init__(self, *between: Widget, **kw: Any) -> None:
         super().__init__(**kw)
         self._between = between
 
@@ -154,9 +157,9 @@ def _overview_wide(thresholds: Thresholds) -> ComposeResult:
         yield _titled(ProbeSummary(id="ov-probe", classes="panel wide-only"), "Probe (5: detail; % of link: payload)")
 
 
-def pane_of(widget) -> Optional[str]:
+def pane_of(widget: DOMNode) -> Optional[str]:
     """The id of the tab pane holding ``widget``; None outside the tabs (always on screen)."""
-    node = widget
+    node: Optional[DOMNode] = widget
     while node is not None:
         if isinstance(node, TabPane):
             return node.id
@@ -164,6 +167,6 @@ def pane_of(widget) -> Optional[str]:
     return None
 
 
-def _titled(widget, title: str):
+def _titled(widget: W, title: str) -> W:
     widget.border_title = title
     return widget

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from textual.widget import Widget
 
+CONTENT_TABS: type
 try:
-    from textual.widgets.tabbed_content import ContentTabs as CONTENT_TABS
+    from textual.widgets.tabbed_content import ContentTabs
+
+    CONTENT_TABS = ContentTabs
 except Exception:  # moved: no type matches, the status line follows the panes
     CONTENT_TABS = type("NoContentTabs", (), {})
 

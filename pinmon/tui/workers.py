@@ -14,8 +14,9 @@ from typing import Callable, Optional
 from textual.message import Message
 
 from ..model import ProbeResult, Snapshot
+from ..model.kinds import ProbeKind
 from ..model.source import Source
-from .session import Session
+from .view.session import Session
 
 
 class SnapshotReady(Message):
@@ -91,12 +92,12 @@ class Poller:
             self.wake.clear()
 
 
-def run_probe(runner: Callable[..., ProbeResult], kind: str, gpu_index: int, cancel: threading.Event,
+def run_probe(runner: Callable[..., ProbeResult], kind: ProbeKind, gpu_index: int, cancel: threading.Event,
               post: Callable[[Message], object], clock: Callable[[], float]) -> None:
     """One probe on this thread: its progress and its result (with the seconds it took) posted."""
     started = clock()
 
-    def progress(done, total, label=""):
+    def progress(done: float, total: Optional[float], label: object = "") -> None:
         post(ProbeProgress(done, total, str(label)))
 
     try:

@@ -12,7 +12,7 @@ from pinmon.advise.thresholds import Thresholds
 from pinmon.cli import main
 from pinmon.export import ExportState, Refresher
 from pinmon.recording import Recorder
-from pinmon.tui.session import Session
+from pinmon.tui.view.session import Session
 from tests import factories as make
 
 GIB = 1 << 30

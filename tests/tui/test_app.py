@@ -12,10 +12,10 @@ from textual.widgets import DataTable, Input, TabbedContent
 from pinmon.advise.thresholds import Thresholds
 from pinmon.model import Finding, Gpu
 from pinmon.tui.app import PinmonApp, run_app
-from pinmon.tui.format import NO_GPU_HINT
 from pinmon.tui.screens.finding import FindingScreen
 from pinmon.tui.screens.help import HelpScreen
 from pinmon.tui.screens.notices import NoticesScreen
+from pinmon.tui.view.format import NO_GPU_HINT
 from pinmon.tui.widgets.gpu_detail import GpuDetail
 from pinmon.tui.widgets.gpu_row import GpuRow
 from pinmon.tui.widgets.header import StatusHeader

@@ -12,7 +12,9 @@ from textual.widgets import DataTable
 from pinmon.advise import advise
 from pinmon.advise.thresholds import Thresholds
 from pinmon.tui.app import PinmonApp
-from pinmon.tui.group_detail import (
+from pinmon.tui.screens.group import GroupScreen
+from pinmon.tui.screens.help import help_items
+from pinmon.tui.view.group_detail import (
     gone,
     group_rows,
     group_severity,
@@ -20,9 +22,7 @@ from pinmon.tui.group_detail import (
     sort_groups,
     ungrouped,
 )
-from pinmon.tui.process_detail import detail_rows
-from pinmon.tui.screens.group import GroupScreen
-from pinmon.tui.screens.help import help_items
+from pinmon.tui.view.process_detail import detail_rows
 from pinmon.tui.widgets.containers import ContainerPanel, table_layout
 from pinmon.tui.widgets.processes import ProcessPanel
 from pinmon.tui.widgets.processes import table_layout as process_layout

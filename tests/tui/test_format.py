@@ -5,7 +5,8 @@ import dataclasses
 
 from pinmon.advise.thresholds import Thresholds
 from pinmon.model import Gpu, Link, Pcie, ProbeMeasurement, ProbeResult
-from pinmon.tui.format import (
+from pinmon.tui.screens.finding import _value
+from pinmon.tui.view.format import (
     SORT_COLUMNS,
     error_text,
     filter_processes,
@@ -14,8 +15,7 @@ from pinmon.tui.format import (
     probe_rows,
     sort_processes,
 )
-from pinmon.tui.screens.finding import _value
-from pinmon.tui.state import ProbeView, ViewState
+from pinmon.tui.view.state import ProbeView, ViewState
 from pinmon.tui.widgets.header import header_content
 from tests import factories as make
 

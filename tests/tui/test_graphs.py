@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from pinmon.tui.format import command_brief
-from pinmon.tui.history import GRAPH_SPAN_S, History, columns, per_column_for, pinned_share, samples_for
-from pinmon.tui.sizing import gpu_graph_rows, pinned_band_rows
+from pinmon.tui.view.format import command_brief
+from pinmon.tui.view.history import GRAPH_SPAN_S, History, columns, per_column_for, pinned_share, samples_for
+from pinmon.tui.view.sizing import gpu_graph_rows, pinned_band_rows
 from pinmon.tui.widgets.sparkline import BARS, graph_runs
 from tests import factories as make
 
@@ -154,7 +154,7 @@ def test_command_brief_falls_back_to_the_name_and_is_bounded():
 def test_the_column_cache_gives_what_columns_gives_as_readings_come_and_go():
     import random
 
-    from pinmon.tui.history import ColumnCache
+    from pinmon.tui.view.history import ColumnCache
 
     rng = random.Random(7)
     cache = ColumnCache()

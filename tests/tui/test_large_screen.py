@@ -13,10 +13,10 @@ from textual.widgets import TabbedContent
 from pinmon.advise import advise
 from pinmon.model import Finding
 from pinmon.tui.app import PinmonApp
-from pinmon.tui.format import fmt_time
-from pinmon.tui.process_detail import detail_rows
 from pinmon.tui.screens.finding import FindingScreen
 from pinmon.tui.screens.help import help_items
+from pinmon.tui.view.format import fmt_time
+from pinmon.tui.view.process_detail import detail_rows
 from pinmon.tui.widgets.gpu_detail import GpuDetail
 from pinmon.tui.widgets.memory import MemoryPanel
 from pinmon.tui.widgets.processes import COLUMNS, NODE_COLUMN

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from pinmon.advise import Thresholds
-from pinmon.tui.state import ViewState
+from pinmon.tui.view.state import ViewState
 from pinmon.tui.widgets.memory import memory_rows, pinned_level
 
 from .fakes import make_snapshot

@@ -15,9 +15,9 @@ from pinmon.advise import advise
 from pinmon.model import Finding
 from pinmon.model.source import OpenedOnFirstRead
 from pinmon.tui.app import PinmonApp
-from pinmon.tui.finding_groups import group_by_rule, sentences
 from pinmon.tui.screens.group import GroupScreen
 from pinmon.tui.screens.too_small import TooSmallScreen
+from pinmon.tui.view.finding_groups import group_by_rule, sentences
 from pinmon.tui.widgets.processes import ProcessPanel
 
 from .fakes import FakeSource, GroupsSource, make_groups_snapshot, no_findings
@@ -250,7 +250,7 @@ def test_a_source_opened_on_first_read_is_made_on_the_reading_thread_and_closed_
 
 def test_the_app_thread_of_a_gone_group_keeps_its_subject_from_the_finding():
     """A group whose finding outlives it in the snapshot (OOM-killed and gone) is still named."""
-    from pinmon.tui.finding_subject import finding_subject
+    from pinmon.tui.view.finding_subject import finding_subject
 
     snap = make_groups_snapshot(0)
     f = Finding("cgroup-oom-kills", "critical", "Docker container ef01", "m", "a", values={"cgroup": "gone/key"})

@@ -12,8 +12,8 @@ from textual.widgets import DataTable
 from pinmon.advise import advise
 from pinmon.advise.thresholds import Thresholds
 from pinmon.tui.app import PinmonApp
-from pinmon.tui.format import fmt_time, node_cell
 from pinmon.tui.screens.process import ProcessScreen
+from pinmon.tui.view.format import fmt_time, node_cell
 from pinmon.tui.widgets.gpu_detail import GpuDetail
 from pinmon.tui.widgets.memory import memory_rows, memory_title, pinned_level
 from pinmon.tui.widgets.processes import NODE_TABLE_CELLS, table_layout

@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 from pinmon.model import Gpu, Link, Pcie, ProbeMeasurement, ProbeResult, Snapshot
-from pinmon.tui.shared_link import (
+from pinmon.tui.view.shared_link import (
     SHARED_MIN_BYTES_PER_S,
     join_link,
     link_join_due,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from pinmon.model import Finding, ProbeMeasurement
-from pinmon.tui.format import local_share, node_cell
-from pinmon.tui.process_detail import detail_rows, probe_for
+from pinmon.tui.view.format import local_share, node_cell
+from pinmon.tui.view.process_detail import detail_rows, probe_for
 from pinmon.units import fmt_bytes, fmt_nodes, fmt_pct, fmt_rate, main_node
 from tests import factories as make
 

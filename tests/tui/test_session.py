@@ -8,8 +8,8 @@ import pytest
 
 from pinmon.advise.thresholds import Thresholds
 from pinmon.model import Finding
-from pinmon.tui.format import SPARK_SAMPLES
-from pinmon.tui.session import FIRST_PROBE_DELAY_S, Session, sparkline_series
+from pinmon.tui.view.format import SPARK_SAMPLES
+from pinmon.tui.view.session import FIRST_PROBE_DELAY_S, Session, sparkline_series
 
 from .fakes import T0, FakeRecorder, fake_advisor, make_probe_result, make_snapshot
 from .util import StepClock
@@ -24,7 +24,7 @@ def test_the_session_needs_no_textual():
     # Run in a fresh interpreter: this one has imported Textual for the other tests.
     import subprocess
 
-    code = ("import sys; import pinmon.tui.session; "
+    code = ("import sys; import pinmon.tui.view.session; "
             "sys.exit(1 if any(m == 'textual' or m.startswith('textual.') for m in sys.modules) else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 
 from ...model import Finding, Snapshot
-from ..detail_row import LABEL_CELLS, DetailRow
-from ..format import fmt_time
+from ..view.detail_row import LABEL_CELLS, DetailRow
+from ..view.format import fmt_time
 from ..widgets.wrap import HangingText
 
 STYLES = {"head": "bold", "dim": "dim", "warning": "bold $warning", "": ""}
@@ -63,7 +64,7 @@ class LiveDetailScreen(ModalScreen[None]):
         """The border's title; ``read_at``: the time of the snapshot its figures are from."""
         raise NotImplementedError
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         with VerticalScroll(id=self.BOX_ID) as box:
             box.border_subtitle = KEYS_HINT
             yield HangingText(id=self.TEXT_ID)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -18,7 +19,7 @@ from textual.screen import ModalScreen
 
 from ...model import Finding, Snapshot
 from ...units import fmt_bytes, fmt_pct, fmt_rate, printable
-from ..format import SEVERITY_STYLE, fmt_time
+from ..view.format import SEVERITY_STYLE, fmt_time
 from ..widgets.base import TextBlock, set_content
 from .detail import KEYS_HINT
 
@@ -85,7 +86,7 @@ class FindingScreen(ModalScreen[None]):
         self.cleared_at: Optional[float] = None
         self.gone_pid: Optional[int] = None
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         with VerticalScroll(id="finding-box") as box:
             box.border_title = "finding"
             box.border_subtitle = KEYS_HINT

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ...model import Cgroup, Finding, Snapshot
-from ..detail_row import DetailRow
-from ..format import fmt_time
-from ..group_detail import group_rows
+from ..view.detail_row import DetailRow
+from ..view.format import fmt_time
+from ..view.group_detail import group_rows
 from .detail import LiveDetailScreen
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -113,7 +114,7 @@ class HelpScreen(ModalScreen[None]):
         super().__init__()
         self.thresholds = thresholds
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box") as box:
             box.border_title = "pinmon help"
             box.border_subtitle = "Esc / q / ?: close"  # in the border: on screen however tall the help

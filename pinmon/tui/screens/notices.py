@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -22,7 +23,7 @@ class NoticesScreen(ModalScreen[None]):
         super().__init__()
         self.notices = tuple(notices)
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         with VerticalScroll(id="notices-box") as box:
             box.border_title = f"notices ({len(self.notices)})"
             box.border_subtitle = "Esc / n / q: close"

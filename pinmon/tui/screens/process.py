@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ...model import Finding, ProcessPinned, Snapshot
-from ..detail_row import DetailRow
-from ..format import fmt_time
-from ..process_detail import detail_rows
+from ..view.detail_row import DetailRow
+from ..view.format import fmt_time
+from ..view.process_detail import detail_rows
 from .detail import LiveDetailScreen
 
 

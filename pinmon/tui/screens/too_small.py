@@ -4,11 +4,12 @@ it on top while the terminal is too small and takes it away once it is large eno
 shows, only q (and Ctrl-Z) act."""
 from __future__ import annotations
 
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
 from textual.screen import Screen
 
-from ..sizing import MIN_HEIGHT, MIN_WIDTH
+from ..view.sizing import MIN_HEIGHT, MIN_WIDTH
 from ..widgets.base import TextBlock
 
 
@@ -26,7 +27,7 @@ class TooSmallScreen(Screen):
         super().__init__()
         self.shown_size = (width, height)
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield TextBlock(id="too-small-text")
 
     def show_size(self, width: int, height: int) -> None:

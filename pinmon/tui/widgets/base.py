@@ -6,17 +6,30 @@ pinmon's state lives in pinmon's own subclasses (fields set in their ``__init__`
 set on Textual's objects, and only Textual's public API is used here."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol, Sequence, TypeVar
 
+from textual.app import App
 from textual.content import Content
 from textual.reactive import Reactive
-from textual.widgets import Static
+from textual.widget import Widget
+from textual.widgets import DataTable, Static
 
-from ..state import ViewState
+from ..view.state import ViewState
+
+if TYPE_CHECKING:
+    # The mixins below go into Textual widgets only: the type checker reads them as widgets, so what
+    # they use of one is checked. At run time they stay plain classes: Textual takes a widget's CSS
+    # type names and default CSS from its first Textual base, which they must not become.
+    WidgetMixin = Widget
+else:
+    WidgetMixin = object
 
 
-class View:
+class View(WidgetMixin):
     """Mixin for widgets the app refreshes with each new ``ViewState``."""
+
+    # A view hidden while it has nothing to say (the notice bar): the app feeds it while hidden too.
+    hides_itself = False
 
     def show(self, state: ViewState) -> None:  # pragma: no cover - interface
         raise NotImplementedError
@@ -36,15 +49,15 @@ class CompositeView(View):
     _pending: ViewState | None = None
 
     def show(self, state: ViewState) -> None:
-        children = self.children  # type: ignore[attr-defined]
-        if self.is_mounted and children and all(child.is_mounted for child in children):  # type: ignore[attr-defined]
+        children = self.children
+        if self.is_mounted and children and all(child.is_mounted for child in children):
             self._pending = None
             self.draw(state)
         else:
             first = self._pending is None
             self._pending = state
             if first:
-                self.call_after_refresh(self._draw_pending)  # type: ignore[attr-defined]
+                self.call_after_refresh(self._draw_pending)
 
     def _draw_pending(self) -> None:
         if self._pending is not None:
@@ -54,7 +67,7 @@ class CompositeView(View):
         raise NotImplementedError
 
 
-def _shape(content) -> tuple[int, int]:
+def _shape(content: Content | str) -> tuple[int, int]:
     text = content.plain if isinstance(content, Content) else str(content)
     rows = text.split("\n")
     return len(rows), max(len(r) for r in rows)
@@ -64,7 +77,7 @@ def _shape(content) -> tuple[int, int]:
 HEIGHT_CHECKS = 3
 
 
-class FollowsHeight:
+class FollowsHeight(WidgetMixin):
     """Mixin (before the Textual widget among the bases) for pinmon's widgets whose new text may take
     another height. ``ask_layout`` clears the content height Textual caches per width
     (``clear_cached_dimensions``) and asks for a layout pass, then looks at the height after the next
@@ -72,7 +85,7 @@ class FollowsHeight:
     screen's own one is pending (at start-up in a real terminal, as the breakpoint class arrives) was
     seen to be lost. Wrong here means a stale size for a refresh, never a wrong text."""
 
-    def __init__(self, *args, **kw):
+    def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self._height_checks_left = 0
 
@@ -81,28 +94,28 @@ class FollowsHeight:
         raise NotImplementedError
 
     def ask_layout(self) -> None:
-        self.clear_cached_dimensions()  # type: ignore[attr-defined]
-        self.refresh(layout=True)  # type: ignore[attr-defined]
+        self.clear_cached_dimensions()
+        self.refresh(layout=True)
         self._height_checks_left = HEIGHT_CHECKS
-        self.call_after_refresh(self._check_height)  # type: ignore[attr-defined]
+        self.call_after_refresh(self._check_height)
 
     def _check_height(self) -> None:
-        if self._height_checks_left <= 0 or not self.is_mounted:  # type: ignore[attr-defined]
+        if self._height_checks_left <= 0 or not self.is_mounted:
             return
         self._height_checks_left -= 1
-        height = self.styles.height  # type: ignore[attr-defined]
+        height = self.styles.height
         if height is not None and not height.is_auto:
             return  # a set height: the content does not size it
         count = self.drawn_lines()
         if count is None:
-            self.call_after_refresh(self._check_height)  # type: ignore[attr-defined]  # not drawn yet
-        elif self.content_size.height != count:  # type: ignore[attr-defined]
-            self.clear_cached_dimensions()  # type: ignore[attr-defined]
-            self.refresh(layout=True)  # type: ignore[attr-defined]
-            self.call_after_refresh(self._check_height)  # type: ignore[attr-defined]
+            self.call_after_refresh(self._check_height)  # not drawn yet
+        elif self.content_size.height != count:
+            self.clear_cached_dimensions()
+            self.refresh(layout=True)
+            self.call_after_refresh(self._check_height)
 
 
-def needs_layout(widget, old: tuple[int, int], new: tuple[int, int]) -> bool:
+def needs_layout(widget: Widget, old: tuple[int, int], new: tuple[int, int]) -> bool:
     """Whether new text of shape ``new`` (lines, widest line) could change a ``Static``'s size
     (``old``: the last one).
 
@@ -130,7 +143,7 @@ class TextBlock(FollowsHeight, Static):
     (``needs_layout``): most of a 1 s refresh repeats what is on screen, and most of the rest is new
     numbers in lines of the same count."""
 
-    def __init__(self, *args, **kw):
+    def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self._text_key: Optional[tuple] = None
         self._text_shape: Optional[tuple[int, int]] = None
@@ -162,7 +175,19 @@ def set_content(widget: TextBlock, content: Content | str) -> None:
     widget.set_text(content)
 
 
-def follow_popup(popup, *update_args):
+class Popup(Protocol):
+    """A pop-up a view keeps up to date: a screen with ``update`` (its own arguments)."""
+
+    @property
+    def app(self) -> App[Any]: ...
+
+    def update(self, *args: Any, **kw: Any) -> None: ...
+
+
+PopupT = TypeVar("PopupT", bound=Popup)
+
+
+def follow_popup(popup: Optional[PopupT], *update_args: object) -> Optional[PopupT]:
     """Hand the view's new figures to its open pop-up (``popup.update(*update_args)``); returns the
     pop-up while it is open, None once it has been closed (the view then forgets it)."""
     if popup is None or popup not in popup.app.screen_stack:
@@ -171,7 +196,7 @@ def follow_popup(popup, *update_args):
     return popup
 
 
-def cursor_row_key(table) -> Optional[str]:
+def cursor_row_key(table: DataTable[Any]) -> Optional[str]:
     """The key of the DataTable row under the cursor; None without rows or with the cursor outside."""
     if not table.row_count:
         return None
@@ -181,7 +206,7 @@ def cursor_row_key(table) -> Optional[str]:
         return None
 
 
-def refill_rows(table, rows) -> None:
+def refill_rows(table: DataTable[Any], rows: Iterable[tuple[str, Sequence[object]]]) -> None:
     """The DataTable's rows replaced by ``rows`` ((key, cells) pairs), the cursor staying on the row
     of the same key where that row is still there."""
     keep = cursor_row_key(table)

@@ -13,9 +13,10 @@ processes have gone stays a few minutes, dimmed, marked "gone". Enter opens the 
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Any, Optional
 
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import DataTable
@@ -23,10 +24,10 @@ from textual.widgets import DataTable
 from ...advise.thresholds import Thresholds
 from ...model import Cgroup, Finding, Snapshot, summed
 from ...units import fmt_bytes, fmt_int, fmt_pct, fmt_share, printable
-from ..format import COLLECTING
-from ..group_detail import gone, group_severity, limit_share, sort_groups, ungrouped
 from ..screens.group import GroupScreen
-from ..state import ViewState
+from ..view.format import COLLECTING
+from ..view.group_detail import gone, group_severity, limit_share, sort_groups, ungrouped
+from ..view.state import ViewState
 from .base import CompositeView, TextBlock, follow_popup, refill_rows, set_content
 
 BAR_CELLS = 10
@@ -115,7 +116,7 @@ def containers_title(thresholds: Thresholds) -> str:
 class ContainerPanel(Vertical, CompositeView):
     """The table of groups, a line on processes in no group, and the status line."""
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.snapshot: Optional[Snapshot] = None
         self.findings: tuple[Finding, ...] = ()
@@ -127,7 +128,7 @@ class ContainerPanel(Vertical, CompositeView):
         self._critical: Optional[float] = None
         self._popup: Optional[GroupScreen] = None
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield DataTable(id="group-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
         yield TextBlock(id="group-status")
 

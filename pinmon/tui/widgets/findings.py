@@ -9,7 +9,7 @@ and the border stay where they are whether it scrolls or not.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from textual.content import Content
 from textual.widgets import OptionList
@@ -17,11 +17,11 @@ from textual.widgets.option_list import Option
 
 from ...model import Finding, Snapshot
 from ...units import printable
-from ..finding_groups import RuleGroup, group_by_rule
-from ..finding_subject import finding_subject
-from ..format import SEVERITY_LABEL, SEVERITY_STYLE
 from ..screens.finding import FindingScreen
-from ..state import ViewState
+from ..view.finding_groups import RuleGroup, group_by_rule
+from ..view.finding_subject import finding_subject
+from ..view.format import SEVERITY_LABEL, SEVERITY_STYLE
+from ..view.state import ViewState
 from .base import View, follow_popup
 from .wrap import hanging
 
@@ -67,7 +67,7 @@ class FindingsPanel(OptionList, View):
     """The list; Enter opens a finding, and the open pop-up gets every newer state (its figures
     move, or it is marked cleared)."""
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.findings: tuple[Finding, ...] = ()  # in the order shown: a rule's findings together
         self._shown: Optional[tuple[tuple[Finding, ...], int]] = None

@@ -10,8 +10,8 @@ from typing import Optional
 from textual.content import Content
 
 from ...units import fmt_bytes, fmt_link, fmt_rate, fmt_traffic, printable
-from ..format import command_brief, error_text, error_total, link_state, method_label
-from ..state import ViewState
+from ..view.format import command_brief, error_text, error_total, link_state, method_label
+from ..view.state import ViewState
 from .base import NoLinks, TextBlock, View, lines, set_content
 
 # "    4242    80.0 GiB  ": the columns before COMMAND.
@@ -76,7 +76,7 @@ def _state_note(state: str) -> Content:
     return Content("")
 
 
-def _method_note(method) -> str:
+def _method_note(method: Optional[str]) -> str:
     if method == "gpm":
         return "exact: GPM link bytes"
     if method == "counters":

@@ -7,14 +7,15 @@ of the same minutes; on the GPUs tab and in the wide overview (``BareGpuList``) 
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
+from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
 
-from ..format import COLLECTING, NO_GPU_HINT
-from ..sizing import WIDE_CELLS, gpu_graph_rows
-from ..state import ViewState
+from ..view.format import COLLECTING, NO_GPU_HINT
+from ..view.sizing import WIDE_CELLS, gpu_graph_rows
+from ..view.state import ViewState
 from .base import CompositeView, TextBlock, set_content
 from .gpu_row import GpuRow, GraphSpec
 
@@ -22,14 +23,14 @@ from .gpu_row import GpuRow, GraphSpec
 class GpuList(Vertical, CompositeView):
     """The rows of the GPUs; on the GPUs tab a panel of its own."""
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._indices: tuple[int, ...] | None = None
         self._rows: list[GpuRow] = []
         self._empty = TextBlock("no GPUs", classes="empty")
         self._state: Optional[ViewState] = None
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield self._empty
 
     def graph_rows(self, gpu_count: int) -> int:

@@ -8,9 +8,10 @@ requests of host-to-device copies as well as device-to-host data (see the help's
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 from textual.binding import Binding
+from textual.color import Color
 from textual.content import Content
 from textual.message import Message
 from textual.strip import Strip
@@ -18,10 +19,10 @@ from textual.strip import Strip
 from ...advise.thresholds import Thresholds
 from ...model import Gpu
 from ...units import fmt_link, fmt_pct, fmt_rate, printable, share
-from ..format import COLLECTING, error_text, error_total, link_state, method_label
-from ..history import ColumnCache, GraphHistory, per_column_for
+from ..view.format import COLLECTING, error_text, error_total, link_state, method_label
+from ..view.history import ColumnCache, GraphHistory, per_column_for
 from .rows import RowsWidget
-from .sparkline import axis_text, graph_runs, runs_content, spark_runs, spark_segments
+from .sparkline import Run, axis_text, graph_runs, runs_content, spark_runs, spark_segments
 
 _LINK_STYLE = {"degraded": "bold $warning", "downshift": "dim", "full": "", "unknown": "dim", "lost": "bold $error"}
 _LINK_NOTE = {"degraded": " DEGRADED", "downshift": " idle"}
@@ -84,16 +85,17 @@ class GpuRow(RowsWidget, can_focus=True):
             super().__init__()
             self.position = position
 
-    def __init__(self, position: int, **kw):
+    def __init__(self, position: int, **kw: Any) -> None:
         super().__init__(**kw)
         self.position = position
         self._data: Optional[tuple] = None
         # row index -> (the row, its rate column, its bars' runs, low colour, high colour)
         self._bar_rows: dict[int, tuple] = {}
         # The bars' colours and the styles they were read under; the bars of each direction as
-        # text, with what they were built from: at 1 Hz the styles stay and idle bars repeat.
+        # text, with what they were built from: at 1 Hz the styles stay and idle bars repeat. A
+        # sparkline's bars are kept by direction, a graph's by (direction, row).
         self._colours: Optional[tuple] = None
-        self._bars: dict[str, tuple] = {}
+        self._bars: dict[str | tuple[str, int], tuple] = {}
         self._columns = {label: ColumnCache() for label, _ in DIRECTIONS}  # the graphs' column values
 
     def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
@@ -173,7 +175,8 @@ class GpuRow(RowsWidget, can_focus=True):
         rows.append(axis_content(span * h.interval_s, scale, cells))
         return rows
 
-    def _add_bars(self, rows: list[Content], text: Content, runs, low, high, bars: Content) -> None:
+    def _add_bars(self, rows: list[Content], text: Content, runs: Sequence[Run], low: Color, high: Color,
+                  bars: Content) -> None:
         row = text + bars
         self._bar_rows[len(rows)] = (row, text, runs, low, high)
         rows.append(row)

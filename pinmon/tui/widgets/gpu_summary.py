@@ -8,8 +8,8 @@ from __future__ import annotations
 from textual.content import Content
 
 from ...units import fmt_link, fmt_traffic, printable
-from ..format import COLLECTING, NO_GPU_HINT, error_total, link_state
-from ..state import ViewState
+from ..view.format import COLLECTING, NO_GPU_HINT, error_total, link_state
+from ..view.state import ViewState
 from .base import NoLinks, TextBlock, View, lines, set_content
 from .gpu_row import _LINK_NOTE, _LINK_STYLE
 

@@ -4,13 +4,13 @@ On a narrow terminal it drops words before numbers: first "every", then the date
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from textual.content import Content
 
 from ...units import fmt_bytes, printable
-from ..format import fmt_time
-from ..state import ViewState
+from ..view.format import fmt_time
+from ..view.state import ViewState
 from .base import NoLinks, TextBlock, View, set_content
 
 
@@ -19,7 +19,7 @@ def _speed(x: float) -> str:
 
 
 class StatusHeader(NoLinks, TextBlock, View):
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._state: Optional[ViewState] = None
 

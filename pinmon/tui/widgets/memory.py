@@ -15,17 +15,17 @@ of the pinned share over the last minutes follows, drawn against the critical sh
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from textual.content import Content
 
 from ...advise.thresholds import Thresholds
 from ...model import Finding, HostMemory
 from ...units import fmt_bytes, fmt_nodes, fmt_pct, share
-from ..format import COLLECTING
-from ..history import ColumnCache, GraphHistory, columns, per_column_for, pinned_figure
-from ..sizing import pinned_band_rows
-from ..state import ViewState
+from ..view.format import COLLECTING
+from ..view.history import ColumnCache, GraphHistory, columns, per_column_for, pinned_figure
+from ..view.sizing import pinned_band_rows
+from ..view.state import ViewState
 from .bar import bar
 from .base import View
 from .rows import RowsWidget
@@ -44,7 +44,7 @@ COMPACT_NODES = 4
 UNATTRIBUTED_RULE = "pinned-unattributed"
 
 
-def _level(fraction, warn: float, crit: float) -> str:
+def _level(fraction: Optional[float], warn: float, crit: float) -> str:
     if fraction is None or fraction < warn:
         return "$success"
     return "$warning" if fraction < crit else "$error"
@@ -64,7 +64,7 @@ def memory_title(t: Thresholds) -> str:
     return f"Host memory (┃ = {fmt_pct(t.pinned_ram_critical_fraction)} of RAM)"
 
 
-def explained_bytes(h: HostMemory):
+def explained_bytes(h: HostMemory) -> Optional[int]:
     """What the process rows explain of the kernel's count (as ``pinmon check`` prints it)."""
     if h.kernel_pinned_bytes is None or h.unattributed_pinned_bytes is None:
         return None
@@ -118,7 +118,8 @@ def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding
     pinned, source = pinned_figure(h)
     pinned_share = share(pinned, effective)
     cells = BAR_CELLS if not compact else BAR_CELLS_SHORT if width and width < SHORT_BARS_BELOW else BAR_CELLS_COMPACT
-    ram_tail = ([f"used {fmt_bytes(used)}  ", ("avail ", "dim"), (fmt_bytes(h.mem_available_bytes), "bold")]
+    ram_tail: list[str | tuple[str, str]] = (
+        [f"used {fmt_bytes(used)}  ", ("avail ", "dim"), (fmt_bytes(h.mem_available_bytes), "bold")]
                 if compact else
                 [f"{fmt_bytes(used)} used, ", (fmt_bytes(h.mem_available_bytes), "bold"),
                  f" available of {fmt_bytes(h.mem_total_bytes)}"])
@@ -199,7 +200,7 @@ def pinned_graph(graphs: GraphHistory, t: Thresholds, band: int, width: int,
     lower = [None if v is None else _eighths(v / mark, band) if mark > 0 else 8 * band for v in values]
     rows: list[Content] = []
 
-    def band_row(levels, r: int, bottom: bool, styles) -> Content:
+    def band_row(levels: Sequence[Optional[int]], r: int, bottom: bool, styles: Sequence[str]) -> Content:
         out = []
         for e, style in zip(levels, styles):
             fill = None if e is None else min(8, e - 8 * r)
@@ -239,7 +240,7 @@ class MemoryPanel(RowsWidget, View):
     """Row by row: each second mostly the RAM line changes, and only it is redrawn. ``graph``: the
     pinned share's history below the figures, as tall as the terminal's height allows."""
 
-    def __init__(self, compact: bool = False, graph: bool = False, **kw):
+    def __init__(self, compact: bool = False, graph: bool = False, **kw: Any) -> None:
         super().__init__(**kw)
         self.compact = compact
         self.graph = graph

@@ -6,13 +6,13 @@ would otherwise push every panel down and the last rows off an 80x24 screen.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from textual.content import Content
 from textual.widget import Widget
 
 from ...units import printable
-from ..state import ViewState
+from ..view.state import ViewState
 from .base import NoLinks, View
 
 MARK = ("! ", "bold $warning")
@@ -29,13 +29,13 @@ def notice_line(notices: Sequence[str], width: Optional[int]) -> Content:
     return Content.assemble(MARK, first, more)
 
 
-class NoticeBar(NoLinks, Widget, View):
+class NoticeBar(NoLinks, View, Widget):
     """Drawn at paint time, from the width it has then: a bar that was hidden has no width when
     the notices arrive, and the resize that follows may come after the first paint."""
 
     hides_itself = True  # hidden while there is nothing to say, so the app must still feed it
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.notices: tuple[str, ...] = ()
 

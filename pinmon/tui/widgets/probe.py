@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from typing import Optional
 
+from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import ProgressBar
 
 from ...model import EXACT_PCIE_METHODS, ProbeResult
 from ...units import fmt_bytes, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds, printable
-from ..format import fmt_time, other_measurements, probe_rows, sweep_sizes
-from ..shared_link import shared_directions
-from ..state import ProbeView, ViewState
+from ..view.format import fmt_time, other_measurements, probe_rows, sweep_sizes
+from ..view.shared_link import shared_directions
+from ..view.state import ProbeView, ViewState
 from .base import CompositeView, NoLinks, TextBlock, View, lines, set_content
 
 
@@ -76,7 +77,7 @@ def result_rows(result: ProbeResult, link_bytes_per_s: Optional[float], recorded
     if result.status != "ok":
         return [head, Content.assemble(("probe did not run: ", "$warning"),
                                        printable(result.reason or "no reason given", 400))]
-    short = bool(width) and width < SHORT_TABLE_CELLS
+    short = bool(width and width < SHORT_TABLE_CELLS)
     rate, share_cells, share_head = (10, 8, "of link") if short else (11, 19, "payload % of link")
     rows = [head,
             Content.styled(f"{'':<4} {'pinned':>{rate}} {'pageable':>{rate}} {'speedup':>8}"
@@ -128,7 +129,7 @@ class ProbePanel(Vertical, CompositeView):
 
     _bar: Optional[ProgressBar] = None
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield TextBlock(id="probe-progress-label")
         yield TextBlock(id="probe-body")
 

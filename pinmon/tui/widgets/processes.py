@@ -15,9 +15,10 @@ Every name, user and command line is one printable line (``units.printable``).
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
@@ -25,8 +26,10 @@ from textual.widgets import DataTable, Input
 
 from ...model import Finding, ProcessPinned, Snapshot
 from ...units import fmt_bytes, fmt_int, printable
-from ..format import (
+from ..screens.process import ProcessScreen
+from ..view.format import (
     SORT_COLUMNS,
+    SortColumn,
     command_brief,
     command_text,
     filter_processes,
@@ -35,8 +38,7 @@ from ..format import (
     sort_processes,
     user_text,
 )
-from ..screens.process import ProcessScreen
-from ..state import ViewState
+from ..view.state import ViewState
 from .base import CompositeView, TextBlock, cursor_row_key, follow_popup, refill_rows, set_content
 
 # (sort key or None, header, right-aligned, width). Fixed widths fit the widest value a column can
@@ -142,7 +144,7 @@ def command_line(p: Optional[ProcessPinned]) -> Content:
 class ProcessPanel(Vertical, CompositeView):
     BINDINGS = [Binding("o", "cycle_sort", "Sort")]
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.sort_index = 0
         self.processes: tuple[ProcessPinned, ...] = ()
@@ -156,12 +158,12 @@ class ProcessPanel(Vertical, CompositeView):
         self.findings: tuple[Finding, ...] = ()
         self._popup: Optional[ProcessScreen] = None
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         inp = FilterInput(placeholder="filter: pid, name, user or group (Enter: table, Esc: clear)",
                           id="process-filter")
         inp.display = False
         yield inp
-        table = DataTable(id="process-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
+        table: DataTable[Text] = DataTable(id="process-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
         yield table
         yield TextBlock(id="process-command")
         yield TextBlock(id="process-status")
@@ -171,7 +173,7 @@ class ProcessPanel(Vertical, CompositeView):
         return self.query_one(FilterInput).value
 
     @property
-    def sort_column(self):
+    def sort_column(self) -> SortColumn:
         return SORT_COLUMNS[self.sort_index]
 
     def draw(self, state: ViewState) -> None:

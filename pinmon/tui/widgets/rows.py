@@ -12,7 +12,7 @@ uses for the widget's size, and the tests for what it shows.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from textual.content import Content
 from textual.geometry import Region
@@ -37,7 +37,7 @@ class RowsWidget(NoLinks, FollowsHeight, Widget):
     }
     """
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._rows: tuple[Content, ...] = ()
         self._joined: Optional[Content] = Content("")  # None: not joined since the rows changed
@@ -80,7 +80,7 @@ class RowsWidget(NoLinks, FollowsHeight, Widget):
                 self.refresh()
             return
         width = key[0]
-        dirty = []
+        dirty: list[Region] = []
         start = 0
         for i, row in enumerate(new):
             count = len(strips[i])

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual.color import Color
 from textual.content import Content
 from textual.style import Style
@@ -82,13 +83,17 @@ def spark_segments(runs: Sequence[Run], base: Style, min_color: Color, max_color
     and styles as rendering ``runs_content``, without Textual's per-span text layout, which costs
     more than the rest of a GPU row's update. (No per-cell offset meta: a mouse selection of the
     row renders the text instead.)"""
-    rich: dict[Optional[int], object] = {None: base.rich_style}
-    out = []
+    blank = base.rich_style
+    rich: dict[int, RichStyle] = {}
+    out: list[Segment] = []
     for level, cells in runs:
+        if level is None:
+            out.append(Segment(" " * cells, blank))
+            continue
         style = rich.get(level)
         if style is None:
             style = rich[level] = (base + level_style(level, min_color, max_color)).rich_style
-        out.append(Segment(" " * cells if level is None else BARS[level] * cells, style))
+        out.append(Segment(BARS[level] * cells, style))
     return out
 
 

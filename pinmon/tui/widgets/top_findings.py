@@ -13,16 +13,17 @@ Enter on a finding there have everything.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from textual.content import Content
+from textual.widget import Widget
 
 from ...model import Finding, Snapshot
 from ...units import printable
-from ..finding_groups import group_by_rule
-from ..finding_subject import finding_subject
-from ..format import COLLECTING
-from ..state import ViewState
+from ..view.finding_groups import group_by_rule
+from ..view.finding_subject import finding_subject
+from ..view.format import COLLECTING
+from ..view.state import ViewState
 from .base import NoLinks, TextBlock, View, lines, set_content
 from .findings import badge
 from .wrap import hanging
@@ -155,7 +156,7 @@ def advisor_title(count: Optional[int]) -> str:
 
 
 class TopFindings(NoLinks, TextBlock, View):
-    def __init__(self, limit: int = 3, detailed: bool = False, **kw):
+    def __init__(self, limit: int = 3, detailed: bool = False, **kw: Any) -> None:
         super().__init__(**kw)
         self.limit = limit
         self.detailed = detailed
@@ -169,7 +170,7 @@ class TopFindings(NoLinks, TextBlock, View):
     def show(self, state: ViewState) -> None:
         self._state = state
         box = self.parent
-        if box is not None:  # the panel's border says how many there are (a "6" there read as a count)
+        if isinstance(box, Widget):  # the panel's border says how many there are (a "6" there read as a count)
             title = advisor_title(len(state.findings) if state.snapshot is not None else None)
             if box.border_title != title:
                 box.border_title = title

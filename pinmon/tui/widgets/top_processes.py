@@ -9,14 +9,14 @@ where it would have less; a wide panel gives COMMAND everything the others leave
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from textual.content import Content
 
 from ...model import ProcessPinned
 from ...units import fmt_bytes, printable
-from ..format import COLLECTING, SORT_COLUMNS, command_brief, sort_processes, user_text
-from ..state import ViewState
+from ..view.format import COLLECTING, SORT_COLUMNS, command_brief, sort_processes, user_text
+from ..view.state import ViewState
 from .base import NoLinks, TextBlock, View, lines, set_content
 
 # (header, cells, right-aligned) of the columns before COMMAND, each with its leading space.
@@ -57,7 +57,7 @@ def header_line(columns: tuple) -> Content:
 
 
 class TopProcesses(NoLinks, TextBlock, View):
-    def __init__(self, limit: int = 5, fit: bool = False, **kw):
+    def __init__(self, limit: int = 5, fit: bool = False, **kw: Any) -> None:
         super().__init__(**kw)
         self.limit = limit
         self.fit = fit

@@ -6,7 +6,7 @@ longer than ``max_lines`` ends in "…" (the full text is one Enter away).
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from textual.content import Content
 
@@ -44,7 +44,7 @@ class HangingText(TextBlock):
     """Lines, each either a ``Content`` shown as it is or a ``(lead, text)`` pair wrapped under its
     own start (``hanging``) at the width the widget gets, again on every resize and on new items."""
 
-    def __init__(self, items: Sequence[Content | tuple[Content | str, Content | str]] = (), **kw):
+    def __init__(self, items: Sequence[Content | tuple[Content | str, Content | str]] = (), **kw: Any) -> None:
         super().__init__(**kw)
         self.items = tuple(items)
 

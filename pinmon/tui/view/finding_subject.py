@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..model import Finding, Snapshot
-from ..units import printable
+from ...model import Finding, Snapshot
+from ...units import printable
 from .format import command_brief, name_text
 
 SUBJECT_CHARS = 80

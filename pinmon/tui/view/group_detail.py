@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..model import Cgroup, Finding, ProcessPinned, Snapshot
-from ..units import fmt_bytes, fmt_int, fmt_share, printable, share
+from ...model import Cgroup, Finding, ProcessPinned, Snapshot
+from ...units import fmt_bytes, fmt_int, fmt_share, printable, share
 from .detail_row import DetailRow
 from .format import command_brief, user_text
 

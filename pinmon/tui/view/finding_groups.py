@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..model import Finding
+from ...model import Finding
 
 # A sentence ends at ". ", "! " or "? " before a capital, a backquote or a bracket: pinmon's own
 # advice texts, where "e.g. x" and "1.5 GB/s" do not end one.

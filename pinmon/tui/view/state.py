@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..advise.thresholds import Thresholds
-from ..model import Finding, Gpu, ProbeResult, Snapshot
+from ...advise.thresholds import Thresholds
+from ...model import Finding, Gpu, ProbeResult, Snapshot
+from ...model.kinds import ProbeKind
 from .history import GraphHistory
 
 
@@ -17,7 +18,7 @@ class ProbeView:
     # None: a probe runner is wired in; otherwise why there are no probe numbers.
     unavailable_reason: Optional[str] = None
     live: bool = True
-    running_kind: Optional[str] = None
+    running_kind: Optional[ProbeKind] = None
     progress_done: Optional[float] = None
     progress_total: Optional[float] = None
     progress_label: str = ""

@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Sequence
 
-from ..advise.thresholds import Thresholds
-from ..model import EXACT_PCIE_METHODS, Gpu, ProbeResult, ProcessPinned
-from ..units import fmt_bytes, fmt_main_node, fmt_rate, fmt_seconds, printable, share
+from ...advise.thresholds import Thresholds
+from ...model import EXACT_PCIE_METHODS, Gpu, HostMemory, ProbeResult, ProcessPinned
+from ...units import fmt_bytes, fmt_main_node, fmt_rate, fmt_seconds, printable, share
 
 SPARK_SAMPLES = 60
 
@@ -130,7 +130,7 @@ class SortColumn:
     key: str
     label: str
     descending: bool
-    value: Callable[[ProcessPinned], object]
+    value: Callable[[ProcessPinned], float | str]  # what the rows sort by
 
 
 def _num(v: Optional[float]) -> float:
@@ -231,7 +231,7 @@ def filter_processes(procs: Sequence[ProcessPinned], text: str,
 
 # --- NUMA placement ------------------------------------------------------------------------------
 
-def multi_node(host) -> bool:
+def multi_node(host: HostMemory) -> bool:
     """Whether the host has more than one NUMA node (``HostMemory.numa_nodes``; None: unknown)."""
     return host.numa_nodes is not None and len(host.numa_nodes) > 1
 
@@ -246,7 +246,9 @@ def local_share(p: ProcessPinned, gpus: Sequence[Gpu]) -> Optional[float]:
     its placement, its GPUs or their nodes are unknown."""
     by_node = p.placement.pinned_bytes_by_node
     nodes = {str(g.numa_node) for g in gpus if g.index in p.placement.gpu_indices and g.numa_node is not None}
-    total = sum(v for v in by_node.values() if v > 0) if by_node else 0
-    if not nodes or total <= 0:
+    if not nodes or not by_node:
+        return None
+    total = sum(v for v in by_node.values() if v > 0)
+    if total <= 0:
         return None
     return sum(v for n, v in by_node.items() if n in nodes and v > 0) / total

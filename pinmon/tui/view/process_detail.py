@@ -17,19 +17,20 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..model import Copies, CopyStats, Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
-from ..model.kinds import DIRECTIONS
-from ..units import fmt_bytes, fmt_int, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, fmt_share, printable
+from ...model import Copies, CopyStats, Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
+from ...model.kinds import DIRECTIONS, Direction, HostMemoryKind
+from ...units import fmt_bytes, fmt_int, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, fmt_share, printable
 from .detail_row import DetailRow
 from .format import command_text, local_share, user_text
 from .group_detail import group_findings, group_of, group_summary
 
 ENGINE_LABEL = {"cupti": "CUPTI", "hooks": "hooks (CuPy/PyTorch)", "uprobes": "uprobes on libcuda"}
-DIRECTION_LABEL = {"h2d": "H2D", "d2h": "D2H"}
+DIRECTION_LABEL: dict[Direction, str] = {"h2d": "H2D", "d2h": "D2H"}
 # The copy table's rows: these always (n/a where unknown), then any other host memory kind the copies
 # went to; write-combined stats carry only a count (the tracer counts their bytes as pinned).
-KIND_ORDER = (("h2d", "pinned"), ("h2d", "pageable"), ("d2h", "pinned"), ("d2h", "pageable"))
-TABLE_MEMORIES = ("pinned", "pageable", "managed", "other")
+KIND_ORDER: tuple[tuple[Direction, HostMemoryKind], ...] = (("h2d", "pinned"), ("h2d", "pageable"), ("d2h", "pinned"),
+                                                          ("d2h", "pageable"))
+TABLE_MEMORIES: tuple[HostMemoryKind, ...] = ("pinned", "pageable", "managed", "other")
 # A copy figure's width (the widest, "1023.9 GB/s", and a space): with the label column a copy row
 # is 57 cells, inside an 80-column pop-up.
 FIGURE_CELLS = 11
@@ -40,7 +41,7 @@ def _findings_of(p: ProcessPinned, findings: Sequence[Finding]) -> list[Finding]
     return [f for f in findings if f.values.get("pid") == p.pid]
 
 
-def _active(found: Sequence[Finding], rule: str, **values) -> bool:
+def _active(found: Sequence[Finding], rule: str, **values: object) -> bool:
     return any(f.rule == rule and all(f.values.get(k) == v for k, v in values.items()) for f in found)
 
 
@@ -56,7 +57,7 @@ def _fig(v: Optional[float]) -> str:
     return f"{fmt_rate(v):>{FIGURE_CELLS}}"
 
 
-def _table_keys(c: Copies) -> list[tuple[str, str]]:
+def _table_keys(c: Copies) -> list[tuple[Direction, HostMemoryKind]]:
     extra = [(s.direction, s.memory) for s in c.stats
              if s.memory in TABLE_MEMORIES and (s.direction, s.memory) not in KIND_ORDER]
     return list(KIND_ORDER) + extra

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Optional
 
-from ..model import EXACT_PCIE_METHODS, ProbeResult, Snapshot
+from ...model import EXACT_PCIE_METHODS, ProbeResult, Snapshot
 
 # Other traffic below this is noise (link protocol overhead over the probe's own bytes is ~8%,
 # an uncounted warm-up copy, readings that run past the probe): not worth a warning.

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Callable, Iterable, NamedTuple, Optional, Protocol, Sequence
+from typing import Callable, Iterable, Literal, NamedTuple, Optional, Protocol, Sequence
 
-from ..advise.history import AdvisorHistory
-from ..advise.thresholds import Thresholds
-from ..model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
-from ..model.probe_join import with_probe
+from ...advise.history import AdvisorHistory
+from ...advise.thresholds import Thresholds
+from ...model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
+from ...model.kinds import ProbeKind
+from ...model.probe_join import with_probe
 from .format import SPARK_SAMPLES
 from .history import GraphHistory, History
 from .shared_link import join_link, link_join_due
@@ -42,10 +43,14 @@ class Recorder(Protocol):
     def close(self) -> None: ...
 
 
+# Textual's toast severities (its ``SeverityLevel``), named here so the session needs no Textual.
+NoteSeverity = Literal["information", "warning", "error"]
+
+
 class Note(NamedTuple):
     """Something to tell the user in a pop-up."""
     text: str
-    severity: str = "information"  # Textual's toast severities: information, warning, error
+    severity: NoteSeverity = "information"
     timeout: Optional[float] = None
 
 
@@ -94,7 +99,7 @@ class Session:
         self._graphs = GraphHistory(interval_s=self.interval_s)
         self._notices: dict[str, str] = {}
 
-        self.probe_running: Optional[str] = None
+        self.probe_running: Optional[ProbeKind] = None
         self.probe_progress: tuple[float, Optional[float], str] = (0.0, None, "")
         self.probe_latest: Optional[ProbeResult] = None
         # An ok result waiting for the reading that covers its end, to get its link traffic.
@@ -284,7 +289,7 @@ class Session:
         # The first one always runs; pinmon's own load stays under the limit after it.
         return not self.probe_count or self.probe_seconds <= self.auto_probe_duty_limit * elapsed
 
-    def begin_probe(self, kind: str) -> int:
+    def begin_probe(self, kind: ProbeKind) -> int:
         """A probe of ``kind`` starts: the index of the GPU it measures (the selected one)."""
         gpus = self.displayed.gpus if self.displayed is not None else ()
         gpu_index = gpus[min(self.selected_gpu, len(gpus) - 1)].index if gpus else 0

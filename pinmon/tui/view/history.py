@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from ..model import HostMemory, Snapshot
+from ...model import HostMemory, Snapshot
 
 # The span the overview's graphs show: minutes, as a GPU monitor's graphs do.
 GRAPH_SPAN_S = 300.0
@@ -71,9 +71,9 @@ class History:
         self.interval_s = interval_s
         self.maxlen = samples_for(interval_s)
         self.taken = 0  # samples taken since the start: the number of the next one
-        self._rx: dict[int, deque] = {}
-        self._tx: dict[int, deque] = {}
-        self._pinned: deque = deque(maxlen=self.maxlen)
+        self._rx: dict[int, deque[Optional[float]]] = {}
+        self._tx: dict[int, deque[Optional[float]]] = {}
+        self._pinned: deque[Optional[float]] = deque(maxlen=self.maxlen)
 
     def add(self, snapshot: Snapshot) -> None:
         by_index = {g.index: g for g in snapshot.gpus}
@@ -83,9 +83,9 @@ class History:
                 self._tx[index] = deque((None,) * len(self._pinned), maxlen=self.maxlen)
         for index, rx in self._rx.items():
             g = by_index.get(index)
-            known = g is not None and not g.lost
-            rx.append(g.pcie.rx_bytes_per_s if known else None)
-            self._tx[index].append(g.pcie.tx_bytes_per_s if known else None)
+            pcie = g.pcie if g is not None and not g.lost else None
+            rx.append(pcie.rx_bytes_per_s if pcie is not None else None)
+            self._tx[index].append(pcie.tx_bytes_per_s if pcie is not None else None)
         self._pinned.append(pinned_share(snapshot.host))
         self.taken += 1
 
@@ -115,11 +115,14 @@ def columns(series: Series, first_index: int, per_column: int, width: int) -> li
         if hi <= 0 or lo >= hi:
             out.append(None)
             continue
-        group_values = series[lo:hi]
-        if None in group_values:  # rare: a GPU that was lost or not read; the known ones count
-            group_values = [v for v in group_values if v is not None]
-        out.append(sum(group_values) / len(group_values) if group_values else None)
+        out.append(known_mean(series[lo:hi]))
     return out
+
+
+def known_mean(values: Series) -> Optional[float]:
+    """The mean of the known values (a GPU lost or not read leaves None), None when none is."""
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def per_column_for(width: int, interval_s: float, span_s: float = GRAPH_SPAN_S) -> int:
@@ -134,7 +137,7 @@ class ColumnCache:
     wholly kept never changes, so it is computed once; each call computes only the newest group (and
     the oldest, while it scrolls off). At 1 Hz a graph then costs a few dictionary looks per column."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._per_column = 0
         self._done: dict[int, Optional[float]] = {}
 
@@ -160,10 +163,7 @@ class ColumnCache:
             if hi <= 0 or lo >= hi:
                 out.append(None)
                 continue
-            group_values = series[lo:hi]
-            if None in group_values:
-                group_values = [v for v in group_values if v is not None]
-            mean = sum(group_values) / len(group_values) if group_values else None
+            mean = known_mean(series[lo:hi])
             if group < newest and group >= oldest_kept:
                 done[group] = mean  # complete and wholly kept: it stays so
             out.append(mean)
