@@ -4,7 +4,8 @@
 record's fields and adds them to counters, keeping no record (a ``cupti-python`` record object holds
 its whole buffer alive). ``report(now_ns)`` turns the counters into the report's dict. Records are
 anything with the attributes of ``cupti.ActivityMemcpy6`` (MEMCPY), ``cupti.ActivityMemory4``
-(MEMORY2) and ``cupti.ActivityContext3`` (CONTEXT); the enum values below are CUPTI's C ABI.
+(MEMORY2), ``cupti.ActivityContext3`` (CONTEXT) and ``cupti.ActivityAPI`` (DRIVER, RUNTIME); the enum
+values below are CUPTI's C ABI.
 
 Figures, per process:
 - copies by direction (h2d, d2h), host memory kind (pinned, pageable, managed, other) and size
@@ -14,7 +15,9 @@ Figures, per process:
   half-second bins (stamped with each copy's end) over the time they span (``window_span``), with the copies of at least ``BULK_BYTES`` from pinned memory per device and the share of
   them on a context's legacy default (null) stream;
 - pinned host memory from MEMORY2: bytes held, peak, allocations and releases with their rates,
-  the median of recent allocation sizes and a power-of-two histogram; managed and device bytes held.
+  the median of recent allocation sizes and a power-of-two histogram; managed and device bytes held;
+- of the pinned bytes, those registered (``cudaHostRegister``), where the engine selected the API
+  records of the register calls (``cupti_registrations``).
 """
 from __future__ import annotations
 
@@ -23,7 +26,19 @@ import threading
 from collections import deque
 from typing import Iterable, Optional
 
-from .cupti_raw import CONTEXT_FIELDS, KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, MEMCPY_FIELDS, MEMORY_FIELDS, Parsed
+from .cupti_raw import (
+    API_FIELDS,
+    CONTEXT_FIELDS,
+    KIND_CONTEXT,
+    KIND_DRIVER,
+    KIND_MEMCPY,
+    KIND_MEMORY2,
+    KIND_RUNTIME,
+    MEMCPY_FIELDS,
+    MEMORY_FIELDS,
+    Parsed,
+)
+from .cupti_registrations import Registrations
 
 # CUPTI enum values (cupti_activity.h; the same in cupti-python's IntEnums).
 COPY_HTOD, COPY_DTOH = 1, 2
@@ -124,6 +139,13 @@ class CuptiFigures:
         self.pinned_free_bytes = 0
         self.recent_sizes: deque = deque(maxlen=RECENT_ALLOCS)
         self.size_hist: dict = {}
+        self.registrations = Registrations()
+
+    def track_registrations(self, register_calls: frozenset[tuple[int, int]]) -> None:
+        """Tell registered ranges apart from now on: API records of ``register_calls`` ((activity
+        kind, cbid) of the calls that register host memory) come with the MEMORY2 records."""
+        with self.lock:
+            self.registrations.register_calls = frozenset(register_calls)
 
     # --- records -------------------------------------------------------------------------
 
@@ -138,6 +160,12 @@ class CuptiFigures:
             self.errors += parsed.unknown
             for rec in parsed.context:
                 self.null_stream[rec[1]] = rec[2]
+            registrations = self.registrations
+            for api in parsed.api:  # before the buffer's MEMORY2 records: a call's record claims its allocation
+                try:
+                    registrations.api_call(api[0], api[1], api[2], api[3])
+                except Exception:
+                    self.errors += 1
             for rec in parsed.memory:
                 try:
                     self._memory(rec)
@@ -326,12 +354,13 @@ class CuptiFigures:
             k[2] += nbytes
 
     def _memory(self, a) -> None:
-        """One MEMORY2 tuple: kind, memory_operation_type, memory_kind, bytes, timestamp."""
+        """One MEMORY2 tuple: kind, memory_operation_type, memory_kind, correlation_id, address, bytes,
+        timestamp."""
         mk = a[2]
         if mk not in self.held:
             return
         op = a[1]
-        nbytes = int(a[3])
+        nbytes = int(a[5])
         if op == OP_ALLOCATION:
             self.held[mk] += nbytes
             if mk == MEM_PINNED:
@@ -342,15 +371,17 @@ class CuptiFigures:
                 self.size_hist[b2] = self.size_hist.get(b2, 0) + 1
                 if self.held[mk] > self.pinned_peak:
                     self.pinned_peak = self.held[mk]
+                self.registrations.allocated(int(a[3]), int(a[4]), nbytes)
         elif op == OP_RELEASE:
             self.held[mk] -= nbytes
             if mk == MEM_PINNED:
                 self.pinned_frees += 1
                 self.pinned_free_bytes += nbytes
+                self.registrations.released(int(a[4]))
         else:
             return
         if mk == MEM_PINNED:
-            t = int(a[4])
+            t = int(a[6])
             if t > self.latest_ns:
                 self.latest_ns = t
             b = self._bin(t)
@@ -472,7 +503,8 @@ class CuptiFigures:
                 "allocs": self.pinned_allocs, "alloc_bytes": self.pinned_alloc_bytes,
                 "frees": self.pinned_frees, "free_bytes": self.pinned_free_bytes,
                 "median_alloc_bytes": sizes[len(sizes) // 2] if sizes else None,
-                "histogram": {str(k): v for k, v in sorted(self.size_hist.items())}}
+                "histogram": {str(k): v for k, v in sorted(self.size_hist.items())},
+                **self.registrations.report()}
 
     def device_ids(self) -> list:
         with self.lock:
@@ -510,7 +542,8 @@ def parse_objects(records: Iterable, figures: Optional[CuptiFigures] = None) -> 
     counted in ``unknown``."""
     p = Parsed()
     by_kind = {KIND_MEMCPY: (MEMCPY_FIELDS, p.memcpy), KIND_MEMORY2: (MEMORY_FIELDS, p.memory),
-               KIND_CONTEXT: (CONTEXT_FIELDS, p.context)}
+               KIND_CONTEXT: (CONTEXT_FIELDS, p.context), KIND_DRIVER: (API_FIELDS, p.api),
+               KIND_RUNTIME: (API_FIELDS, p.api)}
     for a in records:
         try:
             entry = by_kind.get(int(a.kind))

@@ -23,15 +23,19 @@ from typing import Callable, Optional
 # (CUPTI activity kind, the stem of cupti-python's dtype names, the fields read, in offset order).
 # The dtype of the newest record version cupti-python knows is taken (activity_memcpy6_dtype in
 # 13.0, activity_memcpy7_dtype in 13.4, c_upti_activity_memcpy6_dtype in 12.8): that is the struct
-# its libcupti writes.
+# its libcupti writes. Driver and runtime API records share one struct, unversioned (activity_api_dtype).
 MEMCPY_FIELDS = ("kind", "copy_kind", "src_kind", "dst_kind", "bytes", "start", "end", "device_id",
                  "context_id", "stream_id", "copy_count")
-MEMORY_FIELDS = ("kind", "memory_operation_type", "memory_kind", "bytes", "timestamp")
+MEMORY_FIELDS = ("kind", "memory_operation_type", "memory_kind", "correlation_id", "address", "bytes",
+                 "timestamp")
 CONTEXT_FIELDS = ("kind", "context_id", "null_stream_id")
-KIND_MEMCPY, KIND_CONTEXT, KIND_MEMORY2 = 1, 9, 49
+API_FIELDS = ("kind", "cbid", "correlation_id", "return_value")
+KIND_MEMCPY, KIND_DRIVER, KIND_RUNTIME, KIND_CONTEXT, KIND_MEMORY2 = 1, 4, 5, 9, 49
 LAYOUTS = ((KIND_MEMCPY, "memcpy", MEMCPY_FIELDS),
            (KIND_MEMORY2, "memory", MEMORY_FIELDS),
-           (KIND_CONTEXT, "context", CONTEXT_FIELDS))
+           (KIND_CONTEXT, "context", CONTEXT_FIELDS),
+           (KIND_DRIVER, "api", API_FIELDS),
+           (KIND_RUNTIME, "api", API_FIELDS))
 CHECKED_BUFFERS = 4           # buffers whose walk is compared with CUPTI's iterator
 CUPTI_SUCCESS = 0
 _CODES = {("i", 1): "b", ("u", 1): "B", ("i", 2): "h", ("u", 2): "H", ("i", 4): "i", ("u", 4): "I",
@@ -69,9 +73,9 @@ class Layout:
 
 def newest_dtype_name(cupti, stem: str) -> Optional[str]:
     """``activity_<stem><N>_dtype`` (cupti-python 13) or ``c_upti_activity_<stem><N>_dtype`` (12.x)
-    with the largest N that ``cupti`` has, or None."""
-    pattern = re.compile(rf"(?:c_upti_)?activity_{stem}(\d+)_dtype")
-    found = [(int(m.group(1)), n) for n in dir(cupti) for m in [pattern.fullmatch(n)] if m]
+    with the largest N that ``cupti`` has (no N: the first version), or None."""
+    pattern = re.compile(rf"(?:c_upti_)?activity_{stem}(\d*)_dtype")
+    found = [(int(m.group(1) or 0), n) for n in dir(cupti) for m in [pattern.fullmatch(n)] if m]
     return max(found)[1] if found else None
 
 
@@ -89,15 +93,17 @@ def layouts_of(cupti) -> dict:
 class Parsed:
     """One buffer's records: copy records as NumPy record arrays of runs of consecutive copies
     (``memcpy_runs``, the dtype of the record), or as tuples (``memcpy``, fields as MEMCPY_FIELDS;
-    the path without NumPy and the record-object path); MEMORY2 and CONTEXT records as tuples."""
+    the path without NumPy and the record-object path); MEMORY2, CONTEXT and driver or runtime API
+    records as tuples."""
 
-    __slots__ = ("memcpy", "memcpy_runs", "memory", "context", "unknown")
+    __slots__ = ("memcpy", "memcpy_runs", "memory", "context", "api", "unknown")
 
     def __init__(self):
         self.memcpy: list = []
         self.memcpy_runs: list = []
         self.memory: list = []
         self.context: list = []
+        self.api: list = []
         self.unknown = 0
 
     @property
@@ -106,7 +112,7 @@ class Parsed:
 
     @property
     def records(self) -> int:
-        return self.copies + len(self.memory) + len(self.context)
+        return self.copies + len(self.memory) + len(self.context) + len(self.api)
 
 
 def _numpy():
@@ -197,8 +203,10 @@ class BufferParser:
                     p.memcpy.extend(unpack(buf, off + j * layout.size) for j in range(n))
             elif kind == KIND_MEMORY2:
                 p.memory.append(layout.struct.unpack_from(buf, off))
-            else:
+            elif kind == KIND_CONTEXT:
                 p.context.append(layout.struct.unpack_from(buf, off))
+            else:
+                p.api.append(layout.struct.unpack_from(buf, off))
         return p
 
 

@@ -1,9 +1,10 @@
 """The CUPTI engine: copies and pinned allocations of every library in the process, from CUPTI.
 
 ``CuptiEngine.arm()`` imports ``cupti-python``, registers the buffer callbacks and enables the
-activity kinds MEMCPY, MEMORY2 and CONTEXT. The tracer arms it when the program first imports a
-CUDA library (``CUDA_MODULES``): before the program's CUDA work, and never in a Python process that
-does no CUDA. Completed buffers go to ``CuptiFigures.consume`` (sums only); ``flush()`` runs on the
+activity kinds MEMCPY, MEMORY2 and CONTEXT, and DRIVER and RUNTIME for the calls that register host
+memory only (``_select_api_records``: what tells registered bytes from allocated ones). The tracer
+arms it when the program first imports a CUDA library (``CUDA_MODULES``): before the program's CUDA
+work, and never in a Python process that does no CUDA. Completed buffers go to ``CuptiFigures.consume`` (sums only); ``flush()`` runs on the
 report interval, ``close()`` at exit (forced flush, kinds disabled, so no callback runs while the
 interpreter shuts down).
 
@@ -31,11 +32,19 @@ import threading
 from typing import Optional
 
 from .cupti_figures import KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, CuptiFigures
+from .cupti_raw import KIND_DRIVER, KIND_RUNTIME
 
 BUFFER_BYTES = 1 << 20
 MAX_OUTSTANDING = 16          # 16 MiB of record buffers at most
 DEVICE_BUFFER_POOL_LIMIT = 8  # CUPTI's per-context device buffers (about 3 MB each by default)
 KINDS = ("MEMCPY", "MEMORY2", "CONTEXT")
+# API records of the calls that register host memory only, which tell a registered range from an
+# allocation (cupti_registrations): per API kind, cupti-python's enum of its callback ids, the switch
+# of one call's records, and the prefix of the register calls' names (cudaHostRegister_v4000;
+# cuMemHostRegister, cuMemHostRegister_v2).
+REGISTER_APIS = (("RUNTIME", KIND_RUNTIME, "runtime_api_trace_cbid", "activity_enable_runtime_api", "cudaHostRegister"),
+                 ("DRIVER", KIND_DRIVER, "driver_api_trace_cbid", "activity_enable_driver_api", "cuMemHostRegister"))
+NOT_CALLS = ("INVALID", "SIZE", "FORCE_INT")  # members of the callback id enums that name no call
 # Imported by programs that do CUDA work: arming on their import comes before that work. numba
 # counts only with its CUDA part (plain numba is a CPU compiler). pinmon trace's bootstrap starts the
 # tracer on the same list (bootstrap/sitecustomize.py TRIGGERS).
@@ -95,6 +104,8 @@ class CuptiEngine:
         self.record_path: Optional[str] = None
         self.raw_error: Optional[str] = None
         self._raw = None
+        # Why registered ranges are not told apart (then registered bytes stay the hooks'), or None.
+        self.registrations_error: Optional[str] = None
 
     # --- arming ---------------------------------------------------------------------------
 
@@ -146,6 +157,46 @@ class CuptiEngine:
         for name in KINDS:
             c.activity_enable(getattr(c.ActivityKind, name))
             self.enabled.append(name)
+        self._select_api_records()
+
+    def _select_api_records(self) -> None:
+        """Driver and runtime API records of the calls that register host memory, and of no other.
+
+        CUPTI records every call of an enabled API kind but those switched off one by one (the cost of
+        the others' records would be one per CUDA call), so each other call is switched off after the
+        kind is on. If any step fails, the API kinds go off again, registered ranges are not told
+        apart, and the report's registered bytes stay the hooks'."""
+        c = self.cupti
+        calls: set[tuple[int, int]] = set()
+        try:
+            for kind_name, kind, enum_name, switch_name, prefix in REGISTER_APIS:
+                if int(getattr(c.ActivityKind, kind_name)) != kind:
+                    raise ValueError(f"ActivityKind.{kind_name} is not {kind}")
+                ids, switch = getattr(c, enum_name), getattr(c, switch_name)
+                c.activity_enable(kind)
+                self.enabled.append(kind_name)
+                for member in ids:
+                    if member.name.startswith(NOT_CALLS):
+                        continue
+                    keep = member.name.startswith(prefix)
+                    switch(int(member), 1 if keep else 0)
+                    if keep:
+                        calls.add((kind, int(member)))
+            if not calls:
+                raise LookupError("cupti-python names no call that registers host memory")
+        except Exception as e:
+            for kind_name, *_ in REGISTER_APIS:
+                if kind_name in self.enabled:
+                    self.enabled.remove(kind_name)
+                    try:
+                        c.activity_disable(getattr(c.ActivityKind, kind_name))
+                    except Exception:
+                        pass
+            self.registrations_error = f"registered ranges not told apart: {describe_error(c, e)}"
+            return
+        self.registrations_error = None
+        if self.figures is not None:
+            self.figures.track_registrations(frozenset(calls))
 
     def _raw_callbacks(self):
         """The fast record path (``cupti_raw``), or None (then ``cupti-python``'s record objects)."""
@@ -317,7 +368,7 @@ class CuptiEngine:
                    buffers={"bytes": BUFFER_BYTES, "handed_out": self.buffers, "outstanding": self.outstanding,
                             "limit": MAX_OUTSTANDING, "refused": self.refused},
                    device_buffers=dict(self.attributes), record_path=self.record_path,
-                   record_path_error=self.raw_error,
+                   record_path_error=self.raw_error, registrations_error=self.registrations_error,
                    raw_walk_mismatches=None if self._raw is None else self._raw.parser.walk_mismatches,
                    raw_callback_errors=None if self._raw is None else self._raw.callback_errors,
                    devices={str(k): {"pci_bus_id": v} for k, v in sorted(self.devices.items())})

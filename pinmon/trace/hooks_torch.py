@@ -1,8 +1,11 @@
 """PyTorch hooks: pinned tensors and host<->device tensor copies, once the program imports torch.
 
 Wrapped: ``Tensor.pin_memory``, the factories ``torch.empty/zeros/ones/full/tensor/...`` when called
-with ``pin_memory=True``, and ``Tensor.to/copy_/cuda/cpu`` when they cross between host and device
-(the host side is pinned when ``Tensor.is_pinned()`` says so; it is asked only for such copies).
+with ``pin_memory=True``, ``Tensor.to/copy_/cuda/cpu`` when they cross between host and device
+(the host side is pinned when ``Tensor.is_pinned()`` says so; it is asked only for such copies), and
+``torch.cuda.cudart().cudaHostRegister/cudaHostUnregister`` (PyTorch's own runtime bindings, which
+``torch.cuda._pin_memory_utils`` and checkpoint staging call): registered memory. Those return a
+``cudaError`` instead of raising, so only a call that returned success (0) is recorded.
 
 PyTorch's caching host allocator rounds every pinned block up to a power of two and keeps freed
 blocks cached: a tensor's requested bytes are its storage size, and the bytes held are
@@ -112,12 +115,40 @@ def hook(torch, state: TracerState) -> None:
             return out
         return copy_
 
+    def make_register(orig):
+        def cudaHostRegister(ptr, size, flags, *a, **k):
+            err = orig(ptr, size, flags, *a, **k)
+            try:
+                if int(err) == 0:  # cudaSuccess: PyTorch hands the error back, it does not raise
+                    st.record_register(int(ptr), int(size))
+            except Exception:
+                pass
+            return err
+        return cudaHostRegister
+
+    def make_unregister(orig):
+        def cudaHostUnregister(ptr, *a, **k):
+            err = orig(ptr, *a, **k)
+            try:
+                if int(err) == 0:
+                    st.record_unregister(int(ptr))
+            except Exception:
+                pass
+            return err
+        return cudaHostUnregister
+
     hooks = [(Tensor, "pin_memory", make_pin), (Tensor, "to", make_to), (Tensor, "cuda", make_to),
              (Tensor, "cpu", make_to), (Tensor, "copy_", make_copy)]
     hooks += [(torch, name, make_factory) for name in FACTORIES]
+    labels = {id(Tensor): "torch.Tensor", id(torch): "torch"}
+    # torch.cuda.cudart() is this module (torch._C._cudart); asking for it through torch.cuda would
+    # initialise CUDA, which the hooks must not do.
+    cudart = getattr(getattr(torch, "_C", None), "_cudart", None)
+    if cudart is not None:
+        hooks += [(cudart, "cudaHostRegister", make_register), (cudart, "cudaHostUnregister", make_unregister)]
+        labels[id(cudart)] = "torch.cuda.cudart()"
     for owner, name, make in hooks:
-        label = f"{'torch.Tensor' if owner is Tensor else 'torch'}.{name}"
-        st.record_hook(label, patch(owner, name, make))
+        st.record_hook(f"{labels[id(owner)]}.{name}", patch(owner, name, make))
 
     def held_bytes():
         cuda = getattr(torch, "cuda", None)
