@@ -39,7 +39,7 @@ def merged(hooks: dict, cupti: Optional[dict], state: Optional[str] = None,
     out["hooks"] = {"copies": hooks.get("copies"),
                     "pageable_copy_bytes_per_s": hooks.get("pageable_copy_bytes_per_s"),
                     "pinned_copy_bytes_per_s": hooks.get("pinned_copy_bytes_per_s")}
-    copies = {}
+    copies: dict[str, dict[str, dict]] = {}
     for d in ("h2d", "d2h"):
         for mem in ("pinned", "pageable", "managed", "other"):
             lrow = (life.get(d) or {}).get(mem) or {}
@@ -57,8 +57,8 @@ def merged(hooks: dict, cupti: Optional[dict], state: Optional[str] = None,
                 "rate_p50": lrow.get("rate_p50"), "rate_p10": lrow.get("rate_p10")}
     out["copies"] = copies
 
-    def window_rate(mem):
-        return sum(copies[d][mem]["bytes_per_s"] for d in ("h2d", "d2h"))
+    def window_rate(mem: str) -> float:
+        return float(sum(copies[d][mem]["bytes_per_s"] for d in ("h2d", "d2h")))
 
     out["pageable_copy_bytes_per_s"] = window_rate("pageable")
     out["pinned_copy_bytes_per_s"] = window_rate("pinned")

@@ -288,7 +288,7 @@ def test_copy_runs_summed_as_arrays_match_record_by_record(seed, alloc_share, ma
 
 def test_without_numpy_the_tuples_path_gives_the_same_figures():
     records = random_records(4, 500)
-    parser = BufferParser(layouts_of(FAKE_CUPTI), np=False)
+    parser = BufferParser(layouts_of(FAKE_CUPTI), use_numpy=False)
     parsed, _ = parse_bytes(pack(records), parser)
     assert not parsed.memcpy_runs and parsed.memcpy
     a, b = CuptiFigures(started_ns=0), CuptiFigures(started_ns=0)
