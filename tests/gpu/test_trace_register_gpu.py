@@ -93,7 +93,7 @@ def test_a_registered_range_is_registered_in_the_row(tmp_path, engine, how):
                              cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     report = str(report_dir / f"{child.pid}.json")  # pinmon trace execs: the program's pid
-    check_out = check_err = ""
+    first = check_out = check_err = ""
     live: dict = {}
     try:
         first = child.stdout.readline()
@@ -118,6 +118,7 @@ def test_a_registered_range_is_registered_in_the_row(tmp_path, engine, how):
     assert live.get("engine") == engine, live.get("engine_notice")
     if engine == "cupti":
         assert live["pinned"].get("registered_from") == "cupti", live["cupti"].get("registrations_error")
+    assert check_out, check_err
     rows = [p for p in json.loads(check_out)["snapshot"]["processes"] if p["pid"] == child.pid]
     assert len(rows) == 1 and rows[0]["source"] == "traced", check_out
     held = rows[0]["held"]
