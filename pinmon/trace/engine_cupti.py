@@ -4,9 +4,9 @@
 activity kinds MEMCPY, MEMORY2 and CONTEXT, and DRIVER and RUNTIME for the calls that register host
 memory only (``_select_api_records``: what tells registered bytes from allocated ones). The tracer
 arms it when the program first imports a CUDA library (``CUDA_MODULES``): before the program's CUDA
-work, and never in a Python process that does no CUDA. Completed buffers go to ``CuptiFigures.consume`` (sums only); ``flush()`` runs on the
-report interval, ``close()`` at exit (forced flush, kinds disabled, so no callback runs while the
-interpreter shuts down).
+work, and never in a Python process that does no CUDA. Completed buffers go to
+``CuptiFigures.consume`` (sums only); ``flush()`` runs on the report interval, ``close()`` at exit
+(forced flush, kinds disabled, so no callback runs while the interpreter shuts down).
 
 Bounded memory: host buffers of ``BUFFER_BYTES``, at most ``MAX_OUTSTANDING`` handed to CUPTI and
 not yet completed; past that the request gets no buffer and CUPTI drops records (counted in the
@@ -176,10 +176,10 @@ class CuptiEngine:
         kind is on. If any step fails, the API kinds go off again, registered ranges are not told
         apart, and the report's registered bytes stay the hooks'."""
         calls: set[tuple[int, int]] = set()
-        apis: tuple[tuple[str, int, CallbackIds, Callable[[int, int], None]], ...] = (
-            ("RUNTIME", KIND_RUNTIME, c.runtime_api_trace_cbid, c.activity_enable_runtime_api),
-            ("DRIVER", KIND_DRIVER, c.driver_api_trace_cbid, c.activity_enable_driver_api))
         try:
+            apis: tuple[tuple[str, int, CallbackIds, Callable[[int, int], None]], ...] = (
+                ("RUNTIME", KIND_RUNTIME, c.runtime_api_trace_cbid, c.activity_enable_runtime_api),
+                ("DRIVER", KIND_DRIVER, c.driver_api_trace_cbid, c.activity_enable_driver_api))
             for kind_name, kind, ids, switch in apis:
                 if int(_kind(c, kind_name)) != kind:
                     raise ValueError(f"ActivityKind.{kind_name} is not {kind}")

@@ -424,3 +424,10 @@ def test_resume_after_a_profiler_asks_for_the_register_calls_again(fake):
     fake._emit(R.memory(nbytes=2 * MIB, correlation_id=7, address=0x1000, timestamp=fake.get_timestamp()))
     eng.flush()
     assert eng.report()["pinned"]["registered_bytes"] == 2 * MIB
+
+
+def test_a_cupti_python_without_per_call_switches_still_arms(fake, monkeypatch):
+    monkeypatch.delattr(fake, "activity_enable_driver_api")
+    eng = engine_with(fake)
+    assert eng.arm() and eng.state == "armed" and fake.enabled == {1, 9, 49}
+    assert "AttributeError" in eng.report()["registrations_error"]
