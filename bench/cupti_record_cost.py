@@ -51,8 +51,7 @@ def _set_knob(engine_module, engine, knob: str) -> dict:
         return said
     real = engine._set_device_buffers
 
-    def set_then_real():
-        c = engine.cupti
+    def set_then_real(c):
         attr = c.ActivityAttribute
 
         def set_attr(name, value, nbytes):
@@ -76,7 +75,7 @@ def _set_knob(engine_module, engine, knob: str) -> dict:
         except Exception as e:
             said["set"] = False
             said["error"] = f"{type(e).__name__}: {e}"[:200]
-        real()
+        real(c)
     engine._set_device_buffers = set_then_real
     return said
 SIZE = 1 << 20

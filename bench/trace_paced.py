@@ -18,7 +18,8 @@ of it, and a second more) lies inside that part. Per report key (``h2d.pinned``.
 the truth (streams x 8 MiB x rounds / paced seconds), the median, min and max of the kept reports'
 window rates, and their ratios to the truth. Goal: every windowed rate within 2% of the truth (CUPTI
 sees every library; the hooks torch's and CuPy's). Also each key's lifetime bytes in the final report
-against the bytes the program moved (warm-up included), and its pinned allocations.
+against the bytes the program moved (warm-up included), its pinned allocations, and the bytes it holds
+registered (``cudart12`` registers 8 MiB, which no hook sees) against ``pinned.registered_bytes``.
 
 ``--wheels DIR`` (the CUPTI 12 proof, with ``--libs cudart12 --engines cupti``): installs the wheels in
 DIR (cupti-python 12.8.0, cuda-bindings 12.8.0, nvidia-cuda-cupti-cu12 and nvidia-cuda-runtime-cu12
@@ -67,8 +68,9 @@ KEYS = ("h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable")
 class Lib:
     """One library's round: ``streams`` are the (direction, host memory) of its 8 MiB copies."""
 
-    def __init__(self, name, streams, round_fn, allocs=(0, 0)):
+    def __init__(self, name, streams, round_fn, allocs=(0, 0), registered=0):
         self.name, self.streams, self.round, self.allocs = name, list(streams), round_fn, allocs
+        self.registered = registered  # bytes it holds cudaHostRegister'ed
 
 
 def make_torch():
@@ -159,7 +161,7 @@ def make_cudart12():
         check(rt.cudaMemcpy(dev, ctypes.addressof(pageable), COPY_BYTES, h2d), "cudaMemcpy")
         check(rt.cudaMemcpy(ctypes.addressof(pageable), dev, COPY_BYTES, d2h), "cudaMemcpy")
     lib = Lib("cudart12", [("h2d", "pinned"), ("d2h", "pinned"), ("h2d", "pageable"), ("d2h", "pageable")], rnd,
-              allocs=(2, 2 * COPY_BYTES))
+              allocs=(2, 2 * COPY_BYTES), registered=COPY_BYTES)
     lib.runtime_version = version.value
     lib.keep = (reg, pageable)
     return lib
@@ -218,6 +220,7 @@ def child(libs_wanted: list, seconds: float, out: str) -> int:
              "late_rounds": late, "paced_s": elapsed, "wall_start": wall0, "wall_end": wall1,
              "moved_bytes": moved, "pinned_allocs": [sum(lib.allocs[0] for lib in libs),
                                                      sum(lib.allocs[1] for lib in libs)],
+             "registered_bytes": sum(lib.registered for lib in libs),
              "child_versions": versions, **extra}
     with open(out, "w") as f:
         json.dump(truth, f)
@@ -350,12 +353,17 @@ def compare(engine: str, truth: dict, reports: list, final: dict) -> dict:
         life[k] = {"report_bytes": got, "moved_bytes": moved[k],
                    "ratio": got / moved[k] if isinstance(got, (int, float)) and moved[k] else None}
     allocs = final.get("allocs") or {}
+    pinned = final.get("pinned") or {}
     return {"libs_seen": sorted(seen), "stream_bytes_per_s": rate_per_stream, "reports_kept": len(kept),
             "reports_read": len(reports), "window_rates": keys, "directions": directions,
             "all_within_goal": bool(keys) and all(v.get("within_goal") for v in keys.values() if v.get("truth_bytes_per_s")),
             "lifetime": life,
             "pinned_allocs": {"program": truth.get("pinned_allocs"),
-                              "report": [allocs.get("count"), allocs.get("bytes")]}}
+                              "report": [allocs.get("count"), allocs.get("bytes")]},
+            # Registered memory (cudart12's cudaHostRegister, which no hook sees): in the pinned bytes,
+            # and as registered where the engine tells registrations apart.
+            "registered": {"program": truth.get("registered_bytes"), "report": pinned.get("registered_bytes"),
+                           "from": pinned.get("registered_from"), "pinned_bytes": pinned.get("bytes")}}
 
 
 def lifetime_truth(truth: dict, seen: dict) -> dict:

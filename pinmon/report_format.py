@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Optional
+from typing import Mapping, Optional
 
 TRACE_SCHEMA = "pinmon.trace/1"
 REPORT_SUFFIX = ".json"
@@ -60,11 +60,10 @@ def tmp_dir(uid: int, tmp_root: str = TMP_ROOT) -> str:
     return os.path.join(tmp_root, f"pinmon-{uid}")
 
 
-def runtime_dir(uid: Optional[int] = None, env: Optional[dict] = None) -> str:
+def runtime_dir(uid: Optional[int] = None, env: Optional[Mapping[str, str]] = None) -> str:
     """The report directory for this user (not created here)."""
     uid = os.getuid() if uid is None else uid
-    env = os.environ if env is None else env
-    xdg = env.get("XDG_RUNTIME_DIR")
+    xdg = (os.environ if env is None else env).get("XDG_RUNTIME_DIR")
     if xdg and os.path.isabs(xdg):
         try:
             st = os.lstat(xdg)

@@ -44,3 +44,10 @@ def test_the_hooks_are_held_to_torch_and_cupy_only(paced):
     out = paced.compare("hooks", truth(), [report(1008.0, rate * 1.08, rate)], report(1011, 0, 0))
     assert out["libs_seen"] == ["torch"] and "h2d.pageable" not in out["window_rates"]
     assert out["window_rates"]["h2d.pinned"]["within_goal"] is False and out["all_within_goal"] is False
+
+
+def test_registered_bytes_are_held_against_the_programs(paced):
+    t = dict(truth(), registered_bytes=8 * MIB)
+    final = dict(report(1011, 0, 0), pinned={"bytes": 24 * MIB, "registered_bytes": 8 * MIB, "registered_from": "cupti"})
+    out = paced.compare("cupti", t, [], final)
+    assert out["registered"] == {"program": 8 * MIB, "report": 8 * MIB, "from": "cupti", "pinned_bytes": 24 * MIB}

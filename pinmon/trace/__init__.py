@@ -21,7 +21,7 @@ import os
 import sys
 
 
-def _python_m_cwd_entry():
+def _python_m_cwd_entry() -> str | None:
     """Under ``python -m pinmon.trace``, Python put the working directory first on ``sys.path``; take
     it off before this package imports anything (``threading``, ``json``...), so that a module there
     cannot stand in for one of them. Returns the entry taken off, else None."""
@@ -39,17 +39,21 @@ PYTHON_M_CWD_ENTRY = _python_m_cwd_entry()
 
 import atexit  # noqa: E402  (after the working directory left sys.path, on purpose)
 import threading  # noqa: E402
-from typing import Optional  # noqa: E402
+from typing import TYPE_CHECKING, Callable, Mapping, Optional  # noqa: E402
 
 from .report_file import ReportWriter  # noqa: E402
-from .state import get_state  # noqa: E402
+from .state import TracerState, get_state  # noqa: E402
+
+if TYPE_CHECKING:  # imported when CUPTI is armed, not with the package
+    from .engine_cupti import CuptiEngine
+    from .importhook import OnImport
 
 __all__ = ["install", "installed", "writer", "engine", "ENGINES"]
 
 ENGINES = ("auto", "cupti", "hooks")
 _lock = threading.Lock()
 _writer: Optional[ReportWriter] = None
-_engine = None  # the CuptiEngine, when the engine is not "hooks"
+_engine: Optional[CuptiEngine] = None  # when the engine is not "hooks"
 
 
 def installed() -> bool:
@@ -60,7 +64,7 @@ def writer() -> Optional[ReportWriter]:
     return _writer
 
 
-def engine():
+def engine() -> Optional[CuptiEngine]:
     """The CUPTI engine of this process (None with the hooks engine)."""
     return _engine
 
@@ -82,7 +86,7 @@ def start_on_cuda_import() -> None:
         when_imported(name, lambda _module: install())
 
 
-def bad_engine_env(environ=None) -> Optional[str]:
+def bad_engine_env(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
     """One line when $PINMON_TRACE_ENGINE is set to something that is no engine, else None. The
     traced process takes such a value as "auto" (it must not fail); the commands refuse it."""
     value = (os.environ if environ is None else environ).get("PINMON_TRACE_ENGINE")
@@ -128,14 +132,14 @@ def install(directory: Optional[str] = None, interval_s: Optional[float] = None,
             return False
 
 
-def _start_cupti(mode: str, when_imported):
+def _start_cupti(mode: str, when_imported: Callable[[str, OnImport], None]) -> Optional[CuptiEngine]:
     """A CuptiEngine armed on the first import of a CUDA library; None if even that fails."""
     try:
         from .engine_cupti import CUDA_MODULES, CuptiEngine, announce, watch_profilers
 
         eng = CuptiEngine()
 
-        def arm(_module):
+        def arm(_module: object) -> None:
             if eng.state != "idle":
                 return
             if eng.arm():
@@ -152,7 +156,7 @@ def _start_cupti(mode: str, when_imported):
         return None
 
 
-def _builder(state):
+def _builder(state: TracerState) -> Callable[[], dict]:
     """The report body: the hooks' figures merged with CUPTI's (flushed first)."""
     from .merge import merged
 
@@ -204,7 +208,7 @@ def _after_fork() -> None:
     try:
         old = _writer
         state = get_state()
-        state.__init__(clock=state.clock)  # hooks keep this object: reset it in place
+        state.reset()
         if _engine is not None:
             _engine.after_fork()
         _writer = ReportWriter(_builder(state), directory=old.directory if old else None,

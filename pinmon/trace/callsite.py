@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import FrameType
 from typing import Optional
 
 _PINMON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -26,22 +27,22 @@ class _File:
 
     def __init__(self, name: str):
         self.name = name
-        self.lines: dict = {}
+        self.lines: dict[Optional[int], str] = {}
 
 
 _LIBRARY = _File("")  # the marker for a file whose frames are skipped
 # co_filename -> _File or _LIBRARY. Rebound (not cleared) when a package is added to the skip list,
 # so a walk in another thread keeps a consistent table.
-_files: dict = {}
+_files: dict[str, _File] = {}
 
 
-def skip_package(module) -> None:
+def skip_package(module: object) -> None:
     """Treat frames in ``module``'s package directory as library frames (e.g. cupy, torch)."""
     global _skip, _files
-    try:
-        path = os.path.dirname(os.path.abspath(module.__file__)) + os.sep
-    except Exception:
+    filename = getattr(module, "__file__", None)  # None: a namespace package, a stand-in
+    if not isinstance(filename, str):
         return
+    path = os.path.dirname(os.path.abspath(filename)) + os.sep
     if path not in _skip:
         _skip = _skip + (path,)
         _files = {}  # earlier verdicts may name a file of this package a program file
@@ -69,7 +70,7 @@ def _classify(filename: str) -> _File:
 def call_site(depth: int = 2) -> Optional[str]:
     """``file:line`` of the nearest caller outside the skipped packages, or None."""
     try:
-        f = sys._getframe(depth)
+        f: Optional[FrameType] = sys._getframe(depth)
     except (ValueError, AttributeError):
         return None
     files = _files
@@ -84,7 +85,7 @@ def call_site(depth: int = 2) -> Optional[str]:
     return None
 
 
-def _line(info: _File, lineno) -> str:
+def _line(info: _File, lineno: Optional[int]) -> str:
     site = info.lines.get(lineno)
     if site is None:
         site = f"{info.name}:{lineno}"

@@ -4,7 +4,8 @@
 record's fields and adds them to counters, keeping no record (a ``cupti-python`` record object holds
 its whole buffer alive). ``report(now_ns)`` turns the counters into the report's dict. Records are
 anything with the attributes of ``cupti.ActivityMemcpy6`` (MEMCPY), ``cupti.ActivityMemory4``
-(MEMORY2) and ``cupti.ActivityContext3`` (CONTEXT); the enum values below are CUPTI's C ABI.
+(MEMORY2), ``cupti.ActivityContext3`` (CONTEXT) and ``cupti.ActivityAPI`` (DRIVER, RUNTIME); the enum
+values below are CUPTI's C ABI.
 
 Figures, per process:
 - copies by direction (h2d, d2h), host memory kind (pinned, pageable, managed, other) and size
@@ -14,16 +15,39 @@ Figures, per process:
   half-second bins (stamped with each copy's end) over the time they span (``window_span``), with the copies of at least ``BULK_BYTES`` from pinned memory per device and the share of
   them on a context's legacy default (null) stream;
 - pinned host memory from MEMORY2: bytes held, peak, allocations and releases with their rates,
-  the median of recent allocation sizes and a power-of-two histogram; managed and device bytes held.
+  the median of recent allocation sizes and a power-of-two histogram; managed and device bytes held;
+- of the pinned bytes, those registered (``cudaHostRegister``), where the engine selected the API
+  records of the register calls (``cupti_registrations``).
 """
 from __future__ import annotations
 
 import math
 import threading
 from collections import deque
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
-from .cupti_raw import CONTEXT_FIELDS, KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, MEMCPY_FIELDS, MEMORY_FIELDS, Parsed
+from .cupti_raw import (
+    API_FIELDS,
+    CONTEXT_FIELDS,
+    KIND_CONTEXT,
+    KIND_DRIVER,
+    KIND_MEMCPY,
+    KIND_MEMORY2,
+    KIND_RUNTIME,
+    MEMCPY_FIELDS,
+    MEMORY_FIELDS,
+    Parsed,
+)
+from .cupti_registrations import Registrations
+
+if TYPE_CHECKING:  # NumPy is imported where a run of copy records is summed
+    import numpy
+
+    from .cupti_raw import Fields
+    from .cupti_types import Record
+
+Sums = list[int]         # [copies, bytes, gpu_ns]
+RateHist = dict[int, int]  # rate bucket -> copies
 
 # CUPTI enum values (cupti_activity.h; the same in cupti-python's IntEnums).
 COPY_HTOD, COPY_DTOH = 1, 2
@@ -69,7 +93,7 @@ def rate_bucket(bytes_per_s: float) -> int:
 
 def bucket_rate(bucket: int) -> float:
     """The geometric middle of a rate bucket, bytes/s."""
-    return 2.0 ** ((bucket + 0.5) / RATE_BUCKETS_PER_OCTAVE)
+    return math.pow(2.0, (bucket + 0.5) / RATE_BUCKETS_PER_OCTAVE)
 
 
 def percentile(hist: dict, q: float) -> Optional[float]:
@@ -92,9 +116,10 @@ class _Bin:
 
     __slots__ = ("copies", "bulk", "allocs", "frees", "alloc_bytes")
 
-    def __init__(self):
-        self.copies = [[0, 0, 0] for _ in range(_N_SLOTS)]  # copies, bytes, gpu_ns per lifetime slot
-        self.bulk: dict = {}  # (direction, device) -> [bytes, gpu_ns, null-stream bytes, copies]
+    def __init__(self) -> None:
+        self.copies: list[Sums] = [[0, 0, 0] for _ in range(_N_SLOTS)]  # per lifetime slot
+        # (direction, device) -> [bytes, gpu_ns, null-stream bytes, copies]
+        self.bulk: dict[tuple[int, int], list[int]] = {}
         self.allocs = 0
         self.frees = 0
         self.alloc_bytes = 0
@@ -108,12 +133,12 @@ class CuptiFigures:
         self.started_ns = started_ns  # CUPTI time the activities were enabled: the window starts there
         self.records = 0
         self.errors = 0
-        self.slots = [[0, 0, 0] for _ in range(_N_SLOTS)]
-        self.rate_hist = [dict() for _ in range(_N_SLOTS)]
-        self.other = {}        # copy kind name -> [copies, bytes, gpu_ns] (d2d, h2h, p2p, arrays)
+        self.slots: list[Sums] = [[0, 0, 0] for _ in range(_N_SLOTS)]
+        self.rate_hist: list[RateHist] = [{} for _ in range(_N_SLOTS)]
+        self.other: dict[str, Sums] = {}  # copy kind name (d2d, h2h, p2p, arrays) -> sums
         self.bins: dict[int, _Bin] = {}
         self.null_stream: dict[int, int] = {}  # context id -> its legacy default stream id
-        self.devices: set = set()
+        self.devices: set[int] = set()
         self.latest_ns = 0
         # MEMORY2
         self.held = {MEM_PINNED: 0, MEM_MANAGED: 0, MEM_DEVICE: 0}
@@ -122,12 +147,19 @@ class CuptiFigures:
         self.pinned_alloc_bytes = 0
         self.pinned_frees = 0
         self.pinned_free_bytes = 0
-        self.recent_sizes: deque = deque(maxlen=RECENT_ALLOCS)
-        self.size_hist: dict = {}
+        self.recent_sizes: deque[int] = deque(maxlen=RECENT_ALLOCS)
+        self.size_hist: dict[int, int] = {}
+        self.registrations = Registrations()
+
+    def track_registrations(self, register_calls: frozenset[tuple[int, int]]) -> None:
+        """Tell registered ranges apart from now on: API records of ``register_calls`` ((activity
+        kind, cbid) of the calls that register host memory) come with the MEMORY2 records."""
+        with self.lock:
+            self.registrations.register_calls = frozenset(register_calls)
 
     # --- records -------------------------------------------------------------------------
 
-    def consume(self, records: Iterable) -> None:
+    def consume(self, records: Iterable[Record]) -> None:
         """Add every record of one completed buffer given as record objects (``cupti-python``'s, or
         anything with their attributes). A record that does not read is counted in ``errors``."""
         self.consume_parsed(parse_objects(records, self))
@@ -138,6 +170,12 @@ class CuptiFigures:
             self.errors += parsed.unknown
             for rec in parsed.context:
                 self.null_stream[rec[1]] = rec[2]
+            registrations = self.registrations
+            for api in parsed.api:  # before the buffer's MEMORY2 records: a call's record claims its allocation
+                try:
+                    registrations.api_call(api[0], api[1], api[2], api[3])
+                except Exception:
+                    self.errors += 1
             for rec in parsed.memory:
                 try:
                     self._memory(rec)
@@ -154,14 +192,15 @@ class CuptiFigures:
                     self.errors += len(run)
             self.records += parsed.records
 
-    def _add_copies(self, memcpys: list) -> None:
+    def _add_copies(self, memcpys: list[Fields]) -> None:
         # The hot loop of the tracer (every copy of the process): locals, tuples, no calls but for
         # the rare records. Fields: kind, copy_kind, src_kind, dst_kind, bytes, start, end,
         # device_id, context_id, stream_id, copy_count.
         slots, hists, bins = self.slots, self.rate_hist, self.bins
         frexp = math.frexp
         latest = self.latest_ns
-        last_key = last_bin = None
+        last_key: Optional[int] = None
+        last_bin: _Bin  # set by the first record: its key is never None
         try:
             for a in memcpys:
                 ck = a[1]
@@ -209,7 +248,7 @@ class CuptiFigures:
             if latest > self.latest_ns:
                 self.latest_ns = latest
 
-    def _add_copy_run(self, run) -> None:
+    def _add_copy_run(self, run: numpy.ndarray) -> None:
         """A run of copy records as a NumPy record array: the same sums as ``_add_copies``, in a
         few array operations for the whole run instead of Python steps for each record."""
         import numpy as np
@@ -240,10 +279,10 @@ class CuptiFigures:
         cls = np.searchsorted(np.array([64 << 10, 1 << 20, 16 << 20]), per, side="right")
         i = ((d << 2) + h << 2) + cls
         totals = _grouped(i, copies, nbytes, dur)
-        for k, (n, b, t) in totals.items():
-            s = self.slots[k]
+        for slot, (n, nb, t) in totals.items():
+            s = self.slots[slot]
             s[0] += n
-            s[1] += b
+            s[1] += nb
             s[2] += t
         timed = (dur > 0) & (nbytes > 0)
         if timed.any():
@@ -253,9 +292,9 @@ class CuptiFigures:
             key = i[timed] * 4096 + rb
             keys, inv = np.unique(key, return_inverse=True)
             counts = np.bincount(inv, weights=copies[timed])
-            for kk, c in zip(keys.tolist(), counts.tolist()):
+            for kk, count in zip(keys.tolist(), counts.tolist()):
                 hist = self.rate_hist[kk // 4096]
-                hist[kk % 4096] = hist.get(kk % 4096, 0) + int(c)
+                hist[kk % 4096] = hist.get(kk % 4096, 0) + int(count)
         latest = int(end.max())
         if latest > self.latest_ns:
             self.latest_ns = latest
@@ -267,10 +306,10 @@ class CuptiFigures:
             # A run inside one bin (most: a bin is 0.5 s) sums per bin as it did in all.
             grouped = (totals if first_bin == last_bin
                        else _grouped(i[inbin], copies[inbin], nbytes[inbin], dur[inbin]))
-            for k, (n, by, t) in grouped.items():
-                c = b.copies[k]
+            for slot, (n, nb, t) in grouped.items():
+                c = b.copies[slot]
                 c[0] += n
-                c[1] += by
+                c[1] += nb
                 c[2] += t
             bulk = inbin & (h == 0) & (per >= BULK_BYTES)
             if bulk.any():
@@ -279,17 +318,17 @@ class CuptiFigures:
                     g = (d[bulk] == dd) & (dev == dv)
                     if len(self.devices) < MAX_DEVICES:
                         self.devices.add(dv)
-                    k = b.bulk.get((dd, dv))
-                    if k is None:
-                        k = b.bulk[(dd, dv)] = [0, 0, 0, 0]
-                    k[0] += int(nbytes[bulk][g].sum())
-                    k[1] += int(dur[bulk][g].sum())
-                    k[3] += int(copies[bulk][g].sum())
+                    acc = b.bulk.get((dd, dv))
+                    if acc is None:
+                        acc = b.bulk[(dd, dv)] = [0, 0, 0, 0]
+                    acc[0] += int(nbytes[bulk][g].sum())
+                    acc[1] += int(dur[bulk][g].sum())
+                    acc[3] += int(copies[bulk][g].sum())
                     ctx_g = ctx[g]
                     null = np.full(len(ctx_g), -1, dtype=np.int64)
-                    for c in np.unique(ctx_g).tolist():
-                        null[ctx_g == c] = self.null_stream.get(c, -1)
-                    k[2] += int(nbytes[bulk][g][stream[g].astype(np.int64) == null].sum())
+                    for ctx_id in np.unique(ctx_g).tolist():
+                        null[ctx_g == ctx_id] = self.null_stream.get(ctx_id, -1)
+                    acc[2] += int(nbytes[bulk][g][stream[g].astype(np.int64) == null].sum())
 
     def _new_bin(self, key: int) -> _Bin:
         b = self.bins[key] = _Bin()
@@ -301,7 +340,7 @@ class CuptiFigures:
     def _bin(self, t_ns: int) -> _Bin:
         return self.bins.get(t_ns // BIN_NS) or self._new_bin(t_ns // BIN_NS)
 
-    def _other(self, a, ck) -> None:
+    def _other(self, a: Fields, ck: int) -> None:
         """A copy that is neither host-to-device nor device-to-host (d2d, h2h, p2p, arrays)."""
         name = COPY_KIND_NAMES.get(ck, str(ck))
         o = self.other.get(name)
@@ -311,7 +350,7 @@ class CuptiFigures:
         o[1] += a[4]
         o[2] += max(a[6] - a[5], 0)
 
-    def _bulk(self, b: _Bin, d: int, a, nbytes: int, dur: int, copies: int) -> None:
+    def _bulk(self, b: _Bin, d: int, a: Fields, nbytes: int, dur: int, copies: int) -> None:
         dev = a[7]
         if len(self.devices) < MAX_DEVICES:
             self.devices.add(dev)
@@ -325,13 +364,14 @@ class CuptiFigures:
         if null is not None and a[9] == null:
             k[2] += nbytes
 
-    def _memory(self, a) -> None:
-        """One MEMORY2 tuple: kind, memory_operation_type, memory_kind, bytes, timestamp."""
+    def _memory(self, a: Fields) -> None:
+        """One MEMORY2 tuple: kind, memory_operation_type, memory_kind, correlation_id, address, bytes,
+        timestamp."""
         mk = a[2]
         if mk not in self.held:
             return
         op = a[1]
-        nbytes = int(a[3])
+        nbytes = int(a[5])
         if op == OP_ALLOCATION:
             self.held[mk] += nbytes
             if mk == MEM_PINNED:
@@ -342,15 +382,17 @@ class CuptiFigures:
                 self.size_hist[b2] = self.size_hist.get(b2, 0) + 1
                 if self.held[mk] > self.pinned_peak:
                     self.pinned_peak = self.held[mk]
+                self.registrations.allocated(int(a[3]), int(a[4]), nbytes)
         elif op == OP_RELEASE:
             self.held[mk] -= nbytes
             if mk == MEM_PINNED:
                 self.pinned_frees += 1
                 self.pinned_free_bytes += nbytes
+                self.registrations.released(int(a[4]))
         else:
             return
         if mk == MEM_PINNED:
-            t = int(a[4])
+            t = int(a[6])
             if t > self.latest_ns:
                 self.latest_ns = t
             b = self._bin(t)
@@ -381,11 +423,13 @@ class CuptiFigures:
             }
 
     def _copies(self) -> dict:
-        out = {}
+        out: dict[str, dict[str, dict]] = {}
         for d, dname in enumerate(DIRECTIONS):
             per = out[dname] = {}
             for h, hname in enumerate(HOST_KINDS):
-                total, hist_all, classes = [0, 0, 0], {}, {}
+                total: Sums = [0, 0, 0]
+                hist_all: RateHist = {}
+                classes: dict[str, dict] = {}
                 for c, cname in enumerate(SIZE_CLASSES):
                     i = _slot(d, h, c)
                     s, hist = self.slots[i], self.rate_hist[i]
@@ -421,8 +465,8 @@ class CuptiFigures:
         k0, lo_ns = self.window_span(now_ns)
         keys = [k for k in self.bins if k0 <= k and k * BIN_NS <= now_ns]
         span_s = max(now_ns - lo_ns, 0) * 1e-9
-        slots = [[0, 0, 0] for _ in range(_N_SLOTS)]
-        bulk: dict = {}
+        slots: list[Sums] = [[0, 0, 0] for _ in range(_N_SLOTS)]
+        bulk: dict[tuple[str, int], list[int]] = {}
         allocs = frees = alloc_bytes = 0
         for k in keys:
             b = self.bins[k]
@@ -438,15 +482,15 @@ class CuptiFigures:
             frees += b.frees
             alloc_bytes += b.alloc_bytes
 
-        def rate(n):
+        def rate(n: int) -> Optional[float]:
             return n / span_s if span_s > 0 else None
 
-        out_copies = {}
+        out_copies: dict[str, dict[str, dict]] = {}
         for d, dname in enumerate(DIRECTIONS):
             out_copies[dname] = {}
             for h, hname in enumerate(HOST_KINDS):
-                total = [0, 0, 0]
-                classes = {}
+                total: Sums = [0, 0, 0]
+                classes: dict[str, dict] = {}
                 for c, cname in enumerate(SIZE_CLASSES):
                     s = slots[_slot(d, h, c)]
                     for j in range(3):
@@ -455,7 +499,7 @@ class CuptiFigures:
                 row = _window_figures(total, rate)
                 row["size_classes"] = classes
                 out_copies[dname][hname] = row
-        out_bulk = {}
+        out_bulk: dict[str, dict[str, dict]] = {}
         for (dname, dev), (nbytes, ns, null_bytes, n) in sorted(bulk.items()):
             out_bulk.setdefault(dname, {})[str(dev)] = {
                 "count": n, "bytes": nbytes, "gpu_s": ns * 1e-9,
@@ -472,27 +516,29 @@ class CuptiFigures:
                 "allocs": self.pinned_allocs, "alloc_bytes": self.pinned_alloc_bytes,
                 "frees": self.pinned_frees, "free_bytes": self.pinned_free_bytes,
                 "median_alloc_bytes": sizes[len(sizes) // 2] if sizes else None,
-                "histogram": {str(k): v for k, v in sorted(self.size_hist.items())}}
+                "histogram": {str(k): v for k, v in sorted(self.size_hist.items())},
+                **self.registrations.report()}
 
-    def device_ids(self) -> list:
+    def device_ids(self) -> list[int]:
         with self.lock:
             return sorted(self.devices)
 
 
-def _window_figures(s, rate) -> dict:
+def _window_figures(s: Sums, rate: Callable[[int], Optional[float]]) -> dict:
     n, nbytes, ns = s
     return {"count": n, "bytes": nbytes, "gpu_s": ns * 1e-9, "bytes_per_s": rate(nbytes),
             "achieved_bytes_per_s": nbytes / (ns * 1e-9) if ns > 0 else None}
 
 
-def _figures(s, hist) -> dict:
+def _figures(s: Sums, hist: RateHist) -> dict:
     n, nbytes, ns = s
     return {"count": n, "bytes": nbytes, "gpu_s": ns * 1e-9,
             "achieved_bytes_per_s": nbytes / (ns * 1e-9) if ns > 0 else None,
             "rate_p50": percentile(hist, 0.5), "rate_p10": percentile(hist, 0.1)}
 
 
-def _grouped(index, copies, nbytes, dur) -> dict:
+def _grouped(index: numpy.ndarray, copies: numpy.ndarray, nbytes: numpy.ndarray,
+             dur: numpy.ndarray) -> dict[int, tuple[int, int, int]]:
     """{slot: (copies, bytes, gpu_ns)} summed per value of ``index`` (exact integer sums)."""
     import numpy as np
 
@@ -504,13 +550,14 @@ def _grouped(index, copies, nbytes, dur) -> dict:
     return out
 
 
-def parse_objects(records: Iterable, figures: Optional[CuptiFigures] = None) -> Parsed:
+def parse_objects(records: Iterable[Record], figures: Optional[CuptiFigures] = None) -> Parsed:
     """Record objects (attributes named as CUPTI's fields) as ``Parsed`` tuples: the slow path,
     for ``cupti-python``'s own callbacks and for tests. A record that does not read is skipped and
     counted in ``unknown``."""
     p = Parsed()
     by_kind = {KIND_MEMCPY: (MEMCPY_FIELDS, p.memcpy), KIND_MEMORY2: (MEMORY_FIELDS, p.memory),
-               KIND_CONTEXT: (CONTEXT_FIELDS, p.context)}
+               KIND_CONTEXT: (CONTEXT_FIELDS, p.context), KIND_DRIVER: (API_FIELDS, p.api),
+               KIND_RUNTIME: (API_FIELDS, p.api)}
     for a in records:
         try:
             entry = by_kind.get(int(a.kind))

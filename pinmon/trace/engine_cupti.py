@@ -1,11 +1,12 @@
 """The CUPTI engine: copies and pinned allocations of every library in the process, from CUPTI.
 
 ``CuptiEngine.arm()`` imports ``cupti-python``, registers the buffer callbacks and enables the
-activity kinds MEMCPY, MEMORY2 and CONTEXT. The tracer arms it when the program first imports a
-CUDA library (``CUDA_MODULES``): before the program's CUDA work, and never in a Python process that
-does no CUDA. Completed buffers go to ``CuptiFigures.consume`` (sums only); ``flush()`` runs on the
-report interval, ``close()`` at exit (forced flush, kinds disabled, so no callback runs while the
-interpreter shuts down).
+activity kinds MEMCPY, MEMORY2 and CONTEXT, and DRIVER and RUNTIME for the calls that register host
+memory only (``_select_api_records``: what tells registered bytes from allocated ones). The tracer
+arms it when the program first imports a CUDA library (``CUDA_MODULES``): before the program's CUDA
+work, and never in a Python process that does no CUDA. Completed buffers go to
+``CuptiFigures.consume`` (sums only); ``flush()`` runs on the report interval, ``close()`` at exit
+(forced flush, kinds disabled, so no callback runs while the interpreter shuts down).
 
 Bounded memory: host buffers of ``BUFFER_BYTES``, at most ``MAX_OUTSTANDING`` handed to CUPTI and
 not yet completed; past that the request gets no buffer and CUPTI drops records (counted in the
@@ -28,14 +29,28 @@ import ctypes
 import os
 import sys
 import threading
-from typing import Optional
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from .cupti_figures import KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, CuptiFigures
+from .cupti_raw import KIND_DRIVER, KIND_RUNTIME
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from .cupti_raw import Parsed, RawCallbacks
+    from .cupti_types import CallbackIds, Cupti, Record
+    from .hooks_types import JaxTrace, Torch
+    from .importhook import OnImport
 
 BUFFER_BYTES = 1 << 20
 MAX_OUTSTANDING = 16          # 16 MiB of record buffers at most
 DEVICE_BUFFER_POOL_LIMIT = 8  # CUPTI's per-context device buffers (about 3 MB each by default)
 KINDS = ("MEMCPY", "MEMORY2", "CONTEXT")
+# API records of the calls that register host memory only, which tell a registered range from an
+# allocation (cupti_registrations): per API kind, the prefix of the register calls' names in its enum
+# of callback ids (cudaHostRegister_v4000; cuMemHostRegister, cuMemHostRegister_v2).
+REGISTER_PREFIX = {"RUNTIME": "cudaHostRegister", "DRIVER": "cuMemHostRegister"}
+NOT_CALLS = ("INVALID", "SIZE", "FORCE_INT")  # members of the callback id enums that name no call
 # Imported by programs that do CUDA work: arming on their import comes before that work. numba
 # counts only with its CUDA part (plain numba is a CPU compiler). pinmon trace's bootstrap starts the
 # tracer on the same list (bootstrap/sitecustomize.py TRIGGERS).
@@ -46,7 +61,7 @@ IDLE, ARMING, ARMED, PAUSED, FAILED, FORKED, CLOSED = (
     "idle", "arming", "armed", "paused", "failed", "forked", "closed")
 
 
-def _status_name(cupti, e: BaseException) -> str:
+def _status_name(cupti: Optional[Cupti], e: BaseException) -> str:
     status = getattr(e, "status", None)
     try:
         return cupti.Result(status).name if cupti is not None and status is not None else ""
@@ -54,7 +69,7 @@ def _status_name(cupti, e: BaseException) -> str:
         return ""
 
 
-def describe_error(cupti, e: BaseException) -> str:
+def describe_error(cupti: Optional[Cupti], e: BaseException) -> str:
     """One line for the report: what went wrong, in CUPTI's words where it has any."""
     name = _status_name(cupti, e)
     if name == "ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED":
@@ -68,10 +83,11 @@ def describe_error(cupti, e: BaseException) -> str:
 class CuptiEngine:
     """One per process. Thread-safe; no method raises."""
 
-    def __init__(self, loader=None, clock_ns=None):
+    def __init__(self, loader: Optional[Callable[[], tuple[Cupti, Optional[str]]]] = None,
+                 clock_ns: Optional[Callable[[], int]] = None):
         self._loader = loader or _load_cupti
         self._clock_ns = clock_ns
-        self.cupti = None
+        self.cupti: Optional[Cupti] = None
         self.version: Optional[str] = None
         self.major: Optional[int] = None      # 12 or 13: which cupti-python the program's environment has
         self.state = IDLE
@@ -87,14 +103,16 @@ class CuptiEngine:
         self.dropped = 0
         self.flushes = 0
         self.flush_errors = 0
-        self.attributes: dict = {}
-        self.devices: dict = {}               # CUDA device ordinal -> PCI bus id (or None)
-        self.enabled: list = []
+        self.attributes: dict[str, object] = {}
+        self.devices: dict[int, Optional[str]] = {}  # CUDA device ordinal -> PCI bus id (or None)
+        self.enabled: list[str] = []          # activity kinds enabled, by name
         # How records are read: "raw" (cupti_raw: libcupti's buffers, struct unpack) or "objects"
         # (cupti-python's record objects, slow: about 4 µs a field); None until armed.
         self.record_path: Optional[str] = None
         self.raw_error: Optional[str] = None
-        self._raw = None
+        self._raw: Optional[RawCallbacks] = None
+        # Why registered ranges are not told apart (then registered bytes stay the hooks'), or None.
+        self.registrations_error: Optional[str] = None
 
     # --- arming ---------------------------------------------------------------------------
 
@@ -107,20 +125,20 @@ class CuptiEngine:
                 return False  # failed, closed, or arming already (cupti-python's own imports land here)
             self.state = ARMING
             try:
-                self.cupti, self.version = self._loader()
+                c, self.version = self._loader()
             except ImportError as e:
                 if e.name in (None, "cupti", "cupti.cupti"):
                     return self._fail(f"cupti-python is not installed ({e.name or e})")
                 return self._fail(f"cupti-python does not load: {e.name} is missing")
             except Exception as e:
                 return self._fail(f"cupti-python does not load: {describe_error(None, e)}")
-            c = self.cupti
+            self.cupti = c
             self.major = cupti_major(c, self.version)
             try:
                 ak = c.ActivityKind
                 if (int(ak.MEMCPY), int(ak.MEMORY2), int(ak.CONTEXT)) != (KIND_MEMCPY, KIND_MEMORY2, KIND_CONTEXT):
                     return self._fail("cupti-python's activity kinds have unexpected values")
-                self._set_device_buffers()
+                self._set_device_buffers(c)
                 self.figures = CuptiFigures(started_ns=self._now_ns())
                 if self._pause_depth:
                     # A profiler session is running: collection starts when it ends (resume()).
@@ -137,17 +155,61 @@ class CuptiEngine:
 
     def _enable(self) -> None:
         c = self.cupti
+        if c is None:
+            raise RuntimeError("cupti-python is not loaded")
         if self._raw is None and self.record_path != "objects":
-            self._raw = self._raw_callbacks()
+            self._raw = self._raw_callbacks(c)
         if self._raw is not None:
             self._raw.register()
         else:
             c.activity_register_callbacks(self._requested, self._completed)
         for name in KINDS:
-            c.activity_enable(getattr(c.ActivityKind, name))
+            c.activity_enable(_kind(c, name))
             self.enabled.append(name)
+        self._select_api_records(c)
 
-    def _raw_callbacks(self):
+    def _select_api_records(self, c: Cupti) -> None:
+        """Driver and runtime API records of the calls that register host memory, and of no other.
+
+        CUPTI records every call of an enabled API kind but those switched off one by one (the cost of
+        the others' records would be one per CUDA call), so each other call is switched off after the
+        kind is on. If any step fails, the API kinds go off again, registered ranges are not told
+        apart, and the report's registered bytes stay the hooks'."""
+        calls: set[tuple[int, int]] = set()
+        try:
+            apis: tuple[tuple[str, int, CallbackIds, Callable[[int, int], None]], ...] = (
+                ("RUNTIME", KIND_RUNTIME, c.runtime_api_trace_cbid, c.activity_enable_runtime_api),
+                ("DRIVER", KIND_DRIVER, c.driver_api_trace_cbid, c.activity_enable_driver_api))
+            for kind_name, kind, ids, switch in apis:
+                if int(_kind(c, kind_name)) != kind:
+                    raise ValueError(f"ActivityKind.{kind_name} is not {kind}")
+                c.activity_enable(kind)
+                self.enabled.append(kind_name)
+                prefix = REGISTER_PREFIX[kind_name]
+                for member in ids:
+                    if member.name.startswith(NOT_CALLS):
+                        continue
+                    keep = member.name.startswith(prefix)
+                    switch(int(member), 1 if keep else 0)
+                    if keep:
+                        calls.add((kind, int(member)))
+            if not calls:
+                raise LookupError("cupti-python names no call that registers host memory")
+        except Exception as e:
+            for kind_name in REGISTER_PREFIX:
+                if kind_name in self.enabled:
+                    self.enabled.remove(kind_name)
+                    try:
+                        c.activity_disable(_kind(c, kind_name))
+                    except Exception:
+                        pass
+            self.registrations_error = f"registered ranges not told apart: {describe_error(c, e)}"
+            return
+        self.registrations_error = None
+        if self.figures is not None:
+            self.figures.track_registrations(frozenset(calls))
+
+    def _raw_callbacks(self, c: Cupti) -> Optional[RawCallbacks]:
         """The fast record path (``cupti_raw``), or None (then ``cupti-python``'s record objects)."""
         try:
             from .cupti_raw import RawCallbacks, layouts_of, loaded_libcupti
@@ -155,8 +217,7 @@ class CuptiEngine:
             path = loaded_libcupti()
             if path is None:
                 raise OSError("libcupti is not loaded")
-            raw = RawCallbacks(ctypes.CDLL(path), layouts_of(self.cupti), self._request_bytes,
-                               self._completed_parsed)
+            raw = RawCallbacks(ctypes.CDLL(path), layouts_of(c), self._request_bytes, self._completed_parsed)
             self.record_path = "raw"
             return raw
         except Exception as e:
@@ -168,7 +229,8 @@ class CuptiEngine:
         c = self.cupti
         for name in reversed(self.enabled):
             try:
-                c.activity_disable(getattr(c.ActivityKind, name))
+                if c is not None:
+                    c.activity_disable(_kind(c, name))
             except Exception:
                 pass
         self.enabled = []
@@ -178,9 +240,8 @@ class CuptiEngine:
         self.notice = notice
         return False
 
-    def _set_device_buffers(self) -> None:
+    def _set_device_buffers(self, c: Cupti) -> None:
         """Cap CUPTI's device-side buffer pool, then read back what it uses."""
-        c = self.cupti
         try:
             _set_attr(c, activity_attribute(c, "DEVICE_BUFFER_POOL_LIMIT"), DEVICE_BUFFER_POOL_LIMIT)
         except Exception as e:
@@ -205,10 +266,10 @@ class CuptiEngine:
             self.buffers += 1
         return BUFFER_BYTES
 
-    def _requested(self):
+    def _requested(self) -> tuple[int, int]:
         return self._request_bytes(), 0
 
-    def _completed_parsed(self, parsed) -> None:
+    def _completed_parsed(self, parsed: Parsed) -> None:
         try:
             with self._buf_lock:
                 self.outstanding = max(self.outstanding - 1, 0)
@@ -218,7 +279,7 @@ class CuptiEngine:
         except Exception:
             pass  # never reaches CUPTI's thread
 
-    def _completed(self, activities):
+    def _completed(self, activities: Sequence[Record]) -> None:
         try:
             with self._buf_lock:
                 self.outstanding = max(self.outstanding - 1, 0)
@@ -232,9 +293,9 @@ class CuptiEngine:
 
     def flush(self, forced: bool = False) -> None:
         """Hand completed buffers to ``_completed`` (on this thread). Never hold the figures' lock here."""
-        if self.state != ARMED:
-            return
         c = self.cupti
+        if self.state != ARMED or c is None:
+            return
         try:
             c.activity_flush_all(1 if forced else 0)
             self.flushes += 1
@@ -301,7 +362,7 @@ class CuptiEngine:
         try:
             if self._clock_ns is not None:
                 return int(self._clock_ns())
-            return int(self.cupti.get_timestamp())
+            return int(self.cupti.get_timestamp()) if self.cupti is not None else None
         except Exception:
             return None
 
@@ -317,19 +378,21 @@ class CuptiEngine:
                    buffers={"bytes": BUFFER_BYTES, "handed_out": self.buffers, "outstanding": self.outstanding,
                             "limit": MAX_OUTSTANDING, "refused": self.refused},
                    device_buffers=dict(self.attributes), record_path=self.record_path,
-                   record_path_error=self.raw_error,
+                   record_path_error=self.raw_error, registrations_error=self.registrations_error,
                    raw_walk_mismatches=None if self._raw is None else self._raw.parser.walk_mismatches,
                    raw_callback_errors=None if self._raw is None else self._raw.callback_errors,
                    devices={str(k): {"pci_bus_id": v} for k, v in sorted(self.devices.items())})
         return out
 
-    def _resolve_devices(self, ids) -> None:
+    def _resolve_devices(self, ids: list[int]) -> None:
         for i in ids:
             if i not in self.devices:
                 self.devices[i] = _pci_bus_id(i)
 
 
-def _load_cupti():
+def _load_cupti() -> tuple[Cupti, Optional[str]]:
+    """cupti-python's ``cupti.cupti`` from the program's environment, and its version: the one place
+    it is imported, untyped (it is no dependency of pinmon), and handed on as ``Cupti``."""
     from cupti import cupti
 
     try:
@@ -340,18 +403,24 @@ def _load_cupti():
     return cupti, version
 
 
-def activity_attribute(cupti, name: str):
+def activity_attribute(cupti: Cupti, name: str) -> int:
     """``cupti.ActivityAttribute`` member ``name`` ("DEVICE_BUFFER_SIZE"): cupti-python 13 spells it
     ``ATTR_DEVICE_BUFFER_SIZE``, 12.x ``DEVICE_BUFFER_SIZE``."""
     attr = cupti.ActivityAttribute
     for spelled in ("ATTR_" + name, name):
-        member = getattr(attr, spelled, None)
+        member: Optional[int] = getattr(attr, spelled, None)  # an IntEnum member, looked up by name
         if member is not None:
             return member
     raise AttributeError(f"cupti.ActivityAttribute has no {name}")
 
 
-def cupti_major(cupti, version: Optional[str]) -> Optional[int]:
+def _kind(cupti: Cupti, name: str) -> int:
+    """``cupti.ActivityKind`` member ``name`` ("MEMCPY"): one of ``KINDS`` or an API kind."""
+    member: int = getattr(cupti.ActivityKind, name)
+    return member
+
+
+def cupti_major(cupti: object, version: Optional[str]) -> Optional[int]:
     """The CUDA major ``cupti-python`` is built for: its version's first number, else what its names
     say (12.x names record dtypes ``c_upti_activity_*``, 13 ``activity_*``)."""
     try:
@@ -366,13 +435,14 @@ def cupti_major(cupti, version: Optional[str]) -> Optional[int]:
     return None
 
 
-def _set_attr(c, attr, value: int, ctype=ctypes.c_size_t) -> None:
+def _set_attr(c: Cupti, attr: int, value: int,
+              ctype: type[ctypes.c_size_t] | type[ctypes.c_uint8] = ctypes.c_size_t) -> None:
     """Sets one activity attribute; ``ctype``: its C type (most are size_t, the switches uint8)."""
     v, size = ctype(value), ctypes.c_size_t(ctypes.sizeof(ctype))
     c.activity_set_attribute(attr, ctypes.addressof(size), ctypes.addressof(v))
 
 
-def _get_attr(c, attr) -> int:
+def _get_attr(c: Cupti, attr: int) -> int:
     v, size = ctypes.c_uint64(0), ctypes.c_size_t(8)
     c.activity_get_attribute(attr, ctypes.addressof(size), ctypes.addressof(v))
     # A one-byte attribute fills the low byte only (little-endian): mask to what was written.
@@ -397,13 +467,16 @@ def _pci_bus_id(ordinal: int) -> Optional[str]:
 
 # --- profiler sessions ------------------------------------------------------------------------
 
-def watch_profilers(engine: CuptiEngine, when_imported) -> None:
+def watch_profilers(engine: CuptiEngine, when_imported: Callable[[str, OnImport], None]) -> None:
     """Pause the engine while a torch.profiler or jax.profiler session runs (both drive CUPTI)."""
     when_imported("torch", lambda torch: _watch_torch(engine, torch))
     when_imported("jax.profiler", lambda mod: _watch_jax(engine, mod))
 
 
-def _watch_torch(engine: CuptiEngine, torch) -> None:
+Wrapped = Callable[..., object]
+
+
+def _watch_torch(engine: CuptiEngine, torch: Torch) -> None:
     from .wrap import patch
 
     try:
@@ -414,25 +487,25 @@ def _watch_torch(engine: CuptiEngine, torch) -> None:
     # (and enables CUPTI) in _prepare_trace, or in __enter__ on versions without it, and ends in __exit__.
     start = "_prepare_trace" if hasattr(prof, "_prepare_trace") else "__enter__"
 
-    def make_start(orig):
-        def wrapper(self, *a, **k):
+    def make_start(orig: Wrapped) -> Wrapped:
+        def wrapper(self: object, *a: object, **k: object) -> object:
             if not getattr(self, "_pinmon_paused", False):
                 engine.pause("torch.profiler")
                 try:
-                    self._pinmon_paused = True
+                    vars(self)["_pinmon_paused"] = True  # a mark on the profiler's own object
                 except Exception:
                     pass
             return orig(self, *a, **k)
         return wrapper
 
-    def make_exit(orig):
-        def wrapper(self, *a, **k):
+    def make_exit(orig: Wrapped) -> Wrapped:
+        def wrapper(self: object, *a: object, **k: object) -> object:
             try:
                 return orig(self, *a, **k)
             finally:
                 if getattr(self, "_pinmon_paused", False):
                     try:
-                        self._pinmon_paused = False
+                        vars(self)["_pinmon_paused"] = False
                     except Exception:
                         pass
                     engine.resume()
@@ -442,11 +515,12 @@ def _watch_torch(engine: CuptiEngine, torch) -> None:
     patch(prof, "__exit__", make_exit)
 
 
-def _watch_jax(engine: CuptiEngine, mod) -> None:
+def _watch_jax(engine: CuptiEngine, mod: object) -> None:
+    """``jax.profiler``: ``start_trace``/``stop_trace``, and ``trace`` (a context manager and decorator)."""
     from .wrap import patch
 
-    def make_start(orig):
-        def start_trace(*a, **k):
+    def make_start(orig: Wrapped) -> Wrapped:
+        def start_trace(*a: object, **k: object) -> object:
             engine.pause("jax.profiler")
             try:
                 return orig(*a, **k)
@@ -455,16 +529,16 @@ def _watch_jax(engine: CuptiEngine, mod) -> None:
                 raise
         return start_trace
 
-    def make_stop(orig):
-        def stop_trace(*a, **k):
+    def make_stop(orig: Wrapped) -> Wrapped:
+        def stop_trace(*a: object, **k: object) -> object:
             try:
                 return orig(*a, **k)
             finally:
                 engine.resume()
         return stop_trace
 
-    def make_trace(orig):
-        def trace(*a, **k):
+    def make_trace(orig: Callable[..., JaxTrace]) -> Callable[..., JaxTrace]:
+        def trace(*a: object, **k: object) -> JaxTrace:
             return _Paused(orig(*a, **k), engine, "jax.profiler")
         return trace
 
@@ -476,10 +550,10 @@ def _watch_jax(engine: CuptiEngine, mod) -> None:
 class _Paused:
     """A profiler's context manager with the engine paused from enter to exit."""
 
-    def __init__(self, cm, engine: CuptiEngine, by: str):
+    def __init__(self, cm: JaxTrace, engine: CuptiEngine, by: str):
         self._cm, self._engine, self._by = cm, engine, by
 
-    def __enter__(self):
+    def __enter__(self) -> object:
         self._engine.pause(self._by)
         try:
             return self._cm.__enter__()
@@ -487,17 +561,18 @@ class _Paused:
             self._engine.resume()
             raise
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> Optional[bool]:
         try:
-            return self._cm.__exit__(*exc)
+            return self._cm.__exit__(exc_type, exc, tb)
         finally:
             self._engine.resume()
 
-    def __call__(self, fn):  # used as a decorator, as the original allows
+    def __call__(self, fn: Wrapped) -> Wrapped:  # used as a decorator, as the original allows
         decorated = self._cm(fn)
         engine, by = self._engine, self._by
 
-        def traced(*a, **k):
+        def traced(*a: object, **k: object) -> object:
             engine.pause(by)
             try:
                 return decorated(*a, **k)

@@ -14,19 +14,32 @@ compiled code (its ``cimport`` of the runtime bypasses these Python attributes),
 from __future__ import annotations
 
 import ctypes
+from typing import TYPE_CHECKING, Callable, Optional
 
 from .state import PINNED, POOL, WRITE_COMBINED, TracerState
 from .wrap import guard, patch
 
+if TYPE_CHECKING:
+    import numpy
+
+    from .hooks_types import CuPy, PinnedMemoryPointer
+
 HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2
 WC_FLAG = 4  # cudaHostAllocWriteCombined (mapped = 2, portable = 1)
 
+# What a copy wrapper records from: the original's result, and the call's arguments.
+Recorder = Callable[[object, "tuple[object, ...]", "dict[str, object]"], None]
+Wrapped = Callable[..., object]
 
 _addressof = ctypes.addressof
-_from_buffer = ctypes.c_char.from_buffer
+if TYPE_CHECKING:
+    # A numpy array has the buffer protocol; numpy's types say so from Python 3.12 only.
+    def _from_buffer(source: numpy.ndarray) -> ctypes.c_char: ...
+else:
+    _from_buffer = ctypes.c_char.from_buffer
 
 
-def _host_ptr(arr) -> int:
+def _host_ptr(arr: numpy.ndarray) -> int:
     """The address of a numpy array's first byte.
 
     Through the buffer protocol first: ``__array_interface__`` builds a dictionary (shape, strides,
@@ -36,10 +49,10 @@ def _host_ptr(arr) -> int:
     try:
         return _addressof(_from_buffer(arr))
     except Exception:
-        return arr.__array_interface__["data"][0]
+        return int(arr.__array_interface__["data"][0])
 
 
-def hook(cupy, state: TracerState) -> None:
+def hook(cupy: CuPy, state: TracerState) -> None:
     """Wrap CuPy's functions in place; records which hooks took in ``state.hooks``."""
     from .callsite import skip_package
 
@@ -59,11 +72,12 @@ def hook(cupy, state: TracerState) -> None:
     import numpy
 
     ndarray_np = numpy.ndarray
+    ndarray_cp = cupy.ndarray
     rt = cupy.cuda.runtime
     st = state
 
-    def make_host_alloc(orig):
-        def hostAlloc(size, flags, *a, **k):
+    def make_host_alloc(orig: Callable[..., int]) -> Callable[..., int]:
+        def hostAlloc(size: int, flags: int, *a: object, **k: object) -> int:
             ptr = orig(size, flags, *a, **k)
             try:
                 st.record_alloc(int(ptr), int(size), WRITE_COMBINED if int(flags) & WC_FLAG else PINNED)
@@ -72,15 +86,15 @@ def hook(cupy, state: TracerState) -> None:
             return ptr
         return hostAlloc
 
-    def make_free_host(orig):
-        def freeHost(ptr, *a, **k):
+    def make_free_host(orig: Wrapped) -> Wrapped:
+        def freeHost(ptr: int, *a: object, **k: object) -> object:
             result = orig(ptr, *a, **k)
             st.record_free(int(ptr))
             return result
         return freeHost
 
-    def make_register(orig):
-        def hostRegister(ptr, size, flags, *a, **k):
+    def make_register(orig: Wrapped) -> Wrapped:
+        def hostRegister(ptr: int, size: int, flags: int, *a: object, **k: object) -> object:
             result = orig(ptr, size, flags, *a, **k)
             try:
                 st.record_register(int(ptr), int(size))
@@ -89,14 +103,14 @@ def hook(cupy, state: TracerState) -> None:
             return result
         return hostRegister
 
-    def make_unregister(orig):
-        def hostUnregister(ptr, *a, **k):
+    def make_unregister(orig: Wrapped) -> Wrapped:
+        def hostUnregister(ptr: int, *a: object, **k: object) -> object:
             result = orig(ptr, *a, **k)
             st.record_unregister(int(ptr))
             return result
         return hostUnregister
 
-    def record_memcpy(dst, src, size, kind):
+    def record_memcpy(dst: int, src: int, size: int, kind: int) -> None:
         try:
             kind = int(kind)
             if kind == HOST_TO_DEVICE:
@@ -106,23 +120,23 @@ def hook(cupy, state: TracerState) -> None:
         except Exception:
             pass
 
-    def make_memcpy(orig):
-        def memcpy(dst, src, size, kind, *a, **k):
+    def make_memcpy(orig: Wrapped) -> Wrapped:
+        def memcpy(dst: int, src: int, size: int, kind: int, *a: object, **k: object) -> object:
             result = orig(dst, src, size, kind, *a, **k)
             record_memcpy(dst, src, size, kind)
             return result
         return memcpy
 
-    def make_memcpy_async(orig):
-        def memcpyAsync(dst, src, size, kind, *a, **k):
+    def make_memcpy_async(orig: Wrapped) -> Wrapped:
+        def memcpyAsync(dst: int, src: int, size: int, kind: int, *a: object, **k: object) -> object:
             result = orig(dst, src, size, kind, *a, **k)
             record_memcpy(dst, src, size, kind)
             return result
         return memcpyAsync
 
-    def make_alloc_pinned(orig):
-        def alloc_pinned_memory(size, *a, **k):
-            if getattr(guard, "on", False):
+    def make_alloc_pinned(orig: Callable[..., PinnedMemoryPointer]) -> Callable[..., PinnedMemoryPointer]:
+        def alloc_pinned_memory(size: int, *a: object, **k: object) -> PinnedMemoryPointer:
+            if guard.on:
                 return orig(size, *a, **k)
             mem = orig(size, *a, **k)
             try:
@@ -138,11 +152,11 @@ def hook(cupy, state: TracerState) -> None:
             return mem
         return alloc_pinned_memory
 
-    def guarded(record):
+    def guarded(record: Recorder) -> Callable[[Wrapped], Wrapped]:
         """A copy wrapper: the original under the re-entry guard, then ``record``."""
-        def make(orig):
-            def wrapper(*a, **k):
-                if getattr(guard, "on", False):
+        def make(orig: Wrapped) -> Wrapped:
+            def wrapper(*a: object, **k: object) -> object:
+                if guard.on:
                     return orig(*a, **k)
                 guard.on = True
                 try:
@@ -160,46 +174,57 @@ def hook(cupy, state: TracerState) -> None:
     lookup = st.lookup
     record_copy = st.record_copy  # bound once: these run on every copy
 
-    def host_kind(arr):
+    def host_kind(arr: numpy.ndarray) -> Optional[str]:
         """The pinned kind of numpy array ``arr``'s memory, or None; no address taken while no
         pinned range is known (the table is re-read per call: a fork resets it)."""
         return lookup(_host_ptr(arr)) if st._starts else None
 
-    def rec_from_host(result, a, k):  # cupy.asarray / cupy.array
+    def rec_from_host(result: object, a: tuple[object, ...], k: dict[str, object]) -> None:  # asarray / array
         obj = a[0] if a else k.get("obj", k.get("a"))
         if isinstance(obj, ndarray_np):
             record_copy("h2d", obj.nbytes, host_kind(obj))
 
-    def rec_asnumpy(result, a, k):
+    def rec_asnumpy(result: object, a: tuple[object, ...], k: dict[str, object]) -> None:
         src = a[0] if a else k.get("a")
-        if isinstance(src, cupy.ndarray) and isinstance(result, ndarray_np):
+        if isinstance(src, ndarray_cp) and isinstance(result, ndarray_np):
             record_copy("d2h", src.nbytes, host_kind(result))
 
-    def rec_get(result, a, k):  # ndarray.get(self, stream=None, order='C', out=None, blocking=True)
+    def rec_get(result: object, a: tuple[object, ...], k: dict[str, object]) -> None:
+        # ndarray.get(self, stream=None, order='C', out=None, blocking=True)
         out = k.get("out", a[3] if len(a) > 3 else None)
         host = out if out is not None else result
-        record_copy("d2h", a[0].nbytes, host_kind(host) if isinstance(host, ndarray_np) else None)
+        array = a[0]
+        if isinstance(array, ndarray_cp):
+            record_copy("d2h", array.nbytes, host_kind(host) if isinstance(host, ndarray_np) else None)
 
-    def rec_set(result, a, k):  # ndarray.set(self, arr, stream=None)
+    def rec_set(result: object, a: tuple[object, ...], k: dict[str, object]) -> None:
+        # ndarray.set(self, arr, stream=None)
         arr = a[1] if len(a) > 1 else k.get("arr")
         if isinstance(arr, ndarray_np):
             record_copy("h2d", arr.nbytes, host_kind(arr))
 
-    hooks = [
-        (rt, "hostAlloc", make_host_alloc), (rt, "freeHost", make_free_host),
-        (rt, "hostRegister", make_register), (rt, "hostUnregister", make_unregister),
-        (rt, "memcpy", make_memcpy), (rt, "memcpyAsync", make_memcpy_async),
-        (cupy.cuda, "alloc_pinned_memory", make_alloc_pinned),
-        (cupy, "asarray", guarded(rec_from_host)), (cupy, "array", guarded(rec_from_host)),
-        (cupy, "asnumpy", guarded(rec_asnumpy)),
-        (cupy.ndarray, "get", guarded(rec_get)), (cupy.ndarray, "set", guarded(rec_set)),
-    ]
-    for owner, name, make in hooks:
-        label = f"{getattr(owner, '__name__', type(owner).__name__)}.{name}"
-        st.record_hook(label, patch(owner, name, make))
+    runtime_hooks: list[tuple[str, Callable[[Wrapped], Wrapped]]] = [
+        ("freeHost", make_free_host), ("hostRegister", make_register), ("hostUnregister", make_unregister),
+        ("memcpy", make_memcpy), ("memcpyAsync", make_memcpy_async)]
+    st.record_hook(f"{_name_of(rt)}.hostAlloc", patch(rt, "hostAlloc", make_host_alloc))
+    for name, make in runtime_hooks:
+        st.record_hook(f"{_name_of(rt)}.{name}", patch(rt, name, make))
+    st.record_hook(f"{_name_of(cupy.cuda)}.alloc_pinned_memory",
+                   patch(cupy.cuda, "alloc_pinned_memory", make_alloc_pinned))
+    copy_hooks: list[tuple[object, str, Recorder]] = [
+        (cupy, "asarray", rec_from_host), (cupy, "array", rec_from_host), (cupy, "asnumpy", rec_asnumpy),
+        (ndarray_cp, "get", rec_get), (ndarray_cp, "set", rec_set)]
+    for owner, name, record in copy_hooks:
+        st.record_hook(f"{_name_of(owner)}.{name}", patch(owner, name, guarded(record)))
 
-    def pool_stats():
+    def pool_stats() -> dict:
         pool = cupy.get_default_pinned_memory_pool()
         return {"free_blocks": int(pool.n_free_blocks())}
 
     st.extra["cupy_pinned_pool"] = pool_stats
+
+
+def _name_of(owner: object) -> str:
+    """How a hook's owner is named in the report: a module's or a class's name."""
+    name = getattr(owner, "__name__", None)
+    return name if isinstance(name, str) else type(owner).__name__

@@ -10,13 +10,17 @@ from __future__ import annotations
 import importlib.abc
 import sys
 import threading
-from typing import Callable
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+from typing import Callable, Optional, Sequence
 
-_callbacks: dict[str, list[Callable]] = {}
+OnImport = Callable[[ModuleType], object]  # what runs after a module's import, given the module
+
+_callbacks: dict[str, list[OnImport]] = {}
 _lock = threading.Lock()
 
 
-def _run(name: str, module) -> None:
+def _run(name: str, module: ModuleType) -> None:
     for fn in _callbacks.pop(name, []):
         try:
             fn(module)
@@ -25,14 +29,14 @@ def _run(name: str, module) -> None:
 
 
 class _Loader(importlib.abc.Loader):
-    def __init__(self, name: str, loader):
+    def __init__(self, name: str, loader: importlib.abc.Loader):
         self._name = name
         self._loader = loader
 
-    def create_module(self, spec):
+    def create_module(self, spec: ModuleSpec) -> Optional[ModuleType]:
         return self._loader.create_module(spec)
 
-    def exec_module(self, module):
+    def exec_module(self, module: ModuleType) -> None:
         spec = module.__spec__
         if spec is not None:
             spec.loader = self._loader  # the module keeps its real loader (reload, resources)
@@ -40,16 +44,21 @@ class _Loader(importlib.abc.Loader):
         self._loader.exec_module(module)
         _run(self._name, module)
 
-    def __getattr__(self, item):  # get_resource_reader, is_package, ... go to the real loader
+    def __getattr__(self, item: str) -> object:  # get_resource_reader, is_package, ...: the real loader's
         return getattr(self._loader, item)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    def __init__(self):
-        self._busy = threading.local()
+class _Busy(threading.local):
+    on = False  # this thread is inside the finder's own search
 
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname not in _callbacks or getattr(self._busy, "on", False):
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def __init__(self) -> None:
+        self._busy = _Busy()
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
+                  target: Optional[ModuleType] = None) -> Optional[ModuleSpec]:
+        if fullname not in _callbacks or self._busy.on:
             return None
         self._busy.on = True
         try:
@@ -73,14 +82,15 @@ class _Finder(importlib.abc.MetaPathFinder):
 _finder = _Finder()
 
 
-def hooked_spec(fullname: str, path=None, target=None):
+def hooked_spec(fullname: str, path: Optional[Sequence[str]] = None,
+                target: Optional[ModuleType] = None) -> Optional[ModuleSpec]:
     """The spec this module's finder gives ``fullname`` (its loader wrapped so that the callbacks
     registered for it run after it loads), or None when none are registered. For a finder that
     starts the tracer in the middle of the import of a module the tracer hooks."""
     return _finder.find_spec(fullname, path, target)
 
 
-def when_imported(name: str, fn: Callable) -> None:
+def when_imported(name: str, fn: OnImport) -> None:
     with _lock:
         module = sys.modules.get(name)
         if module is None:

@@ -7,9 +7,12 @@ no second code path and no copy is counted twice:
   ``pageable_copy_bytes_per_s`` and ``pinned_copy_bytes_per_s``;
 - ``pinned.bytes`` and ``pinned.peak_bytes`` (every pinned allocation the driver made, less the
   write-combined bytes the hooks saw, which the report keeps apart);
+- ``pinned.registered_bytes`` and ``allocs.registers`` (``cudaHostRegister``ed ranges of every library),
+  where CUPTI told registered ranges apart (``registered_from``);
 - ``allocs``: counts, bytes, releases, their rates, median size and histogram.
-The hooks keep what only they know: write-combined and registered bytes, requested bytes and the
-rounding waste, allocation calls served from a pool, CPU readbacks, and the Python call sites. Their
+The hooks keep what only they know: write-combined bytes, requested bytes and the rounding waste,
+allocation calls served from a pool, CPU readbacks, and the Python call sites, and registered bytes
+where CUPTI could not tell them apart. Their
 own copy figures move to ``hooks.copies``. CUPTI's full figures are under ``cupti``; ``engine`` says
 which engine the figures come from and ``engine_notice`` why CUPTI is not in use, when it is not.
 """
@@ -36,7 +39,7 @@ def merged(hooks: dict, cupti: Optional[dict], state: Optional[str] = None,
     out["hooks"] = {"copies": hooks.get("copies"),
                     "pageable_copy_bytes_per_s": hooks.get("pageable_copy_bytes_per_s"),
                     "pinned_copy_bytes_per_s": hooks.get("pinned_copy_bytes_per_s")}
-    copies = {}
+    copies: dict[str, dict[str, dict]] = {}
     for d in ("h2d", "d2h"):
         for mem in ("pinned", "pageable", "managed", "other"):
             lrow = (life.get(d) or {}).get(mem) or {}
@@ -54,8 +57,8 @@ def merged(hooks: dict, cupti: Optional[dict], state: Optional[str] = None,
                 "rate_p50": lrow.get("rate_p50"), "rate_p10": lrow.get("rate_p10")}
     out["copies"] = copies
 
-    def window_rate(mem):
-        return sum(copies[d][mem]["bytes_per_s"] for d in ("h2d", "d2h"))
+    def window_rate(mem: str) -> float:
+        return float(sum(copies[d][mem]["bytes_per_s"] for d in ("h2d", "d2h")))
 
     out["pageable_copy_bytes_per_s"] = window_rate("pageable")
     out["pinned_copy_bytes_per_s"] = window_rate("pinned")
@@ -67,6 +70,10 @@ def merged(hooks: dict, cupti: Optional[dict], state: Optional[str] = None,
         pinned["bytes"] = max(cp["bytes"] - wc, 0)
         pinned["peak_bytes"] = max(cp.get("peak_bytes") or 0, pinned["bytes"])
         pinned["bytes_from"] = "cupti"
+    registered = cp.get("registered_bytes")
+    if isinstance(registered, int) and isinstance(pinned.get("bytes"), int):
+        pinned["registered_bytes"] = min(registered, pinned["bytes"])  # part of the pinned bytes
+        pinned["registered_from"] = "cupti"
     out["pinned"] = pinned
 
     allocs = dict(hooks.get("allocs") or {})
@@ -74,6 +81,8 @@ def merged(hooks: dict, cupti: Optional[dict], state: Optional[str] = None,
                   per_s=window.get("pinned_allocs_per_s") or 0.0,
                   frees_per_s=window.get("pinned_frees_per_s") or 0.0,
                   median_bytes=cp.get("median_alloc_bytes"), histogram=cp.get("histogram") or {})
+    if isinstance(cp.get("registrations"), int):
+        allocs["registers"] = cp["registrations"]
     allocs["from"] = "cupti"
     out["allocs"] = allocs
     return out

@@ -15,7 +15,6 @@ other libraries' pinned memory, and CPU loads from a write-combined buffer (see 
 from __future__ import annotations
 
 import bisect
-import functools
 import threading
 import time
 import weakref
@@ -69,6 +68,18 @@ class _Owner:
     __slots__ = ("__weakref__",)
 
 
+# A thread's copy call sites: category -> site -> [bytes, count].
+CopySites = dict[str, dict[str, list[int]]]
+
+
+class _Local(threading.local):
+    """A thread's own copy tally, set on its first copy (until then, reading one raises AttributeError)."""
+
+    owner: _Owner
+    tally: list[int]
+    sites: CopySites
+
+
 def size_class(n: int) -> str:
     # An if chain, not a loop over SIZE_CLASSES: it runs on every copy.
     if n < 1 << 20:
@@ -85,47 +96,41 @@ def next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length() if n > 1 else max(n, 1)
 
 
-def _safe(fn: Callable) -> Callable:
-    @functools.wraps(fn)
-    def wrapper(self, *args, **kwargs):
-        try:
-            return fn(self, *args, **kwargs)
-        except Exception:
-            self.internal_errors += 1
-            return None
-    return wrapper
-
-
 class TracerState:
     """Everything one traced process has seen. Thread-safe; never raises from ``record_*``."""
 
     def __init__(self, clock: Callable[[], float] = time.time):
         self.clock = clock
-        self.started = clock()
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything, in place: a forked child starts empty, and the hooks keep this object."""
+        self.started = self.clock()
         self.lock = threading.Lock()
         self.internal_errors = 0
-        self.counters: Counter = Counter()
+        self.counters: Counter[str] = Counter()
         # Pinned host ranges: start -> (size, kind, requested, end); _starts is sorted for bisect.
         # The end is stored so that a lookup (every copy) does no arithmetic.
         self._ranges: dict[int, tuple[int, str, int, int]] = {}
         self._starts: list[int] = []
-        self.held = Counter()        # kind -> bytes held now
-        self.requested = Counter()   # kind -> bytes the program asked for, of those held
+        self.held: Counter[str] = Counter()        # kind -> bytes held now
+        self.requested: Counter[str] = Counter()   # kind -> bytes the program asked for, of those held
         self.peak_bytes = 0
-        self.recent_sizes: deque = deque(maxlen=RECENT_ALLOCS)
-        self.histogram: Counter = Counter()
-        self.sites: dict[str, Counter] = {}  # category -> Counter(site -> bytes)
-        self.site_counts: dict[str, Counter] = {}
+        self.recent_sizes: deque[int] = deque(maxlen=RECENT_ALLOCS)
+        self.histogram: Counter[int] = Counter()
+        self.sites: dict[str, Counter[str]] = {}  # category -> Counter(site -> bytes)
+        self.site_counts: dict[str, Counter[str]] = {}
         # (time, counters copy) for the rates; the start is the first baseline.
-        self._samples: deque = deque([(self.started, Counter())], maxlen=64)
+        self._samples: deque[tuple[float, Counter[str]]] = deque([(self.started, Counter())], maxlen=64)
         self.hooks: dict[str, bool] = {}
         self.missing: list[str] = []
         self.extra: dict[str, Callable[[], dict]] = {}  # name -> stats callable (pool, torch)
         self.held_override: dict[str, Callable[[], Optional[int]]] = {}
-        self._copy_keys: dict = {}  # copies in a direction other than h2d/d2h (none expected)
-        self._local = threading.local()
+        # copies in a direction other than h2d/d2h (none expected): (direction, pinned) -> counter names
+        self._copy_keys: dict[tuple[str, bool], tuple[str, str, str]] = {}
+        self._local = _Local()
         # (weakref to a thread's _Owner, its tally, its copy call sites), registered under lock
-        self._tallies: list = []
+        self._tallies: list[tuple[weakref.ref[_Owner], list[int], CopySites]] = []
         self._folded = [0] * len(SLOT_KEYS)  # the tallies of threads that ended
 
     # --- the range table -------------------------------------------------------------------
@@ -143,7 +148,7 @@ class TracerState:
         if total > self.peak_bytes:
             self.peak_bytes = total
 
-    def _drop(self, ptr: int, entry) -> None:
+    def _drop(self, ptr: int, entry: tuple[int, str, int, int]) -> None:
         size, kind, requested, _ = entry
         self.held[kind] -= size
         self.requested[kind] -= requested
@@ -191,7 +196,7 @@ class TracerState:
     def record_alloc(self, ptr: int, size: int, kind: str = PINNED, requested: Optional[int] = None,
                      fresh: bool = True, site: Optional[str] = None) -> None:
         """A pinned allocation. ``fresh``: a new driver allocation (not a block reused from a pool)."""
-        # try/except in the body, not the _safe decorator: one frame less per allocation.
+        # try/except in the body, not a decorator: one frame less per allocation.
         try:
             if site is None:
                 site = call_site(2)
@@ -242,14 +247,14 @@ class TracerState:
         except Exception:
             self.internal_errors += 1
 
-    def _tally(self) -> list:
+    def _tally(self) -> list[int]:
         """This thread's copy tally (made and registered on its first copy)."""
         try:
             return self._local.tally
         except AttributeError:
             pass
         tally, owner = [0] * len(SLOT_KEYS), _Owner()
-        sites: dict = {category: {} for category in COPY_SITE_CATEGORIES}
+        sites: CopySites = {category: {} for category in COPY_SITE_CATEGORIES}
         with self.lock:
             self._tallies.append((weakref.ref(owner), tally, sites))
         local = self._local
@@ -329,11 +334,12 @@ class TracerState:
                 c[f"copy.{direction}.wc.count"] += 1
                 c[f"copy.{direction}.wc.bytes"] += nbytes
 
-    def _copy_totals(self) -> tuple[list, dict]:
+    def _copy_totals(self) -> tuple[list[int], CopySites]:
         """Every thread's tally summed, and the copy call sites of live threads (category -> site
         -> [bytes, count]), under the lock; what ended threads counted is folded in for good."""
         totals = list(self._folded)
-        live, live_sites = [], {}
+        live = []
+        live_sites: CopySites = {}
         for owner, tally, sites in self._tallies:
             values = list(tally)  # one read of each slot: the owner may be adding to it
             for i, v in enumerate(values):
@@ -358,15 +364,17 @@ class TracerState:
         self._tallies = live
         return totals, live_sites
 
-    @_safe
     def record_hook(self, name: str, ok: bool) -> None:
-        self.hooks[name] = ok
-        if not ok and name not in self.missing:
-            self.missing.append(name)
+        try:
+            self.hooks[name] = ok
+            if not ok and name not in self.missing:
+                self.missing.append(name)
+        except Exception:
+            self.internal_errors += 1
 
     # --- the report ------------------------------------------------------------------------
 
-    def _rates(self, now: float, counters: Counter) -> tuple[dict, float]:
+    def _rates(self, now: float, counters: Counter[str]) -> tuple[dict[str, float], float]:
         """Per-second rates of every counter over the last RATE_WINDOW_S (or since start)."""
         base_t, base = self._samples[0]
         for t, snap in self._samples:  # oldest first: keep the newest at least a window old
@@ -381,7 +389,7 @@ class TracerState:
             return {}, 0.0
         return {k: (v - base.get(k, 0)) / dt for k, v in counters.items()}, dt
 
-    def _top(self, category: str, live: Optional[dict] = None) -> list[dict]:
+    def _top(self, category: str, live: Optional[dict[str, list[int]]] = None) -> list[dict]:
         """The TOP_SITES sites of ``category``: the kept table plus live threads' ``live``. Allocation
         sites rank by calls (what costs is how often a program allocates: one large buffer must not
         hide a loop of small ones), the others by bytes."""
@@ -416,11 +424,11 @@ class TracerState:
                 extra[name] = fn()
             except Exception:
                 self.internal_errors += 1
-        for kind, fn in list(self.held_override.items()):
+        for kind, held_fn in list(self.held_override.items()):
             try:
-                v = fn()
-                if v is not None:
-                    held[kind] = v
+                override = held_fn()
+                if override is not None:
+                    held[kind] = override
             except Exception:
                 self.internal_errors += 1
         rates, window = self._rates(now, counters)
@@ -429,7 +437,7 @@ class TracerState:
         req_total = sum(max(requested.get(k, 0), 0) for k in held if k != WRITE_COMBINED)
         waste = max(sum(max(held.get(k, 0), 0) for k in held if k != WRITE_COMBINED) - req_total, 0)
         peak = max(peak, held_total + wc)
-        copies = {}
+        copies: dict[str, dict[str, dict]] = {}
         for d in ("h2d", "d2h"):
             for mem in ("pinned", "pageable"):
                 key = f"copy.{d}.{mem}"

@@ -24,7 +24,7 @@ import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 CHECK_TIMEOUT_S = 5.0
 MIN_PYTHON = (3, 10)        # pinmon's own requires-python: the tracer runs inside that interpreter
@@ -128,7 +128,7 @@ def is_python_name(path: str) -> bool:
     return bool(_PYTHON_NAME.match(os.path.basename(path)))
 
 
-def _shebang(path: str) -> Optional[list]:
+def _shebang(path: str) -> Optional[list[str]]:
     try:
         with open(path, "rb") as f:
             head = f.read(512)
@@ -253,7 +253,7 @@ def driver_branch(path: str = DRIVER_VERSION_FILE) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
-def _major(version) -> Optional[int]:
+def _major(version: object) -> Optional[int]:
     try:
         return int(str(version).split(".")[0])
     except (TypeError, ValueError):
@@ -319,7 +319,7 @@ def _python_started_by(cmd: list, environ: dict) -> Optional[list]:
 
 
 def check(cmd: list, environ: dict, branch: Optional[int] = None,
-          probe=probe_interpreter, driver: bool = True) -> tuple[str, Optional[str]]:
+          probe: Callable[[str, dict], dict] = probe_interpreter, driver: bool = True) -> tuple[str, Optional[str]]:
     """(the line to print, the engine expected: "cupti", "hooks" or None when unknown) for ``cmd``
     run with the ``auto`` or ``cupti`` engine; ``branch``: the driver's (``driver_branch``); ``driver``:
     whether one is loaded (``driver_loaded``). Without a driver nothing is said of CUPTI, which cannot
@@ -346,7 +346,8 @@ def check(cmd: list, environ: dict, branch: Optional[int] = None,
                 f"pinmon's tracer needs {'.'.join(map(str, MIN_PYTHON))} or later", None)
     if not driver:
         return "", "hooks"
-    dists = info.get("dists") if isinstance(info.get("dists"), dict) else {}
+    found = info.get("dists")
+    dists: dict = found if isinstance(found, dict) else {}
     major = cupti_major(dists, branch)
     if not info.get("cupti"):
         if branch is not None and branch < CUPTI12_DRIVER_BRANCH:

@@ -8,16 +8,26 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Callable
+from typing import Callable, TypeVar
 
 ORIGINAL = "__pinmon_original__"
-guard = threading.local()
+# A hooked function's type: the wrapper ``make`` returns takes and returns what the original does.
+F = TypeVar("F", bound=Callable[..., object])
 
 
-def patch(owner, name: str, make: Callable[[Callable], Callable]) -> bool:
+class _Guard(threading.local):
+    """``on`` is True, in this thread, while a hooked function runs the original it wraps."""
+
+    on = False
+
+
+guard = _Guard()
+
+
+def patch(owner: object, name: str, make: Callable[[F], F]) -> bool:
     """Replace ``owner.name`` by ``make(original)``; False when absent or not writable."""
     try:
-        original = getattr(owner, name)
+        original: F = getattr(owner, name)  # what is there is what ``make`` wraps: its type is F
     except AttributeError:
         return False
     if getattr(original, ORIGINAL, None) is not None:
@@ -32,7 +42,7 @@ def patch(owner, name: str, make: Callable[[Callable], Callable]) -> bool:
         return False
 
 
-def unpatch(owner, name: str) -> None:
+def unpatch(owner: object, name: str) -> None:
     """Put the original back (tests)."""
     current = getattr(owner, name, None)
     original = getattr(current, ORIGINAL, None)

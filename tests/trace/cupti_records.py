@@ -2,10 +2,10 @@
 
 ``load(path)`` turns a JSON-lines dump written by ``bench/research/cupti_facts.py`` (``records.jsonl``) back
 into objects with the attributes of cupti-python's record classes (``ActivityMemcpy6``,
-``ActivityMemory4``, ``ActivityContext3``). ``CONSTRUCTED`` is such a dump of records CONSTRUCTED with
+``ActivityMemory4``, ``ActivityContext3``, ``ActivityAPI``). ``CONSTRUCTED`` is such a dump of records CONSTRUCTED with
 cupti-python 13.0.1's ``from_data`` (the real field layout; made-up values, each line marked
 ``"constructed": true``), standing in until records recorded on a GPU are committed beside it.
-``memcpy``/``memory``/``context`` copy one of those records with fields overridden.
+``memcpy``/``memory``/``context``/``api`` copy one of those records with fields overridden.
 """
 import copy
 import json
@@ -72,3 +72,10 @@ def memory(op=1, memory_kind=2, nbytes=MIB, timestamp=0, **over):
 def context(context_id=1, null_stream_id=7, **over):
     over.update(context_id=context_id, null_stream_id=null_stream_id)
     return _make("ActivityContext3", over)
+
+
+def api(cbid=152, correlation_id=60, kind=5, return_value=0, **over):
+    """A RUNTIME (5) or DRIVER (4) API record: cudaHostRegister_v4000 is runtime cbid 152, cuMemHostRegister_v2
+    driver cbid 379 (cupti-python 12.8 and 13.0 alike)."""
+    over.update(cbid=cbid, correlation_id=correlation_id, kind=kind, return_value=return_value)
+    return _make("ActivityAPI", over)

@@ -1,8 +1,8 @@
 """The CUPTI fast record path: layouts from dtypes, a buffer walked and read, figures as the slow path's.
 
 The dtypes below repeat the offsets and sizes of cupti-python 13.0.1's ``activity_memcpy6_dtype``,
-``activity_memory4_dtype`` and ``activity_context3_dtype`` (the C structs of CUPTI 13.0) for the
-fields pinmon reads; a buffer is those records packed one after another, as CUPTI writes them.
+``activity_memory4_dtype``, ``activity_context3_dtype`` and ``activity_api_dtype`` (the C structs of
+CUPTI 13.0) for the fields pinmon reads; a buffer is those records packed one after another, as CUPTI writes them.
 """
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ from pinmon.trace import cupti_raw
 from pinmon.trace.cupti_figures import CuptiFigures, parse_objects
 from pinmon.trace.cupti_raw import (
     KIND_CONTEXT,
+    KIND_DRIVER,
     KIND_MEMCPY,
     KIND_MEMORY2,
+    KIND_RUNTIME,
     BufferParser,
     Layout,
     LayoutError,
@@ -43,17 +45,21 @@ MEMORY4 = _dtype({"kind": ("<i4", 0), "memory_operation_type": ("<i4", 4), "memo
                   "timestamp": ("<u8", 32), "process_id": ("<u4", 48)}, 128)
 CONTEXT3 = _dtype({"kind": ("<i4", 0), "context_id": ("<u4", 4), "device_id": ("<u4", 8),
                    "null_stream_id": ("<u2", 14)}, 32)
+API = _dtype({"kind": ("<i4", 0), "cbid": ("<u4", 4), "start": ("<u8", 8), "end": ("<u8", 16),
+              "process_id": ("<u4", 24), "thread_id": ("<u4", 28), "correlation_id": ("<u4", 32),
+              "return_value": ("<u4", 36)}, 40)
 FAKE_CUPTI = SimpleNamespace(activity_memcpy5_dtype=np.dtype([("kind", "<i4")]), activity_memcpy6_dtype=MEMCPY6,
-                             activity_memory4_dtype=MEMORY4, activity_context3_dtype=CONTEXT3)
-DTYPES = {"ActivityMemcpy6": MEMCPY6, "ActivityMemory4": MEMORY4, "ActivityContext3": CONTEXT3}
+                             activity_memory4_dtype=MEMORY4, activity_context3_dtype=CONTEXT3,
+                             activity_memory_dtype=np.dtype([("kind", "<i4")]), activity_api_dtype=API)
+DTYPES = {"ActivityMemcpy6": MEMCPY6, "ActivityMemory4": MEMORY4, "ActivityContext3": CONTEXT3, "ActivityAPI": API}
+BY_KIND = {KIND_MEMCPY: MEMCPY6, KIND_MEMORY2: MEMORY4, KIND_CONTEXT: CONTEXT3, KIND_DRIVER: API, KIND_RUNTIME: API}
 
 
 def pack(records) -> bytearray:
     """Record objects (tests/trace/cupti_records) as CUPTI lays them out in a buffer."""
     out = bytearray()
     for r in records:
-        kind = int(r.kind)
-        dt = MEMCPY6 if kind == KIND_MEMCPY else MEMORY4 if kind == KIND_MEMORY2 else CONTEXT3
+        dt = BY_KIND[int(r.kind)]
         a = np.zeros(1, dtype=dt)
         for name in dt.names:
             a[name] = getattr(r, name, 0) or 0
@@ -86,6 +92,11 @@ def test_layouts_take_the_newest_record_version_and_read_fields_in_offset_order(
     layouts = layouts_of(FAKE_CUPTI)
     assert layouts[KIND_MEMCPY].size == 96 and layouts[KIND_MEMORY2].size == 128
     assert layouts[KIND_CONTEXT].struct.format == "<iI6xH"
+    # API records: one unversioned struct for both kinds (activity_api_dtype), the call's id and its
+    # correlation id read; MEMORY2's (memory4, not the first version) with correlation id and address.
+    assert layouts[KIND_RUNTIME].size == layouts[KIND_DRIVER].size == 40
+    assert layouts[KIND_RUNTIME].struct.format == "<iI24xII"
+    assert layouts[KIND_MEMORY2].struct.format == "<iiiIQQQ"
 
 
 @pytest.mark.parametrize("fields", [("bytes", "kind"), ("kind", "nope")])
@@ -100,6 +111,18 @@ def test_a_buffer_reads_as_the_record_objects_do():
     slow = parse_objects(records)
     assert copy_tuples(parsed) == slow.memcpy and parsed.memory == slow.memory and parsed.context == slow.context
     assert copy_tuples(parsed)[0][4] == 1 << 20 and parsed.unknown == 0 and len(parsed.memcpy_runs) == 1
+
+
+def test_api_records_read_between_the_others():
+    """A register call's API record (runtime or driver) is read, and the walk goes on past it."""
+    records = [rec.memory(op=1, memory_kind=2, nbytes=32 << 20, correlation_id=7, address=0x7F0000000000),
+               rec.api(cbid=152, correlation_id=7), rec.api(kind=4, cbid=379, correlation_id=8, return_value=1),
+               *sample_records()]
+    parsed, _ = parse_bytes(pack(records))
+    slow = parse_objects(records)
+    assert parsed.api == slow.api == [(5, 152, 7, 0), (4, 379, 8, 1)]
+    assert parsed.memory == slow.memory and parsed.memory[0] == (49, 1, 2, 7, 0x7F0000000000, 32 << 20, 0)
+    assert parsed.copies == 2 and parsed.unknown == 0 and parsed.records == len(records)
 
 
 def test_raw_and_object_paths_give_the_same_figures_on_recorded_records():
@@ -265,7 +288,7 @@ def test_copy_runs_summed_as_arrays_match_record_by_record(seed, alloc_share, ma
 
 def test_without_numpy_the_tuples_path_gives_the_same_figures():
     records = random_records(4, 500)
-    parser = BufferParser(layouts_of(FAKE_CUPTI), np=False)
+    parser = BufferParser(layouts_of(FAKE_CUPTI), use_numpy=False)
     parsed, _ = parse_bytes(pack(records), parser)
     assert not parsed.memcpy_runs and parsed.memcpy
     a, b = CuptiFigures(started_ns=0), CuptiFigures(started_ns=0)

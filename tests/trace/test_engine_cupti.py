@@ -38,11 +38,14 @@ def engine_with(fake, **kw):
     return CuptiEngine(loader=lambda: (fake, VERSION[fake.MAJOR]), **kw)
 
 
+ARMED_KINDS = {1, 9, 49, 4, 5}  # MEMCPY, CONTEXT, MEMORY2; DRIVER and RUNTIME for the register calls
+
+
 def test_arm_registers_callbacks_then_enables_the_kinds(fake):
     eng = engine_with(fake)
     assert eng.arm() and eng.state == "armed" and eng.notice is None
     assert fake.calls[0] == "register"
-    assert fake.enabled == {1, 9, 49}
+    assert fake.enabled == ARMED_KINDS
     assert fake.attributes[2] == E.DEVICE_BUFFER_POOL_LIMIT  # CUPTI's device buffer pool is capped
     assert eng.attributes["device_buffer_bytes"] == 3200000
     assert eng.arm()  # once only
@@ -133,7 +136,7 @@ def test_a_profiler_session_pauses_and_resumes(fake):
     assert eng.state == "paused"
     fake.callbacks = ("the profiler's", "callbacks")
     eng.resume()
-    assert eng.state == "armed" and fake.enabled == {1, 9, 49}
+    assert eng.state == "armed" and fake.enabled == ARMED_KINDS
     assert fake.callbacks[0] == eng._requested  # registered again
     assert eng.paused_by is None
 
@@ -143,7 +146,7 @@ def test_arming_during_a_profiler_session_waits_for_its_end(fake):
     eng.pause("torch.profiler")
     assert eng.arm() and eng.state == "paused" and fake.enabled == set()
     eng.resume()
-    assert eng.state == "armed" and fake.enabled == {1, 9, 49}
+    assert eng.state == "armed" and fake.enabled == ARMED_KINDS
 
 
 def test_a_failed_re_arm_is_a_notice(fake):
@@ -335,10 +338,19 @@ def test_either_cupti_python_gives_the_layouts_the_attributes_and_its_major(fake
 
     import numpy as np
 
-    from pinmon.trace.cupti_raw import KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, BufferParser, layouts_of
+    from pinmon.trace.cupti_raw import (
+        KIND_CONTEXT,
+        KIND_DRIVER,
+        KIND_MEMCPY,
+        KIND_MEMORY2,
+        KIND_RUNTIME,
+        BufferParser,
+        layouts_of,
+    )
 
     layouts = layouts_of(fake)  # activity_memcpy6_dtype (13) or c_upti_activity_memcpy6_dtype (12)
-    assert {k: v.size for k, v in layouts.items()} == {KIND_MEMCPY: 96, KIND_MEMORY2: 128, KIND_CONTEXT: 32}
+    assert {k: v.size for k, v in layouts.items()} == {KIND_MEMCPY: 96, KIND_MEMORY2: 128, KIND_CONTEXT: 32,
+                                                       KIND_DRIVER: 40, KIND_RUNTIME: 40}
     assert E.activity_attribute(fake, "DEVICE_BUFFER_POOL_LIMIT") == 2
     assert E.cupti_major(fake, None) == fake.MAJOR == E.cupti_major(fake, VERSION[fake.MAJOR])
     # A buffer as that CUPTI writes it, read by the fast path.
@@ -356,3 +368,66 @@ def test_either_cupti_python_gives_the_layouts_the_attributes_and_its_major(fake
 def test_an_unknown_attribute_name_is_an_attribute_error(fake):
     with pytest.raises(AttributeError):
         E.activity_attribute(fake, "NO_SUCH_ATTRIBUTE")
+
+
+def test_arm_asks_for_api_records_of_the_register_calls_only(fake):
+    eng = engine_with(fake)
+    assert eng.arm()
+    on = {k for k, v in fake.api_switches.items() if v}
+    assert on == {(5, 152), (4, 301), (4, 379)}  # cudaHostRegister_v4000, cuMemHostRegister, cuMemHostRegister_v2
+    assert fake.api_switches[(5, 31)] is False and fake.api_switches[(4, 276)] is False  # copies: no API records
+    assert not {cbid for _, cbid in fake.api_switches} & {0, 0x7fffffff}  # INVALID, FORCE_INT name no call
+    # The kind goes on before its calls are switched off (CUPTI forgets switches made before).
+    calls = fake.calls
+    assert calls.index(("enable", 5)) < min(i for i, c in enumerate(calls) if c[:2] == ("api", 5))
+    assert eng.report()["registrations_error"] is None
+
+
+def test_registered_bytes_of_any_library_are_told_apart(fake):
+    """B6: a 32 MiB cudaHostRegister counts in the pinned bytes and, under CUPTI 12 as 13, as registered."""
+    eng = engine_with(fake)
+    eng.arm()
+    t = fake.get_timestamp()
+    A = 0x7F0000000000
+    fake._emit(R.memory(nbytes=32 * MIB, correlation_id=7, address=A, timestamp=t))
+    fake._emit(R.api(cbid=152, correlation_id=7))                         # cudaHostRegister
+    fake._emit(R.memory(nbytes=MIB, correlation_id=8, address=A + 64 * MIB, timestamp=t))
+    fake._emit(R.api(cbid=27, correlation_id=8))                          # cudaHostAlloc: switched off
+    eng.flush()
+    p = eng.report()["pinned"]
+    assert p["bytes"] == 33 * MIB and p["registered_bytes"] == 32 * MIB and p["registrations"] == 1
+    fake._emit(R.memory(op=2, nbytes=32 * MIB, correlation_id=9, address=A, timestamp=t + 1))
+    eng.flush()
+    p = eng.report()["pinned"]
+    assert p["bytes"] == MIB and p["registered_bytes"] == 0 and p["unregistrations"] == 1
+
+
+def test_without_api_records_registrations_are_not_told_apart(fake):
+    fake.fail_api_switch = 1
+    eng = engine_with(fake)
+    assert eng.arm() and eng.state == "armed"
+    assert fake.enabled == {1, 9, 49}  # the API kinds went off again: no record of every call
+    rep = eng.report()
+    assert rep["pinned"]["registered_bytes"] is None
+    assert rep["registrations_error"].startswith("registered ranges not told apart: cuptiError")
+
+
+def test_resume_after_a_profiler_asks_for_the_register_calls_again(fake):
+    eng = engine_with(fake)
+    eng.arm()
+    eng.pause("torch.profiler")
+    assert fake.enabled == set()
+    fake.api_switches.clear()  # the profiler's session left CUPTI's switches as it wanted them
+    eng.resume()
+    assert fake.enabled == ARMED_KINDS and fake.api_switches[(5, 152)] and not fake.api_switches[(5, 31)]
+    fake._emit(R.api(cbid=152, correlation_id=7))
+    fake._emit(R.memory(nbytes=2 * MIB, correlation_id=7, address=0x1000, timestamp=fake.get_timestamp()))
+    eng.flush()
+    assert eng.report()["pinned"]["registered_bytes"] == 2 * MIB
+
+
+def test_a_cupti_python_without_per_call_switches_still_arms(fake, monkeypatch):
+    monkeypatch.delattr(fake, "activity_enable_driver_api")
+    eng = engine_with(fake)
+    assert eng.arm() and eng.state == "armed" and fake.enabled == {1, 9, 49}
+    assert "AttributeError" in eng.report()["registrations_error"]

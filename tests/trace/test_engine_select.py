@@ -25,7 +25,8 @@ rt.memcpy(d, p, 1 << 20, 1)
 try:
     from cupti import cupti  # the stand-in: CUPTI sees the same allocation and copy
     t = cupti.get_timestamp()
-    mem = dict(kind=49, memory_operation_type=1, memory_kind=2, bytes=1 << 20, address=p, timestamp=t)
+    mem = dict(kind=49, memory_operation_type=1, memory_kind=2, correlation_id=5, bytes=1 << 20, address=p,
+               timestamp=t)
     cupti._emit(types.SimpleNamespace(**mem))
     cp = dict(kind=1, copy_kind=1, src_kind=2, dst_kind=3, bytes=1 << 20, start=t, end=t + 20000,
               copy_count=1, device_id=0, context_id=1, stream_id=7, flags_=0)
@@ -37,10 +38,10 @@ sys.exit(3)
 """
 
 
-def run(report_dir, engine=None, cupti=True, major=13, via_shell=False, **extra):
+def run(report_dir, engine=None, cupti=True, major=13, via_shell=False, prog=PROG, **extra):
     path = os.pathsep.join([FAKES, FAKECUPTI if major == 13 else FAKECUPTI12] if cupti else [FAKES])
     args = [*pinmon_cmd(), "trace"] + (["--engine", engine] if engine else [])
-    cmd = [sys.executable, "-c", PROG]
+    cmd = [sys.executable, "-c", prog]
     if via_shell:  # pinmon trace cannot tell which Python a shell starts
         cmd = ["sh", "-c", 'exec "$0" "$@"', *cmd]
     r = subprocess.run(args + ["--", *cmd], env=env(report_dir, PYTHONPATH=path, **extra),
@@ -110,3 +111,43 @@ def test_a_bad_engine_is_one_line_and_exit_2(report_dir):
     r = subprocess.run([sys.executable, "-m", "pinmon", "trace", "--engine", "gpu", "--", "true"],
                        env=env(report_dir), capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--engine" in r.stderr
+
+
+# A 32 MiB cudaHostRegister: through CuPy (the hooks see it), or as a CUDA 12 runtime program through
+# ctypes does it (only CUPTI sees it); CUPTI's stand-in gets the records CUPTI writes for the call.
+REGISTER_PROG = """
+import ctypes, mmap, os, sys, types
+import cupy
+n = 32 << 20
+buf = mmap.mmap(-1, n)
+ptr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+if os.environ["REGISTER_BY"] == "cupy":
+    cupy.cuda.runtime.hostRegister(ptr, n, 0)
+try:
+    from cupti import cupti
+    t = cupti.get_timestamp()
+    cupti._emit(types.SimpleNamespace(kind=49, memory_operation_type=1, memory_kind=2, correlation_id=7,
+                                      address=ptr, bytes=n, timestamp=t))
+    cupti._emit(types.SimpleNamespace(kind=5, cbid=152, correlation_id=7, return_value=0))
+except ImportError:
+    pass
+print(os.getpid())
+sys.exit(3)
+"""
+
+
+@pytest.mark.parametrize("engine, major, by", [("hooks", 13, "cupy"), ("cupti", 13, "cupy"), ("cupti", 13, "ctypes"),
+                                               ("cupti", 12, "cupy"), ("cupti", 12, "ctypes")])
+def test_registered_memory_is_registered_under_every_engine(report_dir, engine, major, by):
+    """B6: a 32 MiB cudaHostRegister is in the row's pinned bytes and, exactly once, its registered bytes,
+    whichever engine counts it (the hooks; CUPTI 12 or 13, which also sees a registration the hooks miss)."""
+    from pinmon.collect.traced.report_checks import TracedProcess
+
+    _, pid, rep = run(report_dir, engine, major=major, prog=REGISTER_PROG, REGISTER_BY=by)
+    assert rep["engine"] == engine
+    assert rep["pinned"]["registered_bytes"] == 32 * MIB and rep["pinned"]["bytes"] >= 32 * MIB
+    assert rep["allocs"]["registers"] == 1
+    if engine == "cupti":
+        assert rep["pinned"]["registered_from"] == "cupti" and rep["cupti"]["major"] == major
+    held = TracedProcess(pid, rep, rss_bytes=64 * MIB).held_figures()  # what the process's row shows
+    assert held["registered_bytes"] == 32 * MIB and held["pinned_bytes"] >= 32 * MIB

@@ -63,14 +63,39 @@ class Tensor:
         return self
 
 
+class CudaError(int):
+    """``torch._C._cudart.cudaError``: an enum member that ``int()`` reads."""
+
+
+def make_cudart():
+    """``torch._C._cudart``: the runtime calls hand back a cudaError (11: cudaErrorInvalidValue)."""
+    cudart = types.ModuleType("torch._C._cudart")
+    cudart.registered = {}
+
+    def cudaHostRegister(ptr, size, flags):
+        if not ptr or ptr in cudart.registered:
+            return CudaError(11)
+        cudart.registered[ptr] = size
+        return CudaError(0)
+
+    def cudaHostUnregister(ptr):
+        return CudaError(0 if cudart.registered.pop(ptr, None) is not None else 11)
+
+    cudart.cudaHostRegister, cudart.cudaHostUnregister = cudaHostRegister, cudaHostUnregister
+    return cudart
+
+
 def make_torch():
     torch = types.ModuleType("torch")
     torch.Tensor = Tensor
     torch.empty = lambda n, pin_memory=False: Tensor(n, pinned=pin_memory)
     torch.zeros = torch.empty
+    cudart = make_cudart()
     cuda = types.SimpleNamespace(is_initialized=lambda: True,
-                                 host_memory_stats=lambda: {"allocated_bytes.current": torch.held})
+                                 host_memory_stats=lambda: {"allocated_bytes.current": torch.held},
+                                 cudart=lambda: cudart)
     torch.cuda = cuda
+    torch._C = types.SimpleNamespace(_cudart=cudart)
     torch.held = None
     return torch
 
@@ -152,3 +177,35 @@ def test_import_hook_waits_for_the_import(tmp_path, monkeypatch):
     when_imported("late_module_xyz", lambda m: seen.append(2))  # already imported: at once
     assert seen == [1, 2]
     del sys.modules["late_module_xyz"]
+
+
+def test_cudart_registrations_count_as_registered_memory(torch_state):
+    """B6 under the PyTorch hooks: torch.cuda.cudart().cudaHostRegister is registered memory, in the
+    pinned bytes; a call that returned an error is not, and unregistering gives it back."""
+    torch, st = torch_state
+    buf = ctypes.create_string_buffer(32 * MIB)
+    ptr = ctypes.addressof(buf)
+    cudart = torch.cuda.cudart()
+    assert int(cudart.cudaHostRegister(ptr, 32 * MIB, 1)) == 0
+    assert int(cudart.cudaHostRegister(ptr, 32 * MIB, 1)) == 11  # already registered: an error, not counted
+    assert int(cudart.cudaHostRegister(0, MIB, 0)) == 11
+    r = st.report()
+    assert r["pinned"]["registered_bytes"] == 32 * MIB and r["pinned"]["bytes"] == 32 * MIB
+    assert r["allocs"]["registers"] == 1 and r["hooks"]["torch.cuda.cudart().cudaHostRegister"]
+    assert r["call_sites"]["register"][0]["site"].startswith("tests/trace/test_hooks_torch.py:")
+    assert int(cudart.cudaHostUnregister(ptr)) == 0 and int(cudart.cudaHostUnregister(ptr)) == 11
+    assert st.report()["pinned"]["registered_bytes"] == 0 and st.report()["pinned"]["bytes"] == 0
+
+
+def test_a_torch_without_cuda_bindings_gets_the_other_hooks():
+    from pinmon.trace.wrap import unpatch
+
+    torch = make_torch()
+    del torch._C
+    st = TracerState()
+    hooks_torch.hook(torch, st)
+    try:
+        assert not any("cudart" in name for name in st.hooks) and st.hooks["torch.Tensor.pin_memory"]
+    finally:
+        for name in ("pin_memory", "to", "cuda", "cpu", "copy_"):
+            unpatch(Tensor, name)

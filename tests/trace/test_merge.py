@@ -67,3 +67,22 @@ def test_a_failed_or_forked_engine_reports_hooks_figures():
 def test_a_paused_engine_still_gives_its_figures_with_a_notice():
     out = merged(hooks_report(), cupti_report(), "paused", "CUPTI paused while torch.profiler runs")
     assert out["engine"] == "cupti" and out["engine_notice"] == "CUPTI paused while torch.profiler runs"
+
+
+def test_registered_bytes_are_cuptis_where_it_tells_them_apart_else_the_hooks():
+    h = hooks_report()  # the hooks saw no registration (a ctypes or C++ cudaHostRegister)
+    f = CuptiFigures(started_ns=T0)
+    f.track_registrations(frozenset({(5, 152)}))
+    f.consume([R.memory(nbytes=32 * MIB, correlation_id=7, address=0x7F0000000000, timestamp=T0),
+               R.api(cbid=152, correlation_id=7), R.memory(nbytes=2 * MIB, correlation_id=8, timestamp=T0)])
+    out = merged(h, f.report(T0 + 10**9), "armed")
+    p = out["pinned"]
+    assert p["registered_bytes"] == 32 * MIB and p["registered_from"] == "cupti"
+    assert p["bytes"] == 32 * MIB  # 34 MiB pinned, less the hooks' 2 MiB write-combined
+    assert out["allocs"]["registers"] == 1
+    # Not told apart (no API records): the hooks' figure stays.
+    st = TracerState(clock=lambda: 100.0)
+    st.record_register(0x5000, 4 * MIB)
+    out = merged(st.report(now=101.0), cupti_report(), "armed")
+    assert out["pinned"]["registered_bytes"] == 4 * MIB and "registered_from" not in out["pinned"]
+    assert out["allocs"]["registers"] == 1

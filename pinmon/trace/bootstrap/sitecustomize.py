@@ -11,8 +11,18 @@ imports resolve exactly as without the tracer.
 Then this module hands over to the ``sitecustomize`` it shadows, if the environment has one, so the
 traced program starts exactly as it would have.
 """
+from __future__ import annotations
+
 import os
 import sys
+
+# Types for mypy only (it takes any name TYPE_CHECKING as true): this module runs in every interpreter
+# pinmon trace starts, which must load nothing more than it would have (typing among them).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+    from typing import Optional, Sequence
 
 # Top-level modules (and numba's CUDA part) whose import means CUDA work follows: the tracer starts
 # at the first of them. pinmon/trace/engine_cupti.py arms CUPTI on the same list (CUDA_MODULES).
@@ -25,11 +35,12 @@ class _StartOnCudaImport:
     starts the tracer and returns the spec the tracer's import hook makes for that module (so the
     library's hooks go in right after it loads)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.done = False
         self.busy = False
 
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
+                  target: Optional[ModuleType] = None) -> Optional[ModuleSpec]:
         if self.done or self.busy or fullname not in TRIGGERS:
             return None
         if not self._exists(fullname, path, target):
@@ -45,7 +56,7 @@ class _StartOnCudaImport:
         except Exception:
             return None  # never stop the program's import
 
-    def _exists(self, fullname, path, target) -> bool:
+    def _exists(self, fullname: str, path: Optional[Sequence[str]], target: Optional[ModuleType]) -> bool:
         """Whether another finder has ``fullname``."""
         self.busy = True
         try:
@@ -59,11 +70,11 @@ class _StartOnCudaImport:
         finally:
             self.busy = False
 
-    def invalidate_caches(self):
+    def invalidate_caches(self) -> None:
         pass
 
 
-def _load_pinmon_trace():
+def _load_pinmon_trace() -> Optional[ModuleType]:
     """``pinmon.trace`` from pinmon's own install directory, without putting it on ``sys.path``."""
     if "pinmon.trace" in sys.modules:
         return sys.modules["pinmon.trace"]
@@ -89,7 +100,7 @@ def _load_pinmon_trace():
     return importlib.import_module("pinmon.trace")
 
 
-def _pinmon_trace_bootstrap():
+def _pinmon_trace_bootstrap() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     if os.environ.get("PINMON_TRACE", "1") != "0":
         sys.meta_path.insert(0, _StartOnCudaImport())

@@ -1,7 +1,12 @@
 """A stand-in for ``cupti.cupti``: the activity API calls pinmon's CUPTI engine makes, with CUPTI's
 buffer protocol (a buffer is requested before records go in; flushing hands filled buffers to the
 completion callback), and knobs for tests: ``_emit(record)``, ``fail_enable`` / ``fail_register``
-(a ``Result`` status to raise), the env var ``FAKE_CUPTI_FAIL`` (a status raised by activity_enable).
+(a ``Result`` status to raise), the env var ``FAKE_CUPTI_FAIL`` (a status raised by activity_enable),
+``fail_api_switch`` (a status raised by the per-call switches of API records).
+
+Driver and runtime API records (kinds DRIVER and RUNTIME) are written while their kind is on, except
+for a call switched off with ``activity_enable_driver_api`` / ``activity_enable_runtime_api``; the
+callback id enums list a few calls with cupti-python's values.
 
 ``MAJOR`` (13 here; ``tests/trace/fakecupti12`` runs this file with 12) picks the names that differ
 between cupti-python 13.0 and 12.8: ``ActivityAttribute.ATTR_DEVICE_BUFFER_SIZE`` against
@@ -50,9 +55,20 @@ _MEMORY4 = [("kind", "<i4"), ("memory_operation_type", "<i4"), ("memory_kind", "
 _CONTEXT3 = [("kind", "<i4"), ("context_id", "<u4"), ("device_id", "<u4"), ("compute_api_kind", "<u2"),
              ("null_stream_id", "<u2"), ("parent_context_id", "<u4"), ("is_green_context", "u1"),
              ("padding", "u1"), ("num_multiprocessors", "<u2"), ("cig_mode", "<i4"), ("padding2", "<u4")]
+_API = [("kind", "<i4"), ("cbid", "<u4"), ("start", "<u8"), ("end", "<u8"), ("process_id", "<u4"),
+        ("thread_id", "<u4"), ("correlation_id", "<u4"), ("return_value", "<u4")]
 _DTYPE_PREFIX = "activity_" if MAJOR >= 13 else "c_upti_activity_"
-for _stem, _fields in (("memcpy6", _MEMCPY6), ("memory4", _MEMORY4), ("context3", _CONTEXT3)):
+for _stem, _fields in (("memcpy6", _MEMCPY6), ("memory4", _MEMORY4), ("context3", _CONTEXT3), ("api", _API)):
     globals()[f"{_DTYPE_PREFIX}{_stem}_dtype"] = np.dtype(_fields)
+
+_SIZES = {"runtime": 487, "driver": 782} if MAJOR < 13 else {"runtime": 523, "driver": 807}
+runtime_api_trace_cbid = enum.IntEnum("runtime_api_trace_cbid", {
+    "INVALID": 0, "cudaMalloc_v3020": 20, "cudaFreeHost_v3020": 26, "cudaHostAlloc_v3020": 27, "cudaMemcpy_v3020": 31,
+    "cudaHostRegister_v4000": 152, "cudaHostUnregister_v4000": 153, "SIZE": _SIZES["runtime"],
+    "FORCE_INT": 0x7fffffff})
+driver_api_trace_cbid = enum.IntEnum("driver_api_trace_cbid", {
+    "INVALID": 0, "cuMemHostAlloc": 39, "cuMemcpyHtoD_v2": 276, "cuMemHostRegister": 301, "cuMemHostUnregister": 302,
+    "cuMemHostRegister_v2": 379, "SIZE": _SIZES["driver"], "FORCE_INT": 0x7fffffff})
 
 
 class Result(enum.IntEnum):
@@ -77,17 +93,20 @@ attributes = {0: 3200000, 2: 250, 6: 3, 8: 1}
 calls = []
 fail_enable = int(os.environ.get("FAKE_CUPTI_FAIL", "0")) or None
 fail_register = None
+fail_api_switch = None
+api_switches = {}  # (activity kind, cbid) -> on, as the per-call switches left them
 dropped = 0
 _open = None      # (capacity, [records]) the buffer CUPTI is filling
 _full = []        # filled buffers not yet delivered
 
 
 def reset():
-    global callbacks, fail_enable, fail_register, dropped, _open
+    global callbacks, fail_enable, fail_register, fail_api_switch, dropped, _open
     callbacks = None
     enabled.clear()
     calls.clear()
-    fail_enable = fail_register = None
+    api_switches.clear()
+    fail_enable = fail_register = fail_api_switch = None
     dropped = 0
     _open = None
     _full.clear()
@@ -113,10 +132,28 @@ def activity_disable(kind):
     enabled.discard(int(kind))
 
 
+def _switch(kind, cbid, enable):
+    calls.append(("api", kind, int(cbid), int(enable)))
+    if fail_api_switch:
+        raise cuptiError(fail_api_switch)
+    api_switches[(kind, int(cbid))] = bool(enable)
+
+
+def activity_enable_runtime_api(cbid, enable):
+    _switch(int(ActivityKind.RUNTIME), cbid, enable)
+
+
+def activity_enable_driver_api(cbid, enable):
+    _switch(int(ActivityKind.DRIVER), cbid, enable)
+
+
 def _emit(record):
     """CUPTI writes one record: into the open buffer, asking for one first; dropped without one."""
     global _open, dropped
     if int(record.kind) not in enabled or callbacks is None:
+        return
+    if int(record.kind) in (ActivityKind.DRIVER, ActivityKind.RUNTIME) and \
+            not api_switches.get((int(record.kind), int(record.cbid)), True):
         return
     if _open is None:
         size, _max = callbacks[0]()

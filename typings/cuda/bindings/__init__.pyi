@@ -1,0 +1,1 @@
+# See ../__init__.pyi: only cuda.bindings.driver is declared.
