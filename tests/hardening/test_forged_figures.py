@@ -19,6 +19,7 @@ import pytest
 from pinmon.advise import advise
 from pinmon.collect.live import LiveCollector
 from pinmon.collect.processes.kernel_objects import KernelObjects, learn
+from pinmon.collect.processes.procmaps import estimate_mappings, parse_maps
 from pinmon.collect.processes.scan import ProcessScanner
 from pinmon.collect.traced import reader as traced
 from pinmon.collect.traced.report_checks import proc_identity
@@ -28,7 +29,8 @@ from tests.trace.fakeproc import fake_proc
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 ME = os.getuid()
 MIB, GIB = 1 << 20, 1 << 30
-TRUSTED = KernelObjects(shmem_dev="00:01", nvidiactl=("00:06", 142))
+# The host's nodes: /dev/nvidia0 (00:06 140, the CUDA line below) and /dev/nvidiactl (00:06 142).
+TRUSTED = KernelObjects(shmem_dev="00:01", nvidiactl=("00:06", 142), nvidia_nodes=frozenset({("00:06", 140)}))
 
 
 def private_dir(path) -> str:
@@ -212,9 +214,13 @@ def test_a_planted_dev_in_a_mount_namespace_shows_no_pinned_memory_on_the_real_p
             pytest.skip(f"no mount namespace here: {p.stderr.read()[-300:]}")
         pid = p.pid
         # unshare execs python in place: the pid is the attacker's process.
-        scanner = ProcessScanner(pids=[pid])
-        (row,) = scanner.scan().processes
-        assert row.held.pinned_bytes == 0 and row.held.write_combined_bytes == 0
+        # Its planted /dev/nvidia0 is no NVIDIA device: not a CUDA process at all.
+        assert ProcessScanner(pids=[pid]).scan().processes == []
+        # Were it one, its planted zero and nvidiactl files would count nothing.
+        objects = learn()
+        process = parse_maps(open(f"/proc/{pid}/maps").read())
+        est = estimate_mappings(process, objects.accepter(pid), lambda m: m.path == "/dev/nvidia0")
+        assert est.is_cuda and est.pinned_bytes == 0 and est.write_combined_bytes == 0
         naive = ProcessScanner(pids=[pid], objects=KernelObjects(None, None))
         naive.objects = None  # taken as they read: the planted control device is 640 MiB write-combined
         (row,) = naive.scan().processes
