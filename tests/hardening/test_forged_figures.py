@@ -92,13 +92,15 @@ CUDA = "7f3a00000000-7f3a00200000 rw-s 00000000 00:06 140 /dev/nvidia0\n"
 def test_a_reports_write_combined_bytes_never_reach_the_host_total(tmp_path, monkeypatch):
     proc = tmp_path / "proc"
     proc.mkdir()
-    fake_proc(proc, 4242, ME, ticks=777)  # a sleeper: no CUDA mapping at all
+    fake_proc(proc, 4241, ME, ticks=777)  # a sleeper: no CUDA mapping at all, its report is not taken
+    fake_cuda_proc(proc, 4242, CUDA)      # a CUDA process without a write-combined mapping
     d = private_dir(tmp_path / "reports")
+    write_report(d, 4241, 777, bytes=0, write_combined_bytes=9 * 10**18)
     write_report(d, 4242, 777, bytes=0, write_combined_bytes=9 * 10**18)
     monkeypatch.setenv("PINMON_TRACE_DIR", d)
     snap = snapshot(host_tree(tmp_path), str(proc))
     (row,) = snap.processes
-    assert row.source == "traced" and row.held.write_combined_bytes == 0 and row.held.capped
+    assert row.pid == 4242 and row.source == "traced" and row.held.write_combined_bytes == 0 and row.held.capped
     assert snap.host.write_combined_bytes_est == 0 and snap.host.pinned_bytes_total == 0
     assert not [f for f in advise([snap]) if f.rule == "pinned-ram-share"]
 
@@ -127,8 +129,8 @@ def test_check_stays_ok_for_a_forged_report_of_a_real_sleeper(tmp_path):
         out = subprocess.run([sys.executable, "-m", "pinmon", "check", "--json", "--window", "0.05",
                               "--oom-lookback", "0"], capture_output=True, text=True, env=env, timeout=120)
         doc = json.loads(out.stdout)
-        rows = [p for p in doc["snapshot"]["processes"] if p["pid"] == sleeper.pid]
-        assert rows and rows[0]["held"]["write_combined_bytes"] == 0
+        # A sleeper maps no NVIDIA device: its report is not taken at all.
+        assert not [p for p in doc["snapshot"]["processes"] if p["pid"] == sleeper.pid]
         assert doc["snapshot"]["host"]["write_combined_bytes_est"] == 0
         assert "pinned-ram-share" not in {f["rule"] for f in doc["findings"]}
         assert out.returncode in (0, 1), out.stderr  # never critical for it
@@ -297,7 +299,7 @@ def test_reports_never_shrink_what_no_mapping_explains(tmp_path, monkeypatch):
     # registered for their own sleeper: the warning must stay, and the row is held to the kernel's count.
     proc = tmp_path / "proc"
     proc.mkdir()
-    fake_proc(proc, 4242, ME, ticks=777, rss_kb=8 * GIB // 1024)
+    fake_cuda_proc(proc, 4242, CUDA)  # a CUDA process that maps no pinned memory
     d = private_dir(tmp_path / "reports")
     write_report(d, 4242, 777, bytes=3 * GIB // 2, registered_bytes=3 * GIB // 2)
     monkeypatch.setenv("PINMON_TRACE_DIR", d)
