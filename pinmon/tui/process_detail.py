@@ -148,7 +148,7 @@ def _pinned_text(p: ProcessPinned) -> str:
         text += f" in {fmt_int(h.mappings)} mapping{'' if h.mappings == 1 else 's'}"
     text += f", write-combined {fmt_bytes(h.write_combined_bytes)}"
     text += " (capped at its resident memory)" if h.capped else ""
-    return text + (" (its trace report claimed less: its mappings' figure)" if h.report_understated else "")
+    return text + (" (its trace report counts less: its mappings' figure)" if h.report_understated else "")
 
 
 def _alloc_text(p: ProcessPinned) -> Optional[str]:

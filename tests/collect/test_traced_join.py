@@ -76,8 +76,9 @@ def test_a_report_of_zero_bytes_cannot_hide_a_containers_critical(tmp_path, monk
     assert group.held.pinned_bytes == 200 * MIB
     (f,) = [f for f in advise([snap]) if f.rule == "pinned-cgroup-share"]
     assert f.severity == "critical" and f.subject == crit.subject
-    assert ("trace reports: the report of pid 4242 claimed less pinned memory than its mappings show:"
-            " the mappings' larger figure is shown") in snap.notices
+    assert ("trace reports: the report of pid 4242 counts less pinned memory than its mappings show (blocks"
+            " a pinned pool keeps cached, or a report that understates): the mappings' larger figure is shown"
+            ) in snap.notices
 
 
 @pytest.mark.hardening

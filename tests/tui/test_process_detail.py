@@ -175,7 +175,7 @@ def test_an_attached_process_says_what_measured_it_and_its_copies_notes():
 def test_a_row_whose_report_claimed_less_than_its_mappings_says_so():
     p = traced_cupti_process()
     plain = rows_by_label(detail_rows(p, snap()))["pinned"][0].text
-    assert "claimed less" not in plain
+    assert "counts less" not in plain
     flagged = dataclasses.replace(p, held=dataclasses.replace(p.held, report_understated=True))
     text = rows_by_label(detail_rows(flagged, snap()))["pinned"][0].text
-    assert text == plain + " (its trace report claimed less: its mappings' figure)"
+    assert text == plain + " (its trace report counts less: its mappings' figure)"

@@ -48,7 +48,7 @@ class Backing(NamedTuple):
 class Bounded(NamedTuple):
     rows: list[ProcessPinned]
     lowered: list[int]      # pids whose reported figures were lowered to what the kernel backs
-    understated: list[int]  # pids whose report claimed less than their mappings show
+    understated: list[int]  # pids whose report counts less than their mappings show
 
 
 def _min(value: Optional[int], limit: int) -> Optional[int]:
@@ -129,8 +129,12 @@ def bounded_notice(pids: list[int], shown: int = 5) -> Optional[str]:
 
 
 def understated_notice(pids: list[int], shown: int = 5) -> Optional[str]:
-    """One line naming the traced processes whose reports claimed less than their mappings show, or None."""
+    """One line naming the traced processes whose reports count less than their mappings show, or None.
+
+    An honest report can: PyTorch's caching host allocator reports the blocks it has handed out, not
+    the freed ones it keeps pinned; so the line names both reasons and accuses no one."""
     if not pids:
         return None
-    return (f"trace reports: the report of pid {_pid_list(pids, shown)} claimed less pinned memory than its"
-            " mappings show: the mappings' larger figure is shown")
+    return (f"trace reports: the report of pid {_pid_list(pids, shown)} counts less pinned memory than its"
+            " mappings show (blocks a pinned pool keeps cached, or a report that understates): the mappings'"
+            " larger figure is shown")
