@@ -81,7 +81,7 @@ def test_contract_keys_present_and_schema_first():
     assert {"pid", "source", "identity", "held", "copies", "allocations", "placement", "call_sites"} == set(row)
     assert {"name", "user", "cmdline", "cgroup"} == set(row["identity"])
     assert {"pinned_bytes", "write_combined_bytes", "vm_pinned_bytes", "registered_bytes", "requested_bytes",
-            "vm_locked_bytes", "mappings", "mappings_churn", "capped"} == set(row["held"])
+            "vm_locked_bytes", "mappings", "mappings_churn", "capped", "report_understated"} == set(row["held"])
     assert {"instrument", "window_s", "stats", "bulk", "default_stream_share", "gpu_pci_bus_id"} <= set(row["copies"])
     assert {"direction", "memory", "bytes_per_s", "bytes", "count", "achieved_bytes_per_s"} <= set(row["copies"]["stats"][0])
     assert {"key", "kind", "name", "path", "owner", "limit", "held", "processes", "notes"} == set(d["cgroups"][0])

@@ -132,25 +132,36 @@ def low_available_memory(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
                 pinned_bytes=pinned)
 
 
-@rule("memlock-limit-low", "info: RLIMIT_MEMLOCK under {memlock_low_bytes} (caps mlock and RDMA, not CUDA pinning)",
-      thresholds=("memlock_low_bytes",), severities=("info",))
+@rule("memlock-limit-low",
+      "info: RLIMIT_MEMLOCK under {memlock_low_bytes} (caps mlock, io_uring registered buffers and RDMA, not CUDA"
+      " pinning)", thresholds=("memlock_low_bytes",), severities=("info",))
 def memlock_limit_low(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
     host = snap.host
-    limit, pinned = host.memlock_limit_bytes, host.pinned_bytes_est
+    limit = host.memlock_limit_bytes
+    # The snapshot's best figure: the kernel's count where it has one (a maps estimate, which anyone
+    # can make look like CUDA's, is only the fallback).
+    pinned, label = _pinned_figure(host)
     if limit is None or host.memlock_unlimited or pinned is None or pinned <= 0:
         return
     if limit >= t.memlock_low_bytes:
         return
+    vm_pinned = sum(p.held.vm_pinned_bytes or 0 for p in snap.processes)
+    counted = (f", {fmt_bytes(vm_pinned)} of it VmPin (io_uring registered buffers, RDMA memory regions:"
+               f" charged to this limit)") if vm_pinned else ""
     message = (f"RLIMIT_MEMLOCK is {fmt_bytes(limit)} (pinmon's own soft limit; processes started the same"
-               f" way usually inherit it) while {fmt_bytes(pinned)} (est.) is pinned")
+               f" way usually inherit it) while {fmt_bytes(pinned)} {label} is pinned{counted}")
     # CUDA's pinned allocations do not mlock (FACTS: VmLck/Mlocked stay flat), so this limit is not
-    # what caps them; it matters for mlock()-based pinning and RDMA registration.
+    # what caps them. The kernel charges to it mlock(), io_uring's registered buffers (for a user
+    # without CAP_IPC_LOCK) and RDMA registrations: what VmPin and VmLck count.
     advice = ("CUDA pinned memory (cudaHostAlloc, pin_memory(), CuPy's pinned pool) is not mlock()ed and is"
-              " not capped by this limit, so nothing to do for it. The limit does cap mlock()/mlockall() and"
-              " RDMA memory registration (ibverbs, as used by NCCL, UCX or MPI over InfiniBand/RoCE): if this"
-              " host uses RDMA, raise it (`ulimit -l unlimited`, `LimitMEMLOCK=infinity` for a systemd"
-              " service, `--ulimit memlock=-1` for Docker).")
-    yield Found("info", message, advice, memlock_limit_bytes=limit, pinned_bytes=pinned)
+              " not capped by this limit, so nothing to do for it. The limit does cap mlock()/mlockall(),"
+              " io_uring registered buffers (IORING_REGISTER_BUFFERS, for a user without CAP_IPC_LOCK: a"
+              " storage or network program that registers its buffers fails with ENOMEM past it) and RDMA"
+              " memory registration (ibverbs, as used by NCCL, UCX or MPI over InfiniBand/RoCE): if this"
+              " host uses io_uring registered buffers or RDMA, raise it (`ulimit -l unlimited`,"
+              " `LimitMEMLOCK=infinity` for a systemd service, `--ulimit memlock=-1` for Docker).")
+    yield Found("info", message, advice, memlock_limit_bytes=limit, pinned_bytes=pinned,
+                kernel_count=1 if _pinned_source(host) == "kernel" else 0, vm_pinned_bytes=vm_pinned)
 
 
 _GROWTH_ADVICE = (

@@ -26,8 +26,9 @@ from .host.pinned_total import PinnedTotals, maps_pinned_total
 from .processes.resident import CAPPED_TOTAL_NOTICE, cap_estimate, capped_totals
 from .processes.scan import ProcessScanner, scan_notice
 from .processes.vmpin_scan import VmPinScan
-from .traced.bounds import Backing, bound_reports, bounded_notice
-from .traced.reader import merge_traced, read_all
+from .traced.bounds import Backing
+from .traced.join import join_reports
+from .traced.reader import read_all
 
 
 class LiveCollector:
@@ -95,15 +96,15 @@ class LiveCollector:
         explained = pinned + sum(vmpin.values())
         unexplained = None if kernel.pinned_bytes is None else max(0, kernel.pinned_bytes - explained)
         est_rows = with_vmpin(est_rows, vmpin, self.scanner.describe, self.scanner.only_pids)
-        # In-process tracer reports fill in the rows of the pids they cover, within those bounds.
+        # In-process tracer reports fill in the rows of the CUDA processes they cover, within those
+        # bounds and the GPUs' links.
         proc_root = self.scanner.proc_root
         traced = read_all(proc_root=proc_root, clean=proc_root == "/proc", uids=scan.uids)
         notices += traced.notices
-        rows = merge_traced(est_rows, traced, self.scanner.describe, self.scanner.only_pids)
-        rows, lowered = bound_reports(rows, self._backing(est_rows), unexplained)
-        note = bounded_notice(lowered)
-        if note:
-            notices.append(note)
+        rows, report_notices = join_reports(est_rows, traced, {r.pid for r in scan.processes},
+                                            self._backing(est_rows), unexplained, gpus,
+                                            self.scanner.describe, self.scanner.only_pids)
+        notices += report_notices
         processes = self.pinned.annotate(merge_gpu_processes(cap_rows_to_ram(rows, mem_total), gpus))
         processes, groups = self.groups.annotate(processes)
         oom_kills, oom_notices = self.oom.read()
@@ -129,7 +130,8 @@ class LiveCollector:
         out = {}
         for r in est_rows:
             est = self.scanner.estimate(r.pid)
-            out[r.pid] = Backing(r.held.pinned_bytes or 0, est.nvidiactl_mmap_bytes if est is not None else 0)
+            out[r.pid] = Backing(r.held.pinned_bytes or 0, est.nvidiactl_mmap_bytes if est is not None else 0,
+                                 r.held.write_combined_bytes or 0)
         return out
 
     def close(self) -> None:

@@ -68,6 +68,9 @@ class HeldMemory(Serial):
     # RAM (collect/processes/resident.py), a tracer's report to its mappings
     # (collect/traced/bounds.py), a group's to its memory in use (collect/cgroups/groups.py).
     capped: bool = False
+    # True when a tracer's report counts less than the kernel shows of the process (its pinned or
+    # write-combined mappings): the row holds the kernel's larger figure (collect/traced/bounds.py).
+    report_understated: bool = False
 
     @property
     def bytes(self) -> Optional[int]:

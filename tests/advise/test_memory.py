@@ -174,6 +174,25 @@ def test_memlock_limit_low_is_accurate_about_cuda():
     assert "not mlock()ed" in f.advice and "not capped" in f.advice and "RDMA" in f.advice
 
 
+@pytest.mark.hardening
+def test_memlock_limit_low_quotes_the_kernels_count_not_an_estimate_it_contradicts():
+    # 408 MiB of shared memory made to look like CUDA's pinned buffers; the kernel counts no pinned page.
+    host = dict(memlock_limit_bytes=8 * MIB, memlock_unlimited=False, pinned_bytes_est=408 * MIB,
+                kernel_pinned_bytes=0, pinned_bytes_total=0, pinned_bytes_source="kernel",
+                unattributed_pinned_bytes=0)
+    assert memory.memlock_limit_low([make.snapshot(**host)], T) == []
+    io_uring = make.process(pid=77, name="fio", vm_pinned_bytes=300 * MIB)
+    snap = make.snapshot(processes=[io_uring], **{**host, "kernel_pinned_bytes": 300 * MIB,
+                                                  "pinned_bytes_total": 300 * MIB})
+    [f] = memory.memlock_limit_low([snap], T)
+    assert f.message == ("RLIMIT_MEMLOCK is 8.0 MiB (pinmon's own soft limit; processes started the same way"
+                         " usually inherit it) while 300.0 MiB (kernel's count) is pinned, 300.0 MiB of it VmPin"
+                         " (io_uring registered buffers, RDMA memory regions: charged to this limit)")
+    assert f.values["pinned_bytes"] == 300 * MIB and f.values["kernel_count"] == 1
+    assert "io_uring registered buffers" in f.advice and "RDMA" in f.advice
+    assert "io_uring" in RULE_DOCS["memlock-limit-low"]
+
+
 # --- the kernel's count of pinned pages, mlock, NUMA placement ----------------------------------
 
 def rule(snap, rule_id, thresholds=Thresholds()):

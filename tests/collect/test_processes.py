@@ -75,7 +75,8 @@ def test_unchanged_maps_keep_their_estimate_without_a_parse(tmp_path, monkeypatc
     root = fake_proc(tmp_path, {7: "context_only", 8: "default_256m"})
     parsed = []
     real = mod.estimate_pinned
-    monkeypatch.setattr(mod, "estimate_pinned", lambda text, accept=None: parsed.append(text) or real(text, accept))
+    monkeypatch.setattr(mod, "estimate_pinned",
+                        lambda text, *checks: parsed.append(text) or real(text, *checks))
     sc = ProcessScanner(proc_root=root)
     first = sc.scan()
     assert len(parsed) == 2

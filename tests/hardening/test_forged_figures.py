@@ -19,6 +19,7 @@ import pytest
 from pinmon.advise import advise
 from pinmon.collect.live import LiveCollector
 from pinmon.collect.processes.kernel_objects import KernelObjects, learn
+from pinmon.collect.processes.procmaps import estimate_mappings, parse_maps
 from pinmon.collect.processes.scan import ProcessScanner
 from pinmon.collect.traced import reader as traced
 from pinmon.collect.traced.report_checks import proc_identity
@@ -28,7 +29,8 @@ from tests.trace.fakeproc import fake_proc
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 ME = os.getuid()
 MIB, GIB = 1 << 20, 1 << 30
-TRUSTED = KernelObjects(shmem_dev="00:01", nvidiactl=("00:06", 142))
+# The host's nodes: /dev/nvidia0 (00:06 140, the CUDA line below) and /dev/nvidiactl (00:06 142).
+TRUSTED = KernelObjects(shmem_dev="00:01", nvidiactl=("00:06", 142), nvidia_nodes=frozenset({("00:06", 140)}))
 
 
 def private_dir(path) -> str:
@@ -90,13 +92,15 @@ CUDA = "7f3a00000000-7f3a00200000 rw-s 00000000 00:06 140 /dev/nvidia0\n"
 def test_a_reports_write_combined_bytes_never_reach_the_host_total(tmp_path, monkeypatch):
     proc = tmp_path / "proc"
     proc.mkdir()
-    fake_proc(proc, 4242, ME, ticks=777)  # a sleeper: no CUDA mapping at all
+    fake_proc(proc, 4241, ME, ticks=777)  # a sleeper: no CUDA mapping at all, its report is not taken
+    fake_cuda_proc(proc, 4242, CUDA)      # a CUDA process without a write-combined mapping
     d = private_dir(tmp_path / "reports")
+    write_report(d, 4241, 777, bytes=0, write_combined_bytes=9 * 10**18)
     write_report(d, 4242, 777, bytes=0, write_combined_bytes=9 * 10**18)
     monkeypatch.setenv("PINMON_TRACE_DIR", d)
     snap = snapshot(host_tree(tmp_path), str(proc))
     (row,) = snap.processes
-    assert row.source == "traced" and row.held.write_combined_bytes == 0 and row.held.capped
+    assert row.pid == 4242 and row.source == "traced" and row.held.write_combined_bytes == 0 and row.held.capped
     assert snap.host.write_combined_bytes_est == 0 and snap.host.pinned_bytes_total == 0
     assert not [f for f in advise([snap]) if f.rule == "pinned-ram-share"]
 
@@ -125,8 +129,8 @@ def test_check_stays_ok_for_a_forged_report_of_a_real_sleeper(tmp_path):
         out = subprocess.run([sys.executable, "-m", "pinmon", "check", "--json", "--window", "0.05",
                               "--oom-lookback", "0"], capture_output=True, text=True, env=env, timeout=120)
         doc = json.loads(out.stdout)
-        rows = [p for p in doc["snapshot"]["processes"] if p["pid"] == sleeper.pid]
-        assert rows and rows[0]["held"]["write_combined_bytes"] == 0
+        # A sleeper maps no NVIDIA device: its report is not taken at all.
+        assert not [p for p in doc["snapshot"]["processes"] if p["pid"] == sleeper.pid]
         assert doc["snapshot"]["host"]["write_combined_bytes_est"] == 0
         assert "pinned-ram-share" not in {f["rule"] for f in doc["findings"]}
         assert out.returncode in (0, 1), out.stderr  # never critical for it
@@ -212,9 +216,13 @@ def test_a_planted_dev_in_a_mount_namespace_shows_no_pinned_memory_on_the_real_p
             pytest.skip(f"no mount namespace here: {p.stderr.read()[-300:]}")
         pid = p.pid
         # unshare execs python in place: the pid is the attacker's process.
-        scanner = ProcessScanner(pids=[pid])
-        (row,) = scanner.scan().processes
-        assert row.held.pinned_bytes == 0 and row.held.write_combined_bytes == 0
+        # Its planted /dev/nvidia0 is no NVIDIA device: not a CUDA process at all.
+        assert ProcessScanner(pids=[pid]).scan().processes == []
+        # Were it one, its planted zero and nvidiactl files would count nothing.
+        objects = learn()
+        process = parse_maps(open(f"/proc/{pid}/maps").read())
+        est = estimate_mappings(process, objects.accepter(pid), lambda m: m.path == "/dev/nvidia0")
+        assert est.is_cuda and est.pinned_bytes == 0 and est.write_combined_bytes == 0
         naive = ProcessScanner(pids=[pid], objects=KernelObjects(None, None))
         naive.objects = None  # taken as they read: the planted control device is 640 MiB write-combined
         (row,) = naive.scan().processes
@@ -291,7 +299,7 @@ def test_reports_never_shrink_what_no_mapping_explains(tmp_path, monkeypatch):
     # registered for their own sleeper: the warning must stay, and the row is held to the kernel's count.
     proc = tmp_path / "proc"
     proc.mkdir()
-    fake_proc(proc, 4242, ME, ticks=777, rss_kb=8 * GIB // 1024)
+    fake_cuda_proc(proc, 4242, CUDA)  # a CUDA process that maps no pinned memory
     d = private_dir(tmp_path / "reports")
     write_report(d, 4242, 777, bytes=3 * GIB // 2, registered_bytes=3 * GIB // 2)
     monkeypatch.setenv("PINMON_TRACE_DIR", d)

@@ -13,6 +13,7 @@ from pinmon.collect.traced.reader import merge_traced, read_reports
 from pinmon.trace import report_file as R
 from pinmon.trace.state import TracerState
 from tests import factories as make
+from tests.cuda_stand_in import treat_as_cuda
 from tests.waiting import wait_until
 
 from .conftest import FAKES
@@ -138,6 +139,9 @@ def test_the_collector_shows_traced_processes(report_dir, monkeypatch):
     monkeypatch.setenv("PINMON_TRACE_DIR", report_dir)
     R.write_report(report_dir, os.getpid(), own_report())
     with LiveCollector(use_nvml=False, pids=[os.getpid()]) as col:
+        assert col.snapshot().processes == ()  # this process maps no NVIDIA device: its report is not taken
+    treat_as_cuda(monkeypatch, [os.getpid()])
+    with LiveCollector(use_nvml=False, pids=[os.getpid()]) as col:
         snap = col.snapshot()
     rows = [p for p in snap.processes if p.pid == os.getpid()]
     assert len(rows) == 1 and rows[0].source == "traced" and rows[0].allocations.median_bytes == 4096
@@ -207,6 +211,7 @@ def test_pinmon_pinned_shows_traced_processes(report_dir, monkeypatch, capsys):
 
     monkeypatch.setenv("PINMON_TRACE_DIR", report_dir)
     R.write_report(report_dir, os.getpid(), own_report())
+    treat_as_cuda(monkeypatch, [os.getpid()])
     assert main(["pinned", "--pid", str(os.getpid()), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     (row,) = [p for p in out["processes"] if p["pid"] == os.getpid()]

@@ -46,7 +46,9 @@ def test_example_gives_exactly_its_finding(report_dir, script, extra, expected):
     def checked():
         if child.poll() is not None:
             raise AssertionError(f"the example exited {child.returncode}: {child.communicate()[1][-2000:]}")
-        r = subprocess.run([sys.executable, "-m", "pinmon", "check", "--json", "--window", "0.2"],
+        # The stand-in CuPy maps no NVIDIA device: the check treats the program as a CUDA process.
+        r = subprocess.run([sys.executable, "-m", "tests.cuda_stand_in", str(child.pid),
+                            "check", "--json", "--window", "0.2"],
                            cwd=ROOT, env=check_env, capture_output=True, text=True, timeout=60)
         check = json.loads(r.stdout)
         rows = [p for p in check["snapshot"]["processes"] if p["pid"] == child.pid and p["source"] == "traced"]

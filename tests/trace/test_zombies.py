@@ -10,6 +10,7 @@ import pytest
 from pinmon.collect.processes.scan import ProcessScanner
 from pinmon.collect.traced.reader import read_reports
 from pinmon.trace import report_file as R
+from tests.cuda_stand_in import treat_as_cuda
 from tests.waiting import wait_until
 
 from .fakeproc import fake_proc
@@ -66,6 +67,7 @@ def test_the_collector_shows_no_row_for_a_zombie(report_dir, zombie_maker, monke
     p = start()
     write(report_dir, f"{p.pid}.json", {**own_report(), "pid": p.pid, "start_ticks": R.proc_start_ticks(p.pid)})
     monkeypatch.setenv("PINMON_TRACE_DIR", report_dir)
+    treat_as_cuda(monkeypatch, [p.pid])
     with LiveCollector(use_nvml=False, pids=[p.pid]) as col:
         assert [r.source for r in col.snapshot().processes] == ["traced"]
         kill(p)

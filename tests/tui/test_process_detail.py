@@ -170,3 +170,12 @@ def test_an_attached_process_says_what_measured_it_and_its_copies_notes():
     migrated = make.moved(p, copies=make.copies("hooks", notes=("pageable copies 2.60 GB/s in both directions",)))
     text = [r.text for r in detail_rows(migrated, snap())]
     assert "n/a (no copy figures in the tracer's report)" in text and any("2.60 GB/s" in t for t in text)
+
+
+def test_a_row_whose_report_claimed_less_than_its_mappings_says_so():
+    p = traced_cupti_process()
+    plain = rows_by_label(detail_rows(p, snap()))["pinned"][0].text
+    assert "counts less" not in plain
+    flagged = dataclasses.replace(p, held=dataclasses.replace(p.held, report_understated=True))
+    text = rows_by_label(detail_rows(flagged, snap()))["pinned"][0].text
+    assert text == plain + " (its trace report counts less: its mappings' figure)"

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         live_pinned, live_wc = snap.host.pinned_bytes_est or 0, snap.host.write_combined_bytes_est or 0
         mem_total = snap.host.mem_total_bytes
         found = {p.pid for p in live_rows}
-        notes += [f"pid {pid}: not a CUDA process (no /dev/nvidia* mapping) or not readable"
+        notes += [f"pid {pid}: not a CUDA process (it maps no NVIDIA device) or not readable"
                   for pid in args.pid or [] if pid not in found]
     else:
         from ...collect.host.memory import read_host_memory

@@ -13,7 +13,8 @@ an H200 with driver 580 (fixtures in tests/fixtures/maps/):
   mappings in the mmap area of at least 8 MiB are counted as user write-combined buffers.
 - ``cudaHostRegister``: no trace at all (the user's own anonymous mapping is pinned in place).
 
-Only processes that map ``/dev/nvidia*`` are CUDA processes; a plain shared anonymous mmap there is
+Only processes that map an NVIDIA device (``/dev/nvidia*``; on the live scan a real character device
+of major 195, ``kernel_objects.py``) are CUDA processes; a plain shared anonymous mmap there is
 indistinguishable from a pinned buffer, so every figure here is an estimate.
 
 A mapping's path is whatever the process's mount namespace says: in a user namespace anyone can mount
@@ -144,12 +145,15 @@ def extents_bytes(extents: Iterable[tuple[str, int, int, int]]) -> int:
 
 
 def estimate_mappings(mappings: Iterable[Mapping],
-                      accept: Optional[Callable[[Mapping], bool]] = None) -> PinnedEstimate:
+                      accept: Optional[Callable[[Mapping], bool]] = None,
+                      is_device: Optional[Callable[[Mapping], bool]] = None) -> PinnedEstimate:
     """The estimate over one process's mappings. ``accept`` (live scans): whether a pinned- or
-    write-combined-looking mapping is backed by the kernel object its path names; None (a saved
-    maps file, which names no live object) takes every one."""
+    write-combined-looking mapping is backed by the kernel object its path names; ``is_device`` (live
+    scans): whether a ``/dev/nvidia*`` mapping is a real NVIDIA device, which makes a CUDA process.
+    None (a saved maps file, which names no live object) takes every one as its path says."""
     mappings = list(mappings)
-    if not any(is_cuda_mapping(m) for m in mappings):
+    devices = [m for m in mappings if is_cuda_mapping(m)]
+    if not devices or (is_device is not None and not any(is_device(m) for m in devices)):
         return PinnedEstimate(False, 0, 0, 0, frozenset())
     if accept is None:
         accept = _any_mapping
@@ -172,9 +176,10 @@ def _any_mapping(m: Mapping) -> bool:
     return True
 
 
-def estimate_pinned(maps_text: str, accept: Optional[Callable[[Mapping], bool]] = None) -> PinnedEstimate:
+def estimate_pinned(maps_text: str, accept: Optional[Callable[[Mapping], bool]] = None,
+                    is_device: Optional[Callable[[Mapping], bool]] = None) -> PinnedEstimate:
     """Estimate from the text of a /proc/PID/maps file (live or a saved copy)."""
-    return estimate_mappings(parse_maps(maps_text), accept)
+    return estimate_mappings(parse_maps(maps_text), accept, is_device)
 
 
 def churn(previous: Optional[frozenset], current: frozenset) -> Optional[int]:

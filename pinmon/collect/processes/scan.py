@@ -24,7 +24,8 @@ without a read until its own periodic re-check, which again covers a reused pid.
 A process whose maps hold pinned-looking mappings also has its /proc/PID/status read, every scan:
 its estimate is capped by what it has resident, and by RAM (resident.py), since a mapping's size
 says nothing about what is pinned and anyone can make one look like CUDA's. On the live /proc a
-mapping counts only if the kernel object behind it is the one its path names (kernel_objects.py),
+process is a CUDA process only where a ``/dev/nvidia*`` mapping is a real NVIDIA character device,
+a mapping counts only if the kernel object behind it is the one its path names (kernel_objects.py),
 and each piece of a shared buffer once.
 """
 from __future__ import annotations
@@ -239,9 +240,16 @@ class ProcessScanner:
             if last is not None and last[0] == digest:
                 est = last[1]  # the same mappings as a second ago: the same estimate
             else:
-                accept = None if self.objects is None else self.objects.accepter(pid, self.proc_root)
-                est = estimate_pinned(text.decode("utf-8", errors="replace"), accept)
+                accept = is_device = None
+                if self.objects is not None:
+                    accept = self.objects.accepter(pid, self.proc_root)
+                    is_device = self.objects.device_check(pid, self.proc_root)
+                est = estimate_pinned(text.decode("utf-8", errors="replace"), accept, is_device)
             if not est.is_cuda:
+                # A /dev/nvidia* path but no NVIDIA device behind it (a planted file): read again
+                # when its address space changes, as a process that maps none.
+                if statm is not None:
+                    plain[pid] = (statm, now + _recheck_after_s(pid))
                 continue
             current[pid] = (digest, est)
             row = self._row(pid, est, None if last is None else last[1].ranges, now, mem_total_bytes)

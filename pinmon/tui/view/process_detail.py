@@ -148,7 +148,8 @@ def _pinned_text(p: ProcessPinned) -> str:
     elif p.source == "est." and h.mappings is not None:
         text += f" in {fmt_int(h.mappings)} mapping{'' if h.mappings == 1 else 's'}"
     text += f", write-combined {fmt_bytes(h.write_combined_bytes)}"
-    return text + (" (capped at its resident memory)" if h.capped else "")
+    text += " (capped at its resident memory)" if h.capped else ""
+    return text + (" (its trace report counts less: its mappings' figure)" if h.report_understated else "")
 
 
 def _alloc_text(p: ProcessPinned) -> Optional[str]:
