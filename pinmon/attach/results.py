@@ -46,7 +46,6 @@ class AllocationStats:
     size_max_bytes: Optional[int]
     bytes: int
     flags: dict[str, int]
-    failed: int
     registrations: int
     registered_bytes: int
     registration_median_bytes: Optional[int]

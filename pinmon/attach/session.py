@@ -38,7 +38,7 @@ from .aggregate import ProcessTally, Tally
 from .arch import arch_of_kernel
 from .catalog import CATALOG, HOST_KINDS
 from .classify import MAX_RANGES, IsCuda, ProcessMemory
-from .probes import CALL, ENTRIES_BY_ID, RET, Probe, clean_stale, definition, group_name, plan, remove_events
+from .probes import ENTRIES_BY_ID, Probe, clean_stale, definition, group_name, plan, remove_events
 from .reader import RawReader, Record, TextReader
 from .results import AllocationStats, AttachResult, CopyStats, OtherCopies, ProbedFile, ProcessCopies
 from .symbols import SymbolError, read_symbols
@@ -104,7 +104,7 @@ class AttachSession:
         self.reader: Optional[Union[RawReader, TextReader]] = None
         self.targets: Optional[Targets] = None
         self.files: list[_File] = []
-        self.events: dict[str, str] = {}          # event name -> the shape of its probes
+        self.events: set[str] = set()             # the events defined (one a file)
         self.defined: list[str] = []
         self.tallies: dict[int, ProcessTally] = {}
         self.failed: dict[int, str] = {}
@@ -256,7 +256,7 @@ class AttachSession:
             done.append(probe)
             if probe.event not in self.events:
                 self.defined.append(probe.event)
-                self.events[probe.event] = probe.event.rsplit("_", 1)[0]
+                self.events.add(probe.event)
         f.probes = done
 
     def _enable(self, f: _File) -> None:
@@ -275,8 +275,7 @@ class AttachSession:
         assert self.fs is not None
         names = list(dict.fromkeys(p.event for p in f.probes))
         remove_events(self.fs, self.group, names)
-        for n in names:
-            self.events.pop(n, None)
+        self.events.difference_update(names)
         self.defined = [d for d in self.defined if d not in set(names)]
         f.probes = []
 
@@ -292,12 +291,16 @@ class AttachSession:
     def pump(self) -> int:
         """Read and tally what the kernel has; the number of events read.
 
-        Calls that change what a pointer is (allocations, registrations, frees and their returns)
-        and new threads are applied in order; copies between two of them are counted by their
+        Calls that change what a pointer is (allocations, registrations, frees) and new threads are
+        applied in order; copies between two of them are counted by their
         record's bytes first (a loop of equal copies: equal records) and applied once with a count."""
         if self.reader is None:
             return 0
+        read_at = self.clock()
         batch = self.reader.read()
+        for t in self.tallies.values():
+            if t.memory.pending:
+                t.memory.batch_read(read_at)
         self._lost += batch.lost
         self._bad_pages += batch.bad_pages
         start = self.window_start if self.mono_clock else -1.0
@@ -339,17 +342,15 @@ class AttachSession:
         return n
 
     def _decode(self, rec: Optional[Record]) -> Optional[tuple]:
-        """(shape or NEWTASK's name, thread id, tgid, fields, in order?, entry) of a record."""
+        """(event name or NEWTASK's, thread id, tgid, fields, in order?, entry) of a record."""
         if rec is None:
             return None
         if rec.event == NEWTASK[1]:
             return (NEWTASK[1], rec.tid, rec.tgid, rec.fields, True, None)
-        shape = self.events.get(rec.event)
-        entry = ENTRIES_BY_ID.get(rec.fields.get("fn", -1)) if shape is not None else None
+        entry = ENTRIES_BY_ID.get(rec.fields.get("fn", -1)) if rec.event in self.events else None
         if entry is None:
             return None
-        fields = calls.call_fields(entry, rec.fields) if shape == CALL else rec.fields
-        return (shape, rec.tid, rec.tgid, fields, shape == RET or entry.kind in HOST_KINDS, entry)
+        return (rec.event, rec.tid, rec.tgid, calls.call_fields(entry, rec.fields), entry.kind in HOST_KINDS, entry)
 
     def _flush(self, pending: dict) -> None:
         for count, d in pending.values():
@@ -357,13 +358,13 @@ class AttachSession:
         pending.clear()
 
     def _apply(self, d: tuple, times: int) -> None:
-        shape, tid, tgid, fields, _, entry = d
+        _, tid, tgid, fields, _, entry = d
         pid = tgid if tgid in self.tallies else self._tgid(tid)
         tally = self.tallies.get(pid) if pid is not None else None
         if tally is None:
             self._unattributed += times
             return
-        calls.apply(entry, fields, tally, shape == RET, tid, times)
+        calls.apply(entry, fields, tally, times)
 
     def _new_task(self, parent_tid: int, fields: dict) -> None:
         child, flags = fields.get("pid"), fields.get("clone_flags")
@@ -586,7 +587,7 @@ def _process(t: ProcessTally, window: float, enabled: float, scale: float, cap: 
         count=round(a.count * scale), per_s=a.count / enabled, frees=round(t.frees * scale),
         frees_per_s=t.frees / enabled, median_bytes=a.sizes.percentile(0.5), size_p90_bytes=a.sizes.percentile(0.9),
         size_max_bytes=a.sizes.max or None, bytes=round(a.bytes * scale), flags=dict(t.alloc_flags),
-        failed=t.alloc_failed, registrations=round(r.count * scale), registered_bytes=round(r.bytes * scale),
+        registrations=round(r.count * scale), registered_bytes=round(r.bytes * scale),
         registration_median_bytes=r.sizes.percentile(0.5), registration_max_bytes=r.sizes.max or None,
         registration_flags=dict(t.register_flags), unregistrations=round(t.unregistrations * scale))
     if len(t.memory.seen.by_start) >= MAX_RANGES:
