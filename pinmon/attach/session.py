@@ -57,7 +57,12 @@ MIN_DUTY = 0.05
 
 
 class AttachError(Exception):
-    """Attaching cannot work here; the text is one line for the user."""
+    """Attaching cannot work here; the text is one line for the user. ``fatal``: waiting does not
+    change it (not root, no uprobes, lockdown, tracefs); else (no CUDA process yet) a later try may work."""
+
+    def __init__(self, message: str, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.fatal = fatal
 
 
 class SignalReceived(BaseException):
@@ -122,6 +127,7 @@ class AttachSession:
         self._lost = 0
         self._bad_pages = 0
         self._unattributed = 0
+        self._overrun_base = 0
         self._tgids: dict[int, Optional[int]] = {}
         self._decoded: dict[bytes, Optional[tuple]] = {}
         self._rate_slot = (0.0, 0)
@@ -145,17 +151,18 @@ class AttachSession:
         t0 = time.monotonic()
         why = preflight(self.euid, self.lockdown_path)
         if why:
-            raise AttachError(why)
+            raise AttachError(why, fatal=True)
         if self.fs is None:
             try:
                 self.fs = open_tracefs()
             except TracefsError as e:
-                raise AttachError(str(e)) from None
+                raise AttachError(str(e), fatal=True) from None
         if not self.fs.has_uprobes:
-            raise AttachError("this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)")
+            raise AttachError("this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)", fatal=True)
         kernel_arch = arch_of_kernel(os.uname().machine)
         if kernel_arch is None:
-            raise AttachError(f"no argument registers known for this CPU ({printable(os.uname().machine, 20)})")
+            raise AttachError(f"no argument registers known for this CPU ({printable(os.uname().machine, 20)})",
+                              fatal=True)
         self._install_signals()
         try:
             self._attach(kernel_arch)
@@ -437,8 +444,7 @@ class AttachSession:
             elif not self.enabled and now - self._toggle_at >= SAMPLE_PERIOD_S - on_s:
                 self._set_enabled(True)
 
-    def run(self, seconds: Optional[float], stop: Optional[threading.Event] = None) -> AttachResult:
-        """Tally events for ``seconds`` (or until ``stop`` is set), then end the window."""
+    def _pump_for(self, seconds: Optional[float], stop: Optional[threading.Event]) -> None:
         end = None if seconds is None else self.clock() + seconds
         while True:
             now = self.clock()
@@ -450,7 +456,16 @@ class AttachSession:
                 stop.wait(wait)
             else:
                 time.sleep(wait)
+
+    def run(self, seconds: Optional[float], stop: Optional[threading.Event] = None) -> AttachResult:
+        """Tally events for ``seconds`` (or until ``stop`` is set), then end the window."""
+        self._pump_for(seconds, stop)
         return self.finish()
+
+    def run_window(self, seconds: float, stop: Optional[threading.Event] = None) -> AttachResult:
+        """Tally events for ``seconds`` (or until ``stop`` is set), then ``cut``: the probes stay."""
+        self._pump_for(seconds, stop)
+        return self.cut()
 
     def finish(self) -> AttachResult:
         """End the window: the probes disabled, what is left in the buffer read, the result."""
@@ -460,11 +475,34 @@ class AttachSession:
             self.pump()
         return self.result()
 
+    def cut(self) -> AttachResult:
+        """The result of the window so far, and a new window from now, the probes left in place (a
+        monitor's rolling windows). What the buffer holds is read into the window that ends; a call
+        made while it is read counts there too (microseconds of the next window's)."""
+        if self.window_start is None or self.window_end is not None:
+            return self.result()
+        now = self.clock()
+        self.pump()
+        result = self.result(end=now)
+        gone = [pid for pid in self.tallies if not os.path.exists(os.path.join(self.proc_root, str(pid)))]
+        for pid in gone:
+            del self.tallies[pid]
+        for pid, t in self.tallies.items():
+            self.tallies[pid] = ProcessTally(pid, t.memory)
+        self.window_start = now
+        if self.enabled:
+            self._enabled_since = now
+        self._enabled_total = 0.0
+        self._events_read = self._lost = self._bad_pages = self._unattributed = 0
+        self._overrun_base = self._overrun(relative=False)
+        return result
+
     # --- the result -------------------------------------------------------------------------------
 
-    def result(self) -> AttachResult:
+    def result(self, end: Optional[float] = None) -> AttachResult:
         start = self.window_start or self.clock()
-        end = self.window_end if self.window_end is not None else self.clock()
+        if end is None:
+            end = self.window_end if self.window_end is not None else self.clock()
         window = max(end - start, 1e-9)
         enabled = self._enabled_total + (end - self._enabled_since if self.enabled else 0.0)
         enabled = max(min(enabled, window), 1e-9)
@@ -494,10 +532,12 @@ class AttachSession:
                             stopped_early=self._stopped, attach_s=self.attach_s, started_mono=self.window_start,
                             notices=tuple(notices))
 
-    def _overrun(self) -> int:
+    def _overrun(self, relative: bool = True) -> int:
+        """Events the kernel lost in pinmon's buffer (since the window began, where ``relative``)."""
         if self.instance is None or not self.instance.created:
             return 0
-        return sum(s.get("overrun", 0) + s.get("dropped events", 0) for s in self.instance.cpu_stats().values())
+        total = sum(s.get("overrun", 0) + s.get("dropped events", 0) for s in self.instance.cpu_stats().values())
+        return max(0, total - self._overrun_base) if relative else total
 
     # --- detach -----------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The live collector: host memory + per-process pinned scan + NVML, merged into one Snapshot.
+"""The live collector: host memory + per-process pinned scan + NVML, merged into one Snapshot (with
+tracer reports and, where given, an attach's latest window).
 
 Implements the ``Source`` protocol. NVML's slow calls run in the NVML collector's own background
 threads, so ``snapshot()`` costs a /proc scan and a few sub-millisecond NVML calls. The latest probe
@@ -22,6 +23,7 @@ from .cgroups.oom_kills import OomKillReader
 from .host.kmsg import KmsgReader
 from .host.memory import HostMemoryReader
 from .host.pci import count_nvidia_gpus
+from .attached import AttachedSource, merge_attached
 from .host.pinned_total import PinnedTotals, maps_pinned_total
 from .processes.resident import CAPPED_TOTAL_NOTICE, cap_estimate, capped_totals
 from .processes.scan import ProcessScanner, scan_notice
@@ -37,8 +39,11 @@ class LiveCollector:
                  host_root: str = "/", proc_root: str = "/proc", pids: Optional[list[int]] = None,
                  counter_hz: Optional[float] = None, prefer_gpm: bool = True,
                  sysfs_root: Optional[str] = None, kernel_read_every_s: Optional[float] = None,
-                 oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S):
+                 oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S, attached: Optional[AttachedSource] = None):
         self.interval_s = interval_s
+        # An attach's latest window (pinmon.attach.Attacher, or one window someone ran): its copies and
+        # allocations join the rows of the processes it attached (collect/attached.py).
+        self.attached = attached
         sysfs_root = sysfs_root or os.path.join(host_root, "sys")
         self.scanner = ProcessScanner(proc_root=proc_root, pids=pids)
         # kernel_read_every_s: how old a reading of the kernel's pinned count may be reused (the
@@ -104,6 +109,10 @@ class LiveCollector:
         note = bounded_notice(lowered)
         if note:
             notices.append(note)
+        if self.attached is not None:
+            rows, attach_notices = merge_attached(rows, self.attached.latest(), self.scanner.describe,
+                                                  self.scanner.only_pids, gpus)
+            notices += attach_notices
         processes = self.pinned.annotate(merge_gpu_processes(cap_rows_to_ram(rows, mem_total), gpus))
         processes, groups = self.groups.annotate(processes)
         oom_kills, oom_notices = self.oom.read()
