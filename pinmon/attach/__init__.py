@@ -9,7 +9,7 @@ system and pinmon's private instance), ``targets`` (processes and their libcuda 
 (definitions, removal, stale groups), ``rawpages`` / ``events`` and ``reader`` (the kernel's event
 buffer), ``classify`` (a host pointer's kind), ``calls`` / ``aggregate`` / ``sizes`` (the tallies).
 """
-from .background import AttachPolicy, Attacher
+from .background import Attacher, AttachPolicy
 from .results import (
     AllocationStats,
     AttachOutcome,

@@ -23,19 +23,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from ..limits import MAX_ATTACH_EVERY
 from ..units import printable
 from .results import AttachOutcome
 from .session import AttachError, AttachSession, Budget, SignalReceived
 from .targets import cuda_pids
 
-MAX_PROCESSES = 64
 ERROR_CHARS = 300
 
 
 @dataclass(frozen=True)
 class AttachPolicy:
     window_s: float = 5.0
-    max_processes: int = MAX_PROCESSES
+    max_processes: int = MAX_ATTACH_EVERY
     budget: Budget = field(default_factory=Budget)
     retry_s: float = 60.0         # after a fatal reason
     proc_root: str = "/proc"

@@ -70,6 +70,7 @@ class ProcessCopies:
     allocations: AllocationStats
     instrument: str = INSTRUMENT
     notes: tuple[str, ...] = ()
+    name: Optional[str] = None      # /proc/PID/comm when attached (untrusted text): for one that exits
 
     def stat(self, direction: str, memory: str) -> Optional[CopyStats]:
         for s in self.stats:

@@ -42,7 +42,7 @@ from .probes import ENTRIES_BY_ID, Probe, clean_stale, definition, group_name, p
 from .reader import RawReader, Record, TextReader
 from .results import AllocationStats, AttachResult, CopyStats, OtherCopies, ProbedFile, ProcessCopies
 from .symbols import SymbolError, read_symbols
-from .targets import Targets, find_targets, threads
+from .targets import Targets, comm, find_targets, threads
 from .tracefs import Instance, Tracefs, TracefsError, explain_write_error, open_tracefs, preflight
 
 PUMP_INTERVAL_S = 0.1
@@ -112,6 +112,7 @@ class AttachSession:
         self.events: set[str] = set()             # the events defined (one a file)
         self.defined: list[str] = []
         self.tallies: dict[int, ProcessTally] = {}
+        self.names: dict[int, Optional[str]] = {}     # pid -> its comm when attached
         self.failed: dict[int, str] = {}
         self.notices: list[str] = []
         self.attach_s: Optional[float] = None
@@ -241,6 +242,7 @@ class AttachSession:
             for pid in f.pids:
                 memory = ProcessMemory(pid, self.objects, self.proc_root, self.is_cuda)
                 self.tallies[pid] = ProcessTally(pid, memory)
+                self.names[pid] = comm(pid, self.proc_root)
         now = self.clock()
         self.window_start = self._enabled_since = self._toggle_at = now
         self._rate_slot = (now, 0)
@@ -523,7 +525,7 @@ class AttachSession:
                            f"enabled {enabled / window:.0%} of the window; totals scaled")
         if self._stopped:
             notices.append(f"over {self.budget.max_events_per_s:.0f} events/s: probes stopped after {enabled:.1f} s")
-        procs = {pid: _process(t, window, enabled, scale, self.budget.max_copy_bytes_per_s)
+        procs = {pid: _process(t, window, enabled, scale, self.budget.max_copy_bytes_per_s, self.names.get(pid))
                  for pid, t in self.tallies.items()}
         files = tuple(ProbedFile(f.path, f.key[0], f.key[1], len(f.probes), tuple(f.pids), f.refused)
                       for f in self.files)
@@ -610,7 +612,8 @@ def _other(t: Tally, enabled: float, scale: float) -> OtherCopies:
     return OtherCopies(round(t.count * scale), round(t.bytes * scale), t.bytes / enabled)
 
 
-def _process(t: ProcessTally, window: float, enabled: float, scale: float, cap: float) -> ProcessCopies:
+def _process(t: ProcessTally, window: float, enabled: float, scale: float, cap: float,
+             name: Optional[str] = None) -> ProcessCopies:
     stats = []
     notes = []
     for (direction, memory), c in sorted(t.copies.items()):
@@ -637,4 +640,4 @@ def _process(t: ProcessTally, window: float, enabled: float, scale: float, cap: 
         device=_other(t.device_copies, enabled, scale), host_to_host=_other(t.host_copies, enabled, scale),
         batch_calls=round(t.batch_calls * scale), batch_copies=round(t.batch_copies * scale),
         batch_copies_unmeasured=round(t.batch_copies_unmeasured * scale), batch_ops=round(t.batch_op_count * scale),
-        pageable_may_be_registered=t.pageable_seen, allocations=allocations, notes=tuple(notes))
+        pageable_may_be_registered=t.pageable_seen, allocations=allocations, notes=tuple(notes), name=name)

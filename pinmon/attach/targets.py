@@ -83,6 +83,15 @@ def maps_libcuda(pid: int, proc_root: str = "/proc") -> bool:
         os.close(fd)
 
 
+def comm(pid: int, proc_root: str = "/proc") -> Optional[str]:
+    """A process's name as the kernel keeps it (``/proc/PID/comm``, at most 16 bytes): untrusted text."""
+    try:
+        with open(os.path.join(proc_root, str(pid), "comm"), "rb") as f:
+            return f.read(64).decode("utf-8", "replace").strip() or None
+    except OSError:
+        return None
+
+
 def threads(pid: int, proc_root: str = "/proc") -> list[int]:
     try:
         names = os.listdir(os.path.join(proc_root, str(pid), "task"))

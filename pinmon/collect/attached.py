@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Protocol
 
 from ..model import Allocations, Copies, CopyStats, ProcessIdentity, ProcessPinned
-from ..model.kinds import DIRECTIONS, HOST_MEMORY_KINDS
+from ..model.kinds import DIRECTIONS, HOST_MEMORY_KINDS, Instrument
 from ..model.serial import evolve
 from ..units import fmt_rate, printable
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..attach.results import AttachOutcome, ProcessCopies
     from ..model import Gpu
 
-INSTRUMENT = "uprobes"
+INSTRUMENT: Instrument = "uprobes"
 NOTICE_CHARS = 300
 SHOWN_FAILURES = 5
 # cuMemHostAlloc's and cuMemHostRegister's flag names (attach/catalog.py) -> the model's words.
@@ -74,7 +74,7 @@ def _flags(flags: dict[str, int], words: dict[str, str]) -> dict[str, int]:
 
 def copies_of(pc: ProcessCopies) -> Copies:
     """One process's copies as the model's record."""
-    stats = tuple(CopyStats(s.direction, s.memory, s.bytes_per_s, s.bytes, s.count, s.size_p50_bytes,  # type: ignore[arg-type]
+    stats = tuple(CopyStats(s.direction, s.memory, s.bytes_per_s, s.bytes, s.count, s.size_p50_bytes,
                             s.size_p90_bytes, s.size_max_bytes)
                   for s in pc.stats if s.direction in DIRECTIONS and s.memory in HOST_MEMORY_KINDS)
     notes = [printable(n, NOTICE_CHARS) for n in pc.notes]
@@ -86,8 +86,6 @@ def copies_of(pc: ProcessCopies) -> Copies:
                      " their bytes not")
     if pc.batch_ops:
         notes.append(f"{pc.batch_ops} 3D batch operations: their bytes are not known")
-    if pc.pageable_may_be_registered:
-        notes.append("pageable: or registered before the attach (uprobes see registrations made during it only)")
     return Copies(instrument=INSTRUMENT, window_s=pc.window_s, stats=stats, peer_bytes_per_s=pc.peer.bytes_per_s,
                   peer_count=pc.peer.count, pageable_may_be_registered=pc.pageable_may_be_registered,
                   notes=tuple(notes))
@@ -189,13 +187,15 @@ def merge_attached(rows: list[ProcessPinned], outcome: Optional[AttachOutcome],
     for pid in sorted(attached):
         if pid in seen or (only_pids is not None and pid not in only_pids):
             continue
+        pc = attached[pid]
         name = user = cmdline = None
         if describe is not None:
             try:
                 name, user, cmdline = describe(pid)
-            except Exception:  # a process that exited: a row without a name
+            except Exception:  # a process that exited: its name as it was when attached
                 pass
-        pc = attached[pid]
+        if name is None and pc.name:
+            name = printable(pc.name, 64)
         out.append(ProcessPinned(pid=pid, source="attached",
                                  identity=ProcessIdentity(name=name, user=user, cmdline=cmdline),
                                  copies=held_to_links(copies_of(pc), link_cap(pid, gpus)),

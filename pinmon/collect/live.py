@@ -18,12 +18,12 @@ from ..limits import DEFAULT_OOM_LOOKBACK_S
 from ..model import GpuProcess, HeldMemory, HostMemory, ProbeResult, ProcessIdentity, ProcessPinned, Snapshot
 from ..model.probe_join import kept_probe, with_probe
 from ..model.serial import evolve
+from .attached import AttachedSource, merge_attached
 from .cgroups.groups import GroupCollector
 from .cgroups.oom_kills import OomKillReader
 from .host.kmsg import KmsgReader
 from .host.memory import HostMemoryReader
 from .host.pci import count_nvidia_gpus
-from .attached import AttachedSource, merge_attached
 from .host.pinned_total import PinnedTotals, maps_pinned_total
 from .processes.resident import CAPPED_TOTAL_NOTICE, cap_estimate, capped_totals
 from .processes.scan import ProcessScanner, scan_notice
@@ -110,8 +110,10 @@ class LiveCollector:
         if note:
             notices.append(note)
         if self.attached is not None:
-            rows, attach_notices = merge_attached(rows, self.attached.latest(), self.scanner.describe,
-                                                  self.scanner.only_pids, gpus)
+            outcome = self.attached.latest()
+            if outcome is None:
+                notices.append("attach: attaching (no window has ended yet)")
+            rows, attach_notices = merge_attached(rows, outcome, self.scanner.describe, self.scanner.only_pids, gpus)
             notices += attach_notices
         processes = self.pinned.annotate(merge_gpu_processes(cap_rows_to_ram(rows, mem_total), gpus))
         processes, groups = self.groups.annotate(processes)
