@@ -7,6 +7,7 @@ kept for the live collector (``collect/attached.py`` merges it into each snapsho
     attacher.stop()       # detached
 
     outcome = Attacher([pid]).run_once(seconds=5.0)   # one window, in the caller's thread
+    attacher = Attacher([pid]).start_once(5.0)         # one window on a thread; latest() when it ends
 
 The budget (``AttachPolicy``): at most ``max_processes`` processes (the lowest pids; the outcome says
 how many were left out), the session's event budget (``Budget``: above it the probes are sampled), one
@@ -56,6 +57,8 @@ class Attacher:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        # Set while a session's probes are enabled in the targets (a view may say "attached").
+        self.attached = threading.Event()
 
     # --- what a window attaches to ---------------------------------------------------------------
 
@@ -94,6 +97,7 @@ class Attacher:
         except AttachError as e:
             return self._failed(e, e.fatal)
         interrupted = False
+        self.attached.set()
         try:
             try:
                 result = session.run(seconds, stop)
@@ -102,6 +106,7 @@ class Attacher:
                 result = session.finish()
         finally:
             session.detach()
+            self.attached.clear()
         outcome = AttachOutcome(result, None, self.clock(), interrupted=interrupted, detach_s=session.detach_s,
                                 notices=notes)
         self._publish(outcome)
@@ -110,8 +115,21 @@ class Attacher:
     # --- window after window, on a thread of its own -----------------------------------------------
 
     def start(self) -> "Attacher":
+        """Window after window on a thread of its own, until ``stop``."""
+        return self._start(self._run)
+
+    def start_once(self, seconds: Optional[float] = None) -> "Attacher":
+        """One window on a thread of its own (an app attaching a process it was asked to look at);
+        ``latest()`` holds its outcome once it ends, ``stop`` ends it early."""
+        return self._start(lambda: self.run_once(seconds, self._stop))
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _start(self, target: Callable[[], object]) -> "Attacher":
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="pinmon-attach", daemon=True)
+        self._thread = threading.Thread(target=target, name="pinmon-attach", daemon=True)
         self._thread.start()
         return self
 
@@ -153,6 +171,7 @@ class Attacher:
         except AttachError as e:
             self._publish(self._failed(e, e.fatal))
             return self.policy.retry_s if e.fatal else self.policy.window_s
+        self.attached.set()
         try:
             while not self._stop.is_set():
                 result = session.run_window(self.policy.window_s, self._stop)
@@ -163,4 +182,5 @@ class Attacher:
                 notes = notes_now
         finally:
             session.detach()
+            self.attached.clear()
         return 0.0

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pinmon.attach import AttachError, Attacher, AttachPolicy, AttachSession, Budget
+from pinmon.attach import Attacher, AttachError, AttachPolicy, AttachSession, Budget
 from pinmon.attach.classify import PINNED
 from tests.attach.standin import Child, build, why_not
 from tests.attach.test_attach_live import CUDA, mine
@@ -64,6 +64,16 @@ def test_one_window_in_the_callers_thread(child):
     assert outcome.result is not None and outcome.error is None and outcome.detach_s is not None
     assert child.pid in outcome.result.processes and attacher.latest() is outcome
     assert mine() == (False, False)
+
+
+def test_one_window_on_a_thread(child):
+    attacher = Attacher([child.pid], AttachPolicy(window_s=30.0), is_cuda=CUDA).start_once()
+    assert attacher.attached.wait(20)
+    child.call("cuMemcpyDtoH_v2", {"buf": "pageable"}, 0x1000, 5, n=3)
+    attacher.stop()                                   # ends the 30 s window early, detached
+    assert not attacher.running and mine() == (False, False)
+    outcome = attacher.latest()
+    assert outcome.result.processes[child.pid].stat("d2h", "pageable").count == 3
 
 
 def test_nothing_attached_says_why(child):

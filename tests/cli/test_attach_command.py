@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from pinmon.attach import AttachOutcome, Attacher, AttachPolicy
+from pinmon.attach import Attacher, AttachOutcome, AttachPolicy
 from pinmon.cli import attaching
 from pinmon.cli.main import main
 from tests.attach.standin import Child, build, why_not
