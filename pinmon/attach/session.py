@@ -54,6 +54,7 @@ MAX_TID_CACHE = 1 << 16
 MAX_DECODED = 4096                 # distinct records kept decoded
 SAMPLE_PERIOD_S = 1.0
 MIN_DUTY = 0.05
+MAX_NOTICES = 32                   # distinct notices kept: a session may run for days (record --attach)
 
 
 class AttachError(Exception):
@@ -403,6 +404,11 @@ class AttachSession:
             self._tgids[tid] = tgid  # a thread that is gone is asked again (None is not kept)
         return tgid
 
+    def _note(self, text: str) -> None:
+        """A notice once, and at most ``MAX_NOTICES`` of them (one that repeats every second is said once)."""
+        if text not in self.notices and len(self.notices) < MAX_NOTICES:
+            self.notices.append(text)
+
     def _set_enabled(self, on: bool) -> None:
         """Record events or not: the instance's own ``tracing_on``, which takes effect at once (the
         probes stay in place; disabling them waits for the kernel's grace periods)."""
@@ -412,7 +418,7 @@ class AttachSession:
         try:
             self.instance.set("tracing_on", "1" if on else "0")
         except OSError as e:
-            self.notices.append(explain_write_error(e, "toggling the probes"))
+            self._note(explain_write_error(e, "toggling the probes"))
             return
         if on:
             self._enabled_since = now

@@ -116,7 +116,7 @@ def traffic_lines(explained: TrafficExplained, limit: int = 5) -> list[str]:
         why = ("GPU not known (a process on several GPUs, or one NVML does not list)" if explained.links
                else "no GPU monitored, no link to compare with")
         out.append(f"{why}: " + "; ".join(shown) + (f"; and {more} more" if more > 0 else ""))
-    if out:
+    if out and explained.links:
         out.append("(link bytes include protocol overhead, ~7% on RX; TX also carries the read requests of"
                    " H2D copies; copies are over their own window)")
     return out
