@@ -31,6 +31,7 @@ from .session import AttachError, AttachSession, Budget, SignalReceived
 from .targets import cuda_pids
 
 ERROR_CHARS = 300
+NO_TARGETS = "no process that maps libcuda to attach to"
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class Attacher:
         seconds = self.policy.window_s if seconds is None else seconds
         pids, notes = self.targets()
         if not pids:
-            return AttachOutcome(None, "no process maps libcuda", self.clock())
+            return AttachOutcome(None, NO_TARGETS, self.clock())
         session = self._session(pids)
         try:
             session.attach()
@@ -163,7 +164,7 @@ class Attacher:
         detach; the seconds to wait before the next try (0 for at once)."""
         pids, notes = self.targets()
         if not pids:
-            self._publish(AttachOutcome(None, "no process maps libcuda", self.clock()))
+            self._publish(AttachOutcome(None, NO_TARGETS, self.clock()))
             return self.policy.window_s
         session = self._session(pids)
         try:

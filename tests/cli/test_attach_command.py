@@ -84,12 +84,12 @@ def test_nothing_attached_is_unknown_in_one_line(capsys, monkeypatch):
 
 
 def test_check_attach_goes_on_where_nothing_can_be_attached(capsys, monkeypatch):
-    monkeypatch.setattr(attaching, "one_window", lambda pids, s: AttachOutcome(None, "no process maps libcuda",
-                                                                                time.monotonic()))
+    none = "no process that maps libcuda to attach to"
+    monkeypatch.setattr(attaching, "one_window", lambda pids, s: AttachOutcome(None, none, time.monotonic()))
     main(["check", "--attach", "--window", "0.1", "--json", "--oom-lookback", "0"])
     doc = json.loads(capsys.readouterr().out)
     assert doc["status"] in ("ok", "warning", "critical")
-    assert "attach: no process maps libcuda" in doc["snapshot"]["notices"]
+    assert "attach: no process that maps libcuda to attach to" in doc["snapshot"]["notices"]
 
 
 def test_attach_does_not_combine_with_a_saved_snapshot_or_a_replay(capsys, tmp_path):
