@@ -20,9 +20,19 @@ The truth of a stream over the window: its bytes per round times the rounds that
 window, over the window. The attach's figure: its bytes of that (direction, host memory) over the
 same window. A workload that cannot start (a library missing) is reported and skipped.
 
+``--vs-cupti torch|cupy``: instead, one paced workload started under ``pinmon trace --engine cupti``
+and attached too, both figures per stream side by side (``vs_cupti`` in the JSON): the truth over the
+attach's window; the attach's rate; CUPTI's window rates (each report's last 5 to 5.5 s of GPU time)
+of the reports written once a whole CUPTI window lies inside the attach's, their median; and CUPTI's
+lifetime bytes between the reports nearest the window's two ends, over the time between them. CUPTI
+counts copies into write-combined memory with its pinned ones (so ``cupy``'s write-combined stream is
+the attach's alone). cupti-python and cuda-bindings must import in the workload's Python (on the GPU
+box: the lead's ``.whl`` installed into ``/tmp/site``, on ``PYTHONPATH``).
+
 Usage (root, on the GPU box, from the repository root):
   python3 bench/attach_accuracy.py OUT.json [--libs torch,cupy,numba,jax,cudart,driver] [--window 10]
       [--driver PATH]   # a paced_driver built elsewhere, where the box has no gcc
+  python3 bench/attach_accuracy.py OUT.json --vs-cupti torch --window 12
 """
 from __future__ import annotations
 
@@ -31,9 +41,11 @@ import ctypes
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -150,6 +162,10 @@ def child(lib: str, seconds: float, out: str) -> int:
 
 # --- the measurement -------------------------------------------------------------------------------
 
+# A CUPTI report's window is up to 5.5 s of GPU time before the report's time; a second more for the
+# report to be written.
+CUPTI_SETTLE_S = 6.5
+
 def real_libcuda() -> str:
     ctypes.CDLL("libcuda.so.1")
     with open("/proc/self/maps") as f:
@@ -198,6 +214,107 @@ def compare(truth: dict, proc, start: float, window: float) -> dict:
     return out
 
 
+def _report_rate(rep: dict, direction: str, memory: str, key: str = "bytes_per_s"):
+    v = (((rep.get("copies") or {}).get(direction) or {}).get(memory) or {}).get(key)
+    return v if isinstance(v, (int, float)) else None
+
+
+def vs_cupti(lib: str, window: float, env: dict, tmp: str) -> dict:
+    """One paced workload under ``pinmon trace --engine cupti``, attached too: both figures per stream."""
+    from pinmon.attach import AttachError, AttachSession
+
+    trace_dir = os.path.join(tmp, "trace")
+    os.mkdir(trace_dir, 0o700)
+    out = os.path.join(tmp, f"{lib}_cupti_truth.json")
+    run_s = window + 25.0
+    cmd = [sys.executable, "-m", "pinmon", "trace", "--dir", trace_dir, "--engine", "cupti", "--",
+           sys.executable, os.path.abspath(__file__), out, "--child", lib, "--seconds", str(run_s)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    line = p.stdout.readline().strip()
+    if line != "ready":
+        p.kill()
+        _, err = p.communicate(timeout=60)
+        return {"lib": lib, "error": "did not start", "stderr_tail": portable_text(err[-1500:])}
+    report_path = os.path.join(trace_dir, f"{p.pid}.json")   # pinmon trace execs: the program's pid
+    reports: dict = {}
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            try:
+                with open(report_path) as f:
+                    rep = json.load(f)
+                reports.setdefault(rep.get("time"), rep)
+            except (OSError, ValueError):
+                pass
+            stop.wait(0.1)
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    time.sleep(2.0)  # paced, before the attach
+    to_wall = time.time() - time.monotonic()
+    doc: dict = {"lib": lib, "window_s": window}
+    result = None
+    try:
+        with AttachSession([p.pid]) as s:
+            result = s.run(window)
+        doc["attach"] = {"attach_s": result.attach_s, "detach_s": s.detach_s, "events": result.events,
+                         "lost_events": result.lost_events, "notices": list(result.notices),
+                         "failed": {str(k): v for k, v in result.failed.items()}}
+    except AttachError as e:
+        doc["attach"] = {"error": str(e)}
+    try:
+        _, err = p.communicate(timeout=run_s + 120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    stop.set()
+    poller.join(5)
+    doc["stderr_tail"] = portable_text(err[-800:])
+    try:
+        with open(out) as f:
+            truth = json.load(f)
+    except (OSError, ValueError):
+        doc["error"] = f"no truth written (rc {p.returncode})"
+        return doc
+    if result is None:
+        doc["error"] = "not attached"
+        return doc
+    ordered = [r for _, r in sorted(((t, r) for t, r in reports.items() if isinstance(t, (int, float))),
+                                    key=lambda tr: tr[0])]
+    final = ordered[-1] if ordered else {}
+    doc["cupti"] = {"engine_in_report": final.get("engine"), "engine_notice": final.get("engine_notice"),
+                    "reports_read": len(ordered)}
+    proc = result.processes.get(p.pid)
+    rows = compare(truth, proc, result.started_mono, result.window_s)
+    start_wall = result.started_mono + to_wall
+    end_wall = start_wall + result.window_s
+    kept = [r for r in ordered if start_wall + CUPTI_SETTLE_S <= r["time"] <= end_wall]
+    doc["cupti"]["reports_kept"] = len(kept)
+    ends = None
+    if ordered:
+        first = min(ordered, key=lambda r: abs(r["time"] - start_wall))
+        last = min(ordered, key=lambda r: abs(r["time"] - end_wall))
+        if last["time"] > first["time"]:
+            ends = (first, last)
+    for key, row in rows["streams"].items():
+        d, m = key.split(".")
+        truth_rate = row["truth_bytes_per_s"]
+        rates = [v for v in (_report_rate(r, d, m) for r in kept) if v is not None]
+        row["attach_ratio"] = row.pop("ratio")
+        if rates:
+            med = statistics.median(rates)
+            row.update(cupti_window_bytes_per_s=med, cupti_window_min=min(rates), cupti_window_max=max(rates),
+                       cupti_window_ratio=med / truth_rate if truth_rate else None, cupti_reports=len(rates))
+        if ends is not None:
+            a, b = (_report_rate(r, d, m, "bytes") for r in ends)
+            if a is not None and b is not None:
+                rate = (b - a) / (ends[1]["time"] - ends[0]["time"])
+                row.update(cupti_lifetime_bytes_per_s=rate, cupti_lifetime_ratio=rate / truth_rate if truth_rate else None,
+                           cupti_lifetime_span_s=ends[1]["time"] - ends[0]["time"])
+    doc.update(rows)
+    return doc
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
@@ -205,6 +322,8 @@ def main() -> int:
     ap.add_argument("--window", type=float, default=10.0)
     ap.add_argument("--lcdir", default="/tmp/lcdir")
     ap.add_argument("--driver", default=None)
+    ap.add_argument("--vs-cupti", choices=("torch", "cupy"), default=None,
+                    help="one paced workload under pinmon trace --engine cupti, attached too")
     ap.add_argument("--child", default=None)
     ap.add_argument("--seconds", type=float, default=0.0)
     args = ap.parse_args()
@@ -222,6 +341,16 @@ def main() -> int:
     env["LD_LIBRARY_PATH"] = os.pathsep.join(x for x in (args.lcdir, env.get("LD_LIBRARY_PATH")) if x)
     env["PYTHONPATH"] = os.pathsep.join(x for x in (ROOT, env.get("PYTHONPATH")) if x)
     run_s = args.window + 25.0
+    if args.vs_cupti:
+        with tempfile.TemporaryDirectory(prefix="attach-vs-cupti-") as tmp:
+            doc["vs_cupti"] = vs_cupti(args.vs_cupti, args.window, env, tmp)
+        with open(args.out, "w") as f:
+            f.write(portable_text(json.dumps(doc, indent=1)))
+        v = doc["vs_cupti"]
+        print("error: " + str(v["error"]) if "error" in v else "\n".join(
+            f"{k}: attach x{(r.get('attach_ratio') or 0):.4f}  CUPTI window x{(r.get('cupti_window_ratio') or 0):.4f}"
+            f"  lifetime x{(r.get('cupti_lifetime_ratio') or 0):.4f}" for k, r in v["streams"].items()))
+        return 0
     with tempfile.TemporaryDirectory(prefix="attach-accuracy-") as tmp:
         procs: dict = {}
         for lib in libs:

@@ -1,5 +1,8 @@
 """What pinmon attach costs: attach and detach times, pinmon's CPU at 10,000 events a second (both
-readers), the cost of one probed call, and the slowdown of a loop of 1 MiB pinned copies.
+readers), the cost of one probed call, and the slowdown of two loops of 1 MiB pinned copies: back-to-back
+synchronous copies (``loop_1mib``: the worst case, a probe's cost on every short call) and asynchronous
+copies on a stream synchronised every 64 (``loop_1mib_async``: how PyTorch's ``non_blocking`` copies
+and CuPy's streams run).
 
 Two machines, one script:
 
@@ -18,6 +21,7 @@ Usage (root, from the repository root):
   python3 bench/attach_cost.py OUT.json                      # here
   python3 bench/attach_cost.py OUT.json --real               # GPU box, CuPy
   python3 bench/attach_cost.py OUT.json --real --workload driver
+  python3 bench/attach_cost.py OUT.json --parts attach_detach --rounds 15   # one part
 """
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ from pinmon.attach import AttachError, AttachSession  # noqa: E402
 from provenance import portable_argv, portable_text, provenance  # noqa: E402
 
 DRIVER_SOURCE = os.path.join(HERE, "attach", "paced_driver.c")
+PARTS = ("attach_detach", "cpu_raw", "cpu_text", "per_call", "loop_1mib", "loop_1mib_async")
 STANDIN_SOURCE = os.path.join(ROOT, "tests", "attach", "standin_libcuda.c")
 MIB = 1 << 20
 
@@ -84,11 +89,22 @@ elif mode == "loop":
         rt.memcpy(d.data.ptr, mem.ptr, size, 1); n += 1
     t1 = time.monotonic()
     print(json.dumps({"copies": n, "seconds": t1 - t0, "copies_per_s": n / (t1 - t0)}), flush=True)
+elif mode == "aloop":
+    for _ in range(64):
+        rt.memcpyAsync(d.data.ptr, mem.ptr, size, 1, stream.ptr)
+    stream.synchronize(); go()
+    n = 0; t0 = time.monotonic()
+    while time.monotonic() - t0 < a:
+        for _ in range(64):
+            rt.memcpyAsync(d.data.ptr, mem.ptr, size, 1, stream.ptr)
+        stream.synchronize(); n += 64
+    t1 = time.monotonic()
+    print(json.dumps({"copies": n, "seconds": t1 - t0, "copies_per_s": n / (t1 - t0)}), flush=True)
 """
 
 
 class Workload:
-    """Starts the chosen workload program in one of its modes (rate, tight, loop)."""
+    """Starts the chosen workload program in one of its modes (rate, tight, loop, aloop)."""
 
     def __init__(self, kind: str, env: dict, driver: str | None, standin: bool, tmp: str) -> None:
         self.kind, self.env, self.driver, self.standin = kind, env, driver, standin
@@ -190,13 +206,16 @@ def per_call(w: Workload, n: int, rounds: int) -> dict:
             "cost_per_probed_call_ns": statistics.median(with_probes) - statistics.median(base)}
 
 
-def loop_slowdown(w: Workload, seconds: float, rounds: int) -> dict:
+def loop_slowdown(w: Workload, seconds: float, rounds: int, mode: str = "loop") -> dict:
+    """``loop``: back-to-back synchronous copies; ``aloop``: asynchronous ones on a stream, synchronised
+    every 64."""
     base, with_probes = [], []
     for _ in range(rounds):  # alternate, so that drift on the box touches both alike
-        base.append(plain(w, "loop", seconds, MIB)["copies_per_s"])
-        with_probes.append(probed(w, "loop", seconds, MIB)["copies_per_s"])
+        base.append(plain(w, mode, seconds, MIB)["copies_per_s"])
+        with_probes.append(probed(w, mode, seconds, MIB)["copies_per_s"])
     slow = 1 - statistics.median(with_probes) / statistics.median(base)
-    return {"size_bytes": MIB, "seconds": seconds, "rounds": rounds, "plain_copies_per_s": _summary(base),
+    return {"mode": "synchronous" if mode == "loop" else "asynchronous, a stream synchronised every 64 copies",
+            "size_bytes": MIB, "seconds": seconds, "rounds": rounds, "plain_copies_per_s": _summary(base),
             "probed_copies_per_s": _summary(with_probes), "slowdown": slow, "goal": 0.01, "within_goal": slow <= 0.01}
 
 
@@ -220,6 +239,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=10.0, help="the CPU measurement's window")
     ap.add_argument("--rate", type=float, default=10_000.0)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--parts", default=None, help="comma-separated parts to run (default: all): " + ", ".join(PARTS))
     args = ap.parse_args()
     kind = args.workload or ("cupy" if args.real else "driver")
     doc: dict = {"schema": "pinmon.bench.attach_cost/1", "time": time.time(), "provenance": provenance(),
@@ -242,9 +262,15 @@ def main() -> int:
                  ("cpu_raw", lambda: cpu_at_rate(w, args.rate, args.seconds, "raw")),
                  ("cpu_text", lambda: cpu_at_rate(w, args.rate, args.seconds, "text")),
                  ("per_call", lambda: per_call(w, 200_000 if kind == "driver" else 50_000, args.rounds))]
-        if args.real:
-            parts.append(("loop_1mib", lambda: loop_slowdown(w, 5.0, args.rounds)))
+        if args.real:  # the stand-in's copies do nothing: there is no copy loop to slow down
+            parts.append(("loop_1mib", lambda: loop_slowdown(w, 5.0, args.rounds, "loop")))
+            parts.append(("loop_1mib_async", lambda: loop_slowdown(w, 5.0, args.rounds, "aloop")))
+        wanted = set(args.parts.split(",")) if args.parts else None
+        if wanted is not None and not wanted <= set(PARTS):
+            ap.error(f"--parts: unknown {sorted(wanted - set(PARTS))}; known: {', '.join(PARTS)}")
         for name, fn in parts:
+            if wanted is not None and name not in wanted:
+                continue
             try:
                 doc[name] = fn()
             except (AttachError, RuntimeError, OSError, subprocess.SubprocessError, ValueError) as e:

@@ -5,7 +5,8 @@
 # Parts:
 #   env       the card, driver, kernel, Python and library versions (env_<card>.txt)
 #   attach    pinmon attach's cost (attach/detach time, CPU at 10k events/s, per-call cost, the slowdown of
-#             a 1 MiB pinned copy loop) and its accuracy against paced traffic of six libraries (~3 min)
+#             1 MiB pinned copy loops, synchronous and asynchronous), its accuracy against paced traffic of
+#             six libraries, and beside pinmon trace --engine cupti on one workload (~6 min)
 #   oom       a job-shaped cgroup OOM-killed by its pinned memory, reported after the cgroup is gone (~1 min)
 #   gputests  the tests marked gpu (pytest -m gpu tests/gpu), tail of the output (~2 min)
 #   checkprobe  `pinmon check --probe --json`, three timed runs (goal: 3 s)
@@ -35,9 +36,10 @@ attach)
   part attach
   drv=bench/attach/paced_driver
   [ -x "$drv" ] || gcc -O2 -o "$drv" bench/attach/paced_driver.c -ldl 2>&1 | tail -2
-  timeout 240 python3 bench/attach_cost.py "$out/attach_cost_$card.json" --real 2>&1 | tail -12
-  timeout 120 python3 bench/attach_cost.py "$out/attach_cost_driver_$card.json" --real --workload driver --driver "$drv" 2>&1 | tail -6
-  timeout 300 python3 bench/attach_accuracy.py "$out/attach_accuracy_$card.json" --window 10 --driver "$drv" 2>&1 | tail -24;;
+  timeout 330 python3 bench/attach_cost.py "$out/attach_cost_$card.json" --real 2>&1 | tail -12
+  timeout 200 python3 bench/attach_cost.py "$out/attach_cost_driver_$card.json" --real --workload driver --driver "$drv" 2>&1 | tail -6
+  timeout 300 python3 bench/attach_accuracy.py "$out/attach_accuracy_$card.json" --window 10 --driver "$drv" 2>&1 | tail -24
+  timeout 200 python3 bench/attach_accuracy.py "$out/attach_vs_cupti_$card.json" --vs-cupti torch --window 12 2>&1 | tail -6;;
 oom)
   part oom
   timeout 240 python3 bench/oom_after_the_fact.py "$out/oom_after_the_fact_$card.json" 2>&1 | tail -12;;

@@ -21,6 +21,10 @@ Why these figures:
   times lie between the Unix epoch and the end of year 9999 (what a calendar can print).
 - Counts. A pid is at most the kernel's PID_MAX_LIMIT (4M). The exporter gives at most 1000 processes
   series of their own: each is a handful of series per scrape, and Prometheus's cost grows with them.
+- Attach. A window of 0.1 s holds a pump or two of events; over an hour the probes stay in other
+  people's processes longer than a look needs. ``pinmon attach`` takes at most 256 pids (each adds
+  its threads to the kernel's event filter and a maps file pinmon re-reads); attaching "every CUDA
+  process" takes the lowest 64 pids, the rest left out with a notice.
 
 Nesting needs no figure: a snapshot is at most 5 levels deep, and a JSON or TOML document nested past
 the parser's recursion limit is refused as such (the readers catch ``RecursionError``).
@@ -46,6 +50,10 @@ MAX_SIZE_BYTES = 1 << 60         # any byte figure: --max-pinned, config sizes, 
 MAX_COUNT = (1 << 63) - 1        # any other integer in a snapshot (counters, pids)
 MAX_PID = 1 << 22                # --pid: the kernel's largest pid_max
 MAX_TOP_PROCESSES = 1000         # export --top-processes
+MIN_ATTACH_S = 0.1               # pinmon attach --seconds
+MAX_ATTACH_S = 3600.0
+MAX_ATTACH_PIDS = 256            # pinmon attach PID ...
+MAX_ATTACH_EVERY = 64            # processes kept attached when no pid is named
 
 MAX_CONFIG_BYTES = 1 << 20
 MAX_MAPS_BYTES = 64 << 20

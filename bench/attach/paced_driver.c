@@ -14,7 +14,10 @@
  *                            memory; prints the time per call (ns).
  *   loop SECONDS SIZE        synchronous pinned host-to-device copies of SIZE bytes, back to back, for
  *                            SECONDS; prints copies per second.
- * tight and loop print "ready" once warmed up and start when a line comes on standard input.
+ *   aloop SECONDS SIZE       asynchronous pinned host-to-device copies of SIZE bytes on a stream of their
+ *                            own, the stream synchronised every 64 copies (as PyTorch's non_blocking
+ *                            copies and CuPy's streams are used), for SECONDS; prints copies per second.
+ * tight, loop and aloop print "ready" once warmed up and start when a line comes on standard input.
  *
  * --standin before the mode: the stand-in libcuda of pinmon's tests (no context, a made-up device
  * pointer). Build: gcc -O2 -o paced_driver paced_driver.c -ldl */
@@ -62,6 +65,8 @@ static CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
 static CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
 static CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr, const void *, size_t, CUstream);
 static CUresult (*cuMemcpy2D_v2)(const CUDA_MEMCPY2D *);
+static CUresult (*cuStreamCreate)(CUstream *, unsigned);
+static CUresult (*cuStreamSynchronize)(CUstream);
 
 static int standin;
 
@@ -91,6 +96,7 @@ static CUdeviceptr setup(size_t device_bytes) {
     LOAD(h, cuCtxSynchronize); LOAD(h, cuMemAlloc_v2); LOAD(h, cuMemHostAlloc); LOAD(h, cuMemFreeHost);
     LOAD(h, cuMemHostRegister_v2); LOAD(h, cuMemHostUnregister); LOAD(h, cuMemcpyHtoD_v2);
     LOAD(h, cuMemcpyDtoH_v2); LOAD(h, cuMemcpyHtoDAsync_v2); LOAD(h, cuMemcpy2D_v2);
+    LOAD(h, cuStreamCreate); LOAD(h, cuStreamSynchronize);   /* the stand-in has neither: not called there */
     if (!cuMemHostAlloc || !cuMemcpyHtoD_v2 || !cuMemcpyDtoH_v2 || !cuMemcpyHtoDAsync_v2 || !cuMemcpy2D_v2) {
         fprintf(stderr, "libcuda.so.1 lacks a function this program calls\n"); exit(2);
     }
@@ -216,6 +222,34 @@ static int loop(double seconds, size_t size) {
     return 0;
 }
 
+#define SYNC_EVERY 64
+#define CU_STREAM_NON_BLOCKING 1
+
+static void stream_sync(CUstream s) { if (!standin) check(cuStreamSynchronize(s), "cuStreamSynchronize"); }
+
+static int aloop(double seconds, size_t size) {
+    CUdeviceptr d = setup(size);
+    void *pinned = host_alloc(size, 0);
+    CUstream s = 0;
+    if (!standin) {
+        if (!cuStreamCreate || !cuStreamSynchronize) { fprintf(stderr, "libcuda.so.1 lacks streams\n"); exit(2); }
+        check(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    }
+    for (int i = 0; i < SYNC_EVERY; i++) check(cuMemcpyHtoDAsync_v2(d, pinned, size, s), "warm");
+    stream_sync(s);
+    wait_for_go();
+    long n = 0;
+    double t0 = now();
+    while (now() - t0 < seconds) {
+        for (int i = 0; i < SYNC_EVERY; i++) check(cuMemcpyHtoDAsync_v2(d, pinned, size, s), "aloop");
+        stream_sync(s);
+        n += SYNC_EVERY;
+    }
+    double t1 = now();
+    printf("{\"copies\": %ld, \"seconds\": %.6f, \"copies_per_s\": %.3f}\n", n, t1 - t0, n / (t1 - t0));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int a = 1;
     if (a < argc && !strcmp(argv[a], "--standin")) { standin = 1; a++; }
@@ -223,6 +257,8 @@ int main(int argc, char **argv) {
     if (a + 2 < argc && !strcmp(argv[a], "rate")) return rate(atof(argv[a + 1]), atof(argv[a + 2]));
     if (a + 2 < argc && !strcmp(argv[a], "tight")) return tight(atol(argv[a + 1]), (size_t)atol(argv[a + 2]));
     if (a + 2 < argc && !strcmp(argv[a], "loop")) return loop(atof(argv[a + 1]), (size_t)atol(argv[a + 2]));
-    fprintf(stderr, "usage: %s [--standin] paced SECONDS OUT.json | rate PER_S SECONDS | tight N SIZE | loop SECONDS SIZE\n", argv[0]);
+    if (a + 2 < argc && !strcmp(argv[a], "aloop")) return aloop(atof(argv[a + 1]), (size_t)atol(argv[a + 2]));
+    fprintf(stderr, "usage: %s [--standin] paced SECONDS OUT.json | rate PER_S SECONDS | tight N SIZE | loop SECONDS SIZE"
+                    " | aloop SECONDS SIZE\n", argv[0]);
     return 2;
 }

@@ -22,6 +22,12 @@ def source_label(p: ProcessPinned) -> str:
     return "(est.)"
 
 
+def held_label(p: ProcessPinned) -> str:
+    """The label of a row's held bytes: the tracer's own count for a traced row, else the maps
+    estimate (an attached row's held bytes are the maps', not the attach's)."""
+    return source_label(p) if p.source == "traced" else "(est.)"
+
+
 def probe_ok(snap: Snapshot) -> Optional[ProbeResult]:
     """The snapshot's probe result when it measured (a refused or failed probe has no figures)."""
     p = snap.probe

@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 from ..model import HostMemory, ProcessPinned, Snapshot
 from ..model.kinds import Severity
 from ..units import fmt_bytes, fmt_nodes, fmt_pct, fmt_rate, fmt_seconds, node_key, printable
-from .common import probe_ok, process_subject, source_label
+from .common import held_label, probe_ok, process_subject
 from .rule import Found, rule
 from .thresholds import Thresholds
 
@@ -29,7 +29,7 @@ def _top_holder_sentence(processes: Sequence[ProcessPinned]) -> str:
     top = _top_pinned(processes)
     if top is None:
         return ""
-    return f" Largest holder: {process_subject(top)} with {fmt_bytes(top.held.bytes)} {source_label(top)}."
+    return f" Largest holder: {process_subject(top)} with {fmt_bytes(top.held.bytes)} {held_label(top)}."
 
 
 @rule("pinned-ram-share",
@@ -221,11 +221,11 @@ def pinned_growth(history: Sequence[Snapshot], t: Thresholds) -> Iterator[Found]
                 and fill_s <= t.growth_fill_horizon_s and _grew_in_both_halves(samples))
         if steady:
             message = (f"pinned grew from {fmt_bytes(first)} to {fmt_bytes(last)}{grown} over"
-                       f" {span_s / 60:.1f} min {source_label(latest)}, never dropping more than"
+                       f" {span_s / 60:.1f} min {held_label(latest)}, never dropping more than"
                        f" {fmt_pct(t.growth_max_drop_fraction)} between samples")
         elif fast:
             message = (f"pinned grew from {fmt_bytes(first)} to {fmt_bytes(last)}{grown} in"
-                       f" {fmt_seconds(span_s)} {source_label(latest)} ({fmt_bytes(rate)}/s): at this rate the"
+                       f" {fmt_seconds(span_s)} {held_label(latest)} ({fmt_bytes(rate)}/s): at this rate the"
                        f" host's {fmt_bytes(available)} of available memory is gone in {fmt_seconds(fill_s)}")
         else:
             continue

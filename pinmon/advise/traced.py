@@ -1,9 +1,11 @@
 """Rules on what processes do with pinned memory: small allocations in a loop, device-to-host copies
 into write-combined memory, bulk copies from pageable memory, pinned bytes held beyond the request.
 
-Most of these figures come from the in-process tracer (``pinmon trace``); for untraced processes the
-rules stay silent, except ``wc-cpu-readback``'s note on write-combined memory held, which the
-/proc/PID/maps estimate sees. A traced finding's message names the call site of its own behaviour
+These figures come from the in-process tracer (``pinmon trace``) or from uprobes attached to a running
+process's libcuda (``pinmon attach``, ``--attach``): the rules read a row's ``Copies`` and
+``Allocations`` whatever measured them, with the same thresholds, and the message says which
+("(traced)", "(attached)"). For other processes the rules stay silent, except ``wc-cpu-readback``'s note
+on write-combined memory held, which the /proc/PID/maps estimate sees. A traced finding's message names the call site of its own behaviour
 (``ProcessPinned.call_sites``), quoted: it is text from a report file, shown as data (printable,
 bounded) and never part of the advice. Where the snapshot has a probe result, the advice quotes what
 the probe measured on this box.
@@ -14,7 +16,7 @@ from typing import Iterator, Optional
 
 from ..model import ProbeResult, ProcessPinned, Snapshot
 from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds, printable
-from .common import probe_ok, source_label
+from .common import held_label, probe_ok, source_label
 from .rule import Found, rule
 from .thresholds import Thresholds
 
@@ -90,14 +92,15 @@ _WC_ADVICE = ("Drop cudaHostAllocWriteCombined for buffers the CPU reads or that
 
 
 @rule("wc-cpu-readback",
-      "traced: device-to-host copies into write-combined memory, read uncached (info, any process: holds it)",
+      "traced or attached: device-to-host copies into write-combined memory, read uncached (info, any"
+      " process: holds it)",
       over="processes", severities=("warning", "info"))
 def wc_cpu_readback(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Iterator[Found]:
     wc_bytes = p.held.write_combined_bytes
     readbacks = p.copies.wc_readbacks if p.copies is not None else None
     if readbacks is not None and readbacks > 0:
-        # The tracer counts device-to-host copies into write-combined memory (a CPU load cannot
-        # be seen from Python): each lands in a buffer the CPU then reads, uncached.
+        # The tracer and the attach count device-to-host copies into write-combined memory (a CPU
+        # load is not a call either sees): each lands in a buffer the CPU then reads, uncached.
         copies = readbacks
         site = _site(p, "wc_readback")
         held = f" ({fmt_bytes(wc_bytes)} held now)" if wc_bytes else ""
@@ -108,7 +111,7 @@ def wc_cpu_readback(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Iterator
         yield Found("warning", message, _WC_ADVICE, pid=p.pid, wc_d2h_copies=copies,
                     write_combined_bytes=wc_bytes if wc_bytes else None, call_site=site)
     elif wc_bytes is not None and wc_bytes > 0:
-        message = (f"holds {fmt_bytes(wc_bytes)} {source_label(p)} of write-combined pinned memory: fine for"
+        message = (f"holds {fmt_bytes(wc_bytes)} {held_label(p)} of write-combined pinned memory: fine for"
                    f" buffers the CPU only writes and the GPU reads; never read it from the CPU")
         yield Found("info", message, _WC_ADVICE, pid=p.pid, write_combined_bytes=wc_bytes)
 
@@ -149,6 +152,9 @@ def pageable_bulk_copies(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> Ite
                               "probe_pageable_h2d_bytes_per_s": pageable, "probe_speedup": speedup}
     site = _site(p, "pageable_copy")
     message = f"{fmt_rate(rate)} of host-device copies from pageable memory {source_label(p)}{_at(site)}"
+    if p.copies is not None and p.copies.pageable_may_be_registered:
+        # Uprobes see registrations made while attached only: a buffer registered before reads pageable.
+        message += ", or from memory cudaHostRegister'ed before the attach"
     advice = ("Copies from pageable memory go through the driver's own pinned bounce buffer at a fraction"
               " of the link's speed. Pin the staging buffer (cudaHostAlloc, `cupyx.empty_pinned`,"
               " PyTorch `pin_memory()`), or cudaHostRegister a buffer that is reused." + speedup_text)
@@ -171,7 +177,7 @@ def pinned_rounding_waste(p: ProcessPinned, snap: Snapshot, t: Thresholds) -> It
         return
     site = _site(p, "rounding_waste", "alloc")
     message = (f"holds {fmt_bytes(allocated)} of pinned memory for {fmt_bytes(requested)} requested"
-               f" {source_label(p)}: {fmt_bytes(waste)} ({fmt_pct(fraction)}) pinned but unused"
+               f" {held_label(p)}: {fmt_bytes(waste)} ({fmt_pct(fraction)}) pinned but unused"
                f"{_at(site, 'allocated at')}")
     advice = ("PyTorch's caching host allocator rounds every pinned block up to the next power of two"
               " (a 129 MiB tensor takes 256 MiB) and keeps freed blocks cached for reuse. Size pinned"

@@ -1,15 +1,25 @@
 """pinmon attach: the copies and pinned allocations of running processes, seen through kernel uprobes
 on libcuda's exported functions, with no restart and no code in the target.
 
-The engine only: ``AttachSession`` (``session.py``) returns ``AttachResult`` records
-(``results.py``). One module a job: ``symbols`` (exported functions, pyelftools), ``arch``
+The engine: ``AttachSession`` (``session.py``) returns ``AttachResult`` records (``results.py``);
+``Attacher`` (``background.py``) runs sessions for a monitor (one window, or every CUDA process
+window after window) and keeps the latest ``AttachOutcome``. One module a job: ``symbols`` (exported functions, pyelftools), ``arch``
 (argument registers), ``catalog`` (what each function's arguments mean), ``tracefs`` (the file
 system and pinmon's private instance), ``targets`` (processes and their libcuda files), ``probes``
 (definitions, removal, stale groups), ``rawpages`` / ``events`` and ``reader`` (the kernel's event
 buffer), ``classify`` (a host pointer's kind), ``calls`` / ``aggregate`` / ``sizes`` (the tallies).
 """
-from .results import AllocationStats, AttachResult, CopyStats, OtherCopies, ProbedFile, ProcessCopies
+from .background import Attacher, AttachPolicy
+from .results import (
+    AllocationStats,
+    AttachOutcome,
+    AttachResult,
+    CopyStats,
+    OtherCopies,
+    ProbedFile,
+    ProcessCopies,
+)
 from .session import AttachError, AttachSession, Budget, SignalReceived
 
-__all__ = ["AttachSession", "AttachError", "AttachResult", "Budget", "SignalReceived", "ProcessCopies",
-           "CopyStats", "OtherCopies", "AllocationStats", "ProbedFile"]
+__all__ = ["AttachSession", "AttachError", "AttachResult", "AttachOutcome", "Attacher", "AttachPolicy", "Budget",
+           "SignalReceived", "ProcessCopies", "CopyStats", "OtherCopies", "AllocationStats", "ProbedFile"]

@@ -52,13 +52,11 @@ class ProcessTally:
         self.batch_op_count = 0
         self.allocations = Tally()
         self.alloc_flags: Counter = Counter()
-        self.alloc_failed = 0
         self.frees = 0
         self.registrations = Tally()
         self.register_flags: Counter = Counter()
         self.unregistrations = 0
         self.pageable_seen = False
-        self._pending_alloc: dict[int, list[tuple[Optional[int], int]]] = {}  # tid -> calls not returned yet
 
     def _copy(self, direction: str, host_kind: str, size: Optional[int], times: int = 1) -> None:
         key = (direction, host_kind)
@@ -122,24 +120,10 @@ class ProcessTally:
         if n is not None and 0 <= n <= 1 << 32:
             self.batch_op_count += n * times
 
-    def alloc(self, size: Optional[int], flags: int, tid: int = 0) -> None:
+    def alloc(self, size: Optional[int], flags: int) -> None:
         self.allocations.add(size)
         for name in c.flag_names(flags, c.HOST_ALLOC_FLAGS):
             self._flag(self.alloc_flags, name)
-        # Its return comes on the same thread; a thread has one call in flight (bounded all the same).
-        if tid in self._pending_alloc or len(self._pending_alloc) < 4096:
-            pending = self._pending_alloc.setdefault(tid, [])
-            if len(pending) < 8:
-                pending.append((size, flags))
-
-    def alloc_returned(self, rc: Optional[int], tid: int = 0) -> None:
-        pending = self._pending_alloc.get(tid)
-        size, flags = pending.pop() if pending else (None, 0)
-        if pending == []:
-            del self._pending_alloc[tid]
-        if rc:
-            self.alloc_failed += 1
-            return
         self.memory.allocated(size, bool(flags & c.WRITECOMBINED))
 
     def register(self, ptr: Optional[int], size: Optional[int], flags: int) -> None:

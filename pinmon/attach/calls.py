@@ -25,6 +25,8 @@ def _slots(entry: c.Entry) -> tuple[tuple[str, str, int], ...]:
         types = {name: f.type for name, f in entry.fields}
         return tuple((name, f"a{i}", 0xFFFFFFFF if types.get(name) == "u32" else -1)
                      for i, name in enumerate(c.DESC_FIELDS))
+    if entry.kind == c.BATCH:
+        return tuple((name, f"a{i}", -1) for i, (name, _) in enumerate(entry.fields))
     return tuple((name, f"a{f.arg}", 0xFFFFFFFF if f.type == "u32" else -1) for name, f in entry.fields)
 
 
@@ -34,7 +36,7 @@ SLOTS: dict[str, tuple[tuple[str, str, int], ...]] = {name: _slots(e) for name, 
 def call_fields(entry: c.Entry, raw: dict) -> dict:
     """A ``call`` event's slots (``a0``...) -> the entry's named fields, each cut to its type (a legacy
     32-bit size arrives in a 64-bit register whose upper half is undefined; a descriptor's 32-bit
-    field was read with the 32 bits after it). Batch and return events fetch named fields."""
+    field was read with the 32 bits after it)."""
     out: dict = {}
     for name, slot, mask in SLOTS[entry.name]:
         v = raw.get(slot)
@@ -42,13 +44,9 @@ def call_fields(entry: c.Entry, raw: dict) -> dict:
     return out
 
 
-def apply(entry: c.Entry, fields: dict, tally: Any, returned: bool = False, tid: int = 0, times: int = 1) -> None:
-    """Count ``times`` equal calls of ``entry`` (its return when ``returned``) in ``tally``."""
+def apply(entry: c.Entry, fields: dict, tally: Any, times: int = 1) -> None:
+    """Count ``times`` equal calls of ``entry`` in ``tally``."""
     kind = entry.kind
-    if returned:
-        if kind == c.ALLOC:
-            tally.alloc_returned(_int(fields.get("rc")), tid)
-        return
     if kind == c.COPY:
         tally.copy(entry.direction, _int(fields.get("host")), _size(fields.get("size")), times)
     elif kind == c.UNIFIED:
@@ -65,7 +63,7 @@ def apply(entry: c.Entry, fields: dict, tally: Any, returned: bool = False, tid:
         n = _int(fields.get("n")) if "n" in fields else 1
         tally.batch_ops(n, times)
     elif kind == c.ALLOC:
-        tally.alloc(_size(fields.get("size")), _int(fields.get("flags")) or 0, tid)
+        tally.alloc(_size(fields.get("size")), _int(fields.get("flags")) or 0)
     elif kind == c.REGISTER:
         tally.register(_int(fields.get("ptr")), _size(fields.get("size")), _int(fields.get("flags")) or 0)
     elif kind == c.UNREGISTER:
@@ -93,10 +91,10 @@ def _side(memory_type: Optional[int], host: Optional[int], device: Optional[int]
 
 
 def _batch(f: dict, tally: Any, times: int) -> None:
+    """A batch's first copies (the others' slots hold what was past a shorter batch's arrays)."""
     n = _int(f.get("n"))
-    dsts, srcs, sizes = f.get("dsts"), f.get("srcs"), f.get("sizes")
     known = []
-    if n is not None and isinstance(dsts, tuple) and isinstance(srcs, tuple) and isinstance(sizes, tuple):
-        for i in range(min(n, len(dsts), len(srcs), len(sizes), c.BATCH_FETCHED)):
-            known.append((dsts[i], srcs[i], _size(sizes[i])))
+    for i in range(min(n or 0, c.BATCH_FETCHED)):
+        dst, src = _int(f.get(f"dst{i}")), _int(f.get(f"src{i}"))
+        known.append((dst, src, _size(f.get(f"size{i}"))))
     tally.batch(n, known, times)

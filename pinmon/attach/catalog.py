@@ -26,9 +26,13 @@ A side whose memory type is host (1) is host memory at ``srcHost``/``dstHost``; 
 mappings tell, as for ``cuMemcpy``. Bytes are ``WidthInBytes x Height (x Depth)``.
 
 Batches (``cuMemcpyBatchAsync``, CUDA 12.8+): the count is an argument, and the first
-``BATCH_FETCHED`` destinations, sources and sizes are fetched as arrays; a longer batch's other copies
-are counted but their bytes are not known. 3D batches and ``cuMemcpy3DWithAttributesAsync`` are
-counted (operations), their bytes not.
+``BATCH_FETCHED`` destinations, sources and sizes are fetched element by element through the array
+pointers (``+8*i(reg)``), so a batch's probe has the nine 64-bit slots of every other call and shares
+its event; a longer batch's other copies are counted but their bytes are not known. 3D batches and
+``cuMemcpy3DWithAttributesAsync`` are counted (operations), their bytes not.
+
+No function is probed on its return: an allocation's new mapping is looked for when its entry event
+is read (``classify.ProcessMemory.allocated``), by which time the call has returned in practice.
 """
 from __future__ import annotations
 
@@ -56,7 +60,9 @@ DESC_FIELDS = ("st", "sh", "sd", "dt", "dh", "dd", "w", "h", "d")
 # Host-memory calls: they change what a pointer is, so they are applied in the order they ran.
 HOST_KINDS = frozenset({ALLOC, REGISTER, UNREGISTER, FREE})
 
-BATCH_FETCHED = 8
+# Copies of a batch whose pointers and size are fetched: with its count, 1 + 3 x 2 of the call
+# event's nine slots.
+BATCH_FETCHED = 2
 
 # CUmemorytype
 MEMORYTYPE_HOST, MEMORYTYPE_DEVICE, MEMORYTYPE_ARRAY, MEMORYTYPE_UNIFIED = 1, 2, 3, 4
@@ -70,12 +76,11 @@ WRITECOMBINED = 0x04
 @dataclass(frozen=True)
 class Fetch:
     """One fetched value: argument ``arg`` itself, or (``offset`` set) what it points to at that
-    offset; ``count`` > 1 fetches an array of that many values."""
+    offset."""
 
     arg: int
     type: str = "u64"
     offset: Optional[int] = None
-    count: int = 1
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,6 @@ class Entry:
     kind: str
     fields: tuple[tuple[str, Fetch], ...]
     direction: Optional[str] = None   # "h2d" or "d2h" for COPY
-    returns: bool = False             # a return probe too: an allocation's mapping exists once it returns
 
 
 def _a(i: int, t: str = "u64") -> Fetch:
@@ -118,9 +122,9 @@ def _variants(base: str) -> tuple[str, ...]:
 def _build() -> dict[str, Entry]:
     out: dict[str, Entry] = {}
 
-    def add(names, kind, fields, direction=None, returns=False):
+    def add(names, kind, fields, direction=None):
         for n in names:
-            out[n] = Entry(n, kind, tuple(fields), direction, returns)
+            out[n] = Entry(n, kind, tuple(fields), direction)
 
     # (name without version, direction, host arg, size arg); the device side is the other pointer.
     one_way = [("cuMemcpyHtoD", "h2d", 1, 2), ("cuMemcpyHtoDAsync", "h2d", 1, 2),
@@ -147,16 +151,17 @@ def _build() -> dict[str, Entry]:
         add([base], DESC3D, _desc(MEMCPY3D_V1))
     for base in ("cuMemcpy3DPeer", "cuMemcpy3DPeerAsync"):
         add(_variants(base), DESC3D_PEER, _desc(MEMCPY3D))
-    batch = [("n", _a(3)), ("dsts", Fetch(0, "u64", 0, BATCH_FETCHED)), ("srcs", Fetch(1, "u64", 0, BATCH_FETCHED)),
-             ("sizes", Fetch(2, "u64", 0, BATCH_FETCHED))]
+    # dsts, srcs and sizes are arrays (arguments 0, 1, 2): element i at +8*i.
+    batch = [("n", _a(3))] + [(f"{name}{i}", _d(arg, 8 * i)) for name, arg in (("dst", 0), ("src", 1), ("size", 2))
+                              for i in range(BATCH_FETCHED)]
     for base in ("cuMemcpyBatchAsync", "cuMemcpyBatchAsync_v2"):
         add(_variants(base), BATCH, batch)
     for base in ("cuMemcpy3DBatchAsync", "cuMemcpy3DBatchAsync_v2"):
         add(_variants(base), BATCH_OPS, [("n", _a(0))])
     add(_variants("cuMemcpy3DWithAttributesAsync"), BATCH_OPS, [])  # one operation a call
-    add(["cuMemHostAlloc"], ALLOC, [("size", _a(1)), ("flags", _a(2, "u32"))], returns=True)
-    add(["cuMemAllocHost_v2"], ALLOC, [("size", _a(1))], returns=True)
-    add(["cuMemAllocHost"], ALLOC, [("size", _a(1, "u32"))], returns=True)
+    add(["cuMemHostAlloc"], ALLOC, [("size", _a(1)), ("flags", _a(2, "u32"))])
+    add(["cuMemAllocHost_v2"], ALLOC, [("size", _a(1))])
+    add(["cuMemAllocHost"], ALLOC, [("size", _a(1, "u32"))])
     add(["cuMemHostRegister_v2", "cuMemHostRegister"], REGISTER,
         [("ptr", _a(0)), ("size", _a(1)), ("flags", _a(2, "u32"))])
     add(["cuMemHostUnregister"], UNREGISTER, [("ptr", _a(0))])

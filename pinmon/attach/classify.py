@@ -5,8 +5,8 @@ From the process's mappings (``collect/processes/procmaps.py`` parses them, ``ke
 says whether a pinned-looking mapping is the kernel object its path names):
 
 - **pinned**: a shared ``/dev/zero (deleted)`` mapping of a CUDA process (CUDA's pinned allocations),
-  or a range allocated (its new mapping, found when the allocation returns) or registered during the
-  attach;
+  or a range allocated (its new mapping, looked for when the allocation's event is read) or registered
+  during the attach;
 - **write_combined**: an accepted ``/dev/nvidiactl`` mapping in the mmap area, or the new mapping of a
   write-combined allocation seen during the attach;
 - **pageable**: anything else. Memory registered before the attach is pinned but looks pageable: the
@@ -19,8 +19,17 @@ For ``cuMemcpy``, a pointer is host memory when it lies in a readable mapping th
 device's (CUDA reserves device addresses as inaccessible mappings; managed memory maps
 ``/dev/nvidia-uvm``), or in a range registered or allocated during the attach.
 
-The mappings are re-read when an allocation returns, after a free, or when a pointer falls outside
-every known mapping (at most every ``MISS_REREAD_S``), never per copy.
+The mappings are re-read when an allocation's event is read, after a free, or when a pointer falls
+outside every known mapping (at most every ``MISS_REREAD_S``; while an allocation's mapping is still
+looked for, once for each batch of events read: ``batch_read``), never per copy.
+
+An allocation's mapping is found from its entry event alone (no probe on the return): events are read
+about a tenth of a second after the calls, by which time the call has returned in practice, so the
+re-read shows its mapping. One read while the call still runs (a large allocation takes ~0.1 s) leaves
+the allocation pending: every later re-read looks for it again, for ``PENDING_S`` at most. Any copy
+from the new buffer comes after the call returned, and so is read after it: a miss on it re-reads the
+maps and finds the mapping. (An allocation that fails after its mapping was made is taken all the
+same; the free that never comes leaves its range known as pinned for the rest of the attach.)
 """
 from __future__ import annotations
 
@@ -45,6 +54,8 @@ from ..limits import MAX_MAPS_BYTES
 PINNED, WRITE_COMBINED, PAGEABLE = "pinned", "write_combined", "pageable"
 MISS_REREAD_S = 0.2
 MAX_RANGES = 65_536          # ranges registered or allocated during an attach, per process
+PENDING_S = 2.0              # how long an allocation's mapping is looked for
+MAX_PENDING = 64             # allocations whose mapping is looked for, per process
 NVIDIA_PREFIX = "/dev/nvidia"
 ALLOCATION_PATHS = (PINNED_PATH, NVIDIACTL_PATH)
 
@@ -124,15 +135,21 @@ class ProcessMemory:
         self._read = read_maps if read_maps is not None else (lambda p: read_process_maps(p, proc_root))
         self._is_cuda = is_cuda or (lambda p, ms: maps_real_nvidia_device(p, ms, proc_root))
         self.seen = _Ranges()          # allocated or registered during the attach
+        # Allocations whose mapping is not found yet: (size, write-combined, when, token).
+        self.pending: list[tuple[int, bool, float, int]] = []
+        self._token = 0
+        self._found: dict[int, tuple[int, int]] = {}   # token -> the range the last re-read gave it
         self.cuda = False
         self.rereads = 0
         self._starts: list[int] = []
         self._rows: list[tuple[int, str, bool]] = []   # (end, kind for a host pointer, is host memory)
         self._mappings: list[Mapping] = []
         self._last_read = -1e18
+        self._batch_at = -1e18         # when the batch of events being applied was read
+        self._initial: Optional[set] = None
         self.refresh()
         # The mappings when the attach began: an allocation's mapping is one that was not among them.
-        self._initial: Optional[set] = {(m.start, m.end) for m in self._mappings} if self._mappings else None
+        self._initial = {(m.start, m.end) for m in self._mappings} if self._mappings else None
 
     # --- the mappings --------------------------------------------------------------------------
 
@@ -155,6 +172,8 @@ class ProcessMemory:
             host = m.perms[0] == "r" and not m.path.startswith(NVIDIA_PREFIX)
             self._starts.append(m.start)
             self._rows.append((m.end, kind, host))
+        if self.pending:
+            self._match_pending()
         return True
 
     def _lookup(self, ptr: int) -> Optional[tuple[int, str, bool]]:
@@ -165,12 +184,19 @@ class ProcessMemory:
                 return row
         return None
 
-    def _lookup_or_reread(self, ptr: int) -> Optional[tuple[int, str, bool]]:
-        row = self._lookup(ptr)
-        if row is None and self.clock() - self._last_read >= MISS_REREAD_S:
-            self.refresh()
-            row = self._lookup(ptr)
-        return row
+    def batch_read(self, at: float) -> None:
+        """A batch of events was read at ``at``: every call in it had been made by then."""
+        self._batch_at = at
+
+    def _reread_on_miss(self) -> bool:
+        """Re-read the maps for a pointer outside them: at most every ``MISS_REREAD_S``; while an
+        allocation's mapping is looked for, also when the maps were read before the batch of events
+        this pointer came in (the allocation had returned by then, so a re-read now shows it)."""
+        now = self.clock()
+        if now - self._last_read < MISS_REREAD_S and not (self.pending and self._last_read < self._batch_at):
+            return False
+        self.refresh()
+        return True
 
     # --- what a pointer is ---------------------------------------------------------------------
 
@@ -181,7 +207,12 @@ class ProcessMemory:
         kind = self.seen.find(ptr)
         if kind is not None:
             return kind
-        row = self._lookup_or_reread(ptr)
+        row = self._lookup(ptr)
+        if row is None and self._reread_on_miss():
+            kind = self.seen.find(ptr)
+            if kind is not None:
+                return kind
+            row = self._lookup(ptr)
         return row[1] if row is not None else PAGEABLE
 
     def is_host(self, ptr: Optional[int]) -> bool:
@@ -190,29 +221,52 @@ class ProcessMemory:
             return False
         if self.seen.find(ptr) is not None:
             return True
-        row = self._lookup_or_reread(ptr)
+        row = self._lookup(ptr)
+        if row is None and self._reread_on_miss():
+            if self.seen.find(ptr) is not None:
+                return True
+            row = self._lookup(ptr)
         return bool(row and row[2])
 
     # --- what the process did --------------------------------------------------------------------
 
     def allocated(self, size: Optional[int], write_combined: bool) -> Optional[tuple[int, int]]:
-        """An allocation returned: re-read the mappings and take, as this allocation's range, the
-        smallest pinned-looking mapping (``/dev/zero (deleted)`` or ``/dev/nvidiactl``, shared) at least
-        ``size`` long that was not there when the attach began and no earlier allocation took. (Events
-        are read a little after they happen: several allocations may have returned by the re-read.)"""
-        self.refresh()
-        if self._initial is None:
-            return None
+        """An allocation's event: re-read the mappings and take, as its range, the smallest
+        pinned-looking mapping (``/dev/zero (deleted)`` or ``/dev/nvidiactl``, shared) at least ``size``
+        long that was not there when the attach began and no earlier allocation took (events are read
+        a little after they happen: several allocations may have returned by the re-read). None while
+        no such mapping is there: the allocation is then looked for again at each later re-read."""
         if not size:
             return None
-        fresh = [m for m in self._mappings if m.perms[3] == "s" and m.path in ALLOCATION_PATHS
-                 and m.size >= size and (m.start, m.end) not in self._initial
-                 and self.seen.by_start.get(m.start, (None,))[0] != m.end]
-        if not fresh:
-            return None
-        m = min(fresh, key=lambda m: (m.size, m.start))
-        self.seen.add(m.start, m.end, WRITE_COMBINED if write_combined else PINNED)
-        return m.start, m.end
+        if len(self.pending) >= MAX_PENDING:
+            self.pending.pop(0)
+        self._token += 1
+        token = self._token
+        self.pending.append((size, write_combined, self.clock(), token))
+        self.refresh()
+        return self._found.pop(token, None)
+
+    def _match_pending(self) -> None:
+        """Each allocation still looked for, oldest first, takes its mapping where one is there now;
+        one looked for longer than ``PENDING_S`` is given up."""
+        if self._initial is None:
+            return
+        now = self.clock()
+        left = []
+        self._found.clear()
+        for size, wc, since, token in self.pending:
+            if now - since > PENDING_S:
+                continue
+            fresh = [m for m in self._mappings if m.perms[3] == "s" and m.path in ALLOCATION_PATHS
+                     and m.size >= size and (m.start, m.end) not in self._initial
+                     and self.seen.by_start.get(m.start, (None,))[0] != m.end]
+            if not fresh:
+                left.append((size, wc, since, token))
+                continue
+            m = min(fresh, key=lambda m: (m.size, m.start))
+            self.seen.add(m.start, m.end, WRITE_COMBINED if wc else PINNED)
+            self._found[token] = (m.start, m.end)
+        self.pending = left
 
     def registered(self, ptr: Optional[int], size: Optional[int]) -> None:
         if ptr is not None and size:

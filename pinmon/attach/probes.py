@@ -1,8 +1,8 @@
 """pinmon's uprobe definitions: named, written, removed, and those of a dead pinmon cleaned up.
 
-Every probe of one pinmon process is in the group ``pinmon_<its pid>``; an event is named for the
-shape of what its probes fetch and the file (``call_0``, ``batch_0``, ``ret_0``), a valid tracefs
-identifier of at most 63 characters, and holds one probe per function of that shape. A definition::
+Every probe of one pinmon process is in the group ``pinmon_<its pid>``; one event per probed file
+(``call_0``, ``call_1``...), a valid tracefs identifier of at most 63 characters, holds that file's
+probes, one per function. A definition::
 
     p:pinmon_123/call_0 /proc/123/fd/7:0x2a1b40 fn=\\41:u16 a0=%di:u64 ... a4=%r8:u64 a5=\\0:u64 ... a8=\\0:u64
 
@@ -28,12 +28,13 @@ GROUP_PREFIX = "pinmon_"
 GROUP_RE = re.compile(r"^pinmon_([0-9]+)$")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
-# Probes share three events: entry probes whose fields fit nine 64-bit slots (a call's first five
-# arguments, or a copy descriptor's nine fields), batches (their arrays), and return probes. The
-# kernel disables an event's probes together, waiting for one grace period (tens of ms) per event:
-# with one event a function, detaching 85 probes took 5 s on the test box. Each probe carries its
-# function as an immediate value (``fn``), so the events still say which function fired.
-CALL, BATCH, RET = "call", "batch", "ret"
+# A file's probes share one event: entry probes whose fields fit nine 64-bit slots (a call's first
+# five arguments, a copy descriptor's nine fields, or a batch's count and its first copies). The
+# kernel puts probes in one event only where their fields have the same names and types, and it
+# disables and removes an event's probes together, waiting for grace periods (tens of ms) per event,
+# not per probe: with one event a function, detaching 85 probes took 5 s on the test box. Each probe
+# carries its function as an immediate value (``fn``), so the event still says which function fired.
+CALL = "call"
 CALL_ARGS = 5
 SLOTS = 9
 FUNCTION_IDS: dict[str, int] = {name: i for i, name in enumerate(sorted(CATALOG))}
@@ -49,13 +50,6 @@ class Probe:
     event: str
     entry: Entry
     offset: int
-    returns: bool = False
-
-
-def shape_of(entry: Entry, returns: bool = False) -> str:
-    if returns:
-        return RET
-    return BATCH if entry.kind == c.BATCH else CALL
 
 
 def event_name(shape: str, file_index: int) -> str:
@@ -68,45 +62,39 @@ def event_name(shape: str, file_index: int) -> str:
 def fetch_text(name: str, fetch: Fetch, arch: str) -> str:
     reg = arg_register(arch, fetch.arg)
     where = reg if fetch.offset is None else f"+{fetch.offset}({reg})"
-    array = f"[{fetch.count}]" if fetch.count > 1 else ""
-    return f"{name}={where}:{fetch.type}{array}"
+    return f"{name}={where}:{fetch.type}"
 
 
-def fetch_args(entry: Entry, shape: str, arch: str) -> list[str]:
-    """The fetch-args of one probe: its function's id, then its shape's fields in one order. A call
-    fills the slots ``a0..a8`` with its argument registers, a descriptor copy with its fields (in
-    ``DESC_FIELDS`` order, each read as 64 bits: ``calls.call_fields`` cuts them to their types)."""
+def fetch_args(entry: Entry, arch: str) -> list[str]:
+    """The fetch-args of one probe: its function's id, then the slots ``a0..a8``, each 64 bits. A call
+    fills them with its argument registers, a descriptor copy with its fields (in ``DESC_FIELDS``
+    order), a batch with its count and the first copies' pointers and sizes (its fields' order);
+    ``calls.call_fields`` turns the slots back into named fields cut to their types."""
     out = [f"fn=\\{FUNCTION_IDS[entry.name]}:u16"]
-    if shape == RET:
-        return out + ["rc=$retval:s32"]
-    if shape == BATCH:
-        return out + [fetch_text(n, f, arch) for n, f in entry.fields]
     if entry.kind in c.DESC_KINDS:
         fields = dict(entry.fields)
         slots = [fetch_text(f"a{i}", Fetch(0, "u64", fields[n].offset), arch) if n in fields else f"a{i}=\\1:u64"
                  for i, n in enumerate(c.DESC_FIELDS)]  # a 2D copy has no depth: 1
+    elif entry.kind == c.BATCH:
+        slots = [fetch_text(f"a{i}", Fetch(f.arg, "u64", f.offset), arch) for i, (_, f) in enumerate(entry.fields)]
+        slots += [f"a{i}=\\0:u64" for i in range(len(slots), SLOTS)]
     else:
         slots = [f"a{i}={arg_register(arch, i)}:u64" if i < CALL_ARGS else f"a{i}=\\0:u64" for i in range(SLOTS)]
+    if len(slots) != SLOTS:
+        raise ValueError(f"{entry.name}: {len(slots)} slots, not {SLOTS}")
     return out + slots
 
 
 def plan(offsets: dict[str, int], file_index: int, catalog: Optional[dict[str, Entry]] = None) -> list[Probe]:
-    """The probes for one file: each catalog function it exports (a return probe too where asked)."""
-    out = []
-    for name, entry in sorted((catalog or CATALOG).items()):
-        off = offsets.get(name)
-        if off is None:
-            continue
-        out.append(Probe(event_name(shape_of(entry), file_index), entry, off))
-        if entry.returns:
-            out.append(Probe(event_name(RET, file_index), entry, off, True))
-    return out
+    """The probes for one file: each catalog function it exports, all in the file's one event."""
+    event = event_name(CALL, file_index)
+    return [Probe(event, entry, offsets[name]) for name, entry in sorted((catalog or CATALOG).items())
+            if name in offsets]
 
 
 def definition(group: str, probe: Probe, path: str, arch: str) -> str:
-    shape = probe.event.rsplit("_", 1)[0]
-    head = f"{'r' if probe.returns else 'p'}:{group}/{probe.event} {path}:0x{probe.offset:x}"
-    return " ".join([head] + fetch_args(probe.entry, shape, arch))
+    head = f"p:{group}/{probe.event} {path}:0x{probe.offset:x}"
+    return " ".join([head] + fetch_args(probe.entry, arch))
 
 
 def listed_events(fs: Tracefs) -> dict[str, list[str]]:

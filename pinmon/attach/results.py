@@ -46,7 +46,6 @@ class AllocationStats:
     size_max_bytes: Optional[int]
     bytes: int
     flags: dict[str, int]
-    failed: int
     registrations: int
     registered_bytes: int
     registration_median_bytes: Optional[int]
@@ -71,6 +70,7 @@ class ProcessCopies:
     allocations: AllocationStats
     instrument: str = INSTRUMENT
     notes: tuple[str, ...] = ()
+    name: Optional[str] = None      # /proc/PID/comm when attached (untrusted text): for one that exits
 
     def stat(self, direction: str, memory: str) -> Optional[CopyStats]:
         for s in self.stats:
@@ -103,3 +103,20 @@ class AttachResult:
     attach_s: Optional[float] = None
     started_mono: Optional[float] = None     # the window's start on CLOCK_MONOTONIC (time.monotonic())
     notices: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class AttachOutcome:
+    """One window of an attach as a monitor keeps it: its result, or why nothing could be attached
+    (one line), and when the window ended on CLOCK_MONOTONIC (``time.monotonic()``).
+
+    ``fatal`` marks a reason that waiting does not change (not root, no uprobes, a locked-down
+    kernel); without it (no CUDA process yet) the next window may attach."""
+
+    result: Optional[AttachResult]
+    error: Optional[str] = None
+    ended_mono: float = 0.0
+    fatal: bool = False
+    interrupted: bool = False                # Ctrl-C or a signal cut the window short
+    detach_s: Optional[float] = None
+    notices: tuple[str, ...] = ()            # the attacher's own (processes left out by its budget)

@@ -38,11 +38,11 @@ from .aggregate import ProcessTally, Tally
 from .arch import arch_of_kernel
 from .catalog import CATALOG, HOST_KINDS
 from .classify import MAX_RANGES, IsCuda, ProcessMemory
-from .probes import CALL, ENTRIES_BY_ID, RET, Probe, clean_stale, definition, group_name, plan, remove_events
+from .probes import ENTRIES_BY_ID, Probe, clean_stale, definition, group_name, plan, remove_events
 from .reader import RawReader, Record, TextReader
 from .results import AllocationStats, AttachResult, CopyStats, OtherCopies, ProbedFile, ProcessCopies
 from .symbols import SymbolError, read_symbols
-from .targets import Targets, find_targets, threads
+from .targets import Targets, comm, find_targets, threads
 from .tracefs import Instance, Tracefs, TracefsError, explain_write_error, open_tracefs, preflight
 
 PUMP_INTERVAL_S = 0.1
@@ -54,10 +54,16 @@ MAX_TID_CACHE = 1 << 16
 MAX_DECODED = 4096                 # distinct records kept decoded
 SAMPLE_PERIOD_S = 1.0
 MIN_DUTY = 0.05
+MAX_NOTICES = 32                   # distinct notices kept: a session may run for days (record --attach)
 
 
 class AttachError(Exception):
-    """Attaching cannot work here; the text is one line for the user."""
+    """Attaching cannot work here; the text is one line for the user. ``fatal``: waiting does not
+    change it (not root, no uprobes, lockdown, tracefs); else (no CUDA process yet) a later try may work."""
+
+    def __init__(self, message: str, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.fatal = fatal
 
 
 class SignalReceived(BaseException):
@@ -104,9 +110,10 @@ class AttachSession:
         self.reader: Optional[Union[RawReader, TextReader]] = None
         self.targets: Optional[Targets] = None
         self.files: list[_File] = []
-        self.events: dict[str, str] = {}          # event name -> the shape of its probes
+        self.events: set[str] = set()             # the events defined (one a file)
         self.defined: list[str] = []
         self.tallies: dict[int, ProcessTally] = {}
+        self.names: dict[int, Optional[str]] = {}     # pid -> its comm when attached
         self.failed: dict[int, str] = {}
         self.notices: list[str] = []
         self.attach_s: Optional[float] = None
@@ -122,6 +129,7 @@ class AttachSession:
         self._lost = 0
         self._bad_pages = 0
         self._unattributed = 0
+        self._overrun_base = 0
         self._tgids: dict[int, Optional[int]] = {}
         self._decoded: dict[bytes, Optional[tuple]] = {}
         self._rate_slot = (0.0, 0)
@@ -145,17 +153,18 @@ class AttachSession:
         t0 = time.monotonic()
         why = preflight(self.euid, self.lockdown_path)
         if why:
-            raise AttachError(why)
+            raise AttachError(why, fatal=True)
         if self.fs is None:
             try:
                 self.fs = open_tracefs()
             except TracefsError as e:
-                raise AttachError(str(e)) from None
+                raise AttachError(str(e), fatal=True) from None
         if not self.fs.has_uprobes:
-            raise AttachError("this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)")
+            raise AttachError("this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)", fatal=True)
         kernel_arch = arch_of_kernel(os.uname().machine)
         if kernel_arch is None:
-            raise AttachError(f"no argument registers known for this CPU ({printable(os.uname().machine, 20)})")
+            raise AttachError(f"no argument registers known for this CPU ({printable(os.uname().machine, 20)})",
+                              fatal=True)
         self._install_signals()
         try:
             self._attach(kernel_arch)
@@ -234,6 +243,7 @@ class AttachSession:
             for pid in f.pids:
                 memory = ProcessMemory(pid, self.objects, self.proc_root, self.is_cuda)
                 self.tallies[pid] = ProcessTally(pid, memory)
+                self.names[pid] = comm(pid, self.proc_root)
         now = self.clock()
         self.window_start = self._enabled_since = self._toggle_at = now
         self._rate_slot = (now, 0)
@@ -256,7 +266,7 @@ class AttachSession:
             done.append(probe)
             if probe.event not in self.events:
                 self.defined.append(probe.event)
-                self.events[probe.event] = probe.event.rsplit("_", 1)[0]
+                self.events.add(probe.event)
         f.probes = done
 
     def _enable(self, f: _File) -> None:
@@ -275,8 +285,7 @@ class AttachSession:
         assert self.fs is not None
         names = list(dict.fromkeys(p.event for p in f.probes))
         remove_events(self.fs, self.group, names)
-        for n in names:
-            self.events.pop(n, None)
+        self.events.difference_update(names)
         self.defined = [d for d in self.defined if d not in set(names)]
         f.probes = []
 
@@ -292,12 +301,16 @@ class AttachSession:
     def pump(self) -> int:
         """Read and tally what the kernel has; the number of events read.
 
-        Calls that change what a pointer is (allocations, registrations, frees and their returns)
-        and new threads are applied in order; copies between two of them are counted by their
+        Calls that change what a pointer is (allocations, registrations, frees) and new threads are
+        applied in order; copies between two of them are counted by their
         record's bytes first (a loop of equal copies: equal records) and applied once with a count."""
         if self.reader is None:
             return 0
+        read_at = self.clock()
         batch = self.reader.read()
+        for t in self.tallies.values():
+            if t.memory.pending:
+                t.memory.batch_read(read_at)
         self._lost += batch.lost
         self._bad_pages += batch.bad_pages
         start = self.window_start if self.mono_clock else -1.0
@@ -339,17 +352,15 @@ class AttachSession:
         return n
 
     def _decode(self, rec: Optional[Record]) -> Optional[tuple]:
-        """(shape or NEWTASK's name, thread id, tgid, fields, in order?, entry) of a record."""
+        """(event name or NEWTASK's, thread id, tgid, fields, in order?, entry) of a record."""
         if rec is None:
             return None
         if rec.event == NEWTASK[1]:
             return (NEWTASK[1], rec.tid, rec.tgid, rec.fields, True, None)
-        shape = self.events.get(rec.event)
-        entry = ENTRIES_BY_ID.get(rec.fields.get("fn", -1)) if shape is not None else None
+        entry = ENTRIES_BY_ID.get(rec.fields.get("fn", -1)) if rec.event in self.events else None
         if entry is None:
             return None
-        fields = calls.call_fields(entry, rec.fields) if shape == CALL else rec.fields
-        return (shape, rec.tid, rec.tgid, fields, shape == RET or entry.kind in HOST_KINDS, entry)
+        return (rec.event, rec.tid, rec.tgid, calls.call_fields(entry, rec.fields), entry.kind in HOST_KINDS, entry)
 
     def _flush(self, pending: dict) -> None:
         for count, d in pending.values():
@@ -357,13 +368,13 @@ class AttachSession:
         pending.clear()
 
     def _apply(self, d: tuple, times: int) -> None:
-        shape, tid, tgid, fields, _, entry = d
+        _, tid, tgid, fields, _, entry = d
         pid = tgid if tgid in self.tallies else self._tgid(tid)
         tally = self.tallies.get(pid) if pid is not None else None
         if tally is None:
             self._unattributed += times
             return
-        calls.apply(entry, fields, tally, shape == RET, tid, times)
+        calls.apply(entry, fields, tally, times)
 
     def _new_task(self, parent_tid: int, fields: dict) -> None:
         child, flags = fields.get("pid"), fields.get("clone_flags")
@@ -393,6 +404,11 @@ class AttachSession:
             self._tgids[tid] = tgid  # a thread that is gone is asked again (None is not kept)
         return tgid
 
+    def _note(self, text: str) -> None:
+        """A notice once, and at most ``MAX_NOTICES`` of them (one that repeats every second is said once)."""
+        if text not in self.notices and len(self.notices) < MAX_NOTICES:
+            self.notices.append(text)
+
     def _set_enabled(self, on: bool) -> None:
         """Record events or not: the instance's own ``tracing_on``, which takes effect at once (the
         probes stay in place; disabling them waits for the kernel's grace periods)."""
@@ -402,7 +418,7 @@ class AttachSession:
         try:
             self.instance.set("tracing_on", "1" if on else "0")
         except OSError as e:
-            self.notices.append(explain_write_error(e, "toggling the probes"))
+            self._note(explain_write_error(e, "toggling the probes"))
             return
         if on:
             self._enabled_since = now
@@ -436,8 +452,7 @@ class AttachSession:
             elif not self.enabled and now - self._toggle_at >= SAMPLE_PERIOD_S - on_s:
                 self._set_enabled(True)
 
-    def run(self, seconds: Optional[float], stop: Optional[threading.Event] = None) -> AttachResult:
-        """Tally events for ``seconds`` (or until ``stop`` is set), then end the window."""
+    def _pump_for(self, seconds: Optional[float], stop: Optional[threading.Event]) -> None:
         end = None if seconds is None else self.clock() + seconds
         while True:
             now = self.clock()
@@ -449,7 +464,16 @@ class AttachSession:
                 stop.wait(wait)
             else:
                 time.sleep(wait)
+
+    def run(self, seconds: Optional[float], stop: Optional[threading.Event] = None) -> AttachResult:
+        """Tally events for ``seconds`` (or until ``stop`` is set), then end the window."""
+        self._pump_for(seconds, stop)
         return self.finish()
+
+    def run_window(self, seconds: float, stop: Optional[threading.Event] = None) -> AttachResult:
+        """Tally events for ``seconds`` (or until ``stop`` is set), then ``cut``: the probes stay."""
+        self._pump_for(seconds, stop)
+        return self.cut()
 
     def finish(self) -> AttachResult:
         """End the window: the probes disabled, what is left in the buffer read, the result."""
@@ -459,11 +483,34 @@ class AttachSession:
             self.pump()
         return self.result()
 
+    def cut(self) -> AttachResult:
+        """The result of the window so far, and a new window from now, the probes left in place (a
+        monitor's rolling windows). What the buffer holds is read into the window that ends; a call
+        made while it is read counts there too (microseconds of the next window's)."""
+        if self.window_start is None or self.window_end is not None:
+            return self.result()
+        now = self.clock()
+        self.pump()
+        result = self.result(end=now)
+        gone = [pid for pid in self.tallies if not os.path.exists(os.path.join(self.proc_root, str(pid)))]
+        for pid in gone:
+            del self.tallies[pid]
+        for pid, t in self.tallies.items():
+            self.tallies[pid] = ProcessTally(pid, t.memory)
+        self.window_start = now
+        if self.enabled:
+            self._enabled_since = now
+        self._enabled_total = 0.0
+        self._events_read = self._lost = self._bad_pages = self._unattributed = 0
+        self._overrun_base = self._overrun(relative=False)
+        return result
+
     # --- the result -------------------------------------------------------------------------------
 
-    def result(self) -> AttachResult:
+    def result(self, end: Optional[float] = None) -> AttachResult:
         start = self.window_start or self.clock()
-        end = self.window_end if self.window_end is not None else self.clock()
+        if end is None:
+            end = self.window_end if self.window_end is not None else self.clock()
         window = max(end - start, 1e-9)
         enabled = self._enabled_total + (end - self._enabled_since if self.enabled else 0.0)
         enabled = max(min(enabled, window), 1e-9)
@@ -484,7 +531,7 @@ class AttachSession:
                            f"enabled {enabled / window:.0%} of the window; totals scaled")
         if self._stopped:
             notices.append(f"over {self.budget.max_events_per_s:.0f} events/s: probes stopped after {enabled:.1f} s")
-        procs = {pid: _process(t, window, enabled, scale, self.budget.max_copy_bytes_per_s)
+        procs = {pid: _process(t, window, enabled, scale, self.budget.max_copy_bytes_per_s, self.names.get(pid))
                  for pid, t in self.tallies.items()}
         files = tuple(ProbedFile(f.path, f.key[0], f.key[1], len(f.probes), tuple(f.pids), f.refused)
                       for f in self.files)
@@ -493,10 +540,12 @@ class AttachSession:
                             stopped_early=self._stopped, attach_s=self.attach_s, started_mono=self.window_start,
                             notices=tuple(notices))
 
-    def _overrun(self) -> int:
+    def _overrun(self, relative: bool = True) -> int:
+        """Events the kernel lost in pinmon's buffer (since the window began, where ``relative``)."""
         if self.instance is None or not self.instance.created:
             return 0
-        return sum(s.get("overrun", 0) + s.get("dropped events", 0) for s in self.instance.cpu_stats().values())
+        total = sum(s.get("overrun", 0) + s.get("dropped events", 0) for s in self.instance.cpu_stats().values())
+        return max(0, total - self._overrun_base) if relative else total
 
     # --- detach -----------------------------------------------------------------------------------
 
@@ -569,7 +618,8 @@ def _other(t: Tally, enabled: float, scale: float) -> OtherCopies:
     return OtherCopies(round(t.count * scale), round(t.bytes * scale), t.bytes / enabled)
 
 
-def _process(t: ProcessTally, window: float, enabled: float, scale: float, cap: float) -> ProcessCopies:
+def _process(t: ProcessTally, window: float, enabled: float, scale: float, cap: float,
+             name: Optional[str] = None) -> ProcessCopies:
     stats = []
     notes = []
     for (direction, memory), c in sorted(t.copies.items()):
@@ -586,7 +636,7 @@ def _process(t: ProcessTally, window: float, enabled: float, scale: float, cap: 
         count=round(a.count * scale), per_s=a.count / enabled, frees=round(t.frees * scale),
         frees_per_s=t.frees / enabled, median_bytes=a.sizes.percentile(0.5), size_p90_bytes=a.sizes.percentile(0.9),
         size_max_bytes=a.sizes.max or None, bytes=round(a.bytes * scale), flags=dict(t.alloc_flags),
-        failed=t.alloc_failed, registrations=round(r.count * scale), registered_bytes=round(r.bytes * scale),
+        registrations=round(r.count * scale), registered_bytes=round(r.bytes * scale),
         registration_median_bytes=r.sizes.percentile(0.5), registration_max_bytes=r.sizes.max or None,
         registration_flags=dict(t.register_flags), unregistrations=round(t.unregistrations * scale))
     if len(t.memory.seen.by_start) >= MAX_RANGES:
@@ -596,4 +646,4 @@ def _process(t: ProcessTally, window: float, enabled: float, scale: float, cap: 
         device=_other(t.device_copies, enabled, scale), host_to_host=_other(t.host_copies, enabled, scale),
         batch_calls=round(t.batch_calls * scale), batch_copies=round(t.batch_copies * scale),
         batch_copies_unmeasured=round(t.batch_copies_unmeasured * scale), batch_ops=round(t.batch_op_count * scale),
-        pageable_may_be_registered=t.pageable_seen, allocations=allocations, notes=tuple(notes))
+        pageable_may_be_registered=t.pageable_seen, allocations=allocations, notes=tuple(notes), name=name)

@@ -58,6 +58,12 @@ def list_pids(proc_root: str = "/proc") -> list[int]:
         return []
 
 
+def cuda_pids(proc_root: str = "/proc", own_pid: Optional[int] = None) -> list[int]:
+    """Every process (but pinmon itself) whose maps name a libcuda file, by pid."""
+    own = os.getpid() if own_pid is None else own_pid
+    return [p for p in list_pids(proc_root) if p != own and maps_libcuda(p, proc_root)]
+
+
 def maps_libcuda(pid: int, proc_root: str = "/proc") -> bool:
     """A cheap look first: whether the maps text names libcuda at all."""
     try:
@@ -75,6 +81,15 @@ def maps_libcuda(pid: int, proc_root: str = "/proc") -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def comm(pid: int, proc_root: str = "/proc") -> Optional[str]:
+    """A process's name as the kernel keeps it (``/proc/PID/comm``, at most 16 bytes): untrusted text."""
+    try:
+        with open(os.path.join(proc_root, str(pid), "comm"), "rb") as f:
+            return f.read(64).decode("utf-8", "replace").strip() or None
+    except OSError:
+        return None
 
 
 def threads(pid: int, proc_root: str = "/proc") -> list[int]:
@@ -152,8 +167,7 @@ def find_targets(pids: Optional[list[int]], proc_root: str = "/proc", own_pid: O
     """The processes to attach to (``pids``, or every process that maps libcuda) and their files."""
     own = os.getpid() if own_pid is None else own_pid
     out = Targets({}, {}, {})
-    candidates = pids if pids is not None else [p for p in list_pids(proc_root) if p != own
-                                                   and maps_libcuda(p, proc_root)]
+    candidates = pids if pids is not None else cuda_pids(proc_root, own)
     for pid in candidates:
         maps = read_process_maps(pid, proc_root)
         if maps is None:

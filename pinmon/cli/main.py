@@ -94,8 +94,8 @@ def _json_error(command: Optional[str], message: str) -> None:
     schema = JSON_SCHEMAS.get(command) if command is not None else None
     if schema:
         doc["schema"] = schema
-    # check's status words are Nagios's: bad input leaves the state unknown.
-    doc.update(status="unknown" if command == "check" else "error", reason=message)
+    # check's and attach's status words are Nagios's: bad input leaves the state unknown.
+    doc.update(status="unknown" if command in ("check", "attach") else "error", reason=message)
     print(dumps(doc, indent=1))
 
 

@@ -1,4 +1,5 @@
-"""The live collector: host memory + per-process pinned scan + NVML, merged into one Snapshot.
+"""The live collector: host memory + per-process pinned scan + NVML, merged into one Snapshot (with
+tracer reports and, where given, an attach's latest window).
 
 Implements the ``Source`` protocol. NVML's slow calls run in the NVML collector's own background
 threads, so ``snapshot()`` costs a /proc scan and a few sub-millisecond NVML calls. The latest probe
@@ -17,6 +18,7 @@ from ..limits import DEFAULT_OOM_LOOKBACK_S
 from ..model import GpuProcess, HeldMemory, HostMemory, ProbeResult, ProcessIdentity, ProcessPinned, Snapshot
 from ..model.probe_join import kept_probe, with_probe
 from ..model.serial import evolve
+from .attached import AttachedSource, merge_attached
 from .cgroups.groups import GroupCollector
 from .cgroups.oom_kills import OomKillReader
 from .host.kmsg import KmsgReader
@@ -38,8 +40,11 @@ class LiveCollector:
                  host_root: str = "/", proc_root: str = "/proc", pids: Optional[list[int]] = None,
                  counter_hz: Optional[float] = None, prefer_gpm: bool = True,
                  sysfs_root: Optional[str] = None, kernel_read_every_s: Optional[float] = None,
-                 oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S):
+                 oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S, attached: Optional[AttachedSource] = None):
         self.interval_s = interval_s
+        # An attach's latest window (pinmon.attach.Attacher, or one window someone ran): its copies and
+        # allocations join the rows of the processes it attached (collect/attached.py).
+        self.attached = attached
         sysfs_root = sysfs_root or os.path.join(host_root, "sys")
         self.scanner = ProcessScanner(proc_root=proc_root, pids=pids)
         # kernel_read_every_s: how old a reading of the kernel's pinned count may be reused (the
@@ -105,6 +110,12 @@ class LiveCollector:
                                             self._backing(est_rows), unexplained, gpus,
                                             self.scanner.describe, self.scanner.only_pids)
         notices += report_notices
+        if self.attached is not None:
+            outcome = self.attached.latest()
+            if outcome is None:
+                notices.append("attach: attaching (no window has ended yet)")
+            rows, attach_notices = merge_attached(rows, outcome, self.scanner.describe, self.scanner.only_pids, gpus)
+            notices += attach_notices
         processes = self.pinned.annotate(merge_gpu_processes(cap_rows_to_ram(rows, mem_total), gpus))
         processes, groups = self.groups.annotate(processes)
         oom_kills, oom_notices = self.oom.read()

@@ -2,7 +2,8 @@
 
 ``collect()`` runs on every scrape and only reads the state (no NVML, no /proc), so a scrape costs
 microseconds and never blocks on collection. Each section (GPUs, host, processes, probe, status) is
-built on its own: a section that fails is left out of that scrape and counted in
+built on its own (copies: per-process copy rates and the links' share, where processes are traced
+or attached): a section that fails is left out of that scrape and counted in
 ``pinmon_scrape_errors_total``, and the rest is served, so a bad value never turns into a 500.
 Every label value of every family leaves through ``families.served`` (printable, bounded).
 """
@@ -13,7 +14,7 @@ import threading
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.registry import Collector
 
-from .families import cgroups, gpu, host, probe, processes, status
+from .families import cgroups, copies, gpu, host, probe, processes, status
 from .families.base import Counter, served
 from .families.processes import DEFAULT_TOP
 from .state import ExportState
@@ -34,7 +35,8 @@ class PinmonCollector(Collector):
     def _sections(self, view):
         return (lambda: gpu.families(view), lambda: host.families(view),
                 lambda: processes.families(view, self.top_processes),
-                lambda: cgroups.families(view, self.top_processes), lambda: probe.families(view),
+                lambda: cgroups.families(view, self.top_processes),
+                lambda: copies.families(view, self.top_processes), lambda: probe.families(view),
                 lambda: status.families(view))
 
     def collect(self):

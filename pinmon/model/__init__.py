@@ -11,7 +11,8 @@
 - ``source``: the ``Source`` protocol that a live collector, a replay and a test fake share;
 - ``oom``: ``OomKill``, a memory cgroup OOM kill from the kernel's log;
 - ``probe_join``: how a probe result joins a snapshot and which result is kept;
-- ``link``: PCIe link arithmetic (a generation and width's payload rate).
+- ``link``: PCIe link arithmetic (a generation and width's payload rate);
+- ``traffic``: how much of each GPU's link traffic the processes' measured copies explain.
 
 Nothing here does I/O.
 """

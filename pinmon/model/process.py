@@ -191,6 +191,12 @@ class Allocations(Serial):
     flags: dict[str, int] = field(default_factory=dict)
     registrations: Optional[int] = None  # cudaHostRegister calls
     registered_bytes: Optional[int] = None  # bytes those calls registered
+    # Registrations apart from allocations (uprobes): their sizes, flags ({"portable": n, "mapped": n,
+    # "io_memory": n, "read_only": n}) and the unregistrations.
+    registration_median_bytes: Optional[int] = None
+    registration_max_bytes: Optional[int] = None
+    registration_flags: dict[str, int] = field(default_factory=dict)
+    unregistrations: Optional[int] = None
 
 
 @dataclass(frozen=True)

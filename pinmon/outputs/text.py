@@ -12,7 +12,19 @@ import time
 from typing import Optional, Sequence
 
 from ..model import Cgroup, Finding, Gpu, HostMemory, OomKill, ProcessPinned, Snapshot, worst_severity
-from ..units import fmt_bytes, fmt_int, fmt_link, fmt_main_node, fmt_nodes, fmt_rate, fmt_share, fmt_traffic, printable
+from ..model.traffic import CopyShare, TrafficExplained, explain_traffic
+from ..units import (
+    fmt_bytes,
+    fmt_int,
+    fmt_link,
+    fmt_main_node,
+    fmt_nodes,
+    fmt_pct,
+    fmt_rate,
+    fmt_share,
+    fmt_traffic,
+    printable,
+)
 
 # Longest a finding's message or advice may print (it wraps); names and notices are shorter.
 _MAX_TEXT = 2000
@@ -71,6 +83,45 @@ def gpu_line(g: Gpu) -> str:
             f"    PCIe errors since start: {', '.join(errs) if errs else 'none'}")
 
 
+_METHOD_WORDS = {"gpm": "link bytes, GPM", "counters": "link bytes", "sampled": "est., 20 ms sample"}
+_MEMORY_SHORT = {"write_combined": "write-combined"}
+
+
+def _share_text(s: CopyShare, direction: bool = False) -> str:
+    way = f"{'H2D' if s.direction == 'h2d' else 'D2H'} " if direction else ""
+    name = f" ({printable(s.name, 24)})" if s.name else ""
+    return f"{fmt_rate(s.bytes_per_s)} pid {s.pid}{name}, {way}{_MEMORY_SHORT.get(s.memory, printable(s.memory, 16))}"
+
+
+def traffic_lines(explained: TrafficExplained, limit: int = 5) -> list[str]:
+    """Per GPU and direction, the link's traffic and the measured copies on it, largest first ("GPU 0
+    RX 40.0 GB/s (link bytes): 32.0 GB/s pid 123, pinned; 6.0 GB/s pid 456, pageable = 95% explained");
+    then the copies whose GPU cannot be known, and what a share leaves out."""
+    out = []
+    for link in explained.links:
+        if not link.shares and not link.link_bytes_per_s:
+            continue
+        method = _METHOD_WORDS.get(link.method or "", "no reading")
+        head = f"GPU {link.gpu_index} {link.word} {fmt_rate(link.link_bytes_per_s)} ({method}): "
+        shown = [_share_text(s) for s in link.shares[:limit]]
+        rest = link.shares[limit:]
+        if rest:
+            shown.append(f"{fmt_rate(sum(s.bytes_per_s for s in rest))} {len(rest)} more")
+        body = "; ".join(shown) if shown else "no measured copies"
+        tail = f" = {fmt_pct(link.explained_share)} explained" if link.shares and link.explained_share is not None else ""
+        out.append(head + body + tail)
+    if explained.unplaced:
+        shown = [_share_text(s, direction=True) for s in explained.unplaced[:limit]]
+        more = len(explained.unplaced) - limit
+        why = ("GPU not known (a process on several GPUs, or one NVML does not list)" if explained.links
+               else "no GPU monitored, no link to compare with")
+        out.append(f"{why}: " + "; ".join(shown) + (f"; and {more} more" if more > 0 else ""))
+    if out and explained.links:
+        out.append("(link bytes include protocol overhead, ~7% on RX; TX also carries the read requests of"
+                   " H2D copies; copies are over their own window)")
+    return out
+
+
 def process_table(procs: Sequence[ProcessPinned], limit: int = 10, nodes: bool = False) -> list[str]:
     """The top ``limit`` rows by held bytes (``HeldMemory.bytes``: pinned, write-combined and VmPin),
     which PINNED shows; WC and VMPIN are parts of it. ``nodes``: a NODE column (multi-node hosts); a
@@ -79,7 +130,7 @@ def process_table(procs: Sequence[ProcessPinned], limit: int = 10, nodes: bool =
     node_head = f" {'NODE':<9}" if nodes else ""
     vmpin = any(p.held.vm_pinned_bytes for p in procs)
     vmpin_head = f" {'VMPIN':>10}" if vmpin else ""
-    out = [f"{'PID':>7} {'USER':<10} {'PINNED':>10}{vmpin_head} {'WC':>10} {'MAPS':>5}{node_head} {'SRC':<6} COMMAND"]
+    out = [f"{'PID':>7} {'USER':<10} {'PINNED':>10}{vmpin_head} {'WC':>10} {'MAPS':>5}{node_head} {'SRC':<8} COMMAND"]
     for p in rows:
         held, who = p.held, p.identity
         node = f" {fmt_main_node(p.placement.pinned_bytes_by_node):<9}" if nodes else ""
@@ -87,7 +138,7 @@ def process_table(procs: Sequence[ProcessPinned], limit: int = 10, nodes: bool =
         pid = p.pid if p.pid else "-"  # pid 0: a row read from a saved maps file, no process
         out.append(f"{pid:>7} {printable(who.user, 10):<10} {fmt_bytes(held.bytes):>10}{pin}"
                    f" {fmt_bytes(held.write_combined_bytes):>10} {fmt_int(held.mappings):>5}{node}"
-                   f" {printable(p.source, 6):<6} {printable(who.name, 30)}")
+                   f" {printable(p.source, 8):<8} {printable(who.name, 30)}")
     if len(procs) > limit:
         out.append(f"... and {len(procs) - limit} more")
     return out
@@ -182,6 +233,9 @@ def format_check(snapshot: Snapshot, findings: Sequence[Finding], width: int = 1
         out += [f"GPUs: none monitored ({snapshot.nvidia_pci_gpus} on the PCI bus; NVML could not start)", ""]
     else:
         out += ["GPUs: none found", ""]
+    explained = explain_traffic(snapshot)
+    if explained.measured:
+        out += ["Link traffic the measured copies explain"] + ["  " + line for line in traffic_lines(explained)] + [""]
     if snapshot.processes:
         by_group = " by container, pod or job" if snapshot.cgroups else ""
         out += [f"Processes holding pinned memory{by_group} (pinned from /proc/PID/maps unless traced)"]

@@ -54,7 +54,7 @@ def test_every_command_takes_the_config_file_after_it_too(tmp_path, capsys, comm
     rest = {"record": ["-o", str(tmp_path / "r.jsonl")], "replay": ["r.jsonl"], "trace": ["--", "true"]}
     code = main([command, "--config", str(cfg), *rest.get(command, [])])
     err = capsys.readouterr().err
-    assert code == (3 if command == "check" else 2) and "bad.toml" in err and err.count("\n") == 1
+    assert code == (3 if command in ("check", "attach") else 2) and "bad.toml" in err and err.count("\n") == 1
 
 
 def test_each_shared_option_is_declared_once():

@@ -28,7 +28,7 @@ def _with(**changes) -> bytes:
 
 
 def code_of(cmd: str) -> int:
-    return 3 if cmd == "check" else 2
+    return 3 if cmd in ("check", "attach") else 2
 
 
 # --- bad arguments ---------------------------------------------------------------------------------
@@ -45,6 +45,7 @@ BAD_ARGS = [
     (["export"], "--listen", "nohost:notaport"), (["export"], "--top-processes", "-1"),
     (["export"], "--speed", "2"),
     (["trace"],),
+    (["attach"], "0"), (["attach"], "x"), (["attach"], "--seconds", "0"), (["attach"], "--seconds", "1e9"),
     (["nosuchcommand"],),
     # out of range: the same caps as the config file's (pinmon.limits)
     ([], "--interval", "1e308"), ([], "--interval", "0.001"), ([], "--probe-every", "1e308"),
@@ -150,6 +151,8 @@ if "export" in MODULES:
     CONFIG_COMMANDS["export"] = lambda cfg: ["--config", cfg, "export", "--once", "--replay", "rec.jsonl"]
 if "probe" in MODULES:
     CONFIG_COMMANDS["probe"] = lambda cfg: ["--config", cfg, "probe"]
+if "attach" in MODULES:
+    CONFIG_COMMANDS["attach"] = lambda cfg: ["attach", "--config", cfg]
 
 
 def frozen(path):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Protocol
 
-from . import check, demo, export, pinned, probe, record, replay, trace
+from . import attach, check, demo, export, pinned, probe, record, replay, trace
 
 if TYPE_CHECKING:
     from ..options import Settings
@@ -30,5 +30,5 @@ class Command(Protocol):
 
 
 COMMANDS: dict[str, Command] = {"check": check, "pinned": pinned, "record": record, "replay": replay, "demo": demo,
-            "probe": probe, "export": export, "trace": trace}
+            "probe": probe, "export": export, "trace": trace, "attach": attach}
 MODULES = tuple(COMMANDS)

@@ -6,7 +6,9 @@ metrics text and exits (for tests and cron). Binds loopback unless told otherwis
 (with ``--tls-key``, ``--tls-client-ca``) serves https (``pinmon.export.tls``). Exit 0 when SIGTERM /
 SIGINT stops the server, 130 when SIGINT interrupts ``--once`` (it has printed nothing, and a one-shot
 that did not do its job must not look like one that did), 2 for bad arguments, an unreadable
-recording, a certificate or key that cannot be used, or a port that cannot be bound.
+recording, a certificate or key that cannot be used, or a port that cannot be bound. ``--attach``
+keeps every CUDA process attached (uprobes, a window per interval; ``--once``: one window over the
+interval) and serves per-process copy rates (``export/families/copies.py``).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Union
 from ...export.families.processes import DEFAULT_TOP
 from ...export.server import DEFAULT_LISTEN, parse_listen
 from ...units import printable
+from ..attaching import ATTACH_HELP
 from ..common import UsageError, advise, open_replay, print_notices, speed_arg, top_processes_arg
 from ..options import Settings, shared
 from ..parser import Commands
@@ -28,6 +31,8 @@ from ..parser import Commands
 if TYPE_CHECKING:
     import ssl
 
+    from ...attach import Attacher
+    from ...collect.attached import AttachedSource, LatestOutcome
     from ...export import ExportState, MetricsServer, Refresher
     from ...export.background_probe import ProbeLoop
     from ...model import ProbeResult, Snapshot
@@ -78,6 +83,8 @@ def add_parser(sub: Commands) -> None:
     p.add_argument("--tls-cert", metavar="FILE", help="serve https with this PEM certificate (chain)")
     p.add_argument("--tls-key", metavar="FILE", help="its PEM private key, unencrypted (default: in --tls-cert's file)")
     p.add_argument("--tls-client-ca", metavar="FILE", help="require client certificates signed by this PEM CA")
+    p.add_argument("--attach", action="store_true",
+                   help=ATTACH_HELP + "; serves per-process copy rates (live only)")
     p.add_argument("--once", action="store_true",
                    help="print the metrics text to stdout and exit (live: after --interval seconds of "
                         "counting; --replay: the state at the recording's end)")
@@ -123,12 +130,15 @@ def _check_args(args: argparse.Namespace, settings: Settings) -> None:
         raise UsageError("--tls-key and --tls-client-ca need --tls-cert")
     if args.tls_cert and args.once:
         raise UsageError("--tls-cert serves https; --once prints to stdout and serves nothing")
+    if args.attach and args.replay:
+        raise UsageError("--attach counts this machine's processes; it does not combine with --replay")
 
 
-def _once(source: Source, refresher: Refresher, interval: float) -> None:
+def _once(source: Source, refresher: Refresher, interval: float,
+          wait: Optional[Callable[[float], object]] = None) -> None:
     if source.live:
         refresher.read()  # starts the PCIe counting interval
-        time.sleep(interval)
+        (wait or time.sleep)(interval)
         snap = refresher.read()
         if snap is not None:
             refresher.publish(snap)
@@ -146,6 +156,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     state = ExportState(live=source is None)
     registry = build_registry(state, args.top_processes)
     server: Optional[MetricsServer] = None
+    attacher: Optional[Attacher] = None
+    held: Optional[LatestOutcome] = None
     try:
         if not args.once:
             host, port = args.listen
@@ -156,13 +168,20 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 reason = getattr(e, "strerror", None) or " ".join(str(e).split())
                 raise UsageError(f"cannot listen on {_show_listen(host, port)}: {reason}") from None
         if source is None:
+            from ...collect.attached import LatestOutcome
             from ...collect.live import LiveCollector
+            from ..attaching import continuous
 
-            source = LiveCollector(interval_s=interval, oom_lookback_s=settings.oom_lookback_s)
+            attached: Optional[AttachedSource] = None
+            if args.attach and args.once:
+                attached = held = LatestOutcome()   # one window over the --once interval
+            elif args.attach:
+                attached = attacher = continuous(interval)
+            source = LiveCollector(interval_s=interval, oom_lookback_s=settings.oom_lookback_s, attached=attached)
         refresher = Refresher(source, state, lambda h: advise(h, config), interval_s=interval,
                               speed=args.speed or 1.0, on_error=_report, thresholds=config.thresholds)
         if server is None:  # --once
-            _once(source, refresher, interval)
+            _once(source, refresher, interval, None if held is None else _attach_window(held))
             sys.stdout.write(metrics_text(registry))
             sys.stdout.flush()
             print_notices(source, "pinmon export")  # a recording that ends early says so
@@ -171,8 +190,19 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         if server is not None:
             server.stop()
+        if attacher is not None:
+            attacher.stop()  # the probes out of the targets before pinmon exits
         if source is not None:
             source.close()
+
+
+def _attach_window(held: LatestOutcome) -> Callable[[float], object]:
+    """A wait that spends ``--once``'s interval attached to every CUDA process (``held`` gets the outcome)."""
+    from ..attaching import window_or_wait
+
+    def wait(seconds: float) -> None:
+        held.set(window_or_wait(seconds)[0])
+    return wait
 
 
 def _tls_context(args: argparse.Namespace) -> "Optional[ssl.SSLContext]":

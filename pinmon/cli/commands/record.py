@@ -3,7 +3,8 @@
 Never overwrites a file (``-o -`` writes to standard output). Runs until Ctrl-C, SIGTERM or SIGHUP,
 or for ``--duration`` seconds; either way a last snapshot covers the time since the one before, so a
 stop after ten minutes of a one-hour interval still records those ten minutes. Every snapshot
-written before a stop stays readable.
+written before a stop stays readable. ``--attach`` keeps every CUDA process attached (uprobes, a
+window per interval): their copies and allocations are recorded in their rows and replay as they were.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import time
 from types import FrameType
 from typing import Optional
 
+from ..attaching import ATTACH_HELP
 from ..common import UsageError, duration_arg, plural
 from ..options import Settings, shared
 from ..parser import Commands
@@ -28,6 +30,7 @@ def add_parser(sub: Commands) -> None:
                    help="the new file to write (an existing file is never overwritten; - for standard output); gzip when it ends in .gz")
     r.add_argument("--duration", type=duration_arg, default=None, metavar="S",
                    help="stop after S seconds, with a last snapshot then (default: until Ctrl-C)")
+    r.add_argument("--attach", action="store_true", help=ATTACH_HELP + ", a window each interval")
 
 
 def _install_stop_signals(stop: threading.Event) -> None:
@@ -50,6 +53,7 @@ def wait_for_stop(stop: threading.Event, seconds: float) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from ...collect.live import LiveCollector
     from ...recording import Recorder, RecordingError
+    from ..attaching import continuous
 
     interval = settings.interval_s
     try:
@@ -60,8 +64,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     _install_stop_signals(stop)
     start = time.monotonic()
     deadline = None if args.duration is None else start + args.duration
+    attacher = continuous(interval) if args.attach else None
     try:
-        with rec, LiveCollector(interval_s=interval, oom_lookback_s=settings.oom_lookback_s) as col:
+        with rec, LiveCollector(interval_s=interval, oom_lookback_s=settings.oom_lookback_s,
+                                attached=attacher) as col:
             col.snapshot()  # the first one only starts the rates
             next_t = start + interval
             while True:
@@ -79,6 +85,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                     break
     except RecordingError as e:
         raise UsageError(str(e)) from None
+    finally:
+        if attacher is not None:
+            attacher.stop()  # the probes out of the targets before pinmon exits
     where = "standard output" if args.output == "-" else args.output
     print(f"recorded {plural(rec.count, 'snapshot')} to {where}", file=sys.stderr)
     return 0
