@@ -7,6 +7,9 @@
 #   attach    pinmon attach's cost (attach/detach time, CPU at 10k events/s, per-call cost, the slowdown of
 #             1 MiB pinned copy loops, synchronous and asynchronous), its accuracy against paced traffic of
 #             six libraries, and beside pinmon trace --engine cupti on one workload (~6 min)
+#   attachacc, attachcost, vscupti   the attach part's three runs one at a time (ACC_S: accuracy window,
+#             COST_ROUNDS: rounds of the cost parts)
+#   gpusel    the GPU tests of attach and of registered memory under each tracer engine
 #   oom       a job-shaped cgroup OOM-killed by its pinned memory, reported after the cgroup is gone (~1 min)
 #   gputests  the tests marked gpu (pytest -m gpu tests/gpu), tail of the output (~2 min)
 #   checkprobe  `pinmon check --probe --json`, three timed runs (goal: 3 s)
@@ -40,6 +43,23 @@ attach)
   timeout 200 python3 bench/attach_cost.py "$out/attach_cost_driver_$card.json" --real --workload driver --driver "$drv" 2>&1 | tail -6
   timeout 300 python3 bench/attach_accuracy.py "$out/attach_accuracy_$card.json" --window 10 --driver "$drv" 2>&1 | tail -24
   timeout 200 python3 bench/attach_accuracy.py "$out/attach_vs_cupti_$card.json" --vs-cupti torch --window 12 2>&1 | tail -6;;
+attachacc)
+  part attachacc
+  drv=bench/attach/paced_driver
+  [ -x "$drv" ] || gcc -O2 -o "$drv" bench/attach/paced_driver.c -ldl 2>&1 | tail -2
+  timeout 300 python3 bench/attach_accuracy.py "$out/attach_accuracy_$card.json" --window "${ACC_S:-10}" --driver "$drv" 2>&1 | tail -12;;
+attachcost)
+  part attachcost
+  timeout 330 python3 bench/attach_cost.py "$out/attach_cost_$card.json" --real --rounds "${COST_ROUNDS:-5}" \
+    --parts attach_detach,per_call,loop_1mib,loop_1mib_async 2>&1 | tail -8;;
+vscupti)
+  part vscupti
+  timeout 200 python3 bench/attach_accuracy.py "$out/attach_vs_cupti_$card.json" --vs-cupti torch --window 10 2>&1 | tail -6;;
+gpusel)
+  part gpusel
+  { echo "# python3 -m pytest -q -m gpu tests/gpu/test_attach_gpu.py tests/gpu/test_trace_register_gpu.py, $(python3 bench/provenance.py --line)"
+    timeout 300 python3 -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu/test_attach_gpu.py tests/gpu/test_trace_register_gpu.py 2>&1 | tail -25; } > "$out/gpu_tests_attach_register_$card.txt"
+  cat "$out/gpu_tests_attach_register_$card.txt";;
 oom)
   part oom
   timeout 240 python3 bench/oom_after_the_fact.py "$out/oom_after_the_fact_$card.json" 2>&1 | tail -12;;
@@ -55,7 +75,7 @@ checkprobe)
   echo "check --probe wall s:"; cat "$out/check_probe_wall_$card.txt";;
 firstframe)
   part firstframe
-  timeout 300 python3 bench/tui_first_frame.py "$out/tui_first_frame_$card.json" --runs 10 --size 80x24 2>&1 | tail -6;;
+  timeout 300 python3 bench/tui_first_frame.py "$out/tui_first_frame_$card.json" --runs "${FF_RUNS:-10}" --size 80x24 2>&1 | tail -6;;
 abba)
   part abba
   timeout 590 python3 bench/tui_cpu_abba.py "$out/tui_cpu_abba_$card.json" --rounds 3 --seconds "${ABBA_S:-30}" \
