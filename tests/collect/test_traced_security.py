@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+pytestmark = pytest.mark.hardening
+
 PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "pinmon")
 SHELL = re.compile(r"shell\s*=\s*True|os\.system\s*\(|os\.popen\s*\(|commands\.getoutput|pty\.spawn\s*\(\s*['\"]")
 

@@ -34,7 +34,7 @@ from tests import factories as make  # box_*: a realistic two-GPU snapshot
 FUZZ = settings(deadline=None, database=None, derandomize=False, suppress_health_check=list(HealthCheck))
 N = FUZZ.max_examples
 
-pytestmark = pytest.mark.fuzz
+pytestmark = [pytest.mark.hardening, pytest.mark.fuzz]
 
 MAPS_LINES = [
     "7f3a40000000-7f3a50000000 rw-s 00000000 00:01 1234  /dev/zero (deleted)",

@@ -36,6 +36,8 @@ from .nvml_matrix import (
     target_of,
 )
 
+pytestmark = pytest.mark.hardening
+
 FUNCTIONS = recorded_functions()
 MATRIX = [(f, e, m) for f in FUNCTIONS for e in MATRIX_ERRORS for m in MODES]
 # Exact GPU 0 link bytes per drive(): 80 ticks of 1/64 s at 1e9 B/s.
