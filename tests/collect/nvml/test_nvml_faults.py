@@ -1,19 +1,21 @@
 """NVML fault matrix: every NVML function pinmon calls x eight NVML errors x (always, from mid-run).
 
 The functions come from a recorded healthy run (``nvml_matrix.recorded_functions``), so the matrix
-follows the code. For each cell the collector, ``pinmon check`` (through ``cli.main`` with the fake
-module injected as ``pynvml``) and, for a few representative cells, the terminal app must keep
-running, show the value as unknown (None / "n/a") with a notice naming the error, and leave GPU 0
-(which the fault does not touch) exact. GPU_IS_LOST must end as a lost GPU and a ``gpu-lost``
-finding. Where ``pinmon.export`` exists, every collector cell is also scraped: the scrape must work,
-a lost GPU reads ``pinmon_gpu_up 0`` with an active ``gpu-lost`` finding metric. A fault injected mid-run into a call made only at start has nothing to break: that cell
-checks the run stays healthy.
+follows the code. For each cell the collector must keep running, show the value as unknown (None)
+with a notice naming the error, and leave GPU 0 (which the fault does not touch) exact.
+GPU_IS_LOST must end as a lost GPU and a ``gpu-lost`` finding. Where ``pinmon.export`` exists,
+every collector cell is also scraped: the scrape must work, a lost GPU reads ``pinmon_gpu_up 0``
+with an active ``gpu-lost`` finding metric. A fault injected mid-run into a call made only at start
+has nothing to break: that cell checks the run stays healthy.
+
+The same matrix runs through ``pinmon check`` (tests/cli/test_nvml_faults.py), and a few
+representative cells through the terminal app (tests/tui/test_nvml_faults.py) and ``pinmon export
+--once`` (tests/export/test_nvml_faults.py).
 """
 from __future__ import annotations
 
 import json
 import re
-import sys
 
 import pytest
 
@@ -22,24 +24,21 @@ from pinmon.collect.nvml import NVML_FUNCTIONS, NvmlCollector
 from pinmon.model import HostMemory, Snapshot
 from pinmon.outputs.text import format_check
 from tests.fakes.fake_pynvml import _ERROR_TEXT, ERRORS
-from tests.fakes.fake_sysfs import nvidia_gpus
 
 from .nvml_matrix import (
     AT_CLOSE,
-    GLOBAL_FUNCTIONS,
+    EVERY_READ,
+    FUNCTIONS,
+    MATRIX,
     MATRIX_ERRORS,
-    MODES,
     drive,
     inject_of,
     make_fake,
-    recorded_functions,
     target_of,
 )
 
 pytestmark = pytest.mark.hardening
 
-FUNCTIONS = recorded_functions()
-MATRIX = [(f, e, m) for f in FUNCTIONS for e in MATRIX_ERRORS for m in MODES]
 # Exact GPU 0 link bytes per drive(): 80 ticks of 1/64 s at 1e9 B/s.
 GPU0_RX_PER_READ = 1_250_000_000
 
@@ -59,11 +58,6 @@ VALUE_OF = {
     "nvmlDeviceGetPcieThroughput": lambda g: g.pcie.rx_bytes_per_s,
     "nvmlDeviceGetHandleByIndex": lambda g: g.name,
 }
-# Read on every snapshot on the caller's thread, so a mid-run fault shows in the very next read.
-EVERY_READ = frozenset({"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
-                        "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth",
-                        "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetComputeRunningProcesses",
-                        "nvmlGpmSampleGet", "nvmlGpmMetricsGet"})
 # GPM calls made only while detecting: failing from the start, the GPU uses its byte counters.
 GPM_AT_START = frozenset({"nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleGet"})
 
@@ -171,161 +165,3 @@ def test_collector(function, error, mode, tmp_path):
     mine = [n for n in notices if n.startswith(f"GPU {target}")]
     assert mine and all(f"({text}" in n for n in mine), notices
     assert g1.notices == tuple(mine)
-
-
-# --- pinmon check, through cli.main ----------------------------------------------------------------
-
-@pytest.fixture
-def injected(monkeypatch):
-    """A fresh fake installed as the ``pynvml`` module that the live collector imports, on a PCI
-    bus that holds its three GPUs (whatever this box's own sysfs says)."""
-    from pinmon.collect import live as collector
-
-    fake = make_fake()
-    monkeypatch.setitem(sys.modules, "pynvml", fake)
-    monkeypatch.setattr(collector, "count_nvidia_gpus", lambda root="/sys": 3)
-    return fake
-
-
-@pytest.mark.parametrize("function, error, mode", MATRIX)
-def test_check(function, error, mode, injected, monkeypatch, capsys):
-    from pinmon import cli
-    from pinmon.cli.commands import check
-
-    fake = injected
-    gpu, target = inject_of(function), target_of(function)
-    seen = {}
-
-    def live_snapshot(col, window_s):
-        col.snapshot()
-        if mode == "mid-run":
-            seen["injected_at"] = fake.called(function, gpu)
-            fake.fail(function, error, gpu=gpu)
-        nvml = col._nvml
-        if nvml is not None and nvml.sampler is not None:
-            nvml.sampler.request_sampled()
-            nvml.sampler.wait_idle(5.0)  # the fallback sample lands before the snapshot
-        seen["before_final"] = fake.called(function, gpu)
-        return col.snapshot()
-
-    if mode == "always":
-        fake.fail(function, error, gpu=gpu)
-    monkeypatch.setattr(check, "live_snapshot", live_snapshot)
-    as_json = mode == "mid-run"
-    code = cli.main(["check", "--window", "0.01"] + (["--json"] if as_json else []))
-    out, err = capsys.readouterr()
-    assert err == "" and code in (0, 1, 2)
-    # Calls made on the snapshot's own thread count up to its end; the sampler's up to its start.
-    calls = fake.called(function, gpu) if function in EVERY_READ else seen["before_final"]
-    hit = calls > seen.get("injected_at", 0)
-    if as_json:
-        doc = json.loads(out)
-        rules = [f["rule"] for f in doc["findings"]]
-        gpus = doc["snapshot"]["gpus"]
-        notices = doc["snapshot"]["notices"]
-    else:
-        assert "Traceback" not in out
-        rules = [r for r in ("gpu-lost", "gpu-driver-unavailable") if r in out]
-        gpus, notices = None, [out]
-    if hit and error == "gpu_lost" and function not in GLOBAL_FUNCTIONS:
-        assert code == 2 and "gpu-lost" in rules
-        if gpus is not None:
-            assert [g["lost"] for g in gpus] == [i == target for i in range(3)]
-    elif function in ("nvmlInit", "nvmlDeviceGetCount") and hit:
-        # Three GPUs on the bus that NVML cannot reach: critical, not "no GPU".
-        assert any("no NVIDIA GPU monitoring: 3 NVIDIA GPUs on the PCI bus" in n for n in notices)
-        assert code == 2 and "gpu-driver-unavailable" in rules
-    else:
-        assert "gpu-lost" not in rules
-    if hit and error not in ("not_supported", "gpu_lost") and function not in GLOBAL_FUNCTIONS:
-        # The report names what NVML said, so the unknown value has its reason next to it.
-        assert f"({_ERROR_TEXT[ERRORS[error]]}" in out
-
-
-# --- the terminal app, a few representative cells ---------------------------------------------------
-
-TUI_CELLS = [
-    ("nvmlDeviceGetMemoryInfo", "gpu_lost", "mid-run"),
-    ("nvmlGpmSampleGet", "timeout", "mid-run"),
-    ("nvmlDeviceGetFieldValues", "unknown", "always"),
-    ("nvmlInit", "library_not_found", "always"),
-    ("nvmlDeviceGetCurrPcieLinkGeneration", "not_supported", "always"),
-    ("nvmlDeviceGetComputeRunningProcesses", "timeout", "mid-run"),
-]
-
-
-@pytest.mark.parametrize("function, error, mode", TUI_CELLS)
-async def test_tui(function, error, mode, tmp_path):
-    from pinmon.collect.live import LiveCollector
-    from pinmon.tui.app import PinmonApp
-    from pinmon.tui.widgets.notices import NoticeBar
-    from tests.tui.util import screen_text, text_of
-
-    fake = make_fake()
-    gpu = inject_of(function)
-    if mode == "always":
-        fake.fail(function, error, gpu=gpu)
-    (tmp_path / "proc").mkdir()
-    col = LiveCollector(nvml=fake, proc_root=str(tmp_path / "proc"),
-                        sysfs_root=nvidia_gpus(str(tmp_path / "sys"), 3))
-    app = PinmonApp(col, lambda h: advise(h), start_polling=False, probe_every_s=None)
-    try:
-        async with app.run_test(size=(160, 48)) as pilot:
-            app.apply_snapshot(col.snapshot())
-            await pilot.pause()
-            if mode == "mid-run":
-                fake.fail(function, error, gpu=gpu)
-            for _ in range(2):
-                app.apply_snapshot(col.snapshot())
-                await pilot.pause()
-            screen = screen_text(app)
-            # The bar shows the first notice and "+N more" (all of them behind `n`): any of them.
-            shown = app.session.latest.notices + tuple(n for g in app.session.latest.gpus for n in g.notices)
-            notices = text_of(app.query_one(NoticeBar)) + " ".join(shown)
-            assert app.is_running
-    finally:
-        col.close()
-    if error == "gpu_lost":
-        assert app.session.latest.gpus[1].lost and any(f.rule == "gpu-lost" for f in app.session.findings)
-        assert "fell off the bus" in notices or "fell off the bus" in screen
-    elif function == "nvmlInit":
-        assert "no NVIDIA GPU monitoring" in notices + screen
-    elif error == "not_supported":
-        assert app.session.latest.gpus[1].link.gen is None and ("n/a" in screen or "Gen?" in screen)
-    else:
-        assert _ERROR_TEXT[ERRORS[error]] in notices + screen
-
-
-# --- pinmon export --once, a few representative cells ----------------------------------------------
-
-EXPORT_CELLS = [
-    ("nvmlDeviceGetMemoryInfo", "gpu_lost", "always"),
-    ("nvmlDeviceGetHandleByIndex", "gpu_lost", "always"),
-    ("nvmlDeviceGetFieldValues", "timeout", "always"),
-    ("nvmlInit", "driver_not_loaded", "always"),
-    ("nvmlDeviceGetCount", "uninitialized", "always"),
-    ("nvmlDeviceGetCurrPcieLinkWidth", "no_permission", "always"),
-    ("nvmlGpmSampleGet", "gpu_lost", "always"),
-]
-
-
-@pytest.mark.parametrize("function, error, mode", EXPORT_CELLS)
-def test_export_once(function, error, mode, injected, capsys):
-    pytest.importorskip("pinmon.export")
-    from pinmon import cli
-
-    injected.fail(function, error, gpu=inject_of(function))
-    code = cli.main(["export", "--once", "--interval", "0.05"])
-    out, err = capsys.readouterr()
-    assert code == 0 and "Traceback" not in err
-    assert "pinmon_status " in out
-    target = target_of(function)
-    if error == "gpu_lost":
-        assert re.search(rf'^pinmon_gpu_up\{{gpu="{target}",.*\}} 0\.0$', out, re.M)
-        assert 'pinmon_finding{rule="gpu-lost"' in out
-    elif function in GLOBAL_FUNCTIONS:
-        assert "pinmon_gpu_up{" not in out
-        assert 'pinmon_finding{rule="gpu-driver-unavailable",severity="critical",subject="host"} 1.0' in out
-    else:
-        assert re.search(r'^pinmon_gpu_up\{gpu="1",.*\} 1\.0$', out, re.M)
-        assert 'pinmon_finding{rule="gpu-lost"' not in out
