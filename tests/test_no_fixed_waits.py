@@ -1,5 +1,5 @@
-"""Tests wait for conditions, not for fixed times: every ``time.sleep`` in tests/ says on its line (or
-the line above) ``# not a wait: <why>`` (it makes time pass for a rate, paces a load, is a render's
+"""Tests wait for conditions, not for fixed times: every ``time.sleep`` in tests/ (or a sleep in
+disguise, ``threading.Event().wait(s)`` on a fresh event) says on its line (or the line above) ``# not a wait: <why>`` (it makes time pass for a rate, paces a load, is a render's
 own cost...), and every polling loop has a deadline. Anything waiting for an effect uses
 ``tests/waiting.py`` (``wait_until``, ``read_until``), which returns as soon as the effect is there
 and turns a hang into a failure.
@@ -57,6 +57,10 @@ class _Finder(ast.NodeVisitor):
 
     def is_sleep(self, call: ast.Call) -> bool:
         f = call.func
+        if isinstance(f, ast.Attribute) and f.attr == "wait" and isinstance(f.value, ast.Call):
+            made = f.value.func  # threading.Event().wait(s): an event nobody sets
+            return (isinstance(made, ast.Attribute) and made.attr == "Event") or \
+                (isinstance(made, ast.Name) and made.id == "Event")
         if isinstance(f, ast.Attribute) and f.attr == "sleep":
             return isinstance(f.value, ast.Name) and f.value.id in self.time_names
         return isinstance(f, ast.Name) and f.id in self.sleep_names
@@ -86,7 +90,7 @@ def problems(source: str, name: str = "<test>") -> list[str]:
 
     for call in found.sleeps:
         if found.is_sleep(call) and not says_why(call.lineno, call.end_lineno or call.lineno):
-            out.append(f"{name}:{call.lineno}: time.sleep without '# {MARK} <why>': wait for the condition"
+            out.append(f"{name}:{call.lineno}: a fixed sleep without '# {MARK} <why>': wait for the condition"
                        " with tests/waiting.py instead")
     for loop in found.loops:
         constant = isinstance(loop.test, ast.Constant) and bool(loop.test.value)
@@ -115,6 +119,8 @@ def test_the_check_finds_what_it_is_for():
     assert not problems("import time\ntime.sleep(1)  # not a wait: a second of load\n")
     assert not problems("import time\n# not a wait: a second of load\ntime.sleep(1)\n")
     assert not problems("import asyncio\nasyncio.sleep(0)\n")  # another module's sleep
+    assert problems("import threading\nthreading.Event().wait(0.5)\n")
+    assert not problems("import threading\ndone = threading.Event()\ndone.wait(5)\n")  # set by someone
     assert problems("while True:\n    if ready():\n        break\n")
     assert problems("import time\nwhile not ready():\n    time.sleep(0.1)  # not a wait: x\n")
     assert not problems("import time\nend = time.monotonic() + 5\n"
