@@ -3,8 +3,8 @@ and a run that leaves new ``pinmon-*`` entries in the system's temporary directo
 (tests/tmp_leftovers.py).
 
 Hypothesis profiles: ``quick`` (the default) runs 300 examples where a test does not set its own
-count; ``full`` runs 10,000, which ``.ci/run`` uses on the parser fuzzers
-(``--hypothesis-profile full``, or ``PINMON_HYPOTHESIS_PROFILE=full``). No deadline in either: a
+count; ``full`` runs 10,000, which ``.ci/run`` uses on the parser fuzzers (the tests marked ``fuzz``:
+``-m fuzz --hypothesis-profile full``, or ``PINMON_HYPOTHESIS_PROFILE=full``). No deadline in either: a
 loaded machine must not fail an example for being slow.
 """
 import os

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from tests.waiting import NotYet, wait_until, wait_until_async
+from tests.waiting import NotYet, read_until, wait_until, wait_until_async
 
 
 def test_returns_the_first_true_value_after_false_ones_and_listed_errors():
@@ -57,3 +57,11 @@ def test_the_async_wait_lets_the_loop_run_between_looks():
     assert asyncio.run(main()) == 3
     with pytest.raises(AssertionError, match="waiting for never"):
         asyncio.run(wait_until_async(lambda: False, asyncio.sleep, timeout_s=0, what="never"))
+
+
+def test_read_until_returns_the_first_reading_that_is_ok_or_the_last_one_at_the_deadline():
+    readings = iter(range(10))
+    assert read_until(lambda: next(readings), lambda r: r >= 3, interval_s=0) == 3
+    counter = iter(range(1_000_000))
+    last = read_until(lambda: next(counter), lambda r: False, timeout_s=0, interval_s=0)
+    assert last == 0  # one look, then the deadline: that look's reading, no error

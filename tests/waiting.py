@@ -41,7 +41,25 @@ def wait_until(condition: Callable[[], T], *, timeout_s: float = DEADLINE_S, int
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout_s:g} s waiting for "
                                  f"{what or getattr(condition, '__name__', 'the condition')} (last: {last!r})")
-        time.sleep(interval_s)
+        time.sleep(interval_s)  # not a wait: the pause between looks
+
+
+def read_until(read: Callable[[], T], ok: Callable[[T], object], *, timeout_s: float = DEADLINE_S,
+               interval_s: float = 0.02) -> T:
+    """Call ``read()`` until ``ok`` holds for what it returns, or ``timeout_s`` passes; return the
+    last reading either way. For a test that then asserts on the reading itself, so that a timeout
+    fails there with the figures that were read rather than here with a bare "timed out"."""
+    last: list[T] = []
+
+    def looked() -> bool:
+        last[:] = [read()]
+        return bool(ok(last[0]))
+
+    try:
+        wait_until(looked, timeout_s=timeout_s, interval_s=interval_s)
+    except AssertionError:
+        pass
+    return last[0]
 
 
 async def wait_until_async(condition: Callable[[], T], pause: Callable[[float], object], *,

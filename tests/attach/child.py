@@ -76,7 +76,7 @@ def main() -> int:
                     due = t0 + i / rate
                     now = time.monotonic()
                     if due > now:
-                        time.sleep(due - now)
+                        time.sleep(due - now)  # not a wait: paces the calls at the rate asked
                 rets.add(fn(*args))
         if cmd.get("thread"):  # from a thread started now, after the attach
             t = threading.Thread(target=calls)

@@ -4,7 +4,6 @@ the caller's thread; window after window on a thread, a new process attached at 
 probes gone when it stops; a reason where nothing can be attached.
 
 These share the kernel's tracefs, so they run in one xdist group, one after another."""
-import time
 
 import pytest
 
@@ -12,6 +11,7 @@ from pinmon.attach import Attacher, AttachError, AttachPolicy, AttachSession, Bu
 from pinmon.attach.classify import PINNED
 from tests.attach.standin import Child, build, why_not
 from tests.attach.test_attach_live import CUDA, mine
+from tests.waiting import wait_until
 
 WHY = why_not()
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.xdist_group("tracefs")]
@@ -31,13 +31,7 @@ def child(lib):
 
 
 def wait_for(predicate, seconds=20.0):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        got = predicate()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError("not within the time")
+    return wait_until(predicate, timeout_s=seconds, interval_s=0.05, what="the attacher's window")
 
 
 def test_rolling_windows_count_every_call_once(child):

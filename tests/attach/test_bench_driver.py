@@ -30,7 +30,7 @@ def test_the_paced_driver_on_the_stand_in(tmp_path):
                          env=dict(os.environ, LD_LIBRARY_PATH=str(lib_dir)))
     try:
         assert p.stdout.readline().strip() == "ready"
-        time.sleep(0.3)
+        time.sleep(0.3)  # not a wait: the attach comes a few rounds into the run, as on the GPU box
         with AttachSession([p.pid], is_cuda=lambda pid, maps: True) as s:
             r = s.run(2.0)
         assert p.wait(30) == 0

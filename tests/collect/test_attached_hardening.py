@@ -14,7 +14,7 @@ from pinmon.advise import advise
 from pinmon.collect.attached import LatestOutcome
 from pinmon.collect.live import LiveCollector
 from tests.collect.test_attached import alloc_stats, cs, outcome, proc
-from tests.hardening.test_forged_figures import CUDA, TRUSTED, fake_cuda_proc, host_tree, lines
+from tests.collect.test_forged_figures import CUDA, TRUSTED, fake_cuda_proc, host_tree, lines
 
 pytestmark = pytest.mark.hardening
 MIB, GIB = 1 << 20, 1 << 30

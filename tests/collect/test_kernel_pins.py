@@ -21,7 +21,7 @@ from pinmon.collect.live import LiveCollector
 from pinmon.collect.processes.procmaps import PinnedEstimate
 from tests import factories as make
 from tests import iouring
-from tests.waiting import NotYet, wait_until
+from tests.waiting import NotYet, read_until, wait_until
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 PIN_BYTES = 64 << 20
@@ -194,18 +194,18 @@ def _fold() -> None:
 
 def _settled(read, timeout_s: float = 5.0):
     """A reading that held still across a fold (the kernel folds about once a second)."""
-    _fold()
-    value, since = read(), time.monotonic()
-    deadline = since + timeout_s
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
+    def folded():
         _fold()
-        now = read()
-        if now != value:
-            value, since = now, time.monotonic()
-        elif time.monotonic() - since >= 1.2:
-            return value
-    return value
+        return read()
+
+    held = {"value": folded(), "since": time.monotonic()}
+
+    def still(now) -> bool:
+        if now != held["value"]:
+            held.update(value=now, since=time.monotonic())
+        return time.monotonic() - held["since"] >= 1.2
+
+    return read_until(folded, still, timeout_s=timeout_s, interval_s=0.1)
 
 
 @pytest.fixture

@@ -150,6 +150,17 @@ def test_out_of_descriptors_backs_off_instead_of_spinning(served):
         s.close()
 
 
+def _accept_queue(port):
+    """Connections the kernel holds for the listening socket on loopback ``port`` until it accepts
+    them (the LISTEN row's rx_queue in /proc/net/tcp); None when no such socket listens."""
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return int(fields[4].split(":")[1], 16)
+    return None
+
+
 def _cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -172,9 +183,9 @@ def test_under_a_low_file_limit_idle_connections_neither_block_scrapes_nor_spin(
         url = line.split("serving ", 1)[1].split()[0]
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         socks = idle_sockets(port, 100)  # more than the exporter has descriptors for
-        time.sleep(0.5)
+        wait_until(lambda: _accept_queue(port) == 0, what="the exporter through the kernel's accept queue")
         cpu0 = _cpu_seconds(p.pid)
-        time.sleep(1.0)
+        time.sleep(1.0)  # not a wait: a second passes, for the CPU time the idle exporter spends in it
         assert _cpu_seconds(p.pid) - cpu0 < 0.3  # not spinning on EMFILE
         for _ in range(3):
             # Below the exporter's 5 s request deadline: a scrape queued behind the idle connections
@@ -269,7 +280,7 @@ def test_a_client_reading_slowly_is_cut_at_one_deadline_for_the_whole_response()
             if not chunk:
                 break
             got += len(chunk)
-            time.sleep(0.02)
+            time.sleep(0.02)  # not a wait: paces the reader at about 50 KB/s
         else:
             pytest.fail("a reader taking a KiB now and then kept its response going for 20 s")
         assert got < 4 << 20 and srv.expired == 1  # cut at its response deadline
@@ -366,7 +377,7 @@ class _Slow:
     """A collector that takes 10 ms, as a real scrape of a box with many GPUs can."""
 
     def collect(self):
-        time.sleep(0.01)
+        time.sleep(0.01)  # not a wait: the render's own cost
         family = GaugeMetricFamily("slow", "rendered slowly")
         family.add_metric([], 1)
         yield family

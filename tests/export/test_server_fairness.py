@@ -172,7 +172,7 @@ class _Slow:
     """A scrape that takes 10 ms to render, as a box with many GPUs can: a flood keeps the workers busy."""
 
     def collect(self):
-        time.sleep(0.01)
+        time.sleep(0.01)  # not a wait: the render's own cost
         family = GaugeMetricFamily("slow", "rendered slowly")
         family.add_metric([], 1)
         yield family

@@ -34,7 +34,7 @@ def test_gpm_and_counters_count_a_known_load():
 
     with LiveCollector(prefer_gpm=True) as gpm, LiveCollector(prefer_gpm=False) as ctr:
         gpm.snapshot(), ctr.snapshot()
-        time.sleep(0.5)
+        time.sleep(0.5)  # not a wait: an idle interval between two readings, for the rates' baseline
         gpm.snapshot(), ctr.snapshot()
         m0 = moved[0]
         t = threading.Thread(target=load)
@@ -42,14 +42,14 @@ def test_gpm_and_counters_count_a_known_load():
         totals = {"gpm": 0, "counters": 0}
         methods = set()
         for _ in range(4):
-            time.sleep(1.0)
+            time.sleep(1.0)  # not a wait: a second of the load, for the rate read over it
             for name, col in (("gpm", gpm), ("counters", ctr)):
                 p = col.snapshot().gpus[0].pcie
                 methods.add((name, p.method))
                 totals[name] += p.rx_bytes or 0
         stop.set()
         t.join()
-        time.sleep(0.3)  # the last copy's bytes reach both readings
+        time.sleep(0.3)  # not a wait: the counters' next update passes, so the last copy's bytes reach both
         for name, col in (("gpm", gpm), ("counters", ctr)):
             totals[name] += col.snapshot().gpus[0].pcie.rx_bytes or 0
     payload = moved[0] - m0

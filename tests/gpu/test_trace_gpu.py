@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from tests.waiting import read_until
+
 pytestmark = pytest.mark.gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GIB = 1 << 30
@@ -65,11 +67,10 @@ def run_case(tmp_path, script, extra, config=None, settle_s=4.0, seconds=9.0):
                               os.path.join("examples", script + ".py"), "--seconds", str(seconds), *extra],
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 60
         report = report_dir / f"{child.pid}.json"
-        while not report.exists() and time.time() < deadline and child.poll() is None:
-            time.sleep(0.1)
-        time.sleep(settle_s)  # CUDA start-up, then several report intervals
+        # The first report or the program's exit; past the deadline the check below runs all the same.
+        read_until(lambda: report.exists() or child.poll() is not None, bool, timeout_s=60, interval_s=0.1)
+        time.sleep(settle_s)  # not a wait: CUDA start-up, then several report intervals for the rates
         cmd = [sys.executable, "-m", "pinmon", "check", "--json", "--window", "1"]
         if config:
             cmd += ["--config", config]

@@ -17,11 +17,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
 from tests.bench_scripts import load_bench
+from tests.waiting import read_until
 
 pytestmark = pytest.mark.gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -98,12 +98,10 @@ def test_a_registered_range_is_registered_in_the_row(tmp_path, engine, how):
     try:
         first = child.stdout.readline()
         assert first.startswith("registered"), first + child.stderr.read()
-        deadline = time.time() + 60
-        while time.time() < deadline:  # a report written after the registration (every 0.5 s)
-            live = read_report(report)
-            if (live.get("pinned") or {}).get("registered_bytes") == REGISTERED:
-                break
-            time.sleep(0.2)
+        # A report written after the registration (every 0.5 s); the last one read is asserted on below.
+        live = read_until(lambda: read_report(report),
+                          lambda r: (r.get("pinned") or {}).get("registered_bytes") == REGISTERED,
+                          timeout_s=60, interval_s=0.2)
         check = subprocess.run([sys.executable, "-m", "pinmon", "check", "--json", "--window", "1"],
                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         check_out, check_err = check.stdout, check.stderr

@@ -138,9 +138,13 @@ def test_the_bootstrap_runs_the_sitecustomize_it_shadows(report_dir, tmp_path):
 
 
 def test_a_forked_child_reports_as_itself(report_dir):
+    # The child waits (30 s at most) for its own first report, then leaves without the exit's report.
     prog = ("import os, sys, time, json\nimport pinmon.trace as t\nt.install()\n"
             "pid = os.fork()\n"
-            "if pid == 0:\n    time.sleep(0.5)\n    os._exit(0 if t.writer().pid == os.getpid() else 1)\n"
+            "if pid == 0:\n"
+            "    mine, end = os.path.join(os.environ['PINMON_TRACE_DIR'], f'{os.getpid()}.json'), time.monotonic() + 30\n"
+            "    while not os.path.exists(mine) and time.monotonic() < end:\n        time.sleep(0.02)\n"
+            "    os._exit(0 if t.writer().pid == os.getpid() else 1)\n"
             "_, status = os.waitpid(pid, 0)\nprint(pid, os.waitstatus_to_exitcode(status))\n")
     r = subprocess.run([sys.executable, "-c", prog], env=env(report_dir, PYTHONPATH=ROOT),
                        capture_output=True, text=True, cwd=ROOT, timeout=60)

@@ -8,6 +8,7 @@ import pytest
 
 from pinmon.trace import report_file as R
 from pinmon.trace.state import TracerState
+from tests.waiting import wait_until
 
 
 def mode(path):
@@ -99,14 +100,18 @@ def test_readers_never_see_half_a_report(report_dir):
     t.start()
     try:
         path = os.path.join(report_dir, "7.json")
-        seen = 0
-        while seen < 200:
+        seen = [0]
+
+        def parsed_200():  # a half report fails json.loads, which ends the wait at once
             try:
                 with open(path) as f:
                     json.loads(f.read())
-                seen += 1
+                seen[0] += 1
             except FileNotFoundError:
                 pass
+            return seen[0] >= 200
+
+        wait_until(parsed_200, interval_s=0, what="200 whole reports read")
     finally:
         stop.set()
         t.join()

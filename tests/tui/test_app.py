@@ -5,6 +5,7 @@ import dataclasses
 import os
 import signal
 import threading
+import time
 
 import pytest
 from textual.widgets import DataTable, Input, TabbedContent
@@ -22,6 +23,7 @@ from pinmon.tui.widgets.header import StatusHeader
 from pinmon.tui.widgets.notices import NoticeBar
 from pinmon.tui.widgets.probe import ProbePanel
 from pinmon.units import fmt_rate
+from tests.waiting import DEADLINE_S
 
 from .fakes import (
     T0,
@@ -703,25 +705,49 @@ async def test_stop_signal_closes_the_recording_and_exits():
     assert app.return_code == 0
 
 
-def test_run_app_exits_on_sighup_with_threads_stopped(monkeypatch):
-    import pinmon.tui.app as app_module
+def _armed_exit_watchdogs() -> list[threading.Timer]:
+    """Timers that would end this process (the app's hang-up watchdog) and are neither done nor
+    cancelled."""
+    return [t for t in threading.enumerate()
+            if isinstance(t, threading.Timer) and t.function is os._exit and not t.finished.is_set()]
 
+
+def test_run_app_exits_on_sighup_with_threads_stopped():
     # The hang-up watchdog must be cancelled by a clean exit: were it not, it would end this
-    # process 0.2 s later and the test run with it.
-    monkeypatch.setattr(app_module, "HANGUP_GRACE_S", 0.2)
+    # process (its grace, 3 s, is far above a clean exit here, so a slow exit on a loaded machine
+    # does not trip it). SIGHUP comes once the app handles it and has polled its source; until
+    # then this test's own handler holds it, so an early one cannot end the test run.
     src = FakeSource(interval_s=0.02)
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGHUP))
-    timer.start()
     old = signal.getsignal(signal.SIGHUP)
+    held = []
+    signal.signal(signal.SIGHUP, lambda *_: held.append(1))
+    mine = signal.getsignal(signal.SIGHUP)
+    stop = threading.Event()
+
+    def hang_up_when_running():
+        deadline = time.monotonic() + DEADLINE_S
+        while not stop.wait(0.02):
+            running = signal.getsignal(signal.SIGHUP) is not mine and src.calls > 0
+            if running or time.monotonic() > deadline:
+                os.kill(os.getpid(), signal.SIGHUP)
+                return
+
+    sender = threading.Thread(target=hang_up_when_running)
+    sender.start()
     try:
         code = run_app(src, fake_advisor, interval_s=0.02, probe_every_s=None, headless=True)
+        armed = _armed_exit_watchdogs()
     finally:
-        timer.cancel()
+        stop.set()
+        sender.join()
         signal.signal(signal.SIGHUP, old)
-    assert code == 0
+        for t in _armed_exit_watchdogs():
+            t.cancel()  # the test fails below; the run goes on
+    assert code == 0 and held == []
+    assert armed == [], "the hang-up watchdog was left armed after a clean exit"
     calls = src.calls
     assert calls > 0
-    threading.Event().wait(0.5)
+    threading.Event().wait(0.5)  # not a wait: time for polls a thread left running would make
     assert src.calls == calls  # nothing polls the source after run_app returns
 
 

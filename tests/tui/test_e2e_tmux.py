@@ -12,8 +12,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
+import zlib
 
 import pytest
 
@@ -114,12 +114,22 @@ def test_demo_in_tmux_shows_panels_and_a_finding_and_quits_on_q(term):
     assert "REPLAY" not in term.screen()
 
 
+def recorded_lines(directory) -> int:
+    """Whole lines in the recording being written in ``directory`` so far (each is sync-flushed, so
+    what is on disk decompresses up to its last line); 0 before the file is there."""
+    for p in directory.iterdir():
+        if p.name.startswith("pinmon-") and p.name.endswith(".jsonl.gz"):
+            return zlib.decompressobj(wbits=31).decompress(p.read_bytes()).count(b"\n")
+    return 0
+
+
 def test_sigterm_exits_cleanly_and_flushes_a_recording(term, tmp_path):
     rc_file, pid_file = term.start(DEMO)
     assert wait_until(lambda: "REPLAY" in term.screen(), timeout_s=30, interval_s=0.2), term.screen()
     term.keys("r")
     assert wait_until(lambda: "REC" in term.screen(), timeout_s=10, interval_s=0.2), term.screen()
-    time.sleep(1.5)  # a few snapshots into the file
+    wait_until(lambda: recorded_lines(tmp_path) >= 3, timeout_s=20, interval_s=0.2,
+               what="three snapshots in the recording")
     pid = read_int(pid_file)
     os.kill(pid, signal.SIGTERM)
     assert wait_until(lambda: read_int(rc_file) is not None, timeout_s=20, interval_s=0.2), term.screen()

@@ -76,6 +76,15 @@ class Session:
     def wait_line(self, line: str, count: int = 1):
         self.wait(lambda: self.lines().count(line) >= count, repr(line))
 
+    def lines_starting(self, prefix: str) -> int:
+        return sum(line.startswith(prefix) for line in self.lines())
+
+    def threads(self) -> int:
+        try:
+            return len(os.listdir(f"/proc/{self.proc.pid}/task"))
+        except OSError:
+            return 0
+
     def state(self) -> str:
         try:
             with open(f"/proc/{self.proc.pid}/stat") as f:
@@ -103,7 +112,7 @@ def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
 
     s.type(b"x")
     s.wait_line("key x")
-    time.sleep(2.5)  # a quiet spell
+    time.sleep(2.5)  # not a wait: a quiet spell, after which the next key must still arrive
     s.type(b"y")
     s.wait_line("key y")
 
@@ -125,8 +134,12 @@ def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
         s.type(key.encode())
         s.wait_line(f"key {key}")
 
-    os.kill(s.proc.pid, signal.SIGCONT)  # a SIGCONT alone: Textual resumes without having suspended
-    time.sleep(0.3)
+    # A SIGCONT alone: Textual resumes without having suspended, starting a second writer and input
+    # thread and sending the terminal's size again. The key is typed once both have happened.
+    threads, resizes = s.threads(), s.lines_starting("resize ")
+    os.kill(s.proc.pid, signal.SIGCONT)
+    s.wait(lambda: s.threads() >= threads + 2 and s.lines_starting("resize ") > resizes,
+           "the resume's threads and size")
     s.type(b"j")
     s.wait_line("key j")
 

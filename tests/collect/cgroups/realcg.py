@@ -11,7 +11,6 @@ import itertools
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -20,6 +19,7 @@ import pytest
 from pinmon.collect.cgroups.mounts import read_mounts, to_dir
 from pinmon.collect.cgroups.ownership import parse_proc_cgroup
 from pinmon.collect.live import LiveCollector
+from tests.waiting import NotYet, read_until, wait_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 _SEQ = itertools.count()
@@ -97,17 +97,19 @@ def _parent() -> RealCgroup:
 
 
 def _rmdir_tree(directory: str) -> None:
+    def removed(d: str) -> bool:
+        try:
+            os.rmdir(d)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            if e.errno != errno.EBUSY:
+                raise
+            raise NotYet(f"{d}: busy") from None  # a killed task's exit can lag its reaping
+        return True
+
     for d, _dirs, _files in sorted(os.walk(directory), key=lambda x: -len(x[0])):
-        for _ in range(50):
-            try:
-                os.rmdir(d)
-                break
-            except FileNotFoundError:
-                break
-            except OSError as e:
-                if e.errno != errno.EBUSY:
-                    raise
-                time.sleep(0.1)  # a killed task's exit can lag its reaping
+        wait_until(lambda d=d: removed(d), timeout_s=5.0, interval_s=0.1, what=f"the cgroup {d} removed")
 
 
 @contextlib.contextmanager
@@ -187,12 +189,7 @@ sys.stdin.readline()
 
 def snapshot_until(col, ok, seconds=10.0):
     """The collector's snapshots until one meets ``ok`` (the last one after ``seconds``)."""
-    deadline = time.monotonic() + seconds
-    snap = col.snapshot()
-    while not ok(snap) and time.monotonic() < deadline:
-        time.sleep(0.2)
-        snap = col.snapshot()
-    return snap
+    return read_until(col.snapshot, ok, timeout_s=seconds, interval_s=0.2)
 
 
 def group_of(snap, pid):

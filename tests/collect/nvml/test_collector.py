@@ -404,7 +404,7 @@ def test_with_threads_close_stops_them(no_sysfs):
         wait_until(lambda: fake.called("nvmlDeviceGetFieldValues") >= 10, interval_s=0.005, what="ten polls")
         assert c.cpu_seconds() > 0
     n = len(fake.calls)
-    time.sleep(0.03)
+    time.sleep(0.03)  # not a wait: six polls' time passes, in which a thread left running would poll
     assert len(fake.calls) == n and fake.init_count == 0
 
 

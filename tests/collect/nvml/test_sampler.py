@@ -295,7 +295,7 @@ def test_background_thread_polls_and_stops():
         s.stop()
     s.stop()  # idempotent
     n = fake.called("nvmlDeviceGetFieldValues")
-    time.sleep(0.02)
+    time.sleep(0.02)  # not a wait: four polls' time passes, in which a thread left running would poll
     assert fake.called("nvmlDeviceGetFieldValues") == n
 
 

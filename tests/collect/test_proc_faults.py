@@ -17,6 +17,8 @@ from pinmon.collect.live import LiveCollector
 from pinmon.collect.processes import scan as processes
 from pinmon.collect.processes.scan import ProcessScanner, scan_notice
 
+pytestmark = pytest.mark.hardening
+
 CUDA_MAPS = ("7f3a00000000-7f3a00200000 rw-s 00000000 00:05 78 /dev/nvidia0\n"
              "7f3a40000000-7f3a50000000 rw-s 00000000 00:01 1234 /dev/zero (deleted)\n")
 

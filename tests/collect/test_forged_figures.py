@@ -26,6 +26,8 @@ from pinmon.collect.traced.report_checks import proc_identity
 from pinmon.trace import report_file as R
 from tests.trace.fakeproc import fake_proc
 
+pytestmark = pytest.mark.hardening
+
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 ME = os.getuid()
 MIB, GIB = 1 << 20, 1 << 30

@@ -24,6 +24,8 @@ from tests import factories as make
 from tests.export.helpers import write_recording
 from tests.waiting import wait_until
 
+pytestmark = pytest.mark.hardening
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ESCAPES = "\x1b]0;PWNED\x07\x1b[2J"
 HOSTILE = "A" * (128 * 1024) + ESCAPES

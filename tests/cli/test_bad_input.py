@@ -19,6 +19,8 @@ from pinmon import cli
 from pinmon.cli.commands import MODULES
 from tests import factories as make
 
+pytestmark = pytest.mark.hardening
+
 GOOD = make.box_snapshot(0).to_dict()
 GOOD_LINE = json.dumps(GOOD)
 

@@ -1,12 +1,15 @@
 """The parsers of the kernel's pinned count, numa_maps, node lists and VmLck never raise, whatever
 the bytes, and never report negative sizes. Examples: the Hypothesis profile's (300 quick, 10,000
 under ``--hypothesis-profile full`` in ``.ci/run``)."""
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pinmon.collect.host.kernel_pins import parse_pinned_pages
 from pinmon.collect.host.numa import parse_node_list, parse_numa_maps
 from pinmon.collect.processes.locked import parse_vm_locked
+
+pytestmark = [pytest.mark.hardening, pytest.mark.fuzz]
 
 FUZZ = settings(deadline=None, database=None)  # max_examples: the profile's
 

@@ -4,8 +4,15 @@
 exercise every path (GPU 0 has the link byte counters, GPU 1 falls back to the sampled throughput
 call, GPU 2 has GPM; no sysfs so the NUMA node is asked of NVML) and returns the NVML functions it
 called. A new call added to the collector joins the matrix without anyone editing a list.
+``MATRIX`` is every (function, error, mode) cell. ``install_fake`` puts a fresh fake in place of the
+``pynvml`` module the live collector imports, for the tests that go through ``cli.main``.
+
+Its users: tests/collect/nvml (the collector), tests/cli (``pinmon check``), tests/tui and
+tests/export (a few cells each).
 """
 from __future__ import annotations
+
+import sys
 
 from tests.fakes.fake_pynvml import NVML_ERROR_NOT_SUPPORTED, FakeGpu, FakeNvml
 
@@ -66,3 +73,24 @@ def recorded_functions(sysfs_root: str = "/nonexistent-sysfs") -> tuple[str, ...
     for function, _gpu, _thread in fake.calls:
         seen.setdefault(function, None)
     return tuple(seen)
+
+
+FUNCTIONS = recorded_functions()
+MATRIX = [(f, e, m) for f in FUNCTIONS for e in MATRIX_ERRORS for m in MODES]
+
+# Read on every snapshot on the caller's thread, so a mid-run fault shows in the very next read.
+EVERY_READ = frozenset({"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
+                        "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth",
+                        "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetComputeRunningProcesses",
+                        "nvmlGpmSampleGet", "nvmlGpmMetricsGet"})
+
+
+def install_fake(monkeypatch) -> FakeNvml:
+    """A fresh fake installed as the ``pynvml`` module that the live collector imports, on a PCI
+    bus that holds its three GPUs (whatever this box's own sysfs says)."""
+    from pinmon.collect import live as collector
+
+    fake = make_fake()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(collector, "count_nvidia_gpus", lambda root="/sys": 3)
+    return fake

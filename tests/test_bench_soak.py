@@ -4,7 +4,11 @@ The 24-hour figures live in bench/results/soak.json; timing is not asserted here
 """
 import json
 
+import pytest
+
 from tests.bench_scripts import load_bench
+
+pytestmark = pytest.mark.hardening
 
 
 def test_short_soak(tmp_path):

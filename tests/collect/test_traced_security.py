@@ -1,67 +1,32 @@
-"""Security: no shell built from input, the exporter binds to loopback by default, the tracer's report
-directory and files are private, symlinks are refused, other users' reports are read only by root, and
-what another local user can write (names in /tmp, report files, figures, call-site text, symlink swaps,
-floods of files) can neither crash root's pinmon, forge or hide pinned memory, nor make it delete files
-elsewhere.
+"""The tracer's reports as root's collector reads them: what another local user can write (names in
+/tmp, report files, figures, call-site text, symlink swaps, floods of files) can neither crash root's
+pinmon, forge or hide pinned memory, nor make it delete files elsewhere; symlinks are refused, other
+users' reports are read only by root, and the work per read is bounded.
+
+The writing side (the report directory's mode, ``pinmon trace``'s warnings) is
+tests/trace/test_report_dir_security.py.
 """
 from __future__ import annotations
 
 import json
 import os
-import re
-import stat
 import subprocess
 import sys
 import time
 
 import pytest
 
-PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "pinmon")
-SHELL = re.compile(r"shell\s*=\s*True|os\.system\s*\(|os\.popen\s*\(|commands\.getoutput|pty\.spawn\s*\(\s*['\"]")
-
-
-def test_no_shell_commands_anywhere_in_the_package():
-    hits = []
-    for d, _dirs, files in os.walk(PKG):
-        for name in files:
-            if name.endswith(".py"):
-                path = os.path.join(d, name)
-                with open(path, encoding="utf-8") as f:
-                    for n, line in enumerate(f, 1):
-                        if SHELL.search(line):
-                            hits.append(f"{os.path.relpath(path, PKG)}:{n}: {line.strip()}")
-    assert hits == []
-
-
-# --- exporter ---------------------------------------------------------------------------------------
-
-export = pytest.importorskip("pinmon.export.server", reason="no exporter in this tree")
-
-
-def test_exporter_listens_on_loopback_by_default():
-    from pinmon.cli.main import build_parser
-
-    assert export.DEFAULT_LISTEN.startswith("127.0.0.1:")
-    args = build_parser().parse_args(["export"])
-    assert args.listen[0] == "127.0.0.1"
-
-
-# --- tracer report files ----------------------------------------------------------------------------
-
-report = pytest.importorskip("pinmon.trace.report_file", reason="no tracer in this tree")
-traced = pytest.importorskip("pinmon.collect.traced.reader", reason="no tracer reader in this tree")
-trace_report = pytest.importorskip("pinmon.collect.traced.report_checks", reason="no tracer reader in this tree")
+from pinmon.collect.traced import reader as traced
+from pinmon.collect.traced import report_checks as trace_report
+from pinmon.trace import report_file as report
 from tests import factories as make
-from tests.trace.fakeproc import fake_meminfo, fake_proc  # noqa: E402
+from tests.trace.fakeproc import fake_meminfo, fake_proc
+
+pytestmark = pytest.mark.hardening
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make files of another user")
-REPO = os.path.dirname(PKG)
 ME = os.getuid()
 TIB = 1 << 40
-
-
-def mode(path) -> int:
-    return stat.S_IMODE(os.lstat(path).st_mode)
 
 
 def private_dir(path) -> str:
@@ -109,40 +74,6 @@ def fake(tmp_path):
 def read(fake, **kw):
     d, proc, reader = fake
     return traced.read_reports(d, proc_root=proc, clean=False, reader=reader, **kw)
-
-
-def test_report_dir_is_0700_and_files_0600(tmp_path):
-    d = report.ensure_dir(str(tmp_path / "pinmon"))
-    assert mode(d) == 0o700
-    path = report.write_report(d, 4242, {"schema": report.TRACE_SCHEMA, "pid": 4242})
-    assert mode(path) == 0o600
-
-
-def test_a_symlinked_or_open_report_dir_is_refused(tmp_path):
-    real = tmp_path / "real"
-    real.mkdir(mode=0o700)
-    link = tmp_path / "link"
-    link.symlink_to(real)
-    with pytest.raises(report.UnsafeDirError, match="symlink"):
-        report.ensure_dir(str(link))
-    open_dir = tmp_path / "open"
-    open_dir.mkdir()
-    os.chmod(open_dir, 0o755)
-    with pytest.raises(report.UnsafeDirError, match="mode"):
-        report.ensure_dir(str(open_dir))
-    # The reader opens the directory O_NOFOLLOW: a symlink is refused even to a good directory.
-    os.chmod(real, 0o700)
-    res = traced.read_reports(str(link))
-    assert res.processes == {} and "symlink" in res.rejected[0]
-
-
-def test_writing_over_a_planted_symlink_never_follows_it(tmp_path):
-    d = report.ensure_dir(str(tmp_path / "pinmon"))
-    victim = tmp_path / "victim"
-    victim.write_text("keep me")
-    os.symlink(victim, os.path.join(d, "4242.json"))
-    path = report.write_report(d, 4242, {"schema": report.TRACE_SCHEMA, "pid": 4242})
-    assert victim.read_text() == "keep me" and not os.path.islink(path)
 
 
 def test_a_symlinked_report_is_not_read(tmp_path):
@@ -439,56 +370,6 @@ def test_a_deeply_nested_report_is_refused_alone(tmp_path, live_child):
     assert res.rejected == [f"{live_child}.json: nested too deeply"]
 
 
-def pinmon_trace(*args, env=None, cwd=REPO):
-    e = dict(os.environ)
-    e.pop("PINMON_TRACE_DIR", None)
-    e["PINMON_TRACE_ENGINE"] = "hooks"  # no line on the CUPTI engine: these tests count the warnings
-    e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "pinmon", "trace", *args], capture_output=True, text=True,
-                          timeout=60, env=e, cwd=cwd)
-
-
-EXIT3 = ["--", sys.executable, "-c", "import sys; print('ran'); sys.exit(3)"]
-
-
-@pytest.mark.parametrize("setup, expect", [
-    (lambda t: ["--dir", str(t / "nonexistent" / "x")], "cannot create"),
-    (lambda t: (os.mkdir(t / "open", 0o755), os.chmod(t / "open", 0o755), ["--dir", str(t / "open")])[-1],
-     "mode 755"),
-    (lambda t: (os.symlink(t, t / "link"), ["--dir", str(t / "link")])[-1], "symlink"),
-])
-def test_trace_warns_once_when_reports_cannot_be_written_and_keeps_the_exit_code(tmp_path, setup, expect):
-    r = pinmon_trace(*setup(tmp_path), *EXIT3)
-    assert r.returncode == 3 and r.stdout == "ran\n"
-    assert r.stderr.count("\n") == 1 and "warning: no reports will be written" in r.stderr and expect in r.stderr
-
-
-def test_trace_warns_when_the_default_dir_is_not_usable(tmp_path):
-    xdg = tmp_path / "xdg"
-    xdg.mkdir()
-    (xdg / "pinmon").mkdir(mode=0o777)
-    os.chmod(xdg / "pinmon", 0o777)
-    r = pinmon_trace(*EXIT3, env={"XDG_RUNTIME_DIR": str(xdg)})
-    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "mode 777" in r.stderr
-    good = pinmon_trace("--dir", str(tmp_path / "fresh"), *EXIT3)
-    assert good.returncode == 3 and good.stderr == "" and mode(tmp_path / "fresh") == 0o700
-
-
-@ROOT_ONLY
-def test_trace_tells_the_victim_when_another_user_made_their_directory(tmp_path):
-    d = private_dir(tmp_path / "pinmon-victim")
-    os.chown(d, 1500, 1500)  # made by uid 1500 before the victim (root here) traced anything
-    r = pinmon_trace("--dir", d, *EXIT3)
-    assert r.returncode == 3 and r.stderr.count("\n") == 1
-    assert "belongs to uid 1500" in r.stderr and "another user" in r.stderr
-
-
-def test_python_m_pinmon_trace_warns_too(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "pinmon.trace", "-c"], capture_output=True, text=True,
-                       env=dict(os.environ, PINMON_TRACE_DIR=str(tmp_path / "no" / "dir")), cwd=REPO, timeout=60)
-    assert "warning: no reports will be written" in r.stderr and r.stderr.count("warning") == 1
-
-
 def test_the_reader_says_when_its_own_directory_is_unusable(tmp_path, monkeypatch):
     from pinmon.collect.live import LiveCollector
 
@@ -502,13 +383,3 @@ def test_the_reader_says_when_its_own_directory_is_unusable(tmp_path, monkeypatc
         f"trace reports: {d} has mode 755, not 700: its reports are not read"]
 
 
-def test_pinned_says_when_its_own_report_directory_is_unusable(tmp_path, monkeypatch, capsys):
-    from pinmon.cli import main
-
-    d = tmp_path / "open"
-    d.mkdir()
-    os.chmod(d, 0o755)
-    monkeypatch.setenv("PINMON_TRACE_DIR", str(d))
-    assert main(["pinned", "--pid", str(os.getpid()), "--json"]) == 0
-    notices = json.loads(capsys.readouterr().out)["notices"]
-    assert f"trace reports: {d} has mode 755, not 700: its reports are not read" in notices

@@ -19,7 +19,9 @@ from pinmon.recording import RecordingError, read_snapshot_file
 from pinmon.recording.json_cost import structure_counts
 from tests import factories as make
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+pytestmark = pytest.mark.hardening
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINE_BYTES = 60 << 20
 PEAK_LIMIT_BYTES = 200 << 20
 # pinmon's command line in a child that prints its peak RSS (KiB) last on stderr.
