@@ -1,5 +1,7 @@
 """A run that leaves new ``pinmon-*`` entries in the system's temporary directory fails: a test uses
-``tmp_path`` or removes what it made. Entries that were there before the run are not counted.
+``tmp_path`` or removes what it made. Entries that were there before the run are not counted, nor
+entries of other users: a user's tracer makes ``/tmp/pinmon-<uid>`` whenever it runs, on a shared box
+in the middle of a test run too, and the tests make theirs as the user who runs them.
 
 The check is made once, by the process that runs the whole session (pytest alone, or the xdist
 controller after every worker has finished): a worker that finished early would otherwise count an
@@ -17,8 +19,18 @@ import pytest
 _BEFORE = pytest.StashKey[set]()
 
 
-def pinmon_temp_entries() -> set:
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "pinmon-*")))
+def pinmon_temp_entries(uid: "int | None" = None) -> set:
+    """The ``pinmon-*`` entries of the temporary directory that ``uid`` (default: this process's
+    effective uid) owns."""
+    uid = os.geteuid() if uid is None else uid
+    out = set()
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), "pinmon-*")):
+        try:
+            if os.lstat(path).st_uid == uid:
+                out.add(path)
+        except OSError:  # removed while we looked: not left behind
+            pass
+    return out
 
 
 def _is_worker(config) -> bool:
