@@ -67,6 +67,8 @@ class RequestHandler(WSGIRequestHandler):
     def handle(self) -> None:
         self.raw_requestline = self.rfile.readline(MAX_REQUEST_LINE_BYTES + 1)
         if len(self.raw_requestline) > MAX_REQUEST_LINE_BYTES:
+            # What http.server sets before its own 414: send_error logs and answers with them.
+            self.requestline, self.request_version, self.command = "", "", ""
             self.send_error(414)
             return
         if not self.parse_request():  # it has written the error response
