@@ -9,15 +9,26 @@ A probe that raises or could not measure is counted as a ``probe`` collection er
 from __future__ import annotations
 
 import threading
-from typing import Callable, Optional
+from typing import Callable, Optional, Protocol, runtime_checkable
 
+from ..model import ProbeResult, Snapshot
 from .state import ExportState
+
+# What the loop runs: (the latest snapshot or None, an event set to cancel) -> the probe's result.
+ProbeRunner = Callable[[Optional[Snapshot], threading.Event], Optional[ProbeResult]]
+
+
+@runtime_checkable
+class ProbeTarget(Protocol):
+    """Where the results go: the live collector, which joins them to its snapshots."""
+
+    def set_probe(self, result: Optional[ProbeResult]) -> None: ...
 
 
 class ProbeLoop:
-    def __init__(self, runner: Callable, collector, state: ExportState, every_s: float,
-                 first_after_s: float = 2.0, on_error: Optional[Callable[[str, BaseException], None]] = None):
-        self.runner = runner  # runner(snapshot or None) -> ProbeResult
+    def __init__(self, runner: ProbeRunner, collector: ProbeTarget, state: ExportState, every_s: float,
+                 first_after_s: float = 2.0, on_error: Optional[Callable[[str, BaseException], None]] = None) -> None:
+        self.runner = runner
         self.collector = collector
         self.state = state
         self.every_s = every_s

@@ -17,7 +17,10 @@ from __future__ import annotations
 import ipaddress
 import socket
 import struct
-from typing import Hashable, NamedTuple, Optional
+from typing import Hashable, NamedTuple, Optional, Union
+
+# A client's address as accept() gives it: (host, port) for IPv4, (host, port, flowinfo, scope id) for IPv6.
+Address = Union[tuple[str, int], tuple[str, int, int, int]]
 
 NETLINK_SOCK_DIAG = 4
 SOCK_DIAG_BY_FAMILY = 20
@@ -39,7 +42,7 @@ class PeerSocket(NamedTuple):
     closed: bool  # its owner closed it (orphaned: no inode); a response would go unread
 
 
-def _endpoint(address) -> tuple[int, bytes, int, int]:
+def _endpoint(address: Address) -> tuple[int, bytes, int, int]:
     """(family, address as 16 bytes, port, scope) of a socket address; a v4-mapped IPv6 address as IPv4,
     which is what the client's own socket is."""
     host, port = address[0], address[1]
@@ -52,7 +55,7 @@ def _endpoint(address) -> tuple[int, bytes, int, int]:
     return socket.AF_INET6, ip.packed, port, scope
 
 
-def client_socket(conn: socket.socket, address) -> Optional[PeerSocket]:
+def client_socket(conn: socket.socket, address: Address) -> Optional[PeerSocket]:
     """The socket of the client at ``address`` connected to ``conn``, if this machine holds it; None
     when the kernel gives no answer."""
     try:
@@ -79,7 +82,7 @@ def client_socket(conn: socket.socket, address) -> Optional[PeerSocket]:
     return PeerSocket(uid=uid, closed=inode == 0)
 
 
-def peer_key(address, local: Optional[PeerSocket]) -> Hashable:
+def peer_key(address: Address, local: Optional[PeerSocket]) -> Hashable:
     """Whose request this is, for sharing the queue: ("uid", N) for a client on this machine, else
     ("address", ADDRESS) (a v4-mapped address as IPv4)."""
     if local is not None and not local.closed:
@@ -93,7 +96,7 @@ def peer_key(address, local: Optional[PeerSocket]) -> Hashable:
         return ("address", str(address)[:64])
 
 
-def gone(conn: socket.socket, address) -> bool:
+def gone(conn: socket.socket, address: Address) -> bool:
     """Whether nobody will read a response on ``conn``: the connection was reset, or the client sent
     its end of stream (all it sent already read) and the kernel shows its socket closed."""
     try:

@@ -10,38 +10,43 @@ Every label value of every family leaves through ``families.served`` (printable,
 from __future__ import annotations
 
 import threading
+from typing import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from .families import cgroups, copies, gpu, host, probe, processes, status
 from .families.base import Counter, served
 from .families.processes import DEFAULT_TOP
-from .state import ExportState
+from .state import ExportState, StateView
+
+# One section of a scrape: the families it builds from the state's view.
+Section = Callable[[], list[Metric]]
 
 
 class PinmonCollector(Collector):
-    def __init__(self, state: ExportState, top_processes: int = DEFAULT_TOP):
+    def __init__(self, state: ExportState, top_processes: int = DEFAULT_TOP) -> None:
         self.state = state
         self.top_processes = top_processes
         self._lock = threading.Lock()
         self.scrape_errors = 0
 
-    def describe(self):
+    def describe(self) -> list[Metric]:
         # Nothing up front: the series depend on the data, and an empty describe() keeps the
         # registry from running a collection at registration time.
         return []
 
-    def _sections(self, view):
+    def _sections(self, view: StateView) -> tuple[Section, ...]:
         return (lambda: gpu.families(view), lambda: host.families(view),
                 lambda: processes.families(view, self.top_processes),
                 lambda: cgroups.families(view, self.top_processes),
                 lambda: copies.families(view, self.top_processes), lambda: probe.families(view),
                 lambda: status.families(view))
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         view = self.state.view()
-        out = []
+        out: list[Metric] = []
         failed = 0
         for build in self._sections(view):
             try:

@@ -14,20 +14,24 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional, Sequence
 
 from ..advise.history import AdvisorHistory
 from ..advise.thresholds import Thresholds
+from ..model import Finding, Snapshot
+from ..model.source import Source
 from .state import ExportState
 
+# The advisor: findings over a history of snapshots, oldest first.
+Advisor = Callable[[Sequence[Snapshot]], Iterable[Finding]]
 # A replay never waits longer than this between snapshots (a recording paused for an hour).
 MAX_REPLAY_GAP_S = 60.0
 
 
 class Refresher:
-    def __init__(self, source, state: ExportState, advisor: Callable, interval_s: float = 1.0,
+    def __init__(self, source: Source, state: ExportState, advisor: Advisor, interval_s: float = 1.0,
                  speed: float = 1.0, on_error: Optional[Callable[[str, BaseException], None]] = None,
-                 thresholds: Optional[Thresholds] = None):
+                 thresholds: Optional[Thresholds] = None) -> None:
         """``thresholds``: the advisor's, which size its history (default thresholds if None)."""
         self.source = source
         self.state = state
@@ -49,7 +53,7 @@ class Refresher:
             self._reported.add(stage)
             self.on_error(stage, exc)
 
-    def read(self):
+    def read(self) -> Optional[Snapshot]:
         """The source's next snapshot; None when it is exhausted or failed (failure counted)."""
         try:
             snap = self.source.snapshot()
@@ -61,7 +65,7 @@ class Refresher:
             self.finished.set()
         return snap
 
-    def publish(self, snap, advise: bool = True) -> None:
+    def publish(self, snap: Snapshot, advise: bool = True) -> None:
         self.state.add_snapshot(snap)
         self.history.append(snap)
         if advise:

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Any, Hashable, Optional
+from typing import Generic, Hashable, Optional, TypeVar
+
+Item = TypeVar("Item")
 
 
-class FairQueue:
+class FairQueue(Generic[Item]):
     """put(peer, item) from the server's loop; get() from its workers; close() to stop them."""
 
-    def __init__(self, max_total: int, max_per_peer: int):
+    def __init__(self, max_total: int, max_per_peer: int) -> None:
         self.max_total = max(1, max_total)
         self.max_per_peer = max(1, max_per_peer)
-        self._peers: collections.OrderedDict[Hashable, collections.deque] = collections.OrderedDict()
+        self._peers: collections.OrderedDict[Hashable, collections.deque[Item]] = collections.OrderedDict()
         self._total = 0
         self._closed = False
         self._cond = threading.Condition()
@@ -32,7 +34,7 @@ class FairQueue:
     def peers(self) -> int:
         return len(self._peers)
 
-    def put(self, peer: Hashable, item: Any) -> list:
+    def put(self, peer: Hashable, item: Item) -> list[Item]:
         """Queue ``item`` for ``peer``; returns the items dropped to make room (``item`` itself when
         the queue is closed)."""
         with self._cond:
@@ -43,7 +45,7 @@ class FairQueue:
                 waiting = self._peers[peer] = collections.deque()
             waiting.append(item)
             self._total += 1
-            dropped = []
+            dropped: list[Item] = []
             if len(waiting) > self.max_per_peer:
                 dropped.append(self._pop_oldest(peer))
             if self._total > self.max_total:
@@ -52,7 +54,7 @@ class FairQueue:
             self._cond.notify()
             return dropped
 
-    def _pop_oldest(self, peer: Hashable) -> Any:
+    def _pop_oldest(self, peer: Hashable) -> Item:
         waiting = self._peers[peer]
         item = waiting.popleft()
         self._total -= 1
@@ -60,7 +62,7 @@ class FairQueue:
             del self._peers[peer]
         return item
 
-    def get(self, timeout_s: Optional[float] = None) -> Any:
+    def get(self, timeout_s: Optional[float] = None) -> Optional[Item]:
         """The next peer's newest item; None once closed (or after ``timeout_s`` with nothing)."""
         with self._cond:
             while not self._peers and not self._closed:
@@ -77,7 +79,7 @@ class FairQueue:
                 del self._peers[peer]
             return item
 
-    def close(self) -> list:
+    def close(self) -> list[Item]:
         """Stop: workers waiting in get() return None; returns what was still queued."""
         with self._cond:
             self._closed = True

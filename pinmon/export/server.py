@@ -51,13 +51,13 @@ import socket
 import ssl
 import threading
 import time
-from typing import Optional
+from typing import Mapping, Optional
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import make_wsgi_app
+from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from .http import INTERNAL_ERROR, RequestHandler, render, serve_head
-from .peers import client_socket, peer_key
+from .peers import Address, client_socket, peer_key
 from .request_queue import FairQueue
 from .sockets import (
     HANDSHAKE_DONE,
@@ -132,24 +132,36 @@ def _head_complete(buf: bytearray) -> bool:
     return b"\r\n\r\n" in buf or b"\n\n" in buf
 
 
-class _Waiting:
-    """A connection whose request head has not all arrived (with TLS: or whose handshake has not ended)."""
-    __slots__ = ("deadline", "head", "address", "handshaking")
+class _Held:
+    """A connection the loop holds until a deadline (monotonic seconds)."""
+    __slots__ = ("deadline",)
 
-    def __init__(self, deadline: float, address, handshaking: bool = False):
+    def __init__(self, deadline: float) -> None:
         self.deadline = deadline
+
+
+class _Waiting(_Held):
+    """A connection whose request head has not all arrived (with TLS: or whose handshake has not ended)."""
+    __slots__ = ("head", "address", "handshaking")
+
+    def __init__(self, deadline: float, address: Address, handshaking: bool = False) -> None:
+        super().__init__(deadline)
         self.head = bytearray()
         self.address = address
         self.handshaking = handshaking
 
 
-class _Writing:
+class _Writing(_Held):
     """A connection whose response is being written: what is left of it, and by when."""
-    __slots__ = ("deadline", "data")
+    __slots__ = ("data",)
 
-    def __init__(self, deadline: float, data: memoryview):
-        self.deadline = deadline
+    def __init__(self, deadline: float, data: memoryview) -> None:
+        super().__init__(deadline)
         self.data = data
+
+
+# A complete request waiting for a worker: its connection, its head, its client's address.
+Request = tuple[socket.socket, bytes, Address]
 
 
 COUNTS = ("accepted", "queued", "served", "gone_unrendered", "dropped_queue_full", "dropped_for_room",
@@ -160,10 +172,10 @@ class MetricsServer:
     """Serves ``registry`` at /metrics (and /) on (host, port) from a loop thread and ``workers`` threads;
     over TLS with ``tls`` (a server context, ``tls.server_context``)."""
 
-    def __init__(self, registry, host: str, port: int, *, workers: int = WORKERS,
+    def __init__(self, registry: CollectorRegistry, host: str, port: int, *, workers: int = WORKERS,
                  max_waiting: int = MAX_WAITING, timeout_s: float = REQUEST_TIMEOUT_S,
                  response_timeout_s: float = RESPONSE_TIMEOUT_S, max_pending_bytes: int = MAX_PENDING_BYTES,
-                 tls: Optional[ssl.SSLContext] = None):
+                 tls: Optional[ssl.SSLContext] = None) -> None:
         class Server(WSGIServer):
             address_family = _family(host)
             request_queue_size = LISTEN_BACKLOG
@@ -181,7 +193,7 @@ class MetricsServer:
         self._counts = dict.fromkeys(COUNTS, 0)
         self._counts_lock = threading.Lock()
         self.pending_bytes_peak = 0  # the most bytes of responses not yet taken, at once
-        self._queue = FairQueue(MAX_QUEUED, MAX_QUEUED_PER_PEER)
+        self._queue: FairQueue[Request] = FairQueue(MAX_QUEUED, MAX_QUEUED_PER_PEER)
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -190,13 +202,14 @@ class MetricsServer:
         self._waiting: dict[socket.socket, _Waiting] = {}  # oldest first
         self._writing: dict[socket.socket, _Writing] = {}  # oldest first
         self._pending_bytes = 0
-        self._done: collections.deque = collections.deque()  # (conn, rest of response) from workers
+        # (conn, rest of response) from workers
+        self._done: collections.deque[tuple[socket.socket, memoryview]] = collections.deque()
 
     def _count(self, what: str, n: int = 1) -> None:
         with self._counts_lock:
             self._counts[what] += n
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, int]:
         """What the server has done so far, and what it holds now (``waiting``, ``queued_now``,
         ``writing``, ``pending_bytes``): ``accepted`` connections; requests ``queued`` for a worker and
         ``served``; requests not rendered because their client had closed (``gone_unrendered``);
@@ -260,7 +273,7 @@ class MetricsServer:
 
     # --- the loop --------------------------------------------------------------------------------
 
-    def _accept_one(self):
+    def _accept_one(self) -> tuple[socket.socket, Address]:
         return self.httpd.socket.accept()
 
     def _loop(self) -> None:
@@ -292,30 +305,38 @@ class MetricsServer:
 
     def _next_deadline(self, now: float, paused_until: Optional[float]) -> float:
         at = [now + 1.0]
-        for held in (self._waiting, self._writing):
+        for held in self._held():
             if held:
                 at.append(next(iter(held.values())).deadline)
         if paused_until is not None:
             at.append(paused_until)
         return min(at)
 
-    def _event(self, sel: selectors.BaseSelector, key, mask: int) -> None:
+    def _held(self) -> tuple[Mapping[socket.socket, _Held], ...]:
+        """The connections held until a deadline, each mapping oldest first."""
+        return (self._waiting, self._writing)
+
+    def _event(self, sel: selectors.BaseSelector, key: selectors.SelectorKey, mask: int) -> None:
         if key.data == "wake":
             try:
                 while self._wake_r.recv(4096):
                     pass
             except (BlockingIOError, InterruptedError):
                 pass
-        elif key.data == "client":
+            return
+        conn = key.fileobj
+        if not isinstance(conn, socket.socket):  # never: the loop registers sockets only
+            return
+        if key.data == "client":
             try:
-                self._read(sel, key.fileobj)
+                self._read(sel, conn)
             except Exception:
-                self._drop(sel, key.fileobj)
+                self._drop(sel, conn)
         elif key.data == "write":
             try:
-                self._write(sel, key.fileobj)
+                self._write(sel, conn)
             except Exception:
-                self._drop(sel, key.fileobj)
+                self._drop(sel, conn)
 
     def _accept(self, sel: selectors.BaseSelector) -> bool:
         """Accept what is pending; False when out of descriptors with nothing left to free."""
@@ -364,7 +385,7 @@ class MetricsServer:
         w = self._waiting.get(conn)
         if w is None:
             return
-        if w.handshaking and not self._handshake(sel, conn, w):
+        if w.handshaking and isinstance(conn, ssl.SSLSocket) and not self._handshake(sel, conn, w):
             return
         while True:
             try:
@@ -415,7 +436,7 @@ class MetricsServer:
         if key.events != events:
             sel.modify(conn, events, key.data)
 
-    def _enqueue(self, conn: socket.socket, head: bytes, address) -> None:
+    def _enqueue(self, conn: socket.socket, head: bytes, address: Address) -> None:
         """A complete request into its peer's queue, unless its client has already left."""
         if gone_or_unknown(conn, address):
             self._count("gone_unrendered")
@@ -469,7 +490,7 @@ class MetricsServer:
             self._wait_for(sel, conn, selectors.EVENT_WRITE)
 
     def _expire(self, sel: selectors.BaseSelector, now: float) -> None:
-        for held in (self._waiting, self._writing):
+        for held in self._held():
             while held:
                 conn, w = next(iter(held.items()))
                 if w.deadline > now:

@@ -12,7 +12,7 @@ import socket
 import ssl
 import struct
 
-from .peers import gone
+from .peers import Address, gone
 
 # Not yet: the socket (or, with TLS, the record layer) has nothing now.
 NOT_NOW = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
@@ -50,7 +50,7 @@ def close_quietly(conn: socket.socket) -> None:
         pass
 
 
-def gone_or_unknown(conn: socket.socket, address) -> bool:
+def gone_or_unknown(conn: socket.socket, address: Address) -> bool:
     """``peers.gone``, and False where it cannot tell."""
     try:
         return gone(conn, address)

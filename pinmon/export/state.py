@@ -30,7 +30,9 @@ def unique_gpus(gpus: Iterable[Gpu]) -> list[Gpu]:
     no sound merge of two different readings of one GPU, so the first is kept, as a reader that
     stops at the first match would.
     """
-    out, indices, uuids = [], set(), set()
+    out: list[Gpu] = []
+    indices: set[int] = set()
+    uuids: set[str] = set()
     for g in gpus:
         if g.index in indices or (g.uuid and g.uuid in uuids):
             continue
@@ -43,7 +45,8 @@ def unique_gpus(gpus: Iterable[Gpu]) -> list[Gpu]:
 
 def unique_processes(processes: Iterable[ProcessPinned]) -> list[ProcessPinned]:
     """Each pid once, the first row winning (see ``unique_gpus``)."""
-    out, seen = [], set()
+    out: list[ProcessPinned] = []
+    seen: set[int] = set()
     for p in processes:
         if p.pid not in seen:
             seen.add(p.pid)
@@ -63,7 +66,7 @@ class StateView:
 
 
 class ExportState:
-    def __init__(self, live: bool = True):
+    def __init__(self, live: bool = True) -> None:
         self._lock = threading.Lock()
         self._snapshot: Optional[Snapshot] = None
         self._findings: tuple[Finding, ...] = ()
@@ -85,7 +88,7 @@ class ExportState:
             self._snapshot = snapshot
             self._snapshots += 1
 
-    def set_findings(self, findings) -> None:
+    def set_findings(self, findings: Iterable[Finding]) -> None:
         with self._lock:
             self._findings = tuple(findings)
 

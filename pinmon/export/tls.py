@@ -11,7 +11,7 @@ match, a key under a passphrase (pinmon never prompts for one: it runs unattende
 from __future__ import annotations
 
 import ssl
-from typing import Optional
+from typing import NoReturn, Optional
 
 from ..recording.infile import InputError, open_regular
 
@@ -24,7 +24,7 @@ class _Encrypted(Exception):
     """Raised by the passphrase callback: OpenSSL asks for one only for an encrypted key."""
 
 
-def _no_passphrase():
+def _no_passphrase() -> NoReturn:
     raise _Encrypted
 
 

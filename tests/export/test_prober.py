@@ -96,3 +96,25 @@ def test_probe_runner_passes_the_caps_and_the_link(monkeypatch):
     kind, kw = calls[0]
     assert kind == "quick" and kw["max_pinned_bytes"] == 123 << 20 and kw["cancel"] is cancel
     assert kw["link_theoretical_bytes_per_s"] == 63.0e9 and kw["effective_mem_limit_bytes"] == 96 << 30
+
+
+def test_a_source_that_takes_no_results_gets_no_prober(monkeypatch):
+    import pinmon.probe
+
+    monkeypatch.setattr(pinmon.probe, "probe_available", lambda: (True, ""))
+    monkeypatch.setattr(pinmon.probe, "run_probe", lambda kind, **kw: None)
+
+    class Recording:  # a Source without set_probe: nowhere for a result to go
+        live = False
+
+        def snapshot(self):
+            return None
+
+        def close(self):
+            pass
+
+    settings = Settings(config=Config(), interval_s=1.0, max_pinned_bytes=None, probe_every_s=5.0, app_probes="auto")
+    loop = export_cmd._start_prober(settings, Recording(), ExportState())
+    if loop is not None:
+        loop.stop()
+    assert loop is None

@@ -259,7 +259,7 @@ def _serve(args: argparse.Namespace, settings: Settings, source: Source, refresh
 
 
 def _start_prober(settings: Settings, source: Source, state: ExportState) -> Optional[ProbeLoop]:
-    from ...export.background_probe import ProbeLoop
+    from ...export.background_probe import ProbeLoop, ProbeTarget
     from ...probe import probe_available
 
     ok, reason = probe_available()
@@ -268,5 +268,7 @@ def _start_prober(settings: Settings, source: Source, state: ExportState) -> Opt
         return None
     every_s = settings.probe_every_s
     if every_s is None:  # no --probe-every: nothing to schedule
+        return None
+    if not isinstance(source, ProbeTarget):  # a recording takes no results (--replay refuses --probe-every)
         return None
     return ProbeLoop(_probe_runner(settings.max_pinned_bytes), source, state, every_s, on_error=_report).start()

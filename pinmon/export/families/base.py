@@ -14,9 +14,9 @@ collector applies it to all it returns, so a family built any other way cannot m
 from __future__ import annotations
 
 import math
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence, Union
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, Sample
 
 from ...units import printable
 
@@ -26,7 +26,7 @@ PREFIX = "pinmon_"
 LABEL_CHARS = 64
 
 
-def label(value) -> str:
+def label(value: object) -> str:
     return "" if value is None else str(value)
 
 
@@ -41,11 +41,12 @@ def label_text(value: str) -> str:
     return printable(value[:LABEL_CHARS + 1], LABEL_CHARS)
 
 
-def served(families: list) -> list:
+def served(families: list[Metric]) -> list[Metric]:
     """``families`` with every label value through ``label_text``; a series that the cut makes equal
     to an earlier one of its family is left out (two series with one label set make a scrape invalid)."""
     for family in families:
-        seen, kept = set(), []
+        seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+        kept: list[Sample] = []
         for s in family.samples:
             labels = {k: label_text(str(v)) for k, v in s.labels.items()}
             key = (s.name, tuple(sorted(labels.items())))
@@ -56,7 +57,7 @@ def served(families: list) -> list:
     return families
 
 
-def _number(value) -> Optional[float]:
+def _number(value: Optional[float]) -> Optional[float]:
     if value is None:
         return None
     try:
@@ -69,11 +70,13 @@ def _number(value) -> Optional[float]:
 class Gauge:
     """A gauge family collecting samples; ``add`` ignores unknown (None, NaN) values."""
 
-    def __init__(self, name: str, doc: str, labels: Sequence[str] = ()):
+    family: Union[GaugeMetricFamily, CounterMetricFamily]  # a Counter's is a counter family
+
+    def __init__(self, name: str, doc: str, labels: Sequence[str] = ()) -> None:
         self.family = GaugeMetricFamily(PREFIX + name, doc, labels=list(labels))
         self.count = 0
 
-    def add(self, label_values: Iterable = (), value=None) -> None:
+    def add(self, label_values: Iterable[object] = (), value: Optional[float] = None) -> None:
         v = _number(value)
         if v is not None:
             self.family.add_metric([label(x) for x in label_values], v)
@@ -83,19 +86,19 @@ class Gauge:
 class Counter(Gauge):
     """A counter family; ``name`` is given without ``_total`` (the exposition adds it)."""
 
-    def __init__(self, name: str, doc: str, labels: Sequence[str] = ()):
+    def __init__(self, name: str, doc: str, labels: Sequence[str] = ()) -> None:
         if name.endswith("_total"):
             name = name[: -len("_total")]
         self.family = CounterMetricFamily(PREFIX + name, doc, labels=list(labels))
         self.count = 0
 
-    def add(self, label_values: Iterable = (), value=None) -> None:
+    def add(self, label_values: Iterable[object] = (), value: Optional[float] = None) -> None:
         v = _number(value)
         if v is not None and v >= 0:  # a counter never goes below zero
             self.family.add_metric([label(x) for x in label_values], v)
             self.count += 1
 
 
-def emit(*builders: Gauge):
+def emit(*builders: Gauge) -> list[Metric]:
     """The families that got at least one sample (an empty family only adds HELP noise)."""
     return [b.family for b in builders if b.count]

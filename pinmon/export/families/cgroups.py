@@ -20,7 +20,9 @@ into ``cgroup="other"``; a kill whose cgroup the log does not name is ``cgroup="
 from __future__ import annotations
 
 import hashlib
-from typing import Optional
+from typing import Iterable, Optional
+
+from prometheus_client.core import Metric
 
 from ...model import Cgroup, GroupOwner, OomKill, summed
 from ..state import StateView
@@ -56,7 +58,7 @@ def group_id(g: Cgroup) -> str:
     return g.key[:20] + "…" + g.key[-(LABEL_ID_CHARS - 21):]
 
 
-def group_ids(groups) -> dict[str, str]:
+def group_ids(groups: Iterable[Cgroup]) -> dict[str, str]:
     """Each group's ``cgroup`` label, one label per group: two groups whose ids meet (one container's
     id in two cgroups, which only root can make) each get a digest of their key."""
     ids = {g.key: group_id(g) for g in groups}
@@ -69,13 +71,13 @@ def group_ids(groups) -> dict[str, str]:
     return ids
 
 
-def group_labels(g: Cgroup, ids: Optional[dict[str, str]] = None) -> tuple:
+def group_labels(g: Cgroup, ids: Optional[dict[str, str]] = None) -> tuple[str, str, str, str, str, str]:
     gid = ids.get(g.key, group_id(g)) if ids is not None else group_id(g)
     o = g.owner
     return (gid, g.kind, o.pod or "", o.namespace or "", o.container or "", o.job or "")
 
 
-def oom_families(kills, top: int) -> list:
+def oom_families(kills: Iterable[OomKill], top: int) -> list[Metric]:
     recent = Gauge("oom_kills_recent", "memory cgroup OOM kills in the kernel's log within the lookback"
                    " (default 24 h), by group; the group may be gone; cgroup=\"other\" sums the rest", LABELS)
     last = Gauge("oom_kill_last_time_seconds", "Unix time of the group's latest OOM kill in the kernel's log", LABELS)
@@ -103,7 +105,7 @@ def oom_families(kills, top: int) -> list:
 
 
 
-def families(view: StateView, top: int) -> list:
+def families(view: StateView, top: int) -> list[Metric]:
     snap = view.snapshot
     if snap is None:
         return []
@@ -119,8 +121,8 @@ def families(view: StateView, top: int) -> list:
     current = Gauge("cgroup_memory_current_bytes", "the group's memory usage (memory.current / usage_in_bytes)", LABELS)
     ooms = Counter("cgroup_oom_kills_total", "OOM kills in the group, as the kernel counts them", LABELS)
     groups = sorted(snap.cgroups, key=lambda g: (-(g.held.bytes or 0), g.key))
-    seen: set = set()
-    chosen = []
+    seen: set[str] = set()
+    chosen: list[Cgroup] = []
     for g in groups:
         if g.key not in seen and len(chosen) < max(0, top):
             seen.add(g.key)

@@ -11,6 +11,8 @@ exported while no process has measured copies.
 """
 from __future__ import annotations
 
+from prometheus_client.core import Metric
+
 from ...model.kinds import DIRECTIONS, HOST_MEMORY_KINDS
 from ...model.traffic import explain_traffic
 from ..state import StateView, unique_gpus, unique_processes
@@ -22,7 +24,7 @@ from .processes import DEFAULT_TOP
 LABELS = ("pid", "name", "user", "source", "instrument", "direction", "memory")
 
 
-def families(view: StateView, top: int = DEFAULT_TOP) -> list:
+def families(view: StateView, top: int = DEFAULT_TOP) -> list[Metric]:
     snap = view.snapshot
     if snap is None:
         return []

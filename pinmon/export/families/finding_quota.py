@@ -27,23 +27,24 @@ from collections import defaultdict
 from typing import Iterable, NamedTuple, Optional
 
 from ...model import SEVERITY_RANK, Finding, Snapshot
+from ...model.kinds import Severity
 
 MAX_FINDING_SERIES = 100
 # Findings of one owner served before any owner's next one: with ten owners at their quota the cap is full.
 OWNER_QUOTA = 10
 
-SeriesKey = tuple[str, str, str]  # (rule, severity, subject): one pinmon_finding series
+SeriesKey = tuple[str, Severity, str]  # (rule, severity, subject): one pinmon_finding series
 
 
 class Selection(NamedTuple):
     served: list[SeriesKey]
-    dropped: dict[str, int]  # series left out, by severity
+    dropped: dict[Severity, int]  # series left out, by severity
 
 
 class Owners:
     """Who owns a finding, from the snapshot it was made of."""
 
-    def __init__(self, snapshot: Optional[Snapshot]):
+    def __init__(self, snapshot: Optional[Snapshot]) -> None:
         self._delegated: dict[str, Optional[int]] = {}
         self._procs: dict[int, tuple[Optional[str], Optional[str]]] = {}  # pid -> (group key, user)
         if snapshot is not None:
@@ -77,19 +78,19 @@ def select(findings: Iterable[Finding], snapshot: Optional[Snapshot], cap: int =
     owners = Owners(snapshot)
     first: dict[SeriesKey, tuple[int, tuple[str, str]]] = {}
     for i, f in enumerate(findings):
-        key = (f.rule, f.severity, f.subject)
+        key: SeriesKey = (f.rule, f.severity, f.subject)
         if key not in first:
             first[key] = (i, owners.of(f))
     by_owner: dict[tuple[str, str], list[SeriesKey]] = defaultdict(list)
     for key in sorted(first, key=lambda k: (-SEVERITY_RANK.get(k[1], 0), first[k][0])):
         by_owner[first[key][1]].append(key)
-    ranked = []
+    ranked: list[tuple[tuple[bool, int, int, int], SeriesKey]] = []
     for series in by_owner.values():
         for position, key in enumerate(series):
             ranked.append(((position >= quota, -SEVERITY_RANK.get(key[1], 0), position, first[key][0]), key))
     ranked.sort(key=lambda r: r[0])
     served = [key for _, key in ranked[:cap]]
-    dropped: dict[str, int] = defaultdict(int)
+    dropped: dict[Severity, int] = defaultdict(int)
     for _, key in ranked[cap:]:
         dropped[key[1]] += 1
     return Selection(served, dict(dropped))

@@ -8,6 +8,11 @@ names thousands cannot make as many series.
 """
 from __future__ import annotations
 
+from typing import Optional
+
+from prometheus_client.core import Metric
+
+from ...model import Gpu
 from ..state import StateView, gpu_key, unique_gpus
 from .base import Counter, Gauge, emit
 
@@ -15,11 +20,11 @@ LABELS = ("gpu", "uuid", "pci_bus_id")
 MAX_COUNTERS_PER_GPU = 16
 
 
-def gpu_labels(g) -> tuple:
+def gpu_labels(g: Gpu) -> tuple[int, Optional[str], Optional[str]]:
     return (g.index, g.uuid, g.pci_bus_id)
 
 
-def families(view: StateView) -> list:
+def families(view: StateView) -> list[Metric]:
     snap = view.snapshot
     if snap is None:
         return []

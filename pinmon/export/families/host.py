@@ -6,6 +6,8 @@ Unknown values are not exported. ``memlock_limit_bytes`` is absent when the limi
 """
 from __future__ import annotations
 
+from prometheus_client.core import Metric
+
 from ..state import StateView
 from .base import Gauge, emit
 
@@ -29,13 +31,13 @@ FIELDS = (
 MAX_NUMA_NODES = 1024
 
 
-def numa_node(key) -> bool:
+def numa_node(key: object) -> bool:
     """A NUMA node number as sysfs writes it: ASCII digits below ``MAX_NUMA_NODES``."""
     text = str(key)
     return 0 < len(text) <= 4 and text.isascii() and text.isdigit() and int(text) < MAX_NUMA_NODES
 
 
-def families(view: StateView) -> list:
+def families(view: StateView) -> list[Metric]:
     snap = view.snapshot
     if snap is None:
         return []

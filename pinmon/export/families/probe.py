@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from typing import Optional
 
+from prometheus_client.core import Metric
+
+from ...model import ProbeResult
+from ...model.kinds import DIRECTIONS, Direction, ProbeMemory
 from ..state import StateView
 from .base import Gauge, emit
 
-DIRECTIONS = ("h2d", "d2h")
 
-
-def common_size(result, direction: str) -> Optional[int]:
+def common_size(result: ProbeResult, direction: Direction) -> Optional[int]:
     """The largest copy size with a pinned and a pageable rate in ``direction`` (None: none)."""
-    sizes = {}
+    sizes: dict[int, set[ProbeMemory]] = {}
     for m in result.measurements:
         if m.kind == "copy" and m.direction == direction and m.bytes_per_s is not None:
             sizes.setdefault(m.size_bytes, set()).add(m.memory)
@@ -25,7 +27,7 @@ def common_size(result, direction: str) -> Optional[int]:
     return max(both) if both else None
 
 
-def families(view: StateView) -> list:
+def families(view: StateView) -> list[Metric]:
     snap = view.snapshot
     if snap is None or snap.probe is None:
         return []

@@ -9,7 +9,11 @@ A pid listed twice (a damaged recording) counts once: its first row.
 """
 from __future__ import annotations
 
-from ...model import summed
+from typing import Sequence
+
+from prometheus_client.core import Metric
+
+from ...model import ProcessPinned, summed
 from ..state import StateView, unique_processes
 from .base import Gauge, emit
 
@@ -17,7 +21,7 @@ LABELS = ("pid", "name", "user", "source", "pod", "namespace", "container", "slu
 DEFAULT_TOP = 10
 
 
-def split_top(processes, top: int):
+def split_top(processes: Sequence[ProcessPinned], top: int) -> tuple[list[ProcessPinned], list[ProcessPinned]]:
     """(top ``top`` rows by held bytes, the rest); rows holding nothing known go to the rest."""
     known = [p for p in processes if p.held.bytes is not None]
     # Ties broken by pid, so the chosen set does not flicker between scrapes of equal data.
@@ -27,7 +31,7 @@ def split_top(processes, top: int):
     return chosen, [p for p in processes if id(p) not in ids]
 
 
-def families(view: StateView, top: int = DEFAULT_TOP) -> list:
+def families(view: StateView, top: int = DEFAULT_TOP) -> list[Metric]:
     snap = view.snapshot
     if snap is None:
         return []

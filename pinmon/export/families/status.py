@@ -10,6 +10,8 @@ out by severity, and ``pinmon_finding``'s help line says so when any was.
 """
 from __future__ import annotations
 
+from prometheus_client.core import Metric
+
 from ...advise.registry import REGISTRY
 from ...model import SEVERITY_RANK, worst_severity
 from ...model.kinds import SEVERITIES
@@ -20,7 +22,7 @@ from .finding_quota import MAX_FINDING_SERIES, OWNER_QUOTA, select
 FINDING_HELP = "1 for each active advisor finding (rule ids are stable)"
 
 
-def families(view: StateView) -> list:
+def families(view: StateView) -> list[Metric]:
     # Each (rule, severity, subject) once: a duplicate series would make the whole scrape invalid.
     chosen = select(view.findings, view.snapshot)
     left_out = sum(chosen.dropped.values())
@@ -48,8 +50,8 @@ def families(view: StateView) -> list:
         counts = {(r.id, severity): 0 for r in REGISTRY for severity in r.severities}
         for rule, severity, _subject in seen:
             counts[(rule, severity)] = counts.get((rule, severity), 0) + 1
-        for key, n in counts.items():
-            per_rule.add(key, n)
+        for rule_severity, n in counts.items():
+            per_rule.add(rule_severity, n)
     snaps = Counter("snapshots_total", "snapshots taken (or read from the recording) since start")
     snaps.add((), view.snapshots_total)
     errors = Counter("collection_errors_total", "failed snapshot, advisor or probe runs; the last good data "
