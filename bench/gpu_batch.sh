@@ -34,7 +34,9 @@ env)
   { nvidia-smi -L; nvidia-smi --query-gpu=driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv;
     uname -r; python3 -c "import cupy, platform; print('python', platform.python_version(), 'cupy', cupy.__version__)";
     command -v gcc; findmnt -no FSTYPE,TARGET "$(python3 -c 'import ctypes.util;print(ctypes.util.find_library("cuda") or "")')" 2>/dev/null;
-    ldconfig -p | grep -m2 libcuda.so.1; nproc; free -g; } > "$out/env_$card.txt" 2>&1; cat "$out/env_$card.txt";;
+    ldconfig -p | grep -m2 libcuda.so.1; nproc; free -g; } 2>&1 \
+    | python3 -c "import sys; sys.path.insert(0, 'bench'); from provenance import portable_text; sys.stdout.write(portable_text(sys.stdin.read()))" \
+    > "$out/env_$card.txt"; cat "$out/env_$card.txt";;
 attach)
   part attach
   drv=bench/attach/paced_driver

@@ -33,10 +33,17 @@ MANIFEST = "MANIFEST.json"
 SCHEMA = "pinmon.bench.manifest/1"
 
 H200 = "H200"  # one NVIDIA H200 on PCIe Gen5 x16, 16 vCPUs of a virtual machine (env_h200.txt)
+H100 = "H100"  # one NVIDIA H100 80GB HBM3 on PCIe Gen5 x16, 16 vCPUs of a virtual machine (env_h100.txt)
 CPU_BOX = "2-core box, no GPU"
 
 # path under bench/results -> where it ran, and what the file does not say itself.
 SOURCES: dict[str, dict] = {
+    "attach_accuracy_h100.json": {"ran_on": H100, "note": "as attach_accuracy_h200.json, after the engine's one event"
+                                  " a libcuda file and no return probes"},
+    "attach_cost_h100.json": {"ran_on": H100, "note": "the one-event engine: attach and detach times, the cost of a"
+                              " probed call, 1 MiB pinned copy loops synchronous and asynchronous (2 rounds each)"},
+    "attach_vs_cupti_h100.json": {"ran_on": H100, "note": "a paced torch workload under pinmon trace --engine cupti,"
+                                  " attached too: each stream's bytes/s by attach and by CUPTI against the truth"},
     "attach_cost_cpu.json": {"ran_on": CPU_BOX, "note": "pinmon attach on the tests' stand-in libcuda (gcc): attach and"
                              " detach times, pinmon's CPU at 10,000 events/s with each reader, the cost of a probed"
                              " call; a VM shared with other jobs"},
@@ -91,6 +98,9 @@ SOURCES: dict[str, dict] = {
         "note": "what CUPTI's records hold per library, coexistence with torch.profiler, cupti-python 13.4 "
                 "on R580 (docs/cupti.md); its overhead part measured cupti-python's record objects, which "
                 "the tracer does not use (trace_h200/cupti_record_cost_h200.json)"},
+    "env_h100.txt": {"ran_on": H100, "command": "bash bench/gpu_batch.sh OUTDIR env",
+                     "commit": "057a85b", "commit_from": "measured",
+                     "note": "GPU, driver, link, kernel, Python, CuPy, gcc, libcuda, CPUs, RAM of the H100 machine"},
     "env_h200.txt": {
         "ran_on": H200, "command": "bash bench/h200_batch.sh OUTDIR env", "commit": "9ff95e2",
         "commit_from": "committed", "note": "GPU, driver, link, Python, CuPy, CPUs, RAM of the H200 machine"},
@@ -158,6 +168,8 @@ SOURCES: dict[str, dict] = {
         "commit_from": "committed"},
     "tui_cpu_demo_cpu.json": {"ran_on": CPU_BOX, "note": "the app on the bundled recording, A/B against the tree"
                                                           " before the tui branch (a8ffae9), one ABBA round"},
+    "tui_first_frame_h100.json": {"ran_on": H100, "note": "80x24 pty, pinmon --no-probe against nvitop 1.7.2, six"
+                                                           " runs each, ABBA"},
     "tui_first_frame_cpu.json": {"ran_on": CPU_BOX, "note": "no GPU: no NVML start; A/B against the tree before the"
                                                             " tui branch (a8ffae9), ABBA"},
     "tui_frame_h200.json": {"ran_on": H200, "command": "python3 bench/tui_frame.py OUT.json"},
