@@ -22,9 +22,8 @@ KEYS = (
     ("g", "next GPU (its detail; probes use the selected GPU)"),
     ("Enter", "GPU row: its detail; finding, process or group: in full (a pop-up: ↑↓ PgUp PgDn"
               " scroll; Esc, Enter or q close)"),
-    ("a", "attach the highlighted process (Processes tab, or its pop-up) for a window (the config's"
-          " attach_window, 10 s): its copies and pinned allocations, through uprobes on its libcuda"
-          " (root; live only)"),
+    ("a", "attach the highlighted process (4, or its pop-up) for attach_window s (config, 10): its"
+          " copies through uprobes on its libcuda; root, live only"),
     ("p", "quick probe now: pinned vs pageable copies"),
     ("s", "probe sweep over copy sizes"),
     ("/", "filter processes (pid, name, user, group); Esc clears"),

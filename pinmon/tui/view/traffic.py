@@ -26,7 +26,7 @@ _METHOD_WORDS = {"gpm": "link bytes, GPM", "counters": "link bytes", "sampled": 
 SEP = " · "
 _FIGURE_SPACE = re.compile(r"(?<=\d) (?=[A-Za-z%])")
 UNPLACED_WHY = "GPU not known (a process on several GPUs, or one NVML does not list)"
-CAVEAT = ("link bytes include protocol overhead (~7% on RX); TX also carries the read requests of H2D"
+CAVEAT = ("link bytes include protocol overhead, ~7% on RX; TX also carries the read requests of H2D"
           " copies; copies are over their own window (attach, trace), the link over the interval")
 
 

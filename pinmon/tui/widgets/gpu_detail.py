@@ -69,7 +69,7 @@ class GpuDetail(NoLinks, TextBlock, View):
                     rows.append(Content.assemble((label, "dim"), part))
                     label = " " * LABEL_CELLS
             rows += [Content.styled(" " * LABEL_CELLS + part, "dim")
-                     for part in hanging(f"({CAVEAT})", width, LABEL_CELLS)]
+                     for part in hanging(CAVEAT, width, LABEL_CELLS)]
         rows += [Content.assemble(("notice    ", "dim"), (printable(n), "$warning")) for n in gpu.notices]
         if gpu.processes:
             rows.append(Content.styled(f"{'PID':>8}  {'GPU MEM':>10}  COMMAND", "bold"))
