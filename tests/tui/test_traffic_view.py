@@ -3,6 +3,8 @@ fullest form that fits the room, a line per direction on a wide row, the copies 
 apart and never given to a GPU, and nothing where no copies are measured."""
 from __future__ import annotations
 
+import pytest
+
 from pinmon.model.traffic import explain_traffic
 from pinmon.tui.view.traffic import brief, detail_lines, gpu_copies, hanging, line_count, row_line, row_lines
 
@@ -66,6 +68,7 @@ def test_nothing_is_said_where_no_copies_are_measured():
     assert line_count(None, wide=True) == 0
 
 
+@pytest.mark.hardening
 def test_a_hostile_name_is_printable_text():
     """A process names itself: a new row's name is the attach's (its comm), shown as text."""
     from .attach_fakes import _process, _stat
