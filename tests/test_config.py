@@ -168,7 +168,8 @@ def test_not_toml(tmp_path):
 def test_unknown_top_level_key(tmp_path):
     assert error_of(tmp_path, "intervall = 2\n") == "unknown key intervall (did you mean interval?)"
     assert error_of(tmp_path, "[colors]\nx = 1\n") == (
-        "unknown key colors (known: interval, app_probes, oom_lookback, thresholds, disabled_rules)")
+        "unknown key colors (known: interval, app_probes, oom_lookback, attach_window, thresholds,"
+        " disabled_rules)")
 
 
 def test_unknown_threshold_key(tmp_path):
@@ -309,3 +310,11 @@ def test_check_keeps_its_exit_code_against_an_inherited_config(tmp_path):
                          capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 2, out.stderr
     assert "ignored" in out.stderr and any("ignored" in n for n in json.loads(out.stdout)["snapshot"]["notices"])
+
+
+def test_attach_window_is_the_app_keys_window_within_the_attach_bounds(tmp_path):
+    assert load_config(write(tmp_path, "")).attach_window_s == 10.0
+    assert load_config(write(tmp_path, "attach_window = 2.5\n")).attach_window_s == 2.5
+    for bad in ("0", "7200", '"10s"', "true"):
+        assert error_of(tmp_path, f"attach_window = {bad}\n").startswith(
+            "attach_window must be a number of seconds from 0.1 to 3600, got ")

@@ -28,6 +28,7 @@ from ..limits import (
 )
 
 if TYPE_CHECKING:  # imported where used, so a command loads only what it needs
+    from ..collect.attached import RequestedWindows
     from ..model import Finding, ProbeResult, Snapshot
     from ..model.source import Source
     from ..recording.replay import ReplaySource
@@ -206,10 +207,13 @@ def no_app_here(env: Optional[Mapping[str, str]] = None, stdout: Optional[TextIO
 PROBES_OFF_REASON = 'probes are off in the config (app_probes = "off")'
 
 
-def run_app(source: Source, settings: Settings, speed: float = 1.0) -> int:
+def run_app(source: Source, settings: Settings, speed: float = 1.0, attach_all: bool = False,
+            attach_windows: Optional[RequestedWindows] = None) -> int:
     """The terminal app on ``source`` with the config's thresholds. Live, its probes follow
     ``settings.app_probes``: automatic ones every ``app_probe_every_s`` and p/s ("auto"), p/s only
-    ("manual", also ``--no-probe``), or none, with p and s hidden ("off")."""
+    ("manual", also ``--no-probe``), or none, with p and s hidden ("off"). ``attach_all``: the source
+    keeps every CUDA process attached (``--attach``); else ``attach_windows``, the source's attached
+    source, takes the attach key's windows (a), where attaching can work here (root, no lockdown)."""
     try:
         from ..tui.app import run_app as run
     except ImportError as e:  # the app is part of the package; this only guards broken installs
@@ -232,6 +236,30 @@ def run_app(source: Source, settings: Settings, speed: float = 1.0) -> int:
         else:
             kwargs.update(probe_unavailable_reason=UNAVAILABLE_PREFIX + CUPY_MISSING)
         kwargs.update(probe_every_s=settings.app_probe_every_s)
+    if source.live:
+        kwargs.update(attach_all=attach_all, attach_window_s=config.attach_window_s,
+                      **attach_key(attach_windows, attach_all))
     interval = settings.interval_s if source.live else getattr(source, "interval_s", 1.0)
     return run(source=source, advisor=lambda h: advise(h, config), interval_s=interval, speed=speed,
                thresholds=config.thresholds, **kwargs) or 0
+
+
+# Why the live app's attach key has nothing to attach with, where no window can be taken in.
+NO_ATTACH_SOURCE = "this source takes no attach windows"
+
+
+def attach_key(windows: Optional[RequestedWindows], attach_all: bool) -> dict[str, Any]:
+    """The app's options for its attach key: a runner, or why it cannot attach (known before trying:
+    not root, a locked-down kernel; the rest, a missing tracefs or a file system that refuses uprobes,
+    the key says when pressed)."""
+    if attach_all:
+        return {}
+    if windows is None:
+        return {"attach_unavailable_reason": NO_ATTACH_SOURCE}
+    from ..attach.tracefs import preflight
+    from .attaching import key_window
+
+    why = preflight()
+    if why is not None:
+        return {"attach_unavailable_reason": why}
+    return {"attach_runner": key_window(windows)}

@@ -1,4 +1,5 @@
-"""The TOML config file: refresh interval, the app's probes, advisor thresholds and disabled rules.
+"""The TOML config file: refresh interval, the app's probes and attach window, advisor thresholds
+and disabled rules.
 
 Read from ``--config FILE`` or else ``<user config dir>/pinmon/config.toml`` when that exists; never
 written. The default path comes from the environment (``XDG_CONFIG_HOME``, ``HOME``), which ``su``
@@ -10,6 +11,7 @@ purpose and is read as given. Schema::
     interval = 2.0                       # seconds, 0.01 to 3600 (pinmon.limits)
     app_probes = "manual"                # the terminal app's probes: "auto" (default), "manual", "off"
     oom_lookback = 86400                 # seconds of the kernel's log searched for OOM kills; 0: off
+    attach_window = 10                   # seconds the app's attach key (a) counts a process's copies
     disabled_rules = ["memlock-limit-low"]
 
     [thresholds]                         # one key per Thresholds field, same names
@@ -33,11 +35,14 @@ from typing import Any, Collection, Optional
 from ..advise.registry import RULES
 from ..advise.thresholds import Thresholds, threshold_fields
 from ..limits import (
+    DEFAULT_ATTACH_WINDOW_S,
     DEFAULT_OOM_LOOKBACK_S,
+    MAX_ATTACH_S,
     MAX_CONFIG_BYTES,
     MAX_DURATION_S,
     MAX_INTERVAL_S,
     MAX_SIZE_BYTES,
+    MIN_ATTACH_S,
     MIN_INTERVAL_S,
 )
 from ..recording.infile import InputError, read_capped
@@ -49,7 +54,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 DEFAULT_INTERVAL_S = 1.0
-TOP_LEVEL_KEYS = ("interval", "app_probes", "oom_lookback", "thresholds", "disabled_rules")
+TOP_LEVEL_KEYS = ("interval", "app_probes", "oom_lookback", "attach_window", "thresholds", "disabled_rules")
 # The terminal app's probes: automatic and on p/s; on p/s only (as --no-probe); none, p and s hidden.
 APP_PROBES = ("auto", "manual", "off")
 
@@ -65,6 +70,7 @@ class Config:
     thresholds: Thresholds = field(default_factory=Thresholds)
     disabled_rules: frozenset[str] = frozenset()
     oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S  # the kernel log's OOM kills this far back; 0: off
+    attach_window_s: float = DEFAULT_ATTACH_WINDOW_S  # the app's attach key: one window this long
     path: Optional[str] = None  # the file it was read from; None: built-in defaults
     notices: tuple[str, ...] = ()  # what the user should know (a default file that was ignored)
 
@@ -167,6 +173,14 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
                               f" {MAX_DURATION_S:.0f} (366 days), got {_show(v)}")
         oom_lookback_s = float(v)
 
+    attach_window_s = DEFAULT_ATTACH_WINDOW_S
+    if "attach_window" in doc:
+        v = doc["attach_window"]
+        if not _is_number(v) or not (MIN_ATTACH_S <= v <= MAX_ATTACH_S):
+            raise ConfigError(f"{where}: attach_window must be a number of seconds from {MIN_ATTACH_S:g} to"
+                              f" {MAX_ATTACH_S:g}, got {_show(v)}")
+        attach_window_s = float(v)
+
     thresholds = Thresholds()
     if "thresholds" in doc:
         table = doc["thresholds"]
@@ -186,7 +200,7 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
         disabled = frozenset(v)
 
     return Config(interval_s=interval_s, app_probes=app_probes, thresholds=thresholds, disabled_rules=disabled,
-                  oom_lookback_s=oom_lookback_s, path=path)
+                  oom_lookback_s=oom_lookback_s, attach_window_s=attach_window_s, path=path)
 
 
 def _thresholds(table: dict[str, Any], where: str) -> Thresholds:

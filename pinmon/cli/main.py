@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..units import printable
+from .attaching import ATTACH_HELP
 from .commands import COMMANDS, check
 from .common import EXIT_BAD_INPUT, UsageError, dumps, no_app_here, run_app
 from .options import Settings, resolve, shared
@@ -41,6 +42,10 @@ def build_parser() -> CliParser:
     p.add_argument("--version", action="version", version=f"pinmon {__version__}")
     p.add_argument("--no-probe", action="store_true",
                    help="no automatic probes in the live app (p and s still probe)")
+    # Its own dest: a command's --attach default would otherwise overwrite it (``carry_attach``).
+    p.add_argument("--attach", dest="app_attach", action="store_true",
+                   help="the live app: " + ATTACH_HELP + ", kept on within a budget (before check, record or"
+                        " export: theirs)")
     sub = p.add_commands(dest="command", metavar="COMMAND")
     for module in COMMANDS.values():
         module.add_parser(sub)
@@ -48,26 +53,59 @@ def build_parser() -> CliParser:
 
 
 def run_default(args: argparse.Namespace, settings: Settings) -> int:
-    """No command: the live terminal app, or without a terminal the check report of a live snapshot."""
+    """No command: the live terminal app, or without a terminal the check report of a live snapshot.
+    ``--attach``: every CUDA process kept attached (the check report: over its window); without it the
+    app's attach key attaches one process for a window (``cli/attaching.py``)."""
+    attach_all = bool(getattr(args, "app_attach", False))
     why = no_app_here()
     if why is not None:
         if why != "stdout is not a terminal":  # a pipe or a file expects the report: no word about it
             print(f"pinmon: {why}: the check report instead", file=sys.stderr)
-        return check.report(check.measure(window_s=1.0, oom_lookback=settings.oom_lookback_s), settings.config)
+        return check.report(check.measure(window_s=1.0, oom_lookback=settings.oom_lookback_s, attach=attach_all),
+                            settings.config)
+    from ..collect.attached import AttachedSource, RequestedWindows
     from ..model.source import OpenedOnFirstRead
+    from .attaching import continuous
+
+    # --attach starts before the first frame: the header says ATTACH, the notice bar why nothing is
+    # attached. Else the attach key's windows, one at a time, reach the collector through ``requested``.
+    attacher = requested = None
+    attached: AttachedSource
+    if attach_all:
+        attached = attacher = continuous(settings.interval_s)
+    else:
+        attached = requested = RequestedWindows()
 
     def open_live() -> "LiveCollector":
         # On the app's reading thread: NVML's start and the collector's imports do not hold up the
         # first frame, which shows "collecting..." meanwhile.
         from ..collect.live import LiveCollector
 
-        return LiveCollector(interval_s=settings.interval_s, oom_lookback_s=settings.oom_lookback_s)
+        return LiveCollector(interval_s=settings.interval_s, oom_lookback_s=settings.oom_lookback_s,
+                             attached=attached)
 
     source = OpenedOnFirstRead(open_live)
     try:
-        return run_app(source, settings)
+        return run_app(source, settings, attach_all=attach_all, attach_windows=requested)
     finally:
+        if attacher is not None:
+            attacher.stop()  # the probes out of the processes before pinmon exits
         source.close()
+
+
+def carry_attach(args: argparse.Namespace, parser: CliParser) -> None:
+    """``pinmon --attach COMMAND``: as ``COMMAND --attach`` where the command takes it (check, record,
+    export), as the shared options go; a command that attaches nothing refuses it."""
+    if not getattr(args, "app_attach", False) or args.command is None:
+        return
+    if "--attach" not in parser.subcommands[args.command].option_names:
+        raise UsageError(attach_refusal(args.command))
+    args.attach = True
+
+
+def attach_refusal(command: str) -> str:
+    return (f"--attach attaches this machine's processes: pinmon {command} does not take it (the live app,"
+            " check, record and export do)")
 
 
 def _misplaced(extra: Sequence[str], parser: CliParser, command: Optional[str]) -> Optional[str]:
@@ -78,6 +116,8 @@ def _misplaced(extra: Sequence[str], parser: CliParser, command: Optional[str]) 
         name = token.split("=", 1)[0]
         if not name.startswith("-"):
             continue
+        if name == "--attach" and command is not None and (sub is None or name not in sub.option_names):
+            return attach_refusal(command)
         if name in parser.option_names:
             where = f"{name} is an option of pinmon itself: put it before the command (pinmon {name} ... {command})"
             if command == "check" and name == "--interval":
@@ -128,6 +168,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         # Every command validates the config, so a bad file is an error wherever it is named; a
         # default file that was ignored is said once, here.
+        carry_attach(args, parser)
         settings = resolve(args)
         for note in settings.config.notices:
             print(f"pinmon: {printable(note, 1000)}", file=sys.stderr)

@@ -40,7 +40,8 @@ REGISTER_FLAG_WORDS = {"portable": "portable", "devicemap": "mapped", "iomemory"
 
 
 class AttachedSource(Protocol):
-    """What the live collector asks for an attach's latest window: ``Attacher`` or ``LatestOutcome``."""
+    """What the live collector asks for an attach's latest window: ``Attacher``, ``LatestOutcome`` or
+    ``RequestedWindows``."""
 
     def latest(self) -> Optional[AttachOutcome]: ...
 
@@ -59,6 +60,20 @@ class LatestOutcome:
     def latest(self) -> Optional[AttachOutcome]:
         with self._lock:
             return self._outcome
+
+
+class RequestedWindows(LatestOutcome):
+    """The windows a user asks for one at a time (the app's attach key on a process): the latest that
+    attached something. Nothing is attached until one is asked for, so there is nothing to say before
+    (``quiet_before_first``: the collector's "attaching" notice is for an attach always running), and
+    a window that attached nothing is the asker's to say (one line, where the key was pressed), not a
+    notice in every snapshot."""
+
+    quiet_before_first = True
+
+    def set(self, outcome: Optional[AttachOutcome]) -> None:
+        if outcome is not None and outcome.result is not None:
+            super().set(outcome)
 
 
 def _flags(flags: dict[str, int], words: dict[str, str]) -> dict[str, int]:

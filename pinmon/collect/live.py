@@ -112,7 +112,7 @@ class LiveCollector:
         notices += report_notices
         if self.attached is not None:
             outcome = self.attached.latest()
-            if outcome is None:
+            if outcome is None and not getattr(self.attached, "quiet_before_first", False):
                 notices.append("attach: attaching (no window has ended yet)")
             rows, attach_notices = merge_attached(rows, outcome, self.scanner.describe, self.scanner.only_pids, gpus)
             notices += attach_notices

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, overloa
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import TabbedContent, Tabs
 
@@ -33,7 +34,9 @@ from .keys import BINDINGS, palette_commands
 from .layout import MainScreen, compose_main, pane_of
 from .screens.help import HelpScreen
 from .screens.notices import NoticesScreen
+from .screens.process import AttachRequested
 from .screens.too_small import TooSmallScreen
+from .view.attach import AttachEnd, AttachRunner
 from .view.session import Note, Session
 from .view.sizing import too_small
 from .widgets.base import View
@@ -41,8 +44,19 @@ from .widgets.containers import ContainerPanel
 from .widgets.findings import FindingsPanel
 from .widgets.gpu_list import GpuList
 from .widgets.gpu_row import GpuRow
+from .widgets.header import StatusHeader
 from .widgets.processes import ProcessPanel
-from .workers import Poller, ProbeFinished, ProbeProgress, SnapshotReady, SourceEnded, SourceFailed, run_probe
+from .workers import (
+    AttachFinished,
+    Poller,
+    ProbeFinished,
+    ProbeProgress,
+    SnapshotReady,
+    SourceEnded,
+    SourceFailed,
+    run_attach,
+    run_probe,
+)
 
 W = TypeVar("W", bound=Widget)
 
@@ -50,6 +64,8 @@ W = TypeVar("W", bound=Widget)
 HANGUP_GRACE_S = 3.0
 # A pop-up's text: one line, this long at most (a toast is a third of the screen wide).
 TOAST_CHARS = 240
+# While an attach window runs, the status line's countdown is redrawn this often (and only then).
+ATTACH_TICK_S = 0.5
 
 
 class PinmonApp(App[int]):
@@ -62,16 +78,21 @@ class PinmonApp(App[int]):
     def __init__(self, source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding]], *,
                  probe_runner: Optional[Callable[..., ProbeResult]] = None, start_polling: bool = True,
                  clock: Callable[[], float] = time.monotonic, install_signal_handlers: bool = False,
-                 probe_keys: bool = True, **session_options: Any) -> None:
+                 probe_keys: bool = True, attach_runner: Optional[AttachRunner] = None,
+                 **session_options: Any) -> None:
         """``session_options``: ``Session``'s (``interval_s``, ``probe_every_s``, ``recorder_factory``,
-        ``speed``, ``thresholds``...). ``probe_keys`` False: probes are forbidden here (the config's
-        ``app_probes = "off"``), so the footer does not offer p and s."""
+        ``speed``, ``thresholds``, ``attach_window_s``, ``attach_all``...). ``probe_keys`` False: probes
+        are forbidden here (the config's ``app_probes = "off"``), so the footer does not offer p and s.
+        ``attach_runner``: what the attach key runs (one window on one process, on a thread); without
+        it ``attach_unavailable_reason`` says why the key cannot attach."""
         super().__init__()
         self.source = source
         self.probe_runner = probe_runner
         self.probe_keys = probe_keys
+        self.attach_runner = attach_runner
         self.session = Session(advisor, live=bool(getattr(source, "live", True)),
-                               probe_available=probe_runner is not None, clock=clock, **session_options)
+                               probe_available=probe_runner is not None, attach_available=attach_runner is not None,
+                               clock=clock, **session_options)
         self.start_polling = start_polling
         self._clock = clock
         self._install_signal_handlers = install_signal_handlers
@@ -86,6 +107,12 @@ class PinmonApp(App[int]):
         self._probe_cancel = threading.Event()
         self.probe_done = threading.Event()
         self.probe_done.set()
+        # The attach window's thread: stopped on quit, and waited for (its probes leave the process).
+        self._attach_stop = threading.Event()
+        self._attach_attached = threading.Event()
+        self.attach_done = threading.Event()
+        self.attach_done.set()
+        self._attach_timer: Optional[Timer] = None
 
     # --- layout ------------------------------------------------------------------------------
 
@@ -128,6 +155,7 @@ class PinmonApp(App[int]):
         self._poller.stop.set()
         self._poller.wake.set()
         self._probe_cancel.set()
+        self._attach_stop.set()
         self.session.stop_recording(quiet=True)
 
     # --- messages from the worker threads ------------------------------------------------------
@@ -388,6 +416,60 @@ class PinmonApp(App[int]):
         self.session.finish_probe(result, seconds)
         self.refresh_views()
 
+    # --- attach (worker thread) --------------------------------------------------------------
+
+    def action_no_attach(self) -> None:
+        """a where it attaches nothing: another tab, a replay, --attach, no attach here; says why."""
+        self.say(self.session.attach.refusal(None))
+
+    def on_attach_requested(self, message: AttachRequested) -> None:
+        self.attach_process(message.pid)
+
+    def attach_process(self, pid: Optional[int]) -> None:
+        """One attach window on ``pid``, or the one line that says why not (nothing else changes)."""
+        refusal = self.session.attach.refusal(pid)
+        if refusal is not None or pid is None:
+            self.say(refusal)
+            return
+        self.start_attach(pid)
+
+    def start_attach(self, pid: int) -> None:
+        window = self.session.attach.begin(pid)
+        self._attach_stop = threading.Event()
+        self._attach_attached = threading.Event()
+        self.attach_done.clear()
+        self.run_worker(partial(self._attach_thread, pid, window.seconds, self._attach_stop, self._attach_attached),
+                        thread=True, group="attach", name=f"attach pid {pid}")
+        self._attach_timer = self.set_interval(ATTACH_TICK_S, self.attach_tick, name="attach countdown")
+        self.refresh_bindings()
+        self.attach_tick()
+
+    def _attach_thread(self, pid: int, seconds: float, stop: threading.Event, attached: threading.Event) -> None:
+        try:
+            assert self.attach_runner is not None
+            run_attach(self.attach_runner, pid, seconds, stop, attached, self.post_message)
+        finally:
+            self.attach_done.set()
+
+    def attach_tick(self) -> None:
+        """The countdown: from when the probes are in; only the status line is redrawn."""
+        if self._attach_attached.is_set():
+            self.session.attach.mark_attached()
+        if self._views and self.is_running:
+            self.main_widget(StatusHeader).show(self.session.view_state())
+
+    def on_attach_finished(self, message: AttachFinished) -> None:
+        self.apply_attach_end(message.end)
+
+    def apply_attach_end(self, end: AttachEnd) -> None:
+        """The window has ended: the countdown goes, the app says how it went; tests call it."""
+        if self._attach_timer is not None:
+            self._attach_timer.stop()
+            self._attach_timer = None
+        self.say(self.session.attach.finish(end))
+        self.refresh_bindings()
+        self.refresh_views()
+
     # --- command palette ---------------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -441,6 +523,7 @@ def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding
         app.shutdown()
         app.poll_done.wait(join_timeout_s)
         app.probe_done.wait(join_timeout_s)
+        app.attach_done.wait(join_timeout_s)  # the window's probes out of the process
         if app.hangup_watchdog is not None and not lingering_threads():
             # Everything stopped: the watchdog would only cut short what the caller does next.
             # Where a thread lingers (Textual's input thread, on a SIGCONT without a suspend

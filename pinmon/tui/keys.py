@@ -6,7 +6,7 @@ that every bound key is there.
 from __future__ import annotations
 
 from functools import partial
-from typing import Iterable, Protocol
+from typing import Iterable, Optional, Protocol
 
 from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
@@ -37,6 +37,9 @@ BINDINGS: list[BindingType] = [
     # Tried when the visible binding for the same key is disabled (check_action), so the key
     # still answers: p in a replay says why there is no probe, + live says why there is no speed.
     Binding("p,s", "no_probe", show=False),
+    # a attaches the highlighted process (the Processes tab's binding, and its pop-up's); anywhere
+    # else, or where attaching cannot work (a replay, --attach, not root), it says why.
+    Binding("a", "no_attach", show=False),
     Binding("plus,equals_sign,minus,underscore", "no_speed", show=False),
     *(Binding(str(n), f"tab('{tab_id}')", label.split(" ", 1)[1], show=False)
       for n, (tab_id, label) in enumerate(TABS, start=1)),
@@ -50,6 +53,7 @@ class PaletteTarget(Protocol):
 
     def main_widget(self, selector: type[ProcessPanel]) -> ProcessPanel: ...
     def action_probe(self, kind: ProbeKind = "quick") -> None: ...
+    def attach_process(self, pid: Optional[int]) -> None: ...
     def action_next_gpu(self) -> None: ...
     def action_filter(self) -> None: ...
     def action_pause(self) -> None: ...
@@ -64,6 +68,11 @@ def palette_commands(app: PaletteTarget) -> Iterable[SystemCommand]:
     yield SystemCommand("Probe now", "Quick pinned vs pageable copy probe on the selected GPU (p)",
                         partial(app.action_probe, "quick"))
     yield SystemCommand("Probe sweep", "Probe over a range of copy sizes (s)", partial(app.action_probe, "sweep"))
+    if app.session.attach.usable:
+        window = f"{app.session.attach.window_s:g} s"
+        yield SystemCommand("Attach to the process", f"Count the highlighted process's copies for {window}"
+                            " through uprobes on its libcuda (a, Processes tab)",
+                            lambda: app.attach_process(app.main_widget(ProcessPanel).highlighted_pid()))
     yield SystemCommand("Next GPU", "Select the next GPU and show its detail (g)", app.action_next_gpu)
     yield SystemCommand("Filter processes", "Filter the process table by pid, name, user or group (/)",
                         app.action_filter)

@@ -2,8 +2,8 @@
 
 The poll thread reads the source at the session's period (a replay's follows its speed; a paused
 replay waits) and posts each snapshot, a failed read or the end of a recording. The probe thread
-runs one probe and posts its progress and its result. Neither touches the session's state: the UI
-thread owns it and applies the messages.
+runs one probe and posts its progress and its result. The attach thread runs one attach window and
+posts how it ended. None touches the session's state: the UI thread owns it and applies the messages.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from textual.message import Message
 from ..model import ProbeResult, Snapshot
 from ..model.kinds import ProbeKind
 from ..model.source import Source
+from .view.attach import AttachEnd, AttachRunner
 from .view.session import Session
 
 
@@ -45,6 +46,12 @@ class ProbeFinished(Message):
     def __init__(self, result: ProbeResult, seconds: float):
         super().__init__()
         self.result, self.seconds = result, seconds
+
+
+class AttachFinished(Message):
+    def __init__(self, end: AttachEnd):
+        super().__init__()
+        self.end = end
 
 
 class Poller:
@@ -106,3 +113,14 @@ def run_probe(runner: Callable[..., ProbeResult], kind: ProbeKind, gpu_index: in
         result = ProbeResult(time=time.time(), gpu_index=gpu_index, status="unavailable", kind=kind,
                              reason=f"probe failed: {type(e).__name__}: {e}")
     post(ProbeFinished(result, max(0.0, clock() - started)))
+
+
+def run_attach(runner: AttachRunner, pid: int, seconds: float, stop: threading.Event, attached: threading.Event,
+               post: Callable[[Message], object]) -> None:
+    """One attach window on this thread; how it ended posted (a runner that raises: its error as the
+    reason, so the key says something and the app goes on)."""
+    try:
+        end = runner(pid, seconds, stop, attached)
+    except Exception as e:
+        end = AttachEnd(pid, f"attach failed: {type(e).__name__}: {e}")
+    post(AttachFinished(end))

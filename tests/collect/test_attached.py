@@ -106,3 +106,31 @@ def test_a_process_cannot_claim_more_than_its_gpus_links_move():
     assert abs(row.copies.bytes_per_s("h2d") - cap) < 1 and row.copies.get("d2h", "pinned").bytes_per_s == 1e9
     assert abs(row.copies.get("h2d", "pinned").bytes_per_s - cap * 0.8) < 1          # scaled alike
     assert any("held to" in n for n in row.copies.notes)
+
+
+def test_requested_windows_keep_the_latest_that_attached_and_say_nothing_before(tmp_path):
+    """The app's attach key: before its first window the collector says nothing of attaching (an
+    attach always running says "attaching"), and a window that attached nothing stays out of the
+    snapshots (the key says why, once)."""
+    from pinmon.collect.attached import RequestedWindows
+    from pinmon.collect.live import LiveCollector
+
+    windows = RequestedWindows()
+    attached = outcome(proc(30, [cs("h2d", "pinned", 1e9)]))
+    windows.set(outcome(error="attach needs root: uprobes are set through tracefs"))
+    assert windows.latest() is None
+    windows.set(attached)
+    windows.set(outcome(error="no process that maps libcuda to attach to"))
+    assert windows.latest() is attached
+
+    proc_root = tmp_path / "proc"
+    proc_root.mkdir()
+    empty = str(tmp_path / "empty")
+
+    def notices(source):
+        with LiveCollector(use_nvml=False, host_root=empty, proc_root=str(proc_root), attached=source,
+                           oom_lookback_s=0) as col:
+            return [n for n in col.snapshot().notices if n.startswith("attach")]
+
+    assert notices(RequestedWindows()) == []
+    assert notices(LatestOutcome()) == ["attach: attaching (no window has ended yet)"]

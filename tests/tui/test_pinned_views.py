@@ -17,7 +17,7 @@ from pinmon.tui.view.format import fmt_time, node_cell
 from pinmon.tui.widgets.gpu_detail import GpuDetail
 from pinmon.tui.widgets.memory import memory_rows, memory_title, pinned_level
 from pinmon.tui.widgets.processes import NODE_TABLE_CELLS, table_layout
-from pinmon.units import fmt_bytes, fmt_nodes, fmt_pct, fmt_rate
+from pinmon.units import fmt_bytes, fmt_int, fmt_nodes, fmt_pct, fmt_rate
 
 from .fakes import (
     GIB,
@@ -244,8 +244,9 @@ async def test_enter_on_a_traced_process_shows_its_copies_against_the_probe(size
         for d, mem in (("h2d", "pinned"), ("h2d", "pageable"), ("d2h", "pinned")):
             t = p.copies.get(d, mem)
             line = next(r for r in text.splitlines() if f"{d.upper()} {mem} " in r)
-            assert " ".join(fmt_rate(v) for v in (t.bytes_per_s, t.achieved_bytes_per_s, t.rate_p50_bytes_per_s,
-                                                  t.rate_p10_bytes_per_s)).split() == line.split("█")[1].split()[2:]
+            wanted = [fmt_rate(t.bytes_per_s), fmt_int(t.count)] + [
+                fmt_rate(v) for v in (t.achieved_bytes_per_s, t.rate_p50_bytes_per_s, t.rate_p10_bytes_per_s)]
+            assert " ".join(wanted).split() == line.split("█")[1].split()[2:]
         probe = s.probe or app.session.displayed.probe
         h2d = probe.rate("h2d", "pinned")
         up = p.copies.bulk_of("h2d").achieved_bytes_per_s

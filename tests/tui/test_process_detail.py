@@ -7,7 +7,7 @@ import dataclasses
 from pinmon.model import Finding, ProbeMeasurement
 from pinmon.tui.view.format import local_share, node_cell
 from pinmon.tui.view.process_detail import detail_rows, probe_for
-from pinmon.units import fmt_bytes, fmt_nodes, fmt_pct, fmt_rate, main_node
+from pinmon.units import fmt_bytes, fmt_int, fmt_nodes, fmt_pct, fmt_rate, main_node
 from tests import factories as make
 
 from .fakes import GIB, MIB, T0, make_kernel_snapshot, make_probe_result, traced_cupti_process
@@ -34,8 +34,8 @@ def test_a_cupti_process_shows_every_transfer_figure_of_its_row():
     for d, mem in (("h2d", "pinned"), ("h2d", "pageable"), ("d2h", "pinned"), ("d2h", "pageable")):
         row = rows[f"{d.upper()} {mem}"][0]
         t = p.copies.get(d, mem)
-        wanted = [fmt_rate(v) for v in (t.bytes_per_s, t.achieved_bytes_per_s, t.rate_p50_bytes_per_s,
-                                        t.rate_p10_bytes_per_s)]
+        wanted = [fmt_rate(t.bytes_per_s), fmt_int(t.count)] + [
+            fmt_rate(v) for v in (t.achieved_bytes_per_s, t.rate_p50_bytes_per_s, t.rate_p10_bytes_per_s)]
         assert row.text.split() == " ".join(wanted).split()
     assert p.held.bytes == p.held.pinned_bytes  # all it holds is pinned: said once
     assert rows["pinned"][0].text.startswith(f"{fmt_bytes(p.held.bytes)} held ({fmt_bytes(p.held.registered_bytes)}"
@@ -81,8 +81,8 @@ def test_a_hooks_process_has_window_rates_and_says_why_no_achieved_rate():
     p = make.moved(traced_cupti_process(), copies=make.copies("hooks", stats=[make.stat("h2d", "pinned", 2e9)]))
     rows = rows_by_label(detail_rows(p, snap()))
     assert "engine hooks" in rows["process"][0].text
-    assert rows["H2D pinned"][0].text.split() == ["2.0", "GB/s", "n/a", "n/a", "n/a"]
-    assert rows["D2H pageable"][0].text.split() == ["n/a"] * 4  # not in the report: unknown, not 0
+    assert rows["H2D pinned"][0].text.split() == ["2.0", "GB/s", "n/a"]  # the rate and the count only
+    assert rows["D2H pageable"][0].text.split() == ["n/a"] * 2  # not in the report: unknown, not 0
     assert "need GPU times" in rows["D2H pageable"][1].text
     assert "1 MiB+ pinned" not in rows  # no GPU times, nothing to hold against the probe
 
@@ -164,7 +164,8 @@ def test_an_attached_process_says_what_measured_it_and_its_copies_notes():
     rows = rows_by_label(detail_rows(p, snap()))
     assert "attached, uprobes on libcuda" in rows["process"][0].text
     assert rows["H2D pageable"][0].text.split()[:2] == ["3.0", "GB/s"]
-    texts = [r.text for r in rows["D2H pageable"]]
+    assert "H2D pinned" not in rows  # uprobes see every call: a kind without copies has no row
+    texts = [r.text for r in rows["H2D pageable"]]
     assert any("2D copies not counted" in t for t in texts) and any("need GPU times" in t for t in texts)
     assert "1 MiB+ pinned" not in rows
     migrated = make.moved(p, copies=make.copies("hooks", notes=("pageable copies 2.60 GB/s in both directions",)))
@@ -179,3 +180,32 @@ def test_a_row_whose_report_claimed_less_than_its_mappings_says_so():
     flagged = dataclasses.replace(p, held=dataclasses.replace(p.held, report_understated=True))
     text = rows_by_label(detail_rows(flagged, snap()))["pinned"][0].text
     assert text == plain + " (its trace report counts less: its mappings' figure)"
+
+
+def test_an_attached_process_shows_its_copies_sizes_allocations_and_registrations():
+    """Uprobes see every call's size: the table has the count and the sizes (p50, p90, max) of each
+    kind that had copies, write-combined apart, peer copies below; the allocations and the
+    registrations as the engine counted them."""
+    from .attach_fakes import attached_snapshot
+
+    s = attached_snapshot()
+    rows = {p.pid: rows_by_label(detail_rows(p, s)) for p in s.processes if p.source == "attached"}
+    trainer, loader = rows[4242], rows[5151]
+    assert trainer["copies"][0].text.split() == ["now", "count", "p50", "size", "p90", "size", "max", "size"]
+    assert trainer["H2D pinned"][0].text.split() == ["32.0", "GB/s", "38,146", "8.0", "MiB", "8.0", "MiB", "64.0", "MiB"]
+    assert "H2D pageable" not in trainer and "D2H pinned" in trainer
+    assert any("over its 10.00 s window" in r.text for r in trainer["D2H pinned"])
+    assert trainer["allocs"][0].text == ("12 in 10.00 s (1.2/s), median 4.0 KiB, max 8.0 MiB; write-combined 1;"
+                                         " frees 3")
+    assert trainer["registered"][0].text == ("2 (4.0 GiB), median 2.0 GiB, max 2.0 GiB; portable 2;"
+                                             " unregistered 1")
+    assert loader["D2H WC"][0].text.split()[:3] == ["50.0", "MB/s", "7,629"]
+    assert any("or registered before the attach" in r.text for r in loader["D2H WC"])
+    assert loader["peer"][0].text == "1.0 GB/s, 120 copies (GPU to GPU, not on the host link)"
+    assert loader["allocs"][0].text == "none in 10.00 s" and "registered" not in loader
+
+
+def test_an_attached_process_without_copies_says_so_over_its_window():
+    c = make.copies("uprobes", window_s=10.0)
+    rows = rows_by_label(detail_rows(make.process(5, "idle", source="attached", copies=c), snap()))
+    assert rows["copies"][0].text == "none in its 10.00 s window"

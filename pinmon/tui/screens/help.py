@@ -22,6 +22,8 @@ KEYS = (
     ("g", "next GPU (its detail; probes use the selected GPU)"),
     ("Enter", "GPU row: its detail; finding, process or group: in full (a pop-up: ↑↓ PgUp PgDn"
               " scroll; Esc, Enter or q close)"),
+    ("a", "attach the highlighted process (4, or its pop-up) for attach_window s (config, 10): its"
+          " copies through uprobes on its libcuda; root, live only"),
     ("p", "quick probe now: pinned vs pageable copies"),
     ("s", "probe sweep over copy sizes"),
     ("/", "filter processes (pid, name, user, group); Esc clears"),
@@ -42,6 +44,12 @@ def terms(t: Thresholds) -> tuple[tuple[str, str], ...]:
         ("est.", "estimate: /proc/PID/maps for pinned, 20 ms sample for PCIe"),
         ("exact", "PCIe bytes from the link counters over the interval"),
         ("traced", "pinned bytes from the in-process tracer (exact)"),
+        ("attached", "copies and allocations counted through uprobes on the process's libcuda (a, or"
+                     " --attach); its pinned bytes stay the /proc/PID/maps estimate"),
+        ("ATTACH", "pinmon --attach: every CUDA process kept attached, a window each interval"),
+        ("copies", "GPU rows: how much of the link's RX and TX the measured copies explain, per process"
+                   " and host memory kind; \"GPU not known\": a process on several GPUs, or one NVML does"
+                   " not list, on a host with several"),
         ("RX in", "bytes the GPU's link received (link bytes: packet headers included): host-to-device"
                   " copies' data, and what the GPU reads from host memory"),
         ("TX out", "bytes the GPU's link sent: device-to-host copies' data, and also the read requests a"
@@ -70,7 +78,8 @@ COLUMN_TERMS = (
     ("NODE", "NUMA node with most of its pinned pages, and that share (hosts with several nodes)"),
     ("VMPIN", "io_uring and RDMA pins the kernel counts for it (a table 110 columns wide or more)"),
     ("GROUP", "its container, pod's container, Slurm job step or unit (a table 120 columns wide or more; 7: Containers)"),
-    ("SRC", "where its figures come from: est. (/proc/PID/maps) or traced (pinmon trace)"),
+    ("SRC", "where its figures come from: est. (/proc/PID/maps), traced (pinmon trace) or attached"
+            " (a, or pinmon --attach)"),
     ("COMMAND", "the program and its script; the line under the table has the whole command line"),
 )
 

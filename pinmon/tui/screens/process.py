@@ -2,26 +2,52 @@
 
 At 80x24 everything but a very long list of call sites is on screen without scrolling. The border
 says which snapshot the figures are from, and when the process has left the snapshots, since when it
-is gone (its last figures stay): ``detail.LiveDetailScreen``.
+is gone (its last figures stay): ``detail.LiveDetailScreen``. ``a`` attaches the process for a window
+(``AttachRequested``, as on its row), and its copy table fills in when the window ends.
 """
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from textual.binding import Binding
+from textual.message import Message
+
 from ...model import Finding, ProcessPinned, Snapshot
 from ..view.detail_row import DetailRow
 from ..view.format import fmt_time
 from ..view.process_detail import detail_rows
-from .detail import LiveDetailScreen
+from .detail import KEYS_HINT, LiveDetailScreen
+
+ATTACH_HINT = "a: attach  "
+
+
+class AttachRequested(Message):
+    """The user asked to attach ``pid`` (None: no process was highlighted); the app decides."""
+
+    def __init__(self, pid: Optional[int]):
+        super().__init__()
+        self.pid = pid
 
 
 class ProcessScreen(LiveDetailScreen):
     BOX_ID = "process-box"
     TEXT_ID = "process-text"
+    BINDINGS = [*LiveDetailScreen.BINDINGS, Binding("a", "attach", "Attach", show=False)]
 
-    def __init__(self, process: ProcessPinned, snapshot: Optional[Snapshot], findings: Sequence[Finding] = ()):
+    def __init__(self, process: ProcessPinned, snapshot: Optional[Snapshot], findings: Sequence[Finding] = (),
+                 attach_key: bool = False):
+        """``attach_key``: the key can attach here (its border says so)."""
         super().__init__(process, snapshot, findings)
         self.pid = process.pid
+        self.attach_key = attach_key
+
+    def on_mount(self) -> None:
+        if self.attach_key:
+            self.query_one(f"#{self.BOX_ID}").border_subtitle = ATTACH_HINT + KEYS_HINT
+        super().on_mount()
+
+    def action_attach(self) -> None:
+        self.app.post_message(AttachRequested(self.pid))
 
     @property
     def process(self) -> ProcessPinned:

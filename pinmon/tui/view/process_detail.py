@@ -3,11 +3,12 @@
 No Textual here: ``detail_rows`` is a function of the process row, its snapshot (GPUs, the latest
 probe) and the advisor's findings, so what the user reads is unit-tested figure by figure.
 
-For a traced or attached process: what measured it, its pinned allocations (allocation rate, median
-size), its copies per direction and host memory kind (``ProcessPinned.copies``: the rate over the
-window, and from CUPTI the achieved rate, bytes over GPU time, with the median and 10th percentile per
-copy), its pinned copies of 1 MiB or more against the latest probe's pinned rate on the same GPU and
-direction, and its call sites (quoted, printable). For every process: what it holds (``HeldMemory``:
+For a traced or attached process: what measured it, its pinned allocations (count, rate, sizes,
+flags, frees) and registrations, its copies per direction and host memory kind
+(``ProcessPinned.copies``: the rate over the window and the count, with the copy sizes where uprobes
+measured them, and from CUPTI the achieved rate, bytes over GPU time, with the median and 10th
+percentile per copy), peer copies, its pinned copies of 1 MiB or more against the latest probe's
+pinned rate on the same GPU and direction, and its call sites (quoted, printable). For every process: what it holds (``HeldMemory``:
 in all, and its pinned, write-combined and registered parts), its GPUs, its pinned pages per NUMA node,
 VmPin, its group (container, pod, job) against the group's limit, VmLck, and the rule ids of the
 findings about it. A figure is highlighted ("warning") only while the advisor's finding about it
@@ -15,7 +16,7 @@ is active, so the view follows the configured thresholds.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, NamedTuple, Optional, Sequence
 
 from ...model import Copies, CopyStats, Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
 from ...model.kinds import DIRECTIONS, Direction, HostMemoryKind
@@ -27,14 +28,37 @@ from .group_detail import group_findings, group_of, group_summary
 ENGINE_LABEL = {"cupti": "CUPTI", "hooks": "hooks (CuPy/PyTorch)", "uprobes": "uprobes on libcuda"}
 DIRECTION_LABEL: dict[Direction, str] = {"h2d": "H2D", "d2h": "D2H"}
 # The copy table's rows: these always (n/a where unknown), then any other host memory kind the copies
-# went to; write-combined stats carry only a count (the tracer counts their bytes as pinned).
+# went to. The tracer's write-combined stats carry only a count (it counts their bytes as pinned):
+# a write-combined row is shown where its rate is known (uprobes tell it apart).
 KIND_ORDER: tuple[tuple[Direction, HostMemoryKind], ...] = (("h2d", "pinned"), ("h2d", "pageable"), ("d2h", "pinned"),
                                                           ("d2h", "pageable"))
-TABLE_MEMORIES: tuple[HostMemoryKind, ...] = ("pinned", "pageable", "managed", "other")
-# A copy figure's width (the widest, "1023.9 GB/s", and a space): with the label column a copy row
-# is 57 cells, inside an 80-column pop-up.
+TABLE_MEMORIES: tuple[HostMemoryKind, ...] = ("pinned", "pageable", "write_combined", "managed", "other")
+MEMORY_LABEL: dict[str, str] = {"write_combined": "WC"}
+# A copy figure's width (the widest, "1023.9 GB/s" or "1023.9 GiB", and a space); a count's
+# ("9,999,999" and a space). With the label column a copy row of five columns is 14 + 54 cells,
+# inside an 80-column pop-up.
 FIGURE_CELLS = 11
+COUNT_CELLS = 10
 SITE_CHARS = 160  # as the collector keeps them (trace_report.MAX_SITE_CHARS)
+
+
+class Column(NamedTuple):
+    """A column of the copy table: its head, its width and its figure of a row's stats."""
+    head: str
+    cells: int
+    figure: Callable[[CopyStats], str]
+
+
+# Every instrument: the rate over its window and the count. Uprobes see every call's size argument
+# (the sizes); CUPTI sees GPU times (the achieved rates: bytes over GPU time, and per copy).
+NOW = Column("now", FIGURE_CELLS, lambda s: fmt_rate(s.bytes_per_s))
+COUNT = Column("count", COUNT_CELLS, lambda s: fmt_int(s.count))
+SIZES = (Column("p50 size", FIGURE_CELLS, lambda s: fmt_bytes(s.size_p50_bytes)),
+         Column("p90 size", FIGURE_CELLS, lambda s: fmt_bytes(s.size_p90_bytes)),
+         Column("max size", FIGURE_CELLS, lambda s: fmt_bytes(s.size_max_bytes)))
+ACHIEVED = (Column("achieved", FIGURE_CELLS, lambda s: fmt_rate(s.achieved_bytes_per_s)),
+            Column("p50/copy", FIGURE_CELLS, lambda s: fmt_rate(s.rate_p50_bytes_per_s)),
+            Column("p10/copy", FIGURE_CELLS, lambda s: fmt_rate(s.rate_p10_bytes_per_s)))
 
 
 def _findings_of(p: ProcessPinned, findings: Sequence[Finding]) -> list[Finding]:
@@ -53,42 +77,68 @@ def _engine(p: ProcessPinned) -> str:
     return "traced, engine " + ENGINE_LABEL.get(p.instrument or "", "n/a")
 
 
-def _fig(v: Optional[float]) -> str:
-    return f"{fmt_rate(v):>{FIGURE_CELLS}}"
+def _shown(s: CopyStats) -> bool:
+    return s.memory in TABLE_MEMORIES and (s.memory != "write_combined" or s.bytes_per_s is not None)
 
 
 def _table_keys(c: Copies) -> list[tuple[Direction, HostMemoryKind]]:
-    extra = [(s.direction, s.memory) for s in c.stats
-             if s.memory in TABLE_MEMORIES and (s.direction, s.memory) not in KIND_ORDER]
+    """The table's rows. A tracer's report leaves out what it did not see, so its usual rows stay
+    (n/a); uprobes see every call to the probed functions, so only the kinds that had copies."""
+    extra = [(s.direction, s.memory) for s in c.stats if _shown(s) and (s.direction, s.memory) not in KIND_ORDER]
+    if c.instrument == "uprobes":
+        return [k for k in KIND_ORDER if c.get(*k) is not None] + extra
     return list(KIND_ORDER) + extra
 
 
-def _stat_cells(s: Optional[CopyStats]) -> str:
-    if s is None:
-        return "".join(_fig(None) for _ in range(4))
-    return "".join(_fig(v) for v in (s.bytes_per_s, s.achieved_bytes_per_s, s.rate_p50_bytes_per_s,
-                                      s.rate_p10_bytes_per_s))
+def table_columns(c: Copies) -> tuple[Column, ...]:
+    """The columns the copies' instrument fills: now and count, then sizes or achieved rates."""
+    columns: tuple[Column, ...] = (NOW, COUNT)
+    if any(s.size_p50_bytes is not None or s.size_max_bytes is not None for s in c.stats):
+        columns += SIZES
+    if c.instrument == "cupti" or any(s.achieved_bytes_per_s is not None for s in c.stats):
+        columns += ACHIEVED
+    return columns
+
+
+def _stat_cells(s: Optional[CopyStats], columns: Sequence[Column]) -> str:
+    return "".join(f"{col.figure(s) if s is not None else fmt_rate(None):>{col.cells}}" for col in columns)
+
+
+def _window_text(c: Copies) -> str:
+    if c.instrument == "cupti":
+        return "now: last ~5 s; achieved: bytes / GPU time, all copies"
+    if c.instrument == "uprobes":
+        return (f"now: over its {fmt_seconds(c.window_s)} window; achieved rates need GPU times:"
+                " trace with CUPTI")
+    return "now: last ~5 s; achieved rates need GPU times: trace with CUPTI"
 
 
 def transfer_rows(p: ProcessPinned, found: Sequence[Finding] = ()) -> list[DetailRow]:
-    """The copy table: per direction and kind, now (window), achieved, p50 and p10 per copy, its
-    pageable rows highlighted while ``pageable-bulk-copies`` fires (the rate it quotes is their "now"
-    figures added up); then what the copies record says it leaves out (its notes)."""
+    """The copy table: per direction and host memory kind, the rate over the window and the count,
+    with the sizes (uprobes) or the achieved rates (CUPTI: bytes over GPU time, p50 and p10 per copy)
+    the instrument sees; its pageable rows highlighted while ``pageable-bulk-copies`` fires (the
+    rate it quotes is their "now" figures added up); then peer copies and what the record says it
+    leaves out (its notes)."""
     c = p.copies
     notes = [DetailRow("", printable(n, 200), "dim") for n in (c.notes if c is not None else ())]
-    if c is None or not any(s.memory in TABLE_MEMORIES for s in c.stats):
+    if c is None or not any(_shown(s) for s in c.stats):
+        if c is not None and c.instrument == "uprobes":
+            return [DetailRow("copies", f"none in its {fmt_seconds(c.window_s)} window", "dim")] + notes
         return [DetailRow("copies", "n/a (no copy figures in the tracer's report)", "dim")] + notes
     flagged = "warning" if _active(found, "pageable-bulk-copies") else ""
-    head = "".join(f"{h:>{FIGURE_CELLS}}" for h in ("now", "achieved", "p50/copy", "p10/copy"))
+    columns = table_columns(c)
+    head = "".join(f"{col.head:>{col.cells}}" for col in columns)
     rows = [DetailRow("copies", head, "head")]
     for d, mem in _table_keys(c):
-        rows.append(DetailRow(f"{DIRECTION_LABEL[d]} {mem}", _stat_cells(c.get(d, mem)),
+        rows.append(DetailRow(f"{DIRECTION_LABEL[d]} {MEMORY_LABEL.get(mem, mem)}", _stat_cells(c.get(d, mem), columns),
                               flagged if mem == "pageable" else ""))
-    if c.instrument == "cupti":
-        rows.append(DetailRow("", "now: last ~5 s; achieved: bytes / GPU time, all copies",
-                              "dim"))
-    else:
-        rows.append(DetailRow("", "now: last ~5 s; achieved rates need GPU times: trace with CUPTI", "dim"))
+    rows.append(DetailRow("", _window_text(c), "dim"))
+    if c.pageable_may_be_registered:
+        rows.append(DetailRow("", "pageable: or registered before the attach (a registration is seen only"
+                                  " while attached)", "dim"))
+    if c.peer_count:
+        rows.append(DetailRow("peer", f"{fmt_rate(c.peer_bytes_per_s)}, {fmt_int(c.peer_count)} copies"
+                                      " (GPU to GPU, not on the host link)"))
     return rows + notes
 
 
@@ -152,12 +202,42 @@ def _pinned_text(p: ProcessPinned) -> str:
     return text + (" (its trace report counts less: its mappings' figure)" if h.report_understated else "")
 
 
+def _flags_text(flags: dict[str, int]) -> str:
+    return ", ".join(f"{printable(k, 20).replace('_', '-')} {fmt_int(v)}" for k, v in sorted(flags.items()))
+
+
 def _alloc_text(p: ProcessPinned) -> Optional[str]:
+    """"12 in 10.0 s (1.2/s), median 4.0 KiB, max 8.0 MiB; write-combined 1; frees 3": what the
+    instrument counted of its pinned allocations (a tracer's: the rate and median only)."""
     a = p.allocations
-    if a is None or (a.per_s is None and a.median_bytes is None):
+    if a is None or (a.per_s is None and a.median_bytes is None and a.count is None):
         return None
+    window = f" in {fmt_seconds(a.window_s)}" if a.window_s else ""
+    if a.count == 0 and not a.frees:
+        return f"none{window}"
     rate = "n/a" if a.per_s is None else f"{a.per_s:.1f}/s"
-    return f"{rate}, median {fmt_bytes(a.median_bytes)}"
+    text = rate if a.count is None else f"{fmt_int(a.count)}{window} ({rate})"
+    text += f", median {fmt_bytes(a.median_bytes)}"
+    if a.size_max_bytes is not None:
+        text += f", max {fmt_bytes(a.size_max_bytes)}"
+    if a.flags:
+        text += f"; {_flags_text(a.flags)}"
+    if a.frees is not None:
+        text += f"; frees {fmt_int(a.frees)}"
+    return text
+
+
+def _registered_text(p: ProcessPinned) -> Optional[str]:
+    """cudaHostRegister calls apart from allocations (uprobes): count, bytes, sizes, flags, and the
+    unregistrations."""
+    a = p.allocations
+    if a is None or not (a.registrations or a.unregistrations):
+        return None
+    text = (f"{fmt_int(a.registrations)} ({fmt_bytes(a.registered_bytes)}), median"
+            f" {fmt_bytes(a.registration_median_bytes)}, max {fmt_bytes(a.registration_max_bytes)}")
+    if a.registration_flags:
+        text += f"; {_flags_text(a.registration_flags)}"
+    return text + f"; unregistered {fmt_int(a.unregistrations)}"
 
 
 def _gpus_text(p: ProcessPinned, gpus: Sequence[Gpu]) -> str:
@@ -183,11 +263,15 @@ def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
     alloc = _alloc_text(p)
     if alloc is not None:
         rows.append(DetailRow("allocs", alloc))
+    registered = _registered_text(p)
+    if registered is not None:
+        rows.append(DetailRow("registered", registered))
     if p.source != "est.":
         rows += transfer_rows(p, found)
         rows += probe_rows(p, snapshot, found)
     else:
-        rows.append(DetailRow("copies", "not traced (`pinmon trace` gives its copies and rates)", "dim"))
+        rows.append(DetailRow("copies", "not measured: a attaches it for a while (root), `pinmon trace` traces it",
+                              "dim"))
     rows.append(DetailRow("GPU memory", _gpus_text(p, gpus)))
     by_node = p.placement.pinned_bytes_by_node
     if by_node:

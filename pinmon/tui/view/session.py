@@ -4,7 +4,8 @@ The session owns the advisor's snapshot history (``advise.history``, sized in ti
 thresholds, as ``pinmon replay`` and the exporter size theirs), calls the advisor, keeps the series
 the sparklines draw,
 joins probe results and the link traffic read while they ran (``probe_link``), writes the
-recording, and decides when an automatic probe may run (the duty cycle). The app feeds it
+recording, decides when an automatic probe may run (the duty cycle), and keeps the attach key's
+window (``attach.py``) and how much of each GPU's link the measured copies explain. The app feeds it
 snapshots, probe results and the user's keys, and draws the ``ViewState`` it returns; the app's
 threads and timers run what the session decides. Methods that have something to tell the user
 return a ``Note`` the app shows as a pop-up.
@@ -17,15 +18,19 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Callable, Iterable, Literal, NamedTuple, Optional, Protocol, Sequence
+from typing import Callable, Iterable, Optional, Protocol, Sequence
 
 from ...advise.history import AdvisorHistory
 from ...advise.thresholds import Thresholds
+from ...limits import DEFAULT_ATTACH_WINDOW_S
 from ...model import SEVERITY_RANK, Finding, ProbeResult, Snapshot
 from ...model.kinds import ProbeKind
 from ...model.probe_join import with_probe
+from ...model.traffic import TrafficExplained, explain_traffic
+from .attach import AttachKey
 from .format import SPARK_SAMPLES
 from .history import GraphHistory, History
+from .note import Note
 from .shared_link import join_link, link_join_due
 from .state import ProbeView, ViewState
 
@@ -43,17 +48,6 @@ class Recorder(Protocol):
     def close(self) -> None: ...
 
 
-# Textual's toast severities (its ``SeverityLevel``), named here so the session needs no Textual.
-NoteSeverity = Literal["information", "warning", "error"]
-
-
-class Note(NamedTuple):
-    """Something to tell the user in a pop-up."""
-    text: str
-    severity: NoteSeverity = "information"
-    timeout: Optional[float] = None
-
-
 class Session:
     def __init__(self, advisor: Callable[[Sequence[Snapshot]], list[Finding]], *,
                  live: bool = True,
@@ -66,7 +60,11 @@ class Session:
                  speed: float = 1.0,
                  clock: Callable[[], float] = time.monotonic,
                  auto_probe_duty_limit: float = AUTO_PROBE_DUTY_LIMIT,
-                 thresholds: Optional[Thresholds] = None):
+                 thresholds: Optional[Thresholds] = None,
+                 attach_available: bool = False,
+                 attach_unavailable_reason: Optional[str] = "attach is not available here",
+                 attach_all: bool = False,
+                 attach_window_s: float = DEFAULT_ATTACH_WINDOW_S):
         self.advisor = advisor
         self.live = live
         self.interval_s = float(interval_s)
@@ -109,6 +107,12 @@ class Session:
         self.probe_seconds = 0.0
         self.probe_count = 0
         self.started_at = clock()
+
+        # The attach key (one window on one process) and --attach (every CUDA process, always).
+        self.attach = AttachKey(live=live, every_process=attach_all, window_s=attach_window_s, clock=clock,
+                                unavailable_reason=None if attach_available else (
+                                    attach_unavailable_reason or "attach is not available here"))
+        self.traffic: Optional[TrafficExplained] = None  # the displayed snapshot's
 
     def start(self) -> None:
         """The session's clock starts: the probe duty cycle counts from here."""
@@ -160,6 +164,7 @@ class Session:
             self.selected_gpu = len(gpus) - 1
         self._series = sparkline_series(self._recent, [g.index for g in gpus])
         self._graphs = self._history.frozen([g.index for g in gpus])
+        self.traffic = explain_traffic(snapshot)
 
     def _advise(self) -> tuple[Finding, ...]:
         try:
@@ -191,7 +196,8 @@ class Session:
                          recording_path=getattr(self.recorder, "path", None) if self.recorder else None,
                          ended=self.ended, selected_gpu=self.selected_gpu, rx_series=self._series[0],
                          tx_series=self._series[1], graphs=self._graphs, notices=self.notices(), probe=probe,
-                         thresholds=self.thresholds)
+                         thresholds=self.thresholds, traffic=self.traffic, attach_status=self.attach.status(),
+                         attach_all=self.attach.every_process and self.live, attach_usable=self.attach.usable)
 
     # --- the user's keys ---------------------------------------------------------------------
 

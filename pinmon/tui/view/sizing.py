@@ -23,13 +23,14 @@ def pane_lines(screen_height: int) -> int:
     return max(0, screen_height - CHROME_LINES)
 
 
-def gpu_graph_rows(screen_width: int, screen_height: int, gpu_count: int) -> int:
+def gpu_graph_rows(screen_width: int, screen_height: int, gpu_count: int, extra_lines: int = 0) -> int:
     """Rows of graph per direction for each GPU; 1 means the one-line sparkline (a narrow terminal,
-    or no room for more)."""
+    or no room for more). ``extra_lines``: each GPU's lines besides its head, graphs and axis (what
+    the measured copies explain of its link)."""
     if gpu_count <= 0 or screen_width < WIDE_CELLS:
         return 1
     budget = int(GPU_SHARE * pane_lines(screen_height)) - PANEL_BORDER
-    per_gpu = budget // gpu_count
+    per_gpu = budget // gpu_count - extra_lines
     rows = (per_gpu - 2) // 2  # the head line and the axis, then two directions
     return max(1, min(MAX_GPU_GRAPH_ROWS, rows)) if rows >= 2 else 1
 

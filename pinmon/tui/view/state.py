@@ -10,6 +10,7 @@ from typing import Optional
 from ...advise.thresholds import Thresholds
 from ...model import Finding, Gpu, ProbeResult, Snapshot
 from ...model.kinds import ProbeKind
+from ...model.traffic import TrafficExplained
 from .history import GraphHistory
 
 
@@ -59,6 +60,13 @@ class ViewState:
     # The advisor's thresholds (the configured ones, else the defaults), for views that mark them
     # and figures whose look follows a rule (a link DEGRADED under load).
     thresholds: Thresholds = field(default_factory=Thresholds)
+    # How much of each GPU's link the measured copies (attach, trace) explain; None before a snapshot.
+    traffic: Optional[TrafficExplained] = None
+    # The attach key: its window's countdown ("attaching pid 4242: 7 s left") while one runs, and
+    # whether it can start one here (live, attach possible, not --attach); --attach is on.
+    attach_status: Optional[str] = None
+    attach_usable: bool = False
+    attach_all: bool = False
 
     @property
     def gpus(self) -> tuple[Gpu, ...]:

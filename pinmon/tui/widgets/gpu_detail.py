@@ -1,4 +1,5 @@
-"""The selected GPU in full: bus id, CPU affinity, NUMA node, memory, its processes.
+"""The selected GPU in full: bus id, CPU affinity, NUMA node, memory, what the measured copies explain
+of its link (where some process's copies are measured: attached or traced), its processes.
 
 Each process is one line, its command line's meaningful part (``command_brief``) cut to the panel's
 width: a multi-line ``python -c`` script would otherwise fill the panel.
@@ -12,10 +13,13 @@ from textual.content import Content
 from ...units import fmt_bytes, fmt_link, fmt_rate, fmt_traffic, printable
 from ..view.format import command_brief, error_text, error_total, link_state, method_label
 from ..view.state import ViewState
+from ..view.traffic import CAVEAT, detail_lines, gpu_copies, hanging
 from .base import NoLinks, TextBlock, View, lines, set_content
 
 # "    4242    80.0 GiB  ": the columns before COMMAND.
 PROCESS_LEAD_CELLS = 22
+# The labels' column ("traffic   ").
+LABEL_CELLS = 10
 # A command line's cut before the panel is laid out (its width still unknown).
 DEFAULT_COMMAND_CELLS = 58
 
@@ -56,6 +60,16 @@ class GpuDetail(NoLinks, TextBlock, View):
             Content.assemble(("PCIe      ", "dim"), (error_text(gpu), "bold $error" if error_total(gpu) else ""),
                              (" since pinmon started", "dim")),
         ]
+        copies = gpu_copies(state.traffic, gpu.index)
+        if copies is not None:
+            # Wrapped here, under the text rather than the label: the lines name several processes.
+            label = "copies    "
+            for line in detail_lines(copies):
+                for part in hanging(line, width, LABEL_CELLS):
+                    rows.append(Content.assemble((label, "dim"), part))
+                    label = " " * LABEL_CELLS
+            rows += [Content.styled(" " * LABEL_CELLS + part, "dim")
+                     for part in hanging(CAVEAT, width, LABEL_CELLS)]
         rows += [Content.assemble(("notice    ", "dim"), (printable(n), "$warning")) for n in gpu.notices]
         if gpu.processes:
             rows.append(Content.styled(f"{'PID':>8}  {'GPU MEM':>10}  COMMAND", "bold"))

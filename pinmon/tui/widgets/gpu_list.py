@@ -3,7 +3,9 @@
 Under 120 columns each row has a one-line sparkline of the last readings, one per cell. From 120
 each has the last minutes, a few readings per column: a graph as tall as the terminal leaves room
 for (``sizing.gpu_graph_rows``), or where there is room for one line only (many GPUs), a sparkline
-of the same minutes; on the GPUs tab and in the wide overview (``BareGpuList``) alike.
+of the same minutes; on the GPUs tab and in the wide overview (``BareGpuList``) alike. Where some
+process's copies are measured, each row has a line more (what they explain of its link), which the
+graphs make room for.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from textual.content import Content
 from ..view.format import COLLECTING, NO_GPU_HINT
 from ..view.sizing import WIDE_CELLS, gpu_graph_rows
 from ..view.state import ViewState
+from ..view.traffic import gpu_copies, line_count
 from .base import CompositeView, TextBlock, set_content
 from .gpu_row import GpuRow, GraphSpec
 
@@ -33,10 +36,11 @@ class GpuList(Vertical, CompositeView):
     def compose(self) -> ComposeResult:
         yield self._empty
 
-    def graph_rows(self, gpu_count: int) -> int:
-        """Rows of graph per direction; 1: the sparkline."""
+    def graph_rows(self, gpu_count: int, extra_lines: int = 0) -> int:
+        """Rows of graph per direction; 1: the sparkline. ``extra_lines``: each row's lines besides
+        its head, graphs and axis."""
         size = self.app.size
-        return gpu_graph_rows(size.width, size.height, gpu_count)
+        return gpu_graph_rows(size.width, size.height, gpu_count, extra_lines)
 
     def draw(self, state: ViewState) -> None:
         self._state = state
@@ -55,10 +59,13 @@ class GpuList(Vertical, CompositeView):
             self._rows = [GpuRow(i) for i in range(len(gpus))]
             self.mount_all(self._rows)
         size = self.app.size
-        graph = (GraphSpec(self.graph_rows(len(gpus)), state.graphs) if size.width >= WIDE_CELLS else None)
-        for row, g in zip(self._rows, gpus):
+        copies = [gpu_copies(state.traffic, g.index) for g in gpus]
+        wide = size.width >= WIDE_CELLS
+        extra = max((line_count(c, wide) for c in copies), default=0)
+        graph = GraphSpec(self.graph_rows(len(gpus), extra), state.graphs) if wide else None
+        for row, g, c in zip(self._rows, gpus, copies):
             row.set_gpu(g, state.rx_series.get(g.index, ()), state.tx_series.get(g.index, ()),
-                        row.position == state.selected_gpu, state.thresholds, graph)
+                        row.position == state.selected_gpu, state.thresholds, graph, c)
 
 
 class BareGpuList(GpuList):

@@ -21,6 +21,7 @@ from ...model import Gpu
 from ...units import fmt_link, fmt_pct, fmt_rate, printable, share
 from ..view.format import COLLECTING, error_text, error_total, link_state, method_label
 from ..view.history import ColumnCache, GraphHistory, per_column_for
+from ..view.traffic import GpuCopies, row_line, row_lines
 from .rows import RowsWidget
 from .sparkline import Run, axis_text, graph_runs, runs_content, spark_runs, spark_segments
 
@@ -63,6 +64,16 @@ def direction_content(label: str, rate: Optional[float], link_rate: Optional[flo
                             (f" {est:<5}", "dim"))
 
 
+def copies_content(copies: GpuCopies, width: Optional[int], wide: bool = False) -> list[Content]:
+    """What the measured copies explain of the link: one line, or with ``wide`` a line per direction;
+    "copies" bold as the rate rows' labels."""
+    out = []
+    for text in (row_lines(copies, width) if wide else [row_line(copies, width)]):
+        head, rest = text[:6], text[6:]
+        out.append(Content.assemble((head, "bold"), (rest, "" if copies.links else "dim")))
+    return out
+
+
 def axis_content(span_s: float, scale: Optional[float], cells: int) -> Content:
     """The graphs' time axis under their columns: how long ago the left edge is, the scale, now."""
     middle = f"top: {fmt_rate(scale)}, the link's rate" if scale else "top: the peak"
@@ -99,9 +110,11 @@ class GpuRow(RowsWidget, can_focus=True):
         self._columns = {label: ColumnCache() for label, _ in DIRECTIONS}  # the graphs' column values
 
     def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
-                selected: bool, thresholds: Thresholds, graph: Optional[GraphSpec] = None) -> None:
-        """``rx``/``tx``: the sparkline's readings, newest last; ``graph``: draw a graph instead."""
-        data = (gpu, tuple(rx), tuple(tx), selected, thresholds, graph)
+                selected: bool, thresholds: Thresholds, graph: Optional[GraphSpec] = None,
+                copies: Optional[GpuCopies] = None) -> None:
+        """``rx``/``tx``: the sparkline's readings, newest last; ``graph``: draw a graph instead;
+        ``copies``: what the measured copies explain of this GPU's link (a line of its own)."""
+        data = (gpu, tuple(rx), tuple(tx), selected, thresholds, graph, copies)
         if data == self._data:
             return
         self._data = data
@@ -116,7 +129,7 @@ class GpuRow(RowsWidget, can_focus=True):
     def _build(self, width: int, focused: bool) -> list[Content]:
         if self._data is None:
             return [Content.styled(COLLECTING, "dim")]
-        gpu, rx, tx, selected, thresholds, graph = self._data
+        gpu, rx, tx, selected, thresholds, graph, copies = self._data
         head = head_content(gpu, selected, thresholds)
         if focused:
             head = head.stylize_before("bold")
@@ -128,6 +141,8 @@ class GpuRow(RowsWidget, can_focus=True):
         p = gpu.pcie
         spark_cells = max(0, width - RATE_CELLS)
         rows = [head]
+        if copies is not None:
+            rows += copies_content(copies, width or None, wide=graph is not None)
         self._bar_rows = {}
         if graph is not None and graph.rows > 1 and spark_cells > 0:
             return self._graph(rows, gpu, graph, scale, spark_cells)

@@ -1,7 +1,9 @@
 """The GPUs in one line each, for the overview on small terminals.
 
 At most ``MAX_ROWS`` lines: an 8-GPU box would otherwise push the panels below off an 80x24 screen.
-The selected GPU is always among those listed; the GPUs tab has all of them.
+The selected GPU is always among those listed; the GPUs tab has all of them. Where some process's
+copies are measured (attached, traced), each line says how much of its link they explain, in short
+("copies RX 88% TX 43%"): the GPUs tab has it in full.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from textual.content import Content
 from ...units import fmt_link, fmt_traffic, printable
 from ..view.format import COLLECTING, NO_GPU_HINT, error_total, link_state
 from ..view.state import ViewState
+from ..view.traffic import brief, gpu_copies
 from .base import NoLinks, TextBlock, View, lines, set_content
 from .gpu_row import _LINK_NOTE, _LINK_STYLE
 
@@ -47,11 +50,14 @@ class GpuSummary(NoLinks, TextBlock, View):
                 continue
             st = link_state(g, state.thresholds)
             est = " est." if g.pcie.method == "sampled" else ""
+            copies = gpu_copies(state.traffic, g.index)
+            explained = brief(copies) if copies is not None else ""
             rows.append(Content.assemble(
                 marker, (f"GPU {g.index}", "bold"), " ",
                 (fmt_link(g.link.gen, g.link.width) + _LINK_NOTE.get(st, ""), _LINK_STYLE[st]),
                 f"  {fmt_traffic(g.pcie.rx_bytes_per_s, g.pcie.tx_bytes_per_s)}{est}",
                 (f"  errors +{error_total(g)}", "bold $error") if error_total(g) else "",
+                ("  " + explained, "$accent") if explained else "",
                 ("  " + printable(g.name or "", 60), "dim")))
         if len(positions) < len(state.gpus):
             rows.append(Content.styled(f"… {len(state.gpus) - len(positions)} more GPUs (2: GPUs, g: next)", "dim"))

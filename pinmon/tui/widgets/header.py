@@ -1,6 +1,8 @@
-"""The status line: LIVE/REPLAY badge, host, GPU count, effective RAM, interval, snapshot time, REC.
+"""The status line: LIVE/REPLAY badge, ATTACH (``--attach``), host, GPU count, effective RAM,
+interval, snapshot time, the attach key's countdown, REC.
 
-On a narrow terminal it drops words before numbers: first "every", then the date (the time stays).
+On a narrow terminal it drops words before numbers: first "every", then the date (the time stays),
+then, while the attach key's window counts down, the RAM figure (the Memory tab has it).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ class StatusHeader(NoLinks, TextBlock, View):
 
 
 def header_content(state: ViewState, width: Optional[int] = None) -> Content:
-    for compact in range(3):
+    for compact in range(4 if state.attach_status else 3):
         content = _header(state, compact)
         if width is None or content.cell_length <= width:
             return content
@@ -44,6 +46,8 @@ def _header(state: ViewState, compact: int) -> Content:
     parts: list[Content | tuple[str, str] | str] = []
     if state.live:
         parts.append((" LIVE ", "bold reverse $success"))
+        if state.attach_all:
+            parts += [" ", (" ATTACH ", "bold reverse $accent")]
     else:
         parts.append((f" REPLAY {_speed(state.speed)} ", "bold reverse $warning"))
     if state.ended:
@@ -59,9 +63,11 @@ def _header(state: ViewState, compact: int) -> Content:
         n = len(snap.gpus)
         parts += [" ", (printable(h.hostname, 64), "bold"),
                   f"  {n} GPU{'s' if n != 1 else ''}",
-                  f"  RAM {fmt_bytes(effective)}",
+                  f"  RAM {fmt_bytes(effective)}" if compact < 3 else "",
                   f"  {'every ' if compact < 1 else ''}{state.interval_s:g} s",
                   "  ", (fmt_time(snap.time, with_date=compact < 2), "bold")]
+    if state.attach_status:
+        parts += ["  ", (state.attach_status, "bold $accent")]
     if state.recording_path:
         parts += ["  ", (" REC ", "bold reverse $error"), " ", printable(state.recording_path)]
     return Content.assemble(*parts)

@@ -5,8 +5,10 @@ user holding only VmPin shows its bytes and sorts among the others by them; WC a
 
 On a host with more than one NUMA node a NODE column shows the node holding most of each process's
 pinned pages and its share of them (as ``pinmon check`` prints it), where the table has the room.
-Enter opens the highlighted process in full (``ProcessScreen``): for a traced process its copies by
-host memory kind, their achieved rates against the probe's, its pinned allocations and call sites.
+Enter opens the highlighted process in full (``ProcessScreen``): for a traced or attached process its
+copies by host memory kind, their achieved rates against the probe's, its pinned allocations and call
+sites. ``a`` attaches the highlighted process for a window (the app runs it; offered only where
+attaching can work: live, and not with ``--attach``, which attaches every CUDA process already).
 
 Sort column and filter text are this view's own state (how the user looks), not data. The table
 never scrolls sideways: COMMAND takes the width the other columns leave (a command line longer than
@@ -26,7 +28,7 @@ from textual.widgets import DataTable, Input
 
 from ...model import Finding, ProcessPinned, Snapshot
 from ...units import fmt_bytes, fmt_int, printable
-from ..screens.process import ProcessScreen
+from ..screens.process import AttachRequested, ProcessScreen
 from ..view.format import (
     SORT_COLUMNS,
     SortColumn,
@@ -45,9 +47,13 @@ from .base import CompositeView, TextBlock, cursor_row_key, follow_popup, refill
 # print ("1023.9 GiB", pid 4194304) and the header with its sort mark ("CHURN ▼"), plus one space of
 # gutter, so at 80 columns every number is whole and no two headers touch; COMMAND (None) gets the
 # rest of the table's width. Nothing is re-measured on refresh.
+# SRC takes "est." and "traced" in 7 cells; where a row is "attached" it widens to 9 (as `pinmon
+# check`'s 8 characters and a space), taken from COMMAND, so no source is ever cut.
+SRC_COLUMN = (None, "SRC", False, 7)
+SRC_ATTACHED_COLUMN = (None, "SRC", False, 9)
 COLUMNS = (("pid", "PID", True, 8), ("user", "USER", False, 9), ("pinned", "PINNED", True, 11),
            ("wc", "WC", True, 10), (None, "MAPS", True, 7), ("churn", "CHURN", True, 8),
-           ("gpu_mem", "GPU MEM", True, 10), (None, "SRC", False, 7), ("command", "COMMAND", False, None))
+           ("gpu_mem", "GPU MEM", True, 10), SRC_COLUMN, ("command", "COMMAND", False, None))
 # A table narrower than this leaves MAPS out (the count of pinned mappings: the least read column),
 # so that COMMAND keeps a readable width at 80 columns.
 WIDE_TABLE_CELLS = 100
@@ -93,17 +99,23 @@ def _before_command(columns: tuple, column: tuple) -> tuple:
     return columns[:-1] + (column,) + columns[-1:]
 
 
+def _with_attached(columns: tuple) -> tuple:
+    return tuple(SRC_ATTACHED_COLUMN if c[1] == "SRC" else c for c in columns)
+
+
 def table_layout(room: int, nodes: bool = False, groups: bool = False, vm_pinned: bool = False,
-                 width: Optional[int] = None) -> tuple[tuple, int]:
+                 width: Optional[int] = None, attached: bool = False) -> tuple[tuple, int]:
     """The columns a table ``width`` cells wide shows (its scrollbar's gutter included: the widths the
     README and the help give), and COMMAND's width: what the others leave of ``room``, the cells
     its rows have (``width`` defaults to ``room``). ``nodes``: the host has several NUMA nodes (NODE
     where it fits); ``groups``: processes run in groups (GROUP where it fits); ``vm_pinned``: a
-    process has VmPin (VMPIN where it fits)."""
+    process has VmPin (VMPIN where it fits); ``attached``: a row's source is "attached" (SRC widens)."""
     if not room:
-        return COLUMNS, DEFAULT_COMMAND_CELLS
+        return (_with_attached(COLUMNS) if attached else COLUMNS), DEFAULT_COMMAND_CELLS
     width = room if width is None else width
     columns = COLUMNS if width >= WIDE_TABLE_CELLS else NARROW_COLUMNS
+    if attached:
+        columns = _with_attached(columns)
     if nodes and width >= NODE_TABLE_CELLS:
         columns = _with_node(columns)
     if vm_pinned and width >= VMPIN_TABLE_CELLS:
@@ -120,13 +132,14 @@ def process_cells(p: ProcessPinned, command_cells: int = DEFAULT_COMMAND_CELLS,
     ``command_cells`` (its cell brings one space); the line under the table has it whole.
     ``group_names``: a group's key -> its name (``Cgroup.name``), for GROUP."""
     group = (group_names or {}).get(p.identity.cgroup or "")
+    src_cells = next((w for _, h, _, w in columns if h == "SRC"), SRC_COLUMN[3])
     held = p.held
     churn = fmt_int(held.mappings_churn)
     values = {"PID": str(p.pid), "USER": user_text(p)[:8], "PINNED": fmt_bytes(held.bytes),
               "WC": fmt_bytes(held.write_combined_bytes), "MAPS": fmt_int(held.mappings),
               "CHURN": churn if not held.mappings_churn else f"±{churn}",
               "GPU MEM": fmt_bytes(p.placement.gpu_memory_bytes),
-              "SRC": printable(p.source, 6), "NODE": node_cell(p),
+              "SRC": printable(p.source, src_cells - 1), "NODE": node_cell(p),
               "GROUP": printable(group, GROUP_COLUMN[3] - 1) if group else "-",
               "VMPIN": fmt_bytes(held.vm_pinned_bytes) if held.vm_pinned_bytes else "-",
               "COMMAND": command_brief(p, max(1, command_cells - 1))}
@@ -142,7 +155,9 @@ def command_line(p: Optional[ProcessPinned]) -> Content:
 
 
 class ProcessPanel(Vertical, CompositeView):
-    BINDINGS = [Binding("o", "cycle_sort", "Sort")]
+    BINDINGS = [Binding("o", "cycle_sort", "Sort"),
+                Binding("a", "attach", "Attach", tooltip="Count the highlighted process's copies for a while"
+                                                         " (uprobes on its libcuda; root)")]
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
@@ -157,6 +172,8 @@ class ProcessPanel(Vertical, CompositeView):
         self.snapshot: Optional[Snapshot] = None
         self.findings: tuple[Finding, ...] = ()
         self._popup: Optional[ProcessScreen] = None
+        self.attach_usable = False  # the attach key can start a window here (else the app's a says why)
+        self.attached_rows = False  # a row's source is "attached": SRC is wider
 
     def compose(self) -> ComposeResult:
         inp = FilterInput(placeholder="filter: pid, name, user or group (Enter: table, Esc: clear)",
@@ -182,6 +199,10 @@ class ProcessPanel(Vertical, CompositeView):
         self.multi_node = state.snapshot is not None and multi_node(state.snapshot.host)
         self.group_names = {g.key: g.name for g in state.snapshot.cgroups} if state.snapshot is not None else {}
         self.vm_pinned = any(p.held.vm_pinned_bytes for p in self.processes)
+        self.attached_rows = any(p.source == "attached" for p in self.processes)
+        if state.attach_usable != self.attach_usable:
+            self.attach_usable = state.attach_usable
+            self.refresh_bindings()
         self._refresh_table()
         self._popup = follow_popup(self._popup, state.snapshot, state.findings)
 
@@ -189,8 +210,16 @@ class ProcessPanel(Vertical, CompositeView):
         event.stop()
         p = next((p for p in self.processes if str(p.pid) == event.row_key.value), None)
         if p is not None and not isinstance(self.app.screen, ProcessScreen):
-            self._popup = ProcessScreen(p, self.snapshot, self.findings)
+            self._popup = ProcessScreen(p, self.snapshot, self.findings, attach_key=self.attach_usable)
             self.app.push_screen(self._popup)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "attach":
+            return self.attach_usable  # else the app's own a answers: why not
+        return True
+
+    def action_attach(self) -> None:
+        self.post_message(AttachRequested(self.highlighted_pid()))
 
     def shown_filter(self) -> FilterInput:
         """The filter box, shown (the caller focuses it)."""
@@ -231,7 +260,7 @@ class ProcessPanel(Vertical, CompositeView):
         if not table.is_mounted:
             return table_layout(0)
         return table_layout(table.scrollable_content_region.width, self.multi_node, bool(self.group_names),
-                            self.vm_pinned, width=table.size.width)
+                            self.vm_pinned, width=table.size.width, attached=self.attached_rows)
 
     def on_resize(self) -> None:
         if self._columns_for is not None and self._columns_for[1:] != self.columns_now():
@@ -273,6 +302,10 @@ class ProcessPanel(Vertical, CompositeView):
         if pid is None:
             return None
         return next((p for p in self.processes if str(p.pid) == pid), None)
+
+    def highlighted_pid(self) -> Optional[int]:
+        p = self.highlighted_process()
+        return None if p is None else p.pid
 
     def _update_command(self) -> None:
         set_content(self.query_one("#process-command", TextBlock), command_line(self.highlighted_process()))
