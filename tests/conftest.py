@@ -8,6 +8,7 @@ count; ``full`` runs 10,000, which ``.ci/run`` uses on the parser fuzzers (the t
 loaded machine must not fail an example for being slow.
 """
 import os
+import signal
 
 import pytest
 from hypothesis import settings
@@ -16,6 +17,12 @@ settings.register_profile("quick", max_examples=300, deadline=None)
 settings.register_profile("full", max_examples=10_000, deadline=None)
 # --hypothesis-profile (Hypothesis's pytest option) overrides this when the run starts.
 settings.load_profile(os.environ.get("PINMON_HYPOTHESIS_PROFILE", "quick"))
+
+# A suite started in the background of a non-interactive shell inherits SIGINT ignored, and the
+# programs the tests start would inherit that too: the tests that send them SIGINT need Python's
+# own handling of it, as a terminal's Ctrl-C gives.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _gpu_available() -> bool:
