@@ -50,6 +50,7 @@ MAX_SIZE_BYTES = 1 << 60         # any byte figure: --max-pinned, config sizes, 
 MAX_COUNT = (1 << 63) - 1        # any other integer in a snapshot (counters, pids)
 MAX_PID = 1 << 22                # --pid: the kernel's largest pid_max
 MAX_TOP_PROCESSES = 1000         # export --top-processes
+DEFAULT_TOP_PROCESSES = 10       # export --top-processes: rows with their own series, the rest as "other"
 MIN_ATTACH_S = 0.1               # pinmon attach --seconds, the config's attach_window
 MAX_ATTACH_S = 3600.0
 DEFAULT_ATTACH_WINDOW_S = 10.0   # the app's attach key: one window on one process

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # imported where used, so a command loads only what it needs
     from ..model import Finding, ProbeResult, Snapshot
     from ..model.source import Source
     from ..recording.replay import ReplaySource
+    from ..tui.view.first_frame import FirstFrame
     from .config import Config
     from .settings import Settings
 
@@ -208,12 +209,26 @@ PROBES_OFF_REASON = 'probes are off in the config (app_probes = "off")'
 
 
 def run_app(source: Source, settings: Settings, speed: float = 1.0, attach_all: bool = False,
-            attach_windows: Optional[RequestedWindows] = None) -> int:
+            attach_windows: Optional[RequestedWindows] = None, frame: Optional[FirstFrame] = None) -> int:
     """The terminal app on ``source`` with the config's thresholds. Live, its probes follow
     ``settings.app_probes``: automatic ones every ``app_probe_every_s`` and p/s ("auto"), p/s only
     ("manual", also ``--no-probe``), or none, with p and s hidden ("off"). ``attach_all``: the source
     keeps every CUDA process attached (``--attach``); else ``attach_windows``, the source's attached
-    source, takes the attach key's windows (a), where attaching can work here (root, no lockdown)."""
+    source, takes the attach key's windows (a), where attaching can work here (root, no lockdown).
+    ``frame``: the frame drawn before Textual loads, where the caller drew it; else drawn here."""
+    if frame is None:
+        from ..tui.view.first_frame import draw_first_frame
+
+        frame = draw_first_frame()
+    try:
+        return _run_app(source, settings, speed, attach_all, attach_windows, frame)
+    finally:
+        if frame is not None:
+            frame.abandon()  # where Textual never took the terminal (an error first); else a no-op
+
+
+def _run_app(source: Source, settings: Settings, speed: float, attach_all: bool,
+             attach_windows: Optional[RequestedWindows], frame: Optional[FirstFrame]) -> int:
     try:
         from ..tui.app import run_app as run
     except ImportError as e:  # the app is part of the package; this only guards broken installs
@@ -240,6 +255,8 @@ def run_app(source: Source, settings: Settings, speed: float = 1.0, attach_all: 
         kwargs.update(attach_all=attach_all, attach_window_s=config.attach_window_s,
                       **attach_key(attach_windows, attach_all))
     interval = settings.interval_s if source.live else getattr(source, "interval_s", 1.0)
+    if frame is not None:
+        kwargs["before_start"] = frame.handover
     return run(source=source, advisor=lambda h: advise(h, config), interval_s=interval, speed=speed,
                thresholds=config.thresholds, **kwargs) or 0
 

@@ -22,6 +22,7 @@ from .parser import CliParser
 
 if TYPE_CHECKING:
     from ..collect.live import LiveCollector
+    from ..tui.view.first_frame import FirstFrame
 
 # The schema of each command's --json output; an error is printed in the same envelope.
 JSON_SCHEMAS: dict[str, Optional[str]] = {name: module.JSON_SCHEMA for name, module in COMMANDS.items()
@@ -63,6 +64,18 @@ def run_default(args: argparse.Namespace, settings: Settings) -> int:
             print(f"pinmon: {why}: the check report instead", file=sys.stderr)
         return check.report(check.measure(window_s=1.0, oom_lookback=settings.oom_lookback_s, attach=attach_all),
                             settings.config)
+    # The app's outline on screen before anything else loads (Textual, the collector's modules).
+    from ..tui.view.first_frame import draw_first_frame
+
+    frame = draw_first_frame()
+    try:
+        return run_live_app(settings, attach_all, frame)
+    finally:
+        if frame is not None:
+            frame.abandon()  # where the app never took the terminal
+
+
+def run_live_app(settings: Settings, attach_all: bool, frame: Optional[FirstFrame]) -> int:
     from ..collect.attached import AttachedSource, RequestedWindows
     from ..model.source import OpenedOnFirstRead
     from .attaching import continuous
@@ -86,7 +99,7 @@ def run_default(args: argparse.Namespace, settings: Settings) -> int:
 
     source = OpenedOnFirstRead(open_live)
     try:
-        return run_app(source, settings, attach_all=attach_all, attach_windows=requested)
+        return run_app(source, settings, attach_all=attach_all, attach_windows=requested, frame=frame)
     finally:
         if attacher is not None:
             attacher.stop()  # the probes out of the processes before pinmon exits

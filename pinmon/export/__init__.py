@@ -7,8 +7,8 @@ or CUDA itself: the live collector and the probe engine do.
 """
 from .prometheus import PinmonCollector, build_registry, metrics_text
 from .refresher import Refresher
-from .server import MetricsServer, parse_listen
+from .server import MetricsServer
 from .state import ExportState
 
 __all__ = ["ExportState", "PinmonCollector", "build_registry", "metrics_text", "Refresher",
-           "MetricsServer", "parse_listen"]
+           "MetricsServer"]

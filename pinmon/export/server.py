@@ -72,7 +72,6 @@ from .sockets import (
     handshake_step,
 )
 
-DEFAULT_LISTEN = "127.0.0.1:9477"
 WORKERS = 4
 MAX_WAITING = 256
 # A burst of complete requests (forty clients that send one and never read the answer) waits here
@@ -92,30 +91,6 @@ LISTEN_BACKLOG = 1024
 # Accepts per wake-up of the loop, so a flood of connections cannot starve reads of waiting ones.
 ACCEPT_BATCH = 64
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """'HOST:PORT' or '[V6]:PORT' -> (host, port); ValueError with a one-line reason."""
-    text = text.strip()
-    if text.startswith("["):
-        host, sep, rest = text[1:].partition("]")
-        if not sep or not rest.startswith(":"):
-            raise ValueError(f"expected [IPV6]:PORT, got {text!r}")
-        port_text = rest[1:]
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise ValueError(f"not an IPv6 address: {host!r}") from None
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep or not host:
-            raise ValueError(f"expected HOST:PORT (e.g. 127.0.0.1:9477), got {text!r}")
-        if ":" in host:
-            raise ValueError(f"write an IPv6 address in brackets, e.g. [::1]:9477, got {text!r}")
-    # Port 0 asks the kernel for a free port (the chosen one is printed): handy for tests.
-    if not port_text.isdigit() or not (0 <= int(port_text) < 65536):
-        raise ValueError(f"port must be 0-65535, got {port_text!r}")
-    return host, int(port_text)
 
 
 def _family(host: str) -> socket.AddressFamily:

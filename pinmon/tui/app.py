@@ -502,14 +502,16 @@ class PinmonApp(App[int]):
 
 
 def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding]], *,
-            join_timeout_s: float = 10.0, headless: bool = False, **options: Any) -> int:
+            join_timeout_s: float = 10.0, headless: bool = False,
+            before_start: Optional[Callable[[], None]] = None, **options: Any) -> int:
     """Run the app until q or SIGTERM/SIGHUP; returns the exit code. ``options``: ``PinmonApp``'s
     (``interval_s``, ``probe_runner``, ``thresholds``: the advisor's, which the views follow where
     a rule decides how a figure looks...).
 
     Without a ``recorder_factory``, ``r`` records to a new ``./pinmon-DATE-TIME.jsonl.gz``. On return
     the recording is closed and the worker threads have stopped (up to ``join_timeout_s``), so the
-    caller may close the source.
+    caller may close the source. ``before_start`` runs just before Textual takes the terminal (the
+    first frame drawn before Textual loaded gives the terminal's modes back).
     """
     if options.get("recorder_factory") is None:
         from ..recording import Recorder as FileRecorder
@@ -517,6 +519,8 @@ def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding
 
         options["recorder_factory"] = lambda: FileRecorder(default_recording_path())
     app = PinmonApp(source, advisor, install_signal_handlers=True, **options)
+    if before_start is not None:
+        before_start()
     try:
         code = app.run(headless=headless)
     finally:

@@ -23,6 +23,7 @@ from textual.widgets import Footer, TabbedContent, TabPane
 
 from ..advise.thresholds import Thresholds
 from .textual_compat import CONTENT_TABS
+from .view.first_frame import TABS
 from .widgets.containers import ContainerPanel, containers_title
 from .widgets.findings import FindingsPanel
 from .widgets.gpu_detail import GpuDetail
@@ -38,9 +39,6 @@ from .widgets.top_processes import TopProcesses
 
 W = TypeVar("W", bound=Widget)
 
-TABS = (("overview", "1 Overview"), ("gpus", "2 GPUs"), ("memory", "3 Memory"),
-        ("processes", "4 Processes"), ("probe", "5 Probe"), ("advisor", "6 Advisor"),
-        ("containers", "7 Containers"))
 
 
 

@@ -2,8 +2,8 @@
 address given on purpose."""
 import pytest
 
+from pinmon.cli import listen as export
 from pinmon.cli.main import build_parser
-from pinmon.export import server as export
 
 pytestmark = pytest.mark.hardening
 

@@ -20,11 +20,11 @@ import time
 from types import FrameType
 from typing import TYPE_CHECKING, Callable, Optional, Union
 
-from ...export.families.processes import DEFAULT_TOP
-from ...export.server import DEFAULT_LISTEN, parse_listen
+from ...limits import DEFAULT_TOP_PROCESSES as DEFAULT_TOP
 from ...units import printable
 from ..attaching import ATTACH_HELP
 from ..common import UsageError, advise, open_replay, print_notices, speed_arg, top_processes_arg
+from ..listen import DEFAULT_LISTEN, parse_listen
 from ..options import Settings, shared
 from ..parser import Commands
 

@@ -13,12 +13,13 @@ from typing import Sequence
 
 from prometheus_client.core import Metric
 
+from ...limits import DEFAULT_TOP_PROCESSES
 from ...model import ProcessPinned, summed
 from ..state import StateView, unique_processes
 from .base import Gauge, emit
 
 LABELS = ("pid", "name", "user", "source", "pod", "namespace", "container", "slurm_job")
-DEFAULT_TOP = 10
+DEFAULT_TOP = DEFAULT_TOP_PROCESSES
 
 
 def split_top(processes: Sequence[ProcessPinned], top: int) -> tuple[list[ProcessPinned], list[ProcessPinned]]:

@@ -1,0 +1,172 @@
+"""The outline drawn before Textual loads: what it writes, where it is skipped, that it gives the
+terminal back as it found it, and, on a real pseudo-terminal, that the app's own frame follows it."""
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+import termios
+
+import pytest
+
+from pinmon.tui.view import first_frame as ff
+from pinmon.tui.view.sizing import MIN_HEIGHT, MIN_WIDTH
+from tests.waiting import wait_until
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+def shown(text: str) -> str:
+    return ESCAPES.sub("", text)
+
+
+def test_the_outline_has_every_tab_and_says_it_is_starting():
+    text = ff.frame_text(80, 24)
+    assert text is not None and text.startswith(ff.ENTER)
+    plain = shown(text)
+    for _, label in ff.TABS:
+        assert label in plain
+    assert ff.STARTING in plain
+    assert "Quit" not in plain  # the footer's keys are the app's, drawn once they answer
+
+
+@pytest.mark.parametrize("size", [(MIN_WIDTH, MIN_HEIGHT), (80, 24), (300, 100)])
+def test_no_row_is_wider_than_the_terminal(size):
+    width, height = size
+    rows = re.split(r"\x1b\[\d+;\d+H", ff.frame_text(width, height))
+    assert all(len(shown(r)) <= width for r in rows)
+
+
+@pytest.mark.parametrize("size", [(MIN_WIDTH - 1, 24), (80, MIN_HEIGHT - 1), (40, 12)])
+def test_a_terminal_the_app_does_not_fit_gets_no_outline(size):
+    assert ff.frame_text(*size) is None  # the app shows its "too small" hint there
+
+
+def test_not_a_terminal_draws_nothing():
+    out = io.StringIO()
+    assert ff.draw_first_frame(out, io.StringIO()) is None
+    assert out.getvalue() == ""
+
+
+class Pty:
+    """A pseudo-terminal pair in this process: ``out``/``inp`` on the terminal side, ``master`` read here."""
+
+    def __init__(self, cols=80, rows=24):
+        import fcntl
+        import struct
+
+        self.master, self.slave = os.openpty()
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self.out = os.fdopen(os.dup(self.slave), "w", encoding="utf-8")
+        self.inp = os.fdopen(os.dup(self.slave), "r", encoding="utf-8")
+        os.set_blocking(self.master, False)
+
+    def written(self) -> str:
+        data = b""
+        try:
+            while chunk := os.read(self.master, 65536):
+                data += chunk
+        except (BlockingIOError, OSError):
+            pass
+        return data.decode("utf-8", "replace")
+
+    def close(self):
+        for f in (self.out, self.inp):
+            f.close()
+        os.close(self.slave)
+        os.close(self.master)
+
+
+@pytest.fixture
+def tty():
+    p = Pty()
+    yield p
+    p.close()
+
+
+def test_echo_is_off_while_it_shows_and_back_after_the_handover(tty):
+    before = termios.tcgetattr(tty.slave)
+    assert before[3] & termios.ECHO
+    frame = ff.draw_first_frame(tty.out, tty.inp)
+    assert frame is not None
+    assert not termios.tcgetattr(tty.slave)[3] & termios.ECHO  # keys typed now wait, undrawn
+    assert "1 Overview" in shown(tty.written())
+    frame.handover()
+    assert termios.tcgetattr(tty.slave) == before
+    frame.abandon()  # Textual owns the screen now: nothing more is written
+    assert tty.written() == ""
+
+
+def test_an_app_that_never_starts_leaves_the_alternate_screen(tty):
+    before = termios.tcgetattr(tty.slave)
+    frame = ff.draw_first_frame(tty.out, tty.inp)
+    tty.written()
+    frame.abandon()
+    frame.abandon()
+    assert tty.written() == ff.LEAVE
+    assert termios.tcgetattr(tty.slave) == before
+
+
+def test_an_error_before_the_app_starts_gives_the_terminal_back(tty, monkeypatch):
+    from pinmon.cli import common
+
+    def broken(*args):
+        raise RuntimeError("the app failed before Textual took the terminal")
+
+    before = termios.tcgetattr(tty.slave)
+    frame = ff.draw_first_frame(tty.out, tty.inp)
+    monkeypatch.setattr(common, "_run_app", broken)
+    with pytest.raises(RuntimeError):
+        common.run_app(source=None, settings=None, frame=frame)
+    assert tty.written().endswith(ff.LEAVE)
+    assert termios.tcgetattr(tty.slave) == before
+
+
+@pytest.mark.parametrize("argv", [["demo", "--speed", "1"], ["--no-probe", "--interval", "1"]], ids=["demo", "live"])
+def test_the_real_app_draws_the_outline_first_then_its_frame_and_restores_the_terminal(tmp_path, argv):
+    import fcntl
+    import struct
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    before = termios.tcgetattr(slave)
+    env = {**os.environ, "TERM": "xterm-256color", "PYTHONPATH": ROOT, "HOME": str(tmp_path)}
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
+
+    def controlling_tty():
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen([sys.executable, "-m", "pinmon", *argv], stdin=slave, stdout=slave, stderr=slave,
+                            env=env, cwd=str(tmp_path), start_new_session=True, preexec_fn=controlling_tty)
+    os.set_blocking(master, False)
+    out = bytearray()
+
+    def read() -> str:
+        try:
+            while chunk := os.read(master, 65536):
+                out.extend(chunk)
+        except (BlockingIOError, OSError):
+            pass
+        return out.decode("utf-8", "replace")
+
+    try:
+        wait_until(lambda: "q Quit" in shown(read()), timeout_s=60, what="the app's own frame")
+        text = read()
+        assert text.startswith(ff.ENTER)
+        assert text.index(ff.STARTING) < text.index("Quit")  # the outline, then the app's frame
+        os.write(master, b"q")
+        wait_until(lambda: proc.poll() is not None, timeout_s=30, what="the app to quit on q",
+                   retry_on=(OSError,))
+        read()
+        assert proc.returncode == 0
+        assert termios.tcgetattr(slave) == before  # echo and the line discipline as they were
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        os.close(slave)
+        os.close(master)
