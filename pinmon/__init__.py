@@ -1,2 +1,2 @@
 """pinmon: PCIe and pinned-memory monitor for NVIDIA GPU servers."""
-__version__ = "0.1.0"
+__version__ = "0.2.0"
