@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Callable, Optional
+from typing import Callable
 
 SPECIAL = ("__call__", "__enter__", "__exit__", "__iter__", "__int__")
 
@@ -35,7 +35,7 @@ def methods(protocol: type) -> dict[str, list[str]]:
     return out
 
 
-def parameter_names(fn: Callable) -> Optional[list[str]]:
+def parameter_names(fn: Callable) -> list[str] | None:
     """A (compiled) function's parameter names: from its signature, else from the first line of its
     docstring, as Cython writes it (``name(int length, dev)``, ``name(kind: int)``); None if neither says."""
     try:

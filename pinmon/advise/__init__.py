@@ -9,7 +9,7 @@ thresholds, for ``--help``.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Sequence
 
 from ..model import Finding, Snapshot
 from .registry import RULE_DOCS, RULES
@@ -35,7 +35,7 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def advise(history: Sequence[Snapshot], thresholds: Thresholds = Thresholds(),
-           only: Optional[Iterable[str]] = None) -> list[Finding]:
+           only: Iterable[str] | None = None) -> list[Finding]:
     """Findings for the latest snapshot of ``history`` (oldest first), worst first.
 
     ``only`` limits the run to these rule ids; an unknown id raises ``ValueError``.

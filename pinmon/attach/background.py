@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from ..limits import MAX_ATTACH_EVERY
 from ..units import printable
@@ -46,7 +46,7 @@ class AttachPolicy:
 class Attacher:
     """Attaches ``pids`` (None: every process that maps libcuda, up to the budget's count)."""
 
-    def __init__(self, pids: Optional[list[int]] = None, policy: AttachPolicy = AttachPolicy(),
+    def __init__(self, pids: list[int] | None = None, policy: AttachPolicy = AttachPolicy(),
                  session_factory: Callable[..., AttachSession] = AttachSession,
                  clock: Callable[[], float] = time.monotonic, **session_kwargs: Any) -> None:
         self.pids = None if pids is None else list(dict.fromkeys(pids))
@@ -54,10 +54,10 @@ class Attacher:
         self._factory = session_factory
         self._session_kwargs = session_kwargs
         self.clock = clock
-        self._latest: Optional[AttachOutcome] = None
+        self._latest: AttachOutcome | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         # Set while a session's probes are enabled in the targets (a view may say "attached").
         self.attached = threading.Event()
 
@@ -84,7 +84,7 @@ class Attacher:
 
     # --- one window, in the caller's thread ------------------------------------------------------
 
-    def run_once(self, seconds: Optional[float] = None, stop: Optional[threading.Event] = None) -> AttachOutcome:
+    def run_once(self, seconds: float | None = None, stop: threading.Event | None = None) -> AttachOutcome:
         """Attach, count for ``seconds`` (the policy's window by default) or until ``stop``, detach.
         Ctrl-C or SIGTERM/SIGHUP during the window end it early: the outcome holds what was counted
         (``interrupted``)."""
@@ -119,7 +119,7 @@ class Attacher:
         """Window after window on a thread of its own, until ``stop``."""
         return self._start(self._run)
 
-    def start_once(self, seconds: Optional[float] = None) -> "Attacher":
+    def start_once(self, seconds: float | None = None) -> "Attacher":
         """One window on a thread of its own (an app attaching a process it was asked to look at);
         ``latest()`` holds its outcome once it ends, ``stop`` ends it early."""
         return self._start(lambda: self.run_once(seconds, self._stop))
@@ -141,7 +141,7 @@ class Attacher:
             self._thread.join(timeout)
             self._thread = None
 
-    def latest(self) -> Optional[AttachOutcome]:
+    def latest(self) -> AttachOutcome | None:
         with self._lock:
             return self._latest
 

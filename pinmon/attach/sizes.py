@@ -6,8 +6,6 @@ falls in: exact where that bucket holds one size (a loop of equal copies), else 
 """
 from __future__ import annotations
 
-from typing import Optional
-
 SUB_BUCKETS = 16
 
 
@@ -44,7 +42,7 @@ class SizeHistogram:
         if size > self.max:
             self.max = size
 
-    def percentile(self, q: float) -> Optional[int]:
+    def percentile(self, q: float) -> int | None:
         """The size at or below which a share ``q`` (0..1) of the sizes fall; None when empty."""
         if not self.count:
             return None

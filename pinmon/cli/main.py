@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..units import printable
 from .attaching import ATTACH_HELP
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..collect.live import LiveCollector
 
 # The schema of each command's --json output; an error is printed in the same envelope.
-JSON_SCHEMAS: dict[str, Optional[str]] = {name: module.JSON_SCHEMA for name, module in COMMANDS.items()
+JSON_SCHEMAS: dict[str, str | None] = {name: module.JSON_SCHEMA for name, module in COMMANDS.items()
                                            if hasattr(module, "JSON_SCHEMA")}
 
 
@@ -108,7 +108,7 @@ def attach_refusal(command: str) -> str:
             " check, record and export do)")
 
 
-def _misplaced(extra: Sequence[str], parser: CliParser, command: Optional[str]) -> Optional[str]:
+def _misplaced(extra: Sequence[str], parser: CliParser, command: str | None) -> str | None:
     """Where an option that argparse did not take belongs, when it is pinmon's own option given after
     a command that does not use it, or the command's given before it; None for an option known nowhere."""
     sub = parser.subcommands.get(command) if command else None
@@ -128,7 +128,7 @@ def _misplaced(extra: Sequence[str], parser: CliParser, command: Optional[str]) 
     return None
 
 
-def _json_error(command: Optional[str], message: str) -> None:
+def _json_error(command: str | None, message: str) -> None:
     """With --json, an error is also a JSON object on stdout, so a script reading it gets a reason."""
     doc: dict[str, object] = {}
     schema = JSON_SCHEMAS.get(command) if command is not None else None
@@ -139,14 +139,14 @@ def _json_error(command: Optional[str], message: str) -> None:
     print(dumps(doc, indent=1))
 
 
-def _wants_json(argv: Sequence[str], command: Optional[str]) -> bool:
+def _wants_json(argv: Sequence[str], command: str | None) -> bool:
     if command not in JSON_SCHEMAS:
         return False
     head = argv[: argv.index("--")] if "--" in argv else argv
     return "--json" in head
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     # Only to answer an error argparse raises before it has read them: the command's JSON envelope.

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from .cupti_raw import (
     API_FIELDS,
@@ -96,7 +96,7 @@ def bucket_rate(bucket: int) -> float:
     return math.pow(2.0, (bucket + 0.5) / RATE_BUCKETS_PER_OCTAVE)
 
 
-def percentile(hist: dict, q: float) -> Optional[float]:
+def percentile(hist: dict, q: float) -> float | None:
     """The ``q`` quantile (0..1) of a rate histogram {bucket: count}, or None when empty."""
     total = sum(hist.values())
     if total <= 0:
@@ -128,7 +128,7 @@ class _Bin:
 class CuptiFigures:
     """Thread-safe sums of MEMCPY/MEMORY2/CONTEXT records. ``consume`` never raises."""
 
-    def __init__(self, started_ns: Optional[int] = None):
+    def __init__(self, started_ns: int | None = None):
         self.lock = threading.Lock()
         self.started_ns = started_ns  # CUPTI time the activities were enabled: the window starts there
         self.records = 0
@@ -199,7 +199,7 @@ class CuptiFigures:
         slots, hists, bins = self.slots, self.rate_hist, self.bins
         frexp = math.frexp
         latest = self.latest_ns
-        last_key: Optional[int] = None
+        last_key: int | None = None
         last_bin: _Bin  # set by the first record: its key is never None
         try:
             for a in memcpys:
@@ -404,7 +404,7 @@ class CuptiFigures:
 
     # --- the report ------------------------------------------------------------------------
 
-    def report(self, now_ns: Optional[int] = None) -> dict:
+    def report(self, now_ns: int | None = None) -> dict:
         """The ``cupti`` figures. ``now_ns``: the current CUPTI timestamp (window end); default the
         latest record's."""
         with self.lock:
@@ -482,7 +482,7 @@ class CuptiFigures:
             frees += b.frees
             alloc_bytes += b.alloc_bytes
 
-        def rate(n: int) -> Optional[float]:
+        def rate(n: int) -> float | None:
             return n / span_s if span_s > 0 else None
 
         out_copies: dict[str, dict[str, dict]] = {}
@@ -524,7 +524,7 @@ class CuptiFigures:
             return sorted(self.devices)
 
 
-def _window_figures(s: Sums, rate: Callable[[int], Optional[float]]) -> dict:
+def _window_figures(s: Sums, rate: Callable[[int], float | None]) -> dict:
     n, nbytes, ns = s
     return {"count": n, "bytes": nbytes, "gpu_s": ns * 1e-9, "bytes_per_s": rate(nbytes),
             "achieved_bytes_per_s": nbytes / (ns * 1e-9) if ns > 0 else None}
@@ -550,7 +550,7 @@ def _grouped(index: numpy.ndarray, copies: numpy.ndarray, nbytes: numpy.ndarray,
     return out
 
 
-def parse_objects(records: Iterable[Record], figures: Optional[CuptiFigures] = None) -> Parsed:
+def parse_objects(records: Iterable[Record], figures: CuptiFigures | None = None) -> Parsed:
     """Record objects (attributes named as CUPTI's fields) as ``Parsed`` tuples: the slow path,
     for ``cupti-python``'s own callbacks and for tests. A record that does not read is skipped and
     counted in ``unknown``."""

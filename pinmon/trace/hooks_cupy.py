@@ -14,7 +14,7 @@ compiled code (its ``cimport`` of the runtime bypasses these Python attributes),
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable
 
 from .state import PINNED, POOL, WRITE_COMBINED, TracerState
 from .wrap import guard, patch
@@ -174,7 +174,7 @@ def hook(cupy: CuPy, state: TracerState) -> None:
     lookup = st.lookup
     record_copy = st.record_copy  # bound once: these run on every copy
 
-    def host_kind(arr: numpy.ndarray) -> Optional[str]:
+    def host_kind(arr: numpy.ndarray) -> str | None:
         """The pinned kind of numpy array ``arr``'s memory, or None; no address taken while no
         pinned range is known (the table is re-read per call: a fork resets it)."""
         return lookup(_host_ptr(arr)) if st._starts else None

@@ -9,7 +9,7 @@ then the last one read, not one that still holds.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -45,7 +45,7 @@ def same_finding(a: Finding, b: Finding) -> bool:
     return a.rule == b.rule and a.subject == b.subject and a.values.get("pid") == b.values.get("pid")
 
 
-def status_rows(read_at: Optional[float], cleared_at: Optional[float], gone_pid: Optional[int]) -> list[Content]:
+def status_rows(read_at: float | None, cleared_at: float | None, gone_pid: int | None) -> list[Content]:
     """When the figures were read, and whether the finding has cleared (and its process exited)."""
     if cleared_at is None:
         return [Content.styled(f"figures as of {fmt_time(read_at)} (the snapshot shown)", "dim")]
@@ -54,8 +54,8 @@ def status_rows(read_at: Optional[float], cleared_at: Optional[float], gone_pid:
             Content.styled(f"below: its last figures, as of {fmt_time(read_at)}", "dim")]
 
 
-def finding_text(f: Finding, read_at: Optional[float] = None, cleared_at: Optional[float] = None,
-                 gone_pid: Optional[int] = None) -> Content:
+def finding_text(f: Finding, read_at: float | None = None, cleared_at: float | None = None,
+                 gone_pid: int | None = None) -> Content:
     """The finding in full; the labels stand on lines of their own, so the text under them wraps
     from the same column as it starts."""
     style = SEVERITY_STYLE.get(f.severity, "")
@@ -79,12 +79,12 @@ class FindingScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
 
-    def __init__(self, finding: Finding, read_at: Optional[float] = None):
+    def __init__(self, finding: Finding, read_at: float | None = None):
         super().__init__()
         self.finding = finding
         self.read_at = read_at  # the time of the snapshot the figures are from
-        self.cleared_at: Optional[float] = None
-        self.gone_pid: Optional[int] = None
+        self.cleared_at: float | None = None
+        self.gone_pid: int | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="finding-box") as box:
@@ -95,7 +95,7 @@ class FindingScreen(ModalScreen[None]):
     def _text(self) -> Content:
         return finding_text(self.finding, self.read_at, self.cleared_at, self.gone_pid)
 
-    def update(self, findings: Sequence[Finding], snapshot: Optional[Snapshot]) -> None:
+    def update(self, findings: Sequence[Finding], snapshot: Snapshot | None) -> None:
         """The advisor's findings at a newer snapshot: this finding's new figures, or CLEARED."""
         if snapshot is None:
             return

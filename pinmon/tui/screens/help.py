@@ -3,8 +3,6 @@
 Where a term stands for a rule's threshold, the help says the threshold the advisor uses."""
 from __future__ import annotations
 
-from typing import Optional
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -98,7 +96,7 @@ GROUP_TERMS = (
 )
 
 
-def help_items(thresholds: Optional[Thresholds] = None) -> list:
+def help_items(thresholds: Thresholds | None = None) -> list:
     """The help's lines: headings as they are, each key and term with its text wrapped under it.
     Each section's names take the width of its longest one and a gap, so none runs into its text."""
     items: list = []
@@ -119,7 +117,7 @@ def help_items(thresholds: Optional[Thresholds] = None) -> list:
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
 
-    def __init__(self, thresholds: Optional[Thresholds] = None):
+    def __init__(self, thresholds: Thresholds | None = None):
         super().__init__()
         self.thresholds = thresholds
 

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterator
 
 import pytest
 
@@ -63,7 +63,7 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def _own_path(version: int) -> Optional[str]:
+def _own_path(version: int) -> str | None:
     with open("/proc/self/cgroup") as f:
         v2, v1_mem, _ = parse_proc_cgroup(f.read())
     return v1_mem if version == 1 else v2
