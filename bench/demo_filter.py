@@ -44,7 +44,7 @@ import json
 import os
 import re
 import sys
-from typing import Iterable
+from collections.abc import Iterable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)

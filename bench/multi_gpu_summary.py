@@ -30,7 +30,8 @@ import os
 import re
 import statistics
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

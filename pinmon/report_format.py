@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Mapping
+from collections.abc import Mapping
 
 TRACE_SCHEMA = "pinmon.trace/1"
 REPORT_SUFFIX = ".json"

@@ -6,7 +6,7 @@ terminal app, ``pinmon check``, the probe report and the advisor's messages prin
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .limits import MAX_SIZE_BYTES
 

@@ -23,7 +23,7 @@ Figures are bytes and bytes/s, as in the model; times are fixed numbers, never t
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from collections.abc import Iterable
 
 from pinmon.model import (
     Allocations,

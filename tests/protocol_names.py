@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Callable
+from collections.abc import Callable
 
 SPECIAL = ("__call__", "__enter__", "__exit__", "__iter__", "__int__")
 

@@ -8,7 +8,8 @@ cap that turns a hang into a failure, never a measurement: timings belong in ``b
 from __future__ import annotations
 
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ thresholds, for ``--help``.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..model import Finding, Snapshot
 from .registry import RULE_DOCS, RULES

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import deque
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..model import Snapshot
 from .thresholds import Thresholds, lookback_fields

@@ -9,7 +9,7 @@ and VmPin), the figure the views show and sort by.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from ..model import HostMemory, ProcessPinned, Snapshot
 from ..model.kinds import Severity

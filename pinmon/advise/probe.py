@@ -5,7 +5,7 @@
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..model import Gpu, Snapshot
 from ..units import fmt_link, fmt_pct, fmt_rate

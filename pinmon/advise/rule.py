@@ -21,8 +21,9 @@ An empty history gives no findings, so a check never sees one. The doc is a temp
 from __future__ import annotations
 
 import string
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, fields
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..model import Finding, Snapshot
 from ..model.kinds import SEVERITIES, Severity

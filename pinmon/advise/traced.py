@@ -12,7 +12,7 @@ the probe measured on this box.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..model import ProbeResult, ProcessPinned, Snapshot
 from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds, printable

@@ -37,7 +37,7 @@ import bisect
 import os
 import stat
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..collect.processes.kernel_objects import NVIDIA_MAJOR, KernelObjects
 from ..collect.processes.procmaps import (

@@ -28,8 +28,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..collect.processes.kernel_objects import KernelObjects, learn
 from ..units import printable

@@ -15,8 +15,8 @@ from __future__ import annotations
 import io
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from .arch import arch_of_elf_machine
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..collect.rawfile import read_bytes
 

@@ -11,7 +11,8 @@ import argparse
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TextIO
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..limits import (
     MAX_DURATION_S,

@@ -29,8 +29,9 @@ import math
 import os
 import stat
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any
 
 from ..advise.registry import RULES
 from ..advise.thresholds import Thresholds, threshold_fields

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Iterable, NoReturn, Protocol, Sequence, TypeVar, overload
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn, Protocol, TypeVar, overload
 
 from .common import EXIT_BAD_INPUT
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Protocol
 
 from ..model import Allocations, Copies, CopyStats, ProcessIdentity, ProcessPinned
 from ..model.kinds import DIRECTIONS, HOST_MEMORY_KINDS, Instrument

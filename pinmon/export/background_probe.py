@@ -9,7 +9,8 @@ A probe that raises or could not measure is counted as a ``probe`` collection er
 from __future__ import annotations
 
 import threading
-from typing import Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from ..model import ProbeResult, Snapshot
 from .state import ExportState

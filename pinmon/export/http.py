@@ -12,7 +12,8 @@ Nothing is logged: a request is not worth a line on the exporter's stderr, and a
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 from wsgiref.handlers import SimpleHandler
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 

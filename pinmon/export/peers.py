@@ -17,7 +17,8 @@ from __future__ import annotations
 import ipaddress
 import socket
 import struct
-from typing import Hashable, NamedTuple
+from collections.abc import Hashable
+from typing import NamedTuple
 
 # A client's address as accept() gives it: (host, port) for IPv4, (host, port, flowinfo, scope id) for IPv6.
 Address = tuple[str, int] | tuple[str, int, int, int]

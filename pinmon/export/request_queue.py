@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Generic, Hashable, TypeVar
+from collections.abc import Hashable
+from typing import Generic, TypeVar
 
 Item = TypeVar("Item")
 

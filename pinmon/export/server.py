@@ -51,7 +51,7 @@ import socket
 import ssl
 import threading
 import time
-from typing import Mapping
+from collections.abc import Mapping
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, make_wsgi_app

@@ -8,8 +8,8 @@ once per snapshot, not once per scrape.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..model import Finding, Gpu, ProcessPinned, Snapshot
 

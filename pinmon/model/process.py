@@ -15,8 +15,8 @@ Units are bytes and bytes/second; ``None`` is "unknown", never 0.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from .kinds import Direction, HostMemoryKind, Instrument, RowSource
 from .serial import Serial

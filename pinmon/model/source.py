@@ -8,7 +8,8 @@ on the thread that first reads it.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from . import Snapshot
 

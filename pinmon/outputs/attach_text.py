@@ -8,8 +8,8 @@ outside (process names, reasons quoting paths, findings) goes through ``units.pr
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from ..model import Allocations, Copies, Finding, ProcessPinned, Snapshot, worst_severity
 from ..model.kinds import DIRECTIONS

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..model import Cgroup, Finding, Gpu, HostMemory, OomKill, ProcessPinned, Snapshot, worst_severity
 from ..model.traffic import CopyShare, TrafficExplained, explain_traffic

@@ -6,8 +6,8 @@ accepted where it says so): no CUDA, no I/O, so the engine, the text output and 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Iterable, Sequence
 
 from ..model import ProbeMeasurement, ProbeResult
 

@@ -21,8 +21,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from types import FrameType
-from typing import TYPE_CHECKING, Iterator, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .cuda import runtime
 from .cupy_types import CudaRuntime, CudaStream

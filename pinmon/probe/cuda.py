@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .cupy_types import CudaRuntime, CudaStream, CuPy, Kernel
 

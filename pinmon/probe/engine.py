@@ -18,8 +18,9 @@ import functools
 import itertools
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Sequence
+from typing import Literal
 
 from ..model import ProbeMeasurement, ProbeResult
 from ..model.kinds import Direction, ProbeStatus

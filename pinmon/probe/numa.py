@@ -16,8 +16,8 @@ import errno
 import os
 import platform
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Callable, Sequence
 
 from ..model import ProbeMeasurement, ProbeResult
 from ..model.kinds import ProbeStatus

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..model import ProbeMeasurement
 from ..model.kinds import Direction, MeasurementKind, ProbeMemory

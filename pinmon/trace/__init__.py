@@ -39,7 +39,8 @@ PYTHON_M_CWD_ENTRY = _python_m_cwd_entry()
 
 import atexit  # noqa: E402  (after the working directory left sys.path, on purpose)
 import threading  # noqa: E402
-from typing import TYPE_CHECKING, Callable, Mapping  # noqa: E402
+from collections.abc import Callable, Mapping  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
 
 from .report_file import ReportWriter  # noqa: E402
 from .state import TracerState, get_state  # noqa: E402

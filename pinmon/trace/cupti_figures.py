@@ -24,7 +24,8 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from .cupti_raw import (
     API_FIELDS,

@@ -18,7 +18,8 @@ from __future__ import annotations
 import ctypes
 import re
 import struct
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # NumPy is imported where a buffer is read: cupti-python has it, pinmon does not need it
     import numpy

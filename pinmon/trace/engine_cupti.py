@@ -29,7 +29,8 @@ import ctypes
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .cupti_figures import KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, CuptiFigures
 from .cupti_raw import KIND_DRIVER, KIND_RUNTIME

@@ -14,7 +14,8 @@ compiled code (its ``cimport`` of the runtime bypasses these Python attributes),
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .state import PINNED, POOL, WRITE_COMBINED, TracerState
 from .wrap import guard, patch

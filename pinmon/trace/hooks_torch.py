@@ -16,7 +16,8 @@ the live tensors' sizes rounded up. Not seen: pinning done inside C++ (e.g. a Da
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Callable, Mapping, SupportsInt
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, SupportsInt
 
 from .state import TORCH, TracerState, next_pow2
 from .wrap import guard, patch

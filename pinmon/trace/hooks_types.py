@@ -20,8 +20,9 @@ and on a GPU machine the real libraries, have every name listed.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
-from typing import Callable, Protocol, SupportsInt
+from typing import Protocol, SupportsInt
 
 # --- CuPy -----------------------------------------------------------------------------------------
 

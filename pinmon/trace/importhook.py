@@ -10,9 +10,9 @@ from __future__ import annotations
 import importlib.abc
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
-from typing import Callable, Sequence
 
 OnImport = Callable[[ModuleType], object]  # what runs after a module's import, given the module
 

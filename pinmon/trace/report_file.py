@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..report_format import (
     TRACE_SCHEMA,

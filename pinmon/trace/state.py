@@ -19,7 +19,7 @@ import threading
 import time
 import weakref
 from collections import Counter, deque
-from typing import Callable
+from collections.abc import Callable
 
 from .callsite import call_site
 

@@ -23,8 +23,8 @@ import re
 import shlex
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 CHECK_TIMEOUT_S = 5.0
 MIN_PYTHON = (3, 10)        # pinmon's own requires-python: the tracer runs inside that interpreter

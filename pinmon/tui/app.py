@@ -16,8 +16,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Any, Callable, Iterable, Sequence, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand

@@ -5,8 +5,9 @@ that every bound key is there.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
-from typing import Iterable, Protocol
+from typing import Protocol
 
 from textual.app import SystemCommand
 from textual.binding import Binding, BindingType

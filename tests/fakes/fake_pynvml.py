@@ -17,9 +17,10 @@ Every call is recorded in ``calls`` as ``(function, gpu_index_or_None, thread_id
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 # --- constants, same values as pynvml -----------------------------------------------------------
 NVML_SUCCESS = 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from pinmon.attach.results import (
     AllocationStats,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 from pinmon.model import Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeResult, Snapshot
 from pinmon.model.link import theoretical_bytes_per_s

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ...limits import MAX_ATTACH_PIDS, MAX_ATTACH_S, MIN_ATTACH_S
 from ...units import printable

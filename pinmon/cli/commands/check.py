@@ -12,7 +12,8 @@ import argparse
 import dataclasses
 import sys
 import time
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ...limits import DEFAULT_OOM_LOOKBACK_S, MAX_WINDOW_S
 from ...model import CHECK_SCHEMA, ProbeResult, Snapshot

@@ -17,8 +17,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ...export.families.processes import DEFAULT_TOP
 from ...export.server import DEFAULT_LISTEN, parse_listen

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ...collect.processes.resident import CAPPED_TOTAL_NOTICE, capped_totals
 from ...limits import MAX_MAPS_BYTES

@@ -14,7 +14,8 @@ import argparse
 import json
 import shutil
 import sys
-from typing import TYPE_CHECKING, Any, Sequence, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..common import UsageError, cuda_device_arg
 from ..options import Settings, shared

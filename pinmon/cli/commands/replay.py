@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ...advise.history import AdvisorHistory
 from ..common import UsageError, advise, dumps, no_app_here, open_replay, plural, print_notices, run_app, speed_arg

@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 from ...units import printable
 from ..common import UsageError

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .mounts import CgroupMounts, to_dir
 from .ownership import CgroupPaths

@@ -25,7 +25,7 @@ shows (``cgroup-oom-kills``). The OOM count pinmon first saw for a group is kept
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ...model import Cgroup, GroupLimit, GroupOwner, HeldMemory, ProcessPinned, summed
 from ...model.kinds import GROUP_KINDS, GroupKind

@@ -36,8 +36,8 @@ from __future__ import annotations
 import os
 import posixpath
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
 
 from .mounts import CgroupMounts, Mount, read_mounts, to_dir
 from .ownership import CgroupPaths

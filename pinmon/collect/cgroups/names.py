@@ -47,8 +47,8 @@ import os
 import re
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ...units import printable
 from .ownership import KIND_DOCKER, KIND_POD, Owner

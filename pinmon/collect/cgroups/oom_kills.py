@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from ...limits import DEFAULT_OOM_LOOKBACK_S
 from ...model import OomKill

@@ -27,8 +27,8 @@ import ctypes
 import errno
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 _OPEN_FILE = (os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
               | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))

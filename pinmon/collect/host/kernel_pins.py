@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..rawfile import READ_CHUNK, READ_FLAGS, read_bytes
 from .numa import NODE_DIR, list_nodes, system_page_size

@@ -25,8 +25,8 @@ from __future__ import annotations
 import errno
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 KMSG = "/dev/kmsg"
 # The kernel's largest record as /dev/kmsg writes it (CONSOLE_EXT_LOG_MAX, 8 KiB): a smaller buffer

@@ -17,7 +17,7 @@ import os
 import resource
 import socket
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..cgroups.limits import CgroupMemory, CgroupMemoryReader
 from ..cgroups.ownership import CgroupPaths, parse_proc_cgroup

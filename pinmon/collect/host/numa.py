@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ...model import ProcessPinned
 from ...model.serial import evolve

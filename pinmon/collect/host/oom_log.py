@@ -30,8 +30,8 @@ through ``units.printable`` downstream.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Iterable
 
 from .kmsg import KmsgRecord, unescape
 

@@ -13,7 +13,7 @@ process explains disappear.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ...model import ProcessPinned
 from ...units import fmt_bytes

@@ -7,8 +7,9 @@ words of those reports are here too: what each function could not read, and why 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, Sequence, get_args
+from typing import Literal, Protocol, get_args
 
 # NVML return codes: part of NVML's ABI, identical in every pynvml.
 NVML_ERROR_UNINITIALIZED = 1

@@ -7,7 +7,8 @@ counters change rarely; ``EventCounter`` keeps each one's increase since the fir
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .values import field_int
 

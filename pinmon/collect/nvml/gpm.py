@@ -13,7 +13,8 @@ counted in the next good one rather than lost; ``failing_s()`` says for how long
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from .call import NvmlFailure, NvmlFunction
 

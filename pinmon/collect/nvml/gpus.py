@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from ...model import EXACT_PCIE_METHODS, Gpu, Link, Pcie
 from ...model.link import theoretical_bytes_per_s

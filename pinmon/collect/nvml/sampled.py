@@ -10,7 +10,8 @@ import functools
 import queue
 import threading
 import time
-from typing import Callable, Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from .call import NvmlFailure, NvmlFunction
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from ...model.kinds import PcieMethod
 from .call import FailureLog, NvmlCall, NvmlFailure, NvmlFunction, call_nvml

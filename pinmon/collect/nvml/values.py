@@ -4,7 +4,8 @@ names become text, a CPU affinity mask becomes a CPU list, a field value its int
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ...model import GpuProcess
 

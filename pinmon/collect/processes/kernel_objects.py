@@ -32,8 +32,8 @@ import ctypes
 import mmap
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..rawfile import read_bytes
 from .procmaps import NVIDIACTL_PATH, PINNED_PATH, Mapping, parse_maps

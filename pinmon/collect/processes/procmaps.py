@@ -27,8 +27,8 @@ pieces so that the host's total counts a buffer that two processes share once to
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 MIB = 1 << 20
 # CUDA reserves its unified virtual-address range low in the address space (0x200000000 on x86-64);

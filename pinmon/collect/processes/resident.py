@@ -17,8 +17,8 @@ ever lowers a figure. No process's figure, and no total, exceeds the machine's R
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ..rawfile import READ_FLAGS, read_to_end
 

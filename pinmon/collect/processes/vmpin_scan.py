@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..cgroups.vmpin import parse_vmpin
 from ..rawfile import READ_FLAGS

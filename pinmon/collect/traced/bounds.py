@@ -24,7 +24,8 @@ so a report can neither raise a total nor hide pinned memory that nothing explai
 """
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from ...model import ProcessPinned
 from ...model.serial import evolve

@@ -11,7 +11,7 @@ Each bound that changed a row is said in one notice naming the pids.
 """
 from __future__ import annotations
 
-from typing import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from ...model import Gpu, ProcessPinned
 from .bounds import Backing, bound_reports, bounded_notice, understated_notice

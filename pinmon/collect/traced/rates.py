@@ -22,8 +22,8 @@ caller a pid for its notice.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from ...model import Allocations, Copies, Gpu, ProcessPinned
 from ...model.kinds import DIRECTIONS

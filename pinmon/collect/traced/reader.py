@@ -35,8 +35,8 @@ import errno
 import os
 import stat
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ...report_format import UnsafeDirError, check_dir_stat, is_temp_name, report_pid_text, runtime_dir, tmp_dir
 from ...units import fmt_bytes, printable

@@ -14,7 +14,7 @@ collector applies it to all it returns, so a family built any other way cannot m
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, Sample
 

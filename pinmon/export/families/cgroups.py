@@ -20,7 +20,7 @@ into ``cgroup="other"``; a kill whose cgroup the log does not name is ``cgroup="
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import Metric
 

@@ -24,7 +24,8 @@ buy no more room.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from ...model import SEVERITY_RANK, Finding, Snapshot
 from ...model.kinds import Severity

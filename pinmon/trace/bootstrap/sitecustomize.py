@@ -20,9 +20,9 @@ import sys
 # pinmon trace starts, which must load nothing more than it would have (typing among them).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from importlib.machinery import ModuleSpec
     from types import ModuleType
-    from typing import Sequence
 
 # Top-level modules (and numba's CUDA part) whose import means CUDA work follows: the tracer starts
 # at the first of them. pinmon/trace/engine_cupti.py arms CUPTI on the same list (CUDA_MODULES).

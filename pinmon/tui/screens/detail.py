@@ -8,7 +8,8 @@ box has the focus). The keys sit in the box's bottom border, always on screen.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding

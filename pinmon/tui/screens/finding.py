@@ -9,7 +9,8 @@ then the last one read, not one that still holds.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding

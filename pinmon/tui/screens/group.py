@@ -2,7 +2,7 @@
 live, its last figures kept when it has left the snapshots (``detail.LiveDetailScreen``)."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ...model import Cgroup, Finding, Snapshot
 from ..view.detail_row import DetailRow

@@ -1,7 +1,7 @@
 """Every notice in full (``n``): the notice bar shows only the first."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from textual.app import ComposeResult
 from textual.binding import Binding

@@ -7,7 +7,7 @@ is gone (its last figures stay): ``detail.LiveDetailScreen``. ``a`` attaches the
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from textual.binding import Binding
 from textual.message import Message

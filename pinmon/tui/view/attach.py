@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from ...limits import DEFAULT_ATTACH_WINDOW_S
 from ...units import fmt_seconds, printable

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 from ...advise.thresholds import Thresholds
 from ...model import EXACT_PCIE_METHODS, Gpu, HostMemory, ProbeResult, ProcessPinned

@@ -9,7 +9,7 @@ for a few minutes (the collector keeps its OOM count); it is shown as gone.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ...model import Cgroup, Finding, ProcessPinned, Snapshot
 from ...units import fmt_bytes, fmt_int, fmt_share, printable, share

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from ...model import HostMemory, Snapshot
 

@@ -16,7 +16,8 @@ is active, so the view follows the configured thresholds.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from ...model import Copies, CopyStats, Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
 from ...model.kinds import DIRECTIONS, Direction, HostMemoryKind

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Callable, Iterable, Protocol, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 from ...advise.history import AdvisorHistory
 from ...advise.thresholds import Thresholds

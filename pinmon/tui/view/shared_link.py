@@ -12,7 +12,7 @@ No Textual, no I/O: a function of a probe result and snapshots.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from collections.abc import Iterable
 
 from ...model import EXACT_PCIE_METHODS, ProbeResult, Snapshot
 

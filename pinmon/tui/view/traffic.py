@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from ...model.traffic import CopyShare, LinkExplained, TrafficExplained
 from ...units import fmt_pct, fmt_rate, printable

@@ -6,7 +6,8 @@ pinmon's state lives in pinmon's own subclasses (fields set in their ``__init__`
 set on Textual's objects, and only Textual's public API is used here."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Protocol, Sequence, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from textual.app import App
 from textual.content import Content

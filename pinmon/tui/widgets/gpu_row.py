@@ -8,7 +8,8 @@ requests of host-to-device copies as well as device-to-host data (see the help's
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from textual.binding import Binding
 from textual.color import Color

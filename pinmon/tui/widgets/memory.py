@@ -15,7 +15,8 @@ of the pinned share over the last minutes follows, drawn against the critical sh
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from textual.content import Content
 

@@ -6,7 +6,8 @@ would otherwise push every panel down and the last rows off an 80x24 screen.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from textual.content import Content
 from textual.widget import Widget

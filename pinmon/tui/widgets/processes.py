@@ -17,7 +17,8 @@ Every name, user and command line is one printable line (``units.printable``).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult

@@ -12,7 +12,8 @@ uses for the widget's size, and the tests for what it shows.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from textual.content import Content
 from textual.geometry import Region

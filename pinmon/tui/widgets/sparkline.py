@@ -7,7 +7,7 @@ screen's compositor a render pass each refresh, and the row redraws every second
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.segment import Segment
 from rich.style import Style as RichStyle

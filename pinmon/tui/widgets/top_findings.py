@@ -12,8 +12,9 @@ Enter on a finding there have everything.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from textual.content import Content
 from textual.widget import Widget

@@ -6,7 +6,8 @@ longer than ``max_lines`` ends in "…" (the full text is one Enter away).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from textual.content import Content
 

@@ -11,8 +11,8 @@ import itertools
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import pytest
 
