@@ -62,7 +62,7 @@ class AdvisorHistory:
         self._older: deque[Snapshot] = deque(maxlen=self.older_count)
 
     @classmethod
-    def for_thresholds(cls, thresholds: Thresholds | None = None, **kwargs) -> "AdvisorHistory":
+    def for_thresholds(cls, thresholds: Thresholds | None = None, **kwargs) -> AdvisorHistory:
         """A history as long as these thresholds' rules look back (default thresholds if None)."""
         return cls(span_for(thresholds if thresholds is not None else Thresholds()), **kwargs)
 

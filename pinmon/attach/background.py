@@ -116,11 +116,11 @@ class Attacher:
 
     # --- window after window, on a thread of its own -----------------------------------------------
 
-    def start(self) -> "Attacher":
+    def start(self) -> Attacher:
         """Window after window on a thread of its own, until ``stop``."""
         return self._start(self._run)
 
-    def start_once(self, seconds: float | None = None) -> "Attacher":
+    def start_once(self, seconds: float | None = None) -> Attacher:
         """One window on a thread of its own (an app attaching a process it was asked to look at);
         ``latest()`` holds its outcome once it ends, ``stop`` ends it early."""
         return self._start(lambda: self.run_once(seconds, self._stop))
@@ -129,7 +129,7 @@ class Attacher:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def _start(self, target: Callable[[], object]) -> "Attacher":
+    def _start(self, target: Callable[[], object]) -> Attacher:
         self._stop.clear()
         self._thread = threading.Thread(target=target, name="pinmon-attach", daemon=True)
         self._thread.start()

@@ -142,7 +142,7 @@ class AttachSession:
 
     # --- attach -----------------------------------------------------------------------------------
 
-    def __enter__(self) -> "AttachSession":
+    def __enter__(self) -> AttachSession:
         self.attach()
         return self
 

@@ -77,7 +77,7 @@ def run_default(args: argparse.Namespace, settings: Settings) -> int:
     else:
         attached = requested = RequestedWindows()
 
-    def open_live() -> "LiveCollector":
+    def open_live() -> LiveCollector:
         # On the app's reading thread: NVML's start and the collector's imports do not hold up the
         # first frame, which shows "collecting..." meanwhile.
         from ..collect.live import LiveCollector

@@ -152,7 +152,7 @@ class LiveCollector:
         if nvml is not None:
             nvml.close()
 
-    def __enter__(self) -> "LiveCollector":
+    def __enter__(self) -> LiveCollector:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -57,7 +57,7 @@ class ProbeLoop:
                 self.collector.set_probe(result)
             wait = self.every_s
 
-    def start(self) -> "ProbeLoop":
+    def start(self) -> ProbeLoop:
         self._thread = threading.Thread(target=self._run, name="pinmon-export-probe", daemon=True)
         self._thread.start()
         return self

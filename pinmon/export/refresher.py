@@ -121,7 +121,7 @@ class Refresher:
             if live:
                 self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
 
-    def start(self) -> "Refresher":
+    def start(self) -> Refresher:
         self._thread = threading.Thread(target=self._run, name="pinmon-export-refresh", daemon=True)
         self._thread.start()
         return self

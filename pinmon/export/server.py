@@ -238,7 +238,7 @@ class MetricsServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{'https' if self.tls else 'http'}://{host}:{self.port}/metrics"
 
-    def start(self) -> "MetricsServer":
+    def start(self) -> MetricsServer:
         self.httpd.socket.setblocking(False)
         self._threads = [threading.Thread(target=self._loop, name="pinmon-export-http", daemon=True)]
         self._threads += [threading.Thread(target=self._work, name=f"pinmon-export-http-{i}", daemon=True)

@@ -242,7 +242,7 @@ class Snapshot(Serial):
         return {"schema": d.pop("schema"), **d}  # schema first: it is what a reader checks
 
     @classmethod
-    def from_dict(cls, data: Any, path: str | None = None) -> "Snapshot":
+    def from_dict(cls, data: Any, path: str | None = None) -> Snapshot:
         if not isinstance(data, dict):
             raise SchemaError(f"snapshot: expected an object, got {type(data).__name__}")
         schema = data.get("schema")
@@ -277,7 +277,7 @@ def bus_key(bus_id: str | None) -> tuple[int, int, int, int] | None:
         return None
 
 
-def worst_severity(findings: "typing.Iterable[Finding]") -> Status:
+def worst_severity(findings: typing.Iterable[Finding]) -> Status:
     """"ok", "warning" or "critical" (info findings do not raise the status)."""
     rank = max((SEVERITY_RANK[f.severity] for f in findings), default=0)
     statuses: dict[int, Status] = {0: "ok", 1: "warning", 2: "critical"}

@@ -76,7 +76,7 @@ class NodeBuffer(HostBuffer):
         self.ptr = 0
         self._libc: ctypes.CDLL | None = None
 
-    def open(self) -> "NodeBuffer":
+    def open(self) -> NodeBuffer:
         numbers = syscall_numbers()
         if numbers is None:
             raise OSError(errno.ENOSYS, f"binding memory to a NUMA node is not supported on {platform.machine()}")

@@ -132,7 +132,7 @@ def read_capped(path: str, max_bytes: int, what: str) -> bytes:
     return bytes(read_capped_buffer(path, max_bytes, what))
 
 
-def is_blank(data: "bytes | bytearray") -> bool:
+def is_blank(data: bytes | bytearray) -> bool:
     """Whether ``data`` holds nothing but blanks (looked at without a copy)."""
     return _NOT_BLANK.search(data) is None
 

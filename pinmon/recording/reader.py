@@ -31,7 +31,7 @@ class TooCostly(RecordingError):
 _REFUSED = (NestedTooDeep, TooCostly)
 
 
-def _parse_json(text: "str | bytes | bytearray", where: str) -> object:
+def _parse_json(text: str | bytes | bytearray, where: str) -> object:
     """JSON from one line or document; RecordingError (one line) for anything that is not JSON, or
     that would cost more to parse than any snapshot (``json_cost``)."""
     too_costly = over_budget(text)

@@ -411,14 +411,14 @@ class FakeNvml:
         g = self._gpu("nvmlGpmQueryDeviceSupport", device)
         return SimpleNamespace(version=1, isSupportedDevice=int(g.gpm_supported))
 
-    def nvmlGpmSampleAlloc(self) -> "FakeGpmSample":
+    def nvmlGpmSampleAlloc(self) -> FakeGpmSample:
         self._enter("nvmlGpmSampleAlloc")
         sample = FakeGpmSample()
         with self._lock:
             self.gpm_samples_alive += 1
         return sample
 
-    def nvmlGpmSampleFree(self, sample: "FakeGpmSample") -> None:
+    def nvmlGpmSampleFree(self, sample: FakeGpmSample) -> None:
         self._enter("nvmlGpmSampleFree", sample.gpu)
         if sample.freed:
             raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
@@ -426,7 +426,7 @@ class FakeNvml:
         with self._lock:
             self.gpm_samples_alive -= 1
 
-    def nvmlGpmSampleGet(self, device, sample: "FakeGpmSample") -> "FakeGpmSample":
+    def nvmlGpmSampleGet(self, device, sample: FakeGpmSample) -> FakeGpmSample:
         g = self._gpu("nvmlGpmSampleGet", device)
         if not g.gpm_supported:
             raise NVMLError(NVML_ERROR_NOT_SUPPORTED)

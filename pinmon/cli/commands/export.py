@@ -206,7 +206,7 @@ def _attach_window(held: LatestOutcome) -> Callable[[float], object]:
     return wait
 
 
-def _tls_context(args: argparse.Namespace) -> "ssl.SSLContext | None":
+def _tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
     """The TLS settings of --tls-cert/--tls-key/--tls-client-ca; None for plain HTTP."""
     if not args.tls_cert:
         return None

@@ -188,7 +188,7 @@ class CgroupMemoryReader:
         except (AttributeError, OSError):
             pass
 
-    def __enter__(self) -> "CgroupMemoryReader":
+    def __enter__(self) -> CgroupMemoryReader:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -236,7 +236,7 @@ class NvmlCollector:
                 self.available = False
                 self.reason = "the NVML collector is closed"
 
-    def __enter__(self) -> "NvmlCollector":
+    def __enter__(self) -> NvmlCollector:
         self.start()
         return self
 

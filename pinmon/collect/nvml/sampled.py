@@ -43,7 +43,7 @@ class DaemonPool:
     """
 
     def __init__(self, size: int, name: str):
-        self._jobs: "queue.SimpleQueue[Callable[[], None] | None]" = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
                          for i in range(size)]
         for t in self._threads:

@@ -31,7 +31,7 @@ class RealCgroup:
     directory: str        # where its files are
     path: str             # its path as /proc/PID/cgroup writes it
 
-    def child(self, name: str) -> "RealCgroup":
+    def child(self, name: str) -> RealCgroup:
         if self.version == 2:
             _write(os.path.join(self.directory, "cgroup.subtree_control"), "+memory")
         d = os.path.join(self.directory, name)
@@ -164,7 +164,7 @@ class Child:
             with contextlib.suppress(OSError):
                 f.close()
 
-    def __enter__(self) -> "Child":
+    def __enter__(self) -> Child:
         return self
 
     def __exit__(self, *exc) -> None:
