@@ -51,13 +51,13 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
 
-from repair_demo import DEMO, read_lines, write_lines  # noqa: E402
+from repair_demo import DEMO, read_lines, write_lines
 
-from pinmon.collect.cgroups.groups import held_within  # noqa: E402
-from pinmon.collect.host.kernel_pins import KernelPins  # noqa: E402
-from pinmon.collect.host.pinned_total import pinned_figures  # noqa: E402
-from pinmon.model import Cgroup, HostMemory, ProcessPinned, Snapshot, summed  # noqa: E402
-from pinmon.model.serial import evolve  # noqa: E402
+from pinmon.collect.cgroups.groups import held_within
+from pinmon.collect.host.kernel_pins import KernelPins
+from pinmon.collect.host.pinned_total import pinned_figures
+from pinmon.model import Cgroup, HostMemory, ProcessPinned, Snapshot, summed
+from pinmon.model.serial import evolve
 
 # The recording box's values: the lent GPU box's agent (pid 1), the cgroup it starts each command
 # in, and where the checkout sits there.

@@ -19,7 +19,7 @@ import numpy as np
 import pynvml as p
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import provenance  # noqa: E402
+from provenance import provenance
 
 MIB = 1 << 20
 PCIE_TX_PER_SEC, PCIE_RX_PER_SEC = 20, 21

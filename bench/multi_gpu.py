@@ -31,7 +31,7 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import portable_argv, provenance  # noqa: E402
+from provenance import portable_argv, provenance
 
 SMI_FIELDS = ("index", "pci.bus_id", "name", "pcie.link.gen.current", "pcie.link.gen.max",
               "pcie.link.width.current", "pcie.link.width.max")

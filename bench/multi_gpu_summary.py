@@ -352,7 +352,7 @@ def _wall(path: str) -> float | None:
 
 
 def summarise(outdir: str) -> dict:
-    j = lambda *p: _load(os.path.join(outdir, *p))  # noqa: E731
+    j = lambda *p: _load(os.path.join(outdir, *p))
     box, load, watch = j("box.json"), j("load.json"), j("watch.json")
     res: dict[str, Any] = {"outdir_files": sorted(os.listdir(outdir)) if os.path.isdir(outdir) else []}
     if box:

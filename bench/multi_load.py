@@ -29,7 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from provenance import portable_argv, provenance  # noqa: E402
+from provenance import portable_argv, provenance
 
 MIB = 1 << 20
 SIZES_MIB = (16, 32, 64, 128, 256)

@@ -51,11 +51,11 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from demo_filter import BOX_CGROUP_PREFIXES, BOX_PROCESSES, BoxFilter  # noqa: E402
+from demo_filter import BOX_CGROUP_PREFIXES, BOX_PROCESSES, BoxFilter
 
-from pinmon.collect.live import LiveCollector  # noqa: E402
-from pinmon.probe import run_probe  # noqa: E402
-from pinmon.recording import Recorder  # noqa: E402
+from pinmon.collect.live import LiveCollector
+from pinmon.probe import run_probe
+from pinmon.recording import Recorder
 
 HOG = r"""
 import sys, time, cupy as cp

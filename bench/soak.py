@@ -35,7 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pinmon.model import (  # noqa: E402
+from pinmon.model import (
     Gpu,
     GpuProcess,
     HeldMemory,
@@ -47,7 +47,7 @@ from pinmon.model import (  # noqa: E402
     ProcessPinned,
     Snapshot,
 )
-from provenance import provenance  # noqa: E402
+from provenance import provenance
 
 GIB = 1 << 30
 MIB = 1 << 20

@@ -51,7 +51,7 @@ HERE = os.path.abspath(__file__)
 BENCH = os.path.dirname(os.path.dirname(HERE))
 ROOT = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
-from provenance import portable_text, provenance  # noqa: E402
+from provenance import portable_text, provenance
 
 KIB, MIB = 1 << 10, 1 << 20
 RECORD_CAP = 900          # raw records kept per workload (all are summed)

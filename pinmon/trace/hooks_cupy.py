@@ -59,7 +59,7 @@ def hook(cupy: CuPy, state: TracerState) -> None:
 
     skip_package(cupy)
     try:
-        import cupy_backends  # noqa: F401  its frames are library frames too
+        import cupy_backends  # its frames are library frames too
         skip_package(cupy_backends)
     except Exception:
         pass

@@ -170,7 +170,7 @@ def test_import_hook_waits_for_the_import(tmp_path, monkeypatch):
     seen = []
     when_imported("late_module_xyz", lambda m: seen.append(m.VALUE))
     assert seen == [] and "late_module_xyz" not in sys.modules
-    import late_module_xyz  # noqa: F401
+    import late_module_xyz
 
     assert seen == [1]
     assert late_module_xyz.__spec__.loader.__class__.__name__ != "_Loader"  # the real loader is back

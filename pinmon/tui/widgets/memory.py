@@ -213,7 +213,7 @@ def pinned_graph(graphs: GraphHistory, t: Thresholds, band: int, width: int,
                 out.append((" ", ""))
         return _cell_runs(out)
 
-    label = lambda text: Content.styled(f"{text:>4} ", "dim")  # noqa: E731
+    label = lambda text: Content.styled(f"{text:>4} ", "dim")
     low_styles = [pinned_level(v, t) for v in values]
     for r in range(band - 1, -1, -1):
         rows.append(label("100%" if r == band - 1 else "") + band_row(upper, r, False, ["$error"] * cells))
