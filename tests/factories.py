@@ -51,13 +51,11 @@ from pinmon.model import (
 from pinmon.model.link import theoretical_bytes_per_s
 from pinmon.units import GIB, MIB
 
-__all__ = ["GIB", "MIB", "T0", "GEN5_X16", "GEN4_X8", "UUID0", "UUID1", "NODE_SPLIT",
-           "host", "link", "pcie", "gpu", "process", "moved", "copies", "stat", "allocations", "copy_row", "probe",
-           "finding", "snapshot",
-           "null_snapshot", "pinned_series",
-           "full_host", "full_gpu", "full_probe", "full_processes", "full_snapshot",
-           "box_snapshot", "box_kernel_snapshot", "box_probe", "traced_cupti_process",
-           "quick_result", "alloc_rows", "cgroup", "box_groups_snapshot"]
+__all__ = ["GEN4_X8", "GEN5_X16", "GIB", "MIB", "NODE_SPLIT", "T0", "UUID0", "UUID1", "alloc_rows", "allocations",
+           "box_groups_snapshot", "box_kernel_snapshot", "box_probe", "box_snapshot", "cgroup", "copies",
+           "copy_row", "finding", "full_gpu", "full_host", "full_probe", "full_processes", "full_snapshot", "gpu",
+           "host", "link", "moved", "null_snapshot", "pcie", "pinned_series", "probe", "process", "quick_result",
+           "snapshot", "stat", "traced_cupti_process"]
 
 T0 = 1_780_000_000.0  # a fixed epoch: a header's time comes from here, never the wall clock
 # The rounded link rates the hand-made scenes state; link() computes the exact ones (Gen5 x16 is

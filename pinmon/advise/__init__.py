@@ -15,7 +15,7 @@ from ..model import Finding, Snapshot
 from .registry import RULE_DOCS, RULES
 from .thresholds import Thresholds
 
-__all__ = ["advise", "Thresholds", "RULES", "RULE_DOCS"]
+__all__ = ["RULES", "RULE_DOCS", "Thresholds", "advise"]
 
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 

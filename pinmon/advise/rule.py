@@ -39,7 +39,7 @@ class Found:
     """What a check found, before its rule's id and the subject are stamped on it. ``values`` are
     the finding's figures; unknown ones (None) are left out, as ``Finding.from_dict`` rejects null."""
 
-    __slots__ = ("severity", "message", "advice", "subject", "values")
+    __slots__ = ("advice", "message", "severity", "subject", "values")
 
     def __init__(self, severity: Severity, message: str, advice: str, subject: str | None = None,
                  **values: object):

@@ -19,7 +19,7 @@ MAX_FLAG_KINDS = 32
 
 
 class Tally:
-    __slots__ = ("count", "bytes", "sizes", "unknown_size")
+    __slots__ = ("bytes", "count", "sizes", "unknown_size")
 
     def __init__(self) -> None:
         self.count = 0

@@ -18,7 +18,7 @@ def bucket_of(size: int) -> int:
 
 
 class SizeHistogram:
-    __slots__ = ("buckets", "count", "total", "max")
+    __slots__ = ("buckets", "count", "max", "total")
 
     def __init__(self) -> None:
         self.buckets: dict[int, list[int]] = {}   # bucket -> [count, smallest, largest]

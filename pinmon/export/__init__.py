@@ -10,5 +10,5 @@ from .refresher import Refresher
 from .server import MetricsServer, parse_listen
 from .state import ExportState
 
-__all__ = ["ExportState", "PinmonCollector", "build_registry", "metrics_text", "Refresher",
-           "MetricsServer", "parse_listen"]
+__all__ = ["ExportState", "MetricsServer", "PinmonCollector", "Refresher", "build_registry",
+           "metrics_text", "parse_listen"]

@@ -142,7 +142,7 @@ class _Held:
 
 class _Waiting(_Held):
     """A connection whose request head has not all arrived (with TLS: or whose handshake has not ended)."""
-    __slots__ = ("head", "address", "handshaking")
+    __slots__ = ("address", "handshaking", "head")
 
     def __init__(self, deadline: float, address: Address, handshaking: bool = False) -> None:
         super().__init__(deadline)

@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # imported when CUPTI is armed, not with the package
     from .engine_cupti import CuptiEngine
     from .importhook import OnImport
 
-__all__ = ["install", "installed", "writer", "engine", "ENGINES"]
+__all__ = ["ENGINES", "engine", "install", "installed", "writer"]
 
 ENGINES = ("auto", "cupti", "hooks")
 _lock = threading.Lock()

@@ -22,7 +22,7 @@ MAX_LINES = 1000   # per file
 class _File:
     """A program (not library) source file: its display name and its ``file:line`` strings."""
 
-    __slots__ = ("name", "lines")
+    __slots__ = ("lines", "name")
 
     def __init__(self, name: str):
         self.name = name

@@ -115,7 +115,7 @@ class _Bin:
     """Half a second of GPU time: copy sums per (direction, host kind), bulk pinned ones per device,
     allocation counts."""
 
-    __slots__ = ("copies", "bulk", "allocs", "frees", "alloc_bytes")
+    __slots__ = ("alloc_bytes", "allocs", "bulk", "copies", "frees")
 
     def __init__(self) -> None:
         self.copies: list[Sums] = [[0, 0, 0] for _ in range(_N_SLOTS)]  # per lifetime slot

@@ -106,7 +106,7 @@ class Parsed:
     the path without NumPy and the record-object path); MEMORY2, CONTEXT and driver or runtime API
     records as tuples."""
 
-    __slots__ = ("memcpy", "memcpy_runs", "memory", "context", "api", "unknown")
+    __slots__ = ("api", "context", "memcpy", "memcpy_runs", "memory", "unknown")
 
     def __init__(self) -> None:
         self.memcpy: list[Fields] = []
