@@ -153,7 +153,7 @@ def svg_lines(svg: str) -> list[str]:
     cell = statistics.median(widths)
     rows: dict[int, str] = {}
     for row, x, _, text in sorted(runs, key=lambda r: (r[0], r[1])):
-        col = int(round(x / cell))
+        col = round(x / cell)
         line = rows.get(row, "")
         rows[row] = line.ljust(col)[:col] + text
     return [rows.get(k, "") for k in range(max(rows) + 1)] if rows else []

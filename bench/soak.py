@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
 import math
 import os
@@ -140,7 +141,7 @@ class Meter:
     def report(self) -> dict:
         wall = time.perf_counter() - self.start
         times = [self.start] + [t for t, _ in self.marks]
-        per = [(b - a) / self.tenth * 1e3 for a, b in zip(times, times[1:])]
+        per = [(b - a) / self.tenth * 1e3 for a, b in itertools.pairwise(times)]
         rss = [r for _, r in self.marks]
         growth = (rss[-1] - rss[0]) if len(rss) >= 2 else None  # after the first tenth (warm-up)
         return {"snapshots": self.count, "seconds": wall, "snapshots_per_s": self.count / wall if wall else None,

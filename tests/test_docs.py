@@ -316,8 +316,7 @@ def test_every_relative_link_resolves(doc):
             continue  # http:, https:, mailto:
         path, _, anchor = target.partition("#")
         rel = os.path.normpath(os.path.join(base, path)) if path else doc
-        if not os.path.exists(os.path.join(ROOT, rel)):
-            bad.append(target)
-        elif anchor and rel.endswith(".md") and anchor not in _anchors(rel):
+        missing = not os.path.exists(os.path.join(ROOT, rel))
+        if missing or (anchor and rel.endswith(".md") and anchor not in _anchors(rel)):
             bad.append(target)
     assert not bad, f"{doc} has links that lead nowhere: {bad}"

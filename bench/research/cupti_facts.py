@@ -230,12 +230,12 @@ class Recorder:
         kname = self.enum_name("kind", kind) or str(kind)
         self.kinds[kname] += 1
         d = None
-        if self.keep and len(self.records) < RECORD_CAP:
-            if kname != "MEMCPY" or self.kept_memcpy < RECORD_CAP_MEMCPY:
-                d = self.to_dict(a)
-                self.records.append(d)
-                if kname == "MEMCPY":
-                    self.kept_memcpy += 1
+        if self.keep and len(self.records) < RECORD_CAP and (
+                kname != "MEMCPY" or self.kept_memcpy < RECORD_CAP_MEMCPY):
+            d = self.to_dict(a)
+            self.records.append(d)
+            if kname == "MEMCPY":
+                self.kept_memcpy += 1
         if kind == int(c.ActivityKind.MEMCPY):
             ck = self.enum_name("copy_kind", int(a.copy_kind))
             sk = self.enum_name("src_kind", int(a.src_kind))

@@ -9,6 +9,7 @@ and VmPin), the figure the views show and sort by.
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..model import HostMemory, ProcessPinned, Snapshot
@@ -235,7 +236,7 @@ def pinned_growth(history: Sequence[Snapshot], t: Thresholds) -> Iterator[Found]
 
 def _dropped(samples: Sequence[tuple[float, int]], max_drop_fraction: float) -> bool:
     """Whether the series gave memory back: a sample more than ``max_drop_fraction`` below the one before."""
-    return any(b < a * (1 - max_drop_fraction) for (_, a), (_, b) in zip(samples, samples[1:]))
+    return any(b < a * (1 - max_drop_fraction) for (_, a), (_, b) in itertools.pairwise(samples))
 
 
 def _grew_in_both_halves(samples: Sequence[tuple[float, int]]) -> bool:

@@ -173,9 +173,9 @@ def _copies(f: dict) -> dict | None:
 def _allocations(f: dict, carry_instrument: bool) -> dict | None:
     """The allocations record of a v1 row's figures; one with the instrument alone where the row was
     traced (``trace_engine``) and has no copies record to carry it."""
-    if f["pinned_allocs_per_s"] is None and f["median_alloc_bytes"] is None:
-        if not (carry_instrument and f["trace_engine"] is not None):
-            return None
+    if (f["pinned_allocs_per_s"] is None and f["median_alloc_bytes"] is None
+            and not (carry_instrument and f["trace_engine"] is not None)):
+        return None
     return {"instrument": _instrument(f), "per_s": f["pinned_allocs_per_s"], "median_bytes": f["median_alloc_bytes"]}
 
 

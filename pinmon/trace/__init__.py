@@ -17,6 +17,7 @@ one report of both.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 
@@ -28,7 +29,7 @@ def _python_m_cwd_entry() -> str | None:
     if sys.argv[:1] != ["-m"]:  # what it is while python -m locates its module
         return None
     argv = getattr(sys, "orig_argv", None) or []
-    if not any(a == "-m" and b in ("pinmon.trace", "pinmon.trace.__main__") for a, b in zip(argv, argv[1:])):
+    if not any(a == "-m" and b in ("pinmon.trace", "pinmon.trace.__main__") for a, b in itertools.pairwise(argv)):
         return None
     if sys.path and sys.path[0] in ("", os.getcwd()):
         return sys.path.pop(0)

@@ -89,7 +89,7 @@ def size_class_index(n: int) -> int:
 
 
 def rate_bucket(bytes_per_s: float) -> int:
-    return int(math.floor(math.log2(bytes_per_s) * RATE_BUCKETS_PER_OCTAVE))
+    return math.floor(math.log2(bytes_per_s) * RATE_BUCKETS_PER_OCTAVE)
 
 
 def bucket_rate(bucket: int) -> float:
@@ -217,7 +217,7 @@ class CuptiFigures:
                 copies = a[10] or 1
                 per = nbytes // copies if copies != 1 else nbytes
                 h = 0 if host == MEM_PINNED else 1 if host == MEM_PAGEABLE else 2 if host == MEM_MANAGED else 3
-                if per < 1 << 20:
+                if per < 1 << 20:  # noqa: SIM108  (two levels of size classes)
                     cls = 0 if per < 64 << 10 else 1
                 else:
                     cls = 2 if per < 16 << 20 else 3

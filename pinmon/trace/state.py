@@ -293,7 +293,7 @@ class TracerState:
             except AttributeError:
                 tally = self._tally()
             # The size class by comparisons against constants: cheaper than a loop or a table.
-            if nbytes < 1 << 20:
+            if nbytes < 1 << 20:  # noqa: SIM108  (two levels of size classes)
                 cls = 2 if nbytes < 64 << 10 else 3
             else:
                 cls = 4 if nbytes < 16 << 20 else 5

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 
@@ -43,9 +44,9 @@ def test_faster_snapshots_are_thinned_in_the_older_part_and_still_span_the_time(
     assert len(h) <= MAX_SNAPSHOTS
     assert ts == sorted(ts) and ts[-1] - ts[0] >= 660.0 - h.gap_s - interval_s  # the whole span
     recent = ts[-RECENT_SNAPSHOTS:]
-    assert all(b - a == pytest.approx(interval_s) for a, b in zip(recent, recent[1:]))  # every one
+    assert all(b - a == pytest.approx(interval_s) for a, b in itertools.pairwise(recent))  # every one
     older = ts[:-RECENT_SNAPSHOTS]
-    assert all(b - a >= h.gap_s for a, b in zip(older, older[1:]))
+    assert all(b - a >= h.gap_s for a, b in itertools.pairwise(older))
 
 
 def test_a_longer_window_keeps_more_time_within_the_same_count():

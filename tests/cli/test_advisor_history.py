@@ -20,7 +20,7 @@ GIB = 1 << 30
 
 def growing(seconds: float, interval_s: float) -> list:
     """A process whose pinned memory grows steadily from 1 GiB to 2 GiB over ``seconds``."""
-    count = int(round(seconds / interval_s)) + 1
+    count = round(seconds / interval_s) + 1
     return [make.snapshot(time=1000.0 + k * interval_s, interval_s=interval_s,
                           processes=[make.process(pid=4242, name="train",
                                                   pinned_bytes=int(GIB + GIB * k / (count - 1)))])

@@ -345,7 +345,7 @@ def test_pinned_maps_file_rows_carry_the_file_not_a_pid(capsys):
     row = json.loads(capsys.readouterr().out)["processes"][0]
     assert row["pid"] is None and row["maps_file"] == path and row["identity"]["name"] == "write_combined_128m.maps"
     assert main(["pinned", "--maps-file", path]) == 0
-    line = [l for l in capsys.readouterr().out.splitlines() if "write_combined_128m" in l][0]
+    line = next(l for l in capsys.readouterr().out.splitlines() if "write_combined_128m" in l)
     assert line.split()[0] == "-"  # no pid column value
 
 
@@ -381,7 +381,7 @@ def test_check_prints_names_as_one_safe_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\r" not in out
     assert 'host box\\x1b]0;owned\\x07 "quoted"' in out
-    row = [l for l in out.splitlines() if l.strip().startswith("1 ")][0]
+    row = next(l for l in out.splitlines() if l.strip().startswith("1 "))
     assert "tr\\x1b[31main fake row" in row
     assert not any(l.strip().startswith("GPU 9") for l in out.splitlines())
 

@@ -79,7 +79,7 @@ def test_alloc_rows_and_break_even(fake):
                 notes = {m.note for m in r.measurements
                          if m.kind == kind and m.memory == memory and m.size_bytes == size}
                 assert notes == {"first", "steady"}
-        pinned_copy = [m for m in rows(r, "copy", "pinned") if m.size_bytes == size][0]
+        pinned_copy = next(m for m in rows(r, "copy", "pinned") if m.size_bytes == size)
         assert "break_even_transfers=" in pinned_copy.note
     assert fake.pinned_peak <= CAP
 

@@ -71,7 +71,7 @@ def parse_mountinfo(text: str, root: str = "/") -> CgroupMounts:
         if fstype == "cgroup2":
             if v2 is None or len(cg_root) < len(v2.cgroup_root):
                 v2 = mount
-        elif fstype == "cgroup" and "memory" in options.split(","):
+        elif fstype == "cgroup" and "memory" in options.split(","):  # noqa: SIM102  (shaped as the cgroup2 branch)
             if v1 is None or len(cg_root) < len(v1.cgroup_root):
                 v1 = mount
     return CgroupMounts(v2, v1)

@@ -74,7 +74,7 @@ class CounterUnwrapper:
         """Fold in a new raw reading; returns the bytes added."""
         if raw > MASK_32:
             self.wide = True
-        if self.wide:
+        if self.wide:  # noqa: SIM108  (a comment per branch)
             # A 64-bit counter does not wrap in practice; going backwards means it was reset.
             delta = raw - self.last_raw if raw >= self.last_raw else 0
         else:

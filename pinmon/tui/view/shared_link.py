@@ -81,7 +81,7 @@ def probe_own_bytes(result: ProbeResult) -> tuple[float, float]:
     rx = tx = 0.0
     for m in result.measurements:
         count = (m.repeats or 1) + _WARMUPS
-        if m.kind == "copy" and m.direction == "h2d" or m.kind == "kernel_read":
+        if (m.kind == "copy" and m.direction == "h2d") or m.kind == "kernel_read":
             rx += m.size_bytes * count
         elif m.kind == "copy" and m.direction == "d2h":
             tx += m.size_bytes * count
