@@ -88,7 +88,7 @@ try:
 except Exception as e:
     out["error"] = type(e).__name__
 print(json.dumps(out))
-""" % (_DISTS,)
+""" % (_DISTS,)  # noqa: UP031  (a program of braces: .format would double each)
 
 
 @dataclass

@@ -79,7 +79,7 @@ def read(fake, **kw):
 def test_a_symlinked_report_is_not_read(tmp_path):
     d = report.ensure_dir(str(tmp_path / "pinmon"))
     target = tmp_path / "elsewhere.json"
-    target.write_text('{"schema": "pinmon.trace/1", "pid": %d}' % os.getpid())
+    target.write_text(f'{{"schema": "pinmon.trace/1", "pid": {os.getpid()}}}')
     os.chmod(target, 0o600)
     os.symlink(target, os.path.join(d, f"{os.getpid()}.json"))
     fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
