@@ -104,7 +104,7 @@ class RealTree:
     def __init__(self, groups: int, per_group: int):
         mounts, why = read_mounts("/")
         with open("/proc/self/cgroup") as f:
-            v2, v1_mem, _ = parse_proc_cgroup(f.read())
+            _v2, v1_mem, _ = parse_proc_cgroup(f.read())
         if mounts.v1_memory is not None:
             self.version, self.mount = 1, mounts.v1_memory
             parent, _ = to_dir(self.mount, v1_mem or "/")

@@ -295,7 +295,7 @@ def test_a_refused_report_is_not_parsed_again_until_it_changes(tmp_path, live_ch
 
 
 def test_a_report_of_another_users_process_is_remembered_too(fake, monkeypatch):
-    d, proc, reader = fake
+    d, proc, _reader = fake
     fake_proc(proc, 4242, ME + 1, ticks=777)
     write(d, "4242.json", body(4242, 777))
     opened = []
