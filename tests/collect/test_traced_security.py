@@ -136,7 +136,7 @@ def test_only_ascii_decimal_names_are_numbers(text, value):
 def test_odd_pinmon_names_in_tmp_and_in_a_report_dir_do_not_crash_root(tmp_path, monkeypatch):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    for name in ("pinmon-²", "pinmon-١", "pinmon-0x1", "pinmon-1" + "0" * 30, "pinmon-"):
+    for name in ("pinmon-²", "pinmon-\u0661", "pinmon-0x1", "pinmon-1" + "0" * 30, "pinmon-"):
         (tmp / name).mkdir()
     (tmp / "pinmon-³").write_text("")
     monkeypatch.delenv("PINMON_TRACE_DIR", raising=False)
