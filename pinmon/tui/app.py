@@ -72,7 +72,7 @@ ATTACH_TICK_S = 0.5
 class PinmonApp(App[int]):
     CSS_PATH = "pinmon.tcss"
     TITLE = "pinmon"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # noqa: RUF012  (an instance variable to Textual)
 
     BINDINGS = BINDINGS
 

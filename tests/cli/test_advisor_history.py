@@ -4,6 +4,7 @@ snapshots, and a threshold that looks back further makes all three keep more."""
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import pytest
 
@@ -31,7 +32,7 @@ class Finite:
     """A finished recording as a source."""
     live = False
     interval_s = 1.0
-    notices: list = []
+    notices: ClassVar[list] = []
 
     def __init__(self, snaps):
         self.snaps = list(snaps)

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 # --- constants, same values as pynvml -----------------------------------------------------------
 NVML_SUCCESS = 0
@@ -104,7 +104,7 @@ CONSTANT_NAMES = tuple(n for n in dir() if n.startswith("NVML_"))
 
 # --- errors, built the way pynvml builds them ---------------------------------------------------
 class NVMLError(Exception):
-    _valClassMapping: dict[int, type] = {}
+    _valClassMapping: ClassVar[dict[int, type]] = {}
 
     def __new__(cls, value):
         if cls is NVMLError:

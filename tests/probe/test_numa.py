@@ -3,6 +3,7 @@ CuPy stand-in, its text and JSON, and the one-node answer."""
 import ctypes
 import json
 import sys
+from typing import ClassVar
 
 import pytest
 
@@ -17,8 +18,8 @@ MIB = 1 << 20
 
 class FakeNodeBuffer:
     """Page-aligned ordinary memory that says it sits on the node asked for (this box has one node)."""
-    opened: list = []
-    fail_on: set = set()
+    opened: ClassVar[list] = []
+    fail_on: ClassVar[set] = set()
 
     def __init__(self, nbytes, node, page_size=4096):
         self.nbytes, self.node = nbytes, node

@@ -9,10 +9,10 @@ box has the focus). The keys sit in the box's bottom border, always on screen.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -40,7 +40,7 @@ class LiveDetailScreen(ModalScreen[None]):
     """Subclasses say where the item is in a snapshot (``find``), its rows and its border's title
     (``border_text``: not ``title``, which is the screen's own)."""
 
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "dismiss", "Close")]
     BOX_ID = "detail-box"
     TEXT_ID = "detail-text"
 

@@ -10,10 +10,10 @@ then the last one read, not one that still holds.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -78,7 +78,7 @@ def finding_text(f: Finding, read_at: float | None = None, cleared_at: float | N
 class FindingScreen(ModalScreen[None]):
     """The close keys sit in the box's bottom border: always on screen, however long the text."""
 
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "dismiss", "Close")]
 
     def __init__(self, finding: Finding, read_at: float | None = None):
         super().__init__()

@@ -3,8 +3,10 @@
 Where a term stands for a rule's threshold, the help says the threshold the advisor uses."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -115,7 +117,7 @@ def help_items(thresholds: Thresholds | None = None) -> list:
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
 
     def __init__(self, thresholds: Thresholds | None = None):
         super().__init__()

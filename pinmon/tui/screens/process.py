@@ -8,8 +8,9 @@ is gone (its last figures stay): ``detail.LiveDetailScreen``. ``a`` attaches the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from ...model import Finding, ProcessPinned, Snapshot
@@ -32,7 +33,7 @@ class AttachRequested(Message):
 class ProcessScreen(LiveDetailScreen):
     BOX_ID = "process-box"
     TEXT_ID = "process-text"
-    BINDINGS = [*LiveDetailScreen.BINDINGS, Binding("a", "attach", "Attach", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [*LiveDetailScreen.BINDINGS, Binding("a", "attach", "Attach", show=False)]
 
     def __init__(self, process: ProcessPinned, snapshot: Snapshot | None, findings: Sequence[Finding] = (),
                  attach_key: bool = False):

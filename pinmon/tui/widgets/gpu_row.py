@@ -9,9 +9,9 @@ requests of host-to-device copies as well as device-to-host data (see the help's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.content import Content
 from textual.message import Message
@@ -89,8 +89,8 @@ class GpuRow(RowsWidget, can_focus=True):
     Focusable so Enter on the row selects the GPU and shows its detail.
     """
 
-    COMPONENT_CLASSES = {"gpu-row--spark-min", "gpu-row--spark-max"}
-    BINDINGS = [Binding("enter", "select_gpu", "Detail", show=False)]
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"gpu-row--spark-min", "gpu-row--spark-max"}
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_gpu", "Detail", show=False)]
 
     class Selected(Message):
         def __init__(self, position: int):

@@ -18,11 +18,11 @@ Every name, user and command line is one printable line (``units.printable``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import DataTable, Input
@@ -77,7 +77,7 @@ MAX_CELL_UPDATES = 40
 
 
 class FilterInput(Input):
-    BINDINGS = [Binding("escape", "clear_filter", "Clear filter", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "clear_filter", "Clear filter", show=False)]
 
     def action_clear_filter(self) -> None:
         self.value = ""
@@ -156,7 +156,7 @@ def command_line(p: ProcessPinned | None) -> Content:
 
 
 class ProcessPanel(Vertical, CompositeView):
-    BINDINGS = [Binding("o", "cycle_sort", "Sort"),
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("o", "cycle_sort", "Sort"),
                 Binding("a", "attach", "Attach", tooltip="Count the highlighted process's copies for a while"
                                                          " (uprobes on its libcuda; root)")]
 
