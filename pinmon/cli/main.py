@@ -188,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # `pinmon check | head`: the reader left; nothing more to say.
         try:
-            sys.stdout = open(os.devnull, "w")
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (stdout from here until the exit)
         except OSError:
             pass
         return 0
