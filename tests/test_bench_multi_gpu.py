@@ -46,7 +46,7 @@ def test_parse_gpus(load_mod):
     assert load_mod.parse_gpus("all", 8) == list(range(8))
     assert load_mod.parse_gpus("0,2,5", 8) == [0, 2, 5]
     for bad in ("8", "x", "", "-1"):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=r"not a GPU list|no CUDA device"):
             load_mod.parse_gpus(bad, 8)
 
 

@@ -74,5 +74,5 @@ def test_sequence_access():
 
 @pytest.mark.parametrize("span_s", [-1.0, float("nan"), float("inf")])
 def test_a_span_must_be_finite_seconds(span_s):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="span_s must be a finite number of seconds"):
         AdvisorHistory(span_s=span_s)

@@ -476,13 +476,13 @@ def test_record_to_standard_output(tmp_path):
 
 @pytest.mark.parametrize("name", ["r.jsonl", "r.jsonl.gz"])
 def test_a_recording_is_readable_by_its_owner_only(tmp_path, name):
-    from pinmon.recording import Recorder
+    from pinmon.recording import Recorder, RecordingError
 
     with Recorder(str(tmp_path / name)) as rec:
         rec.write(make.snapshot())
     assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o600
     (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
-    with pytest.raises(Exception):
+    with pytest.raises(RecordingError, match="already exists"):
         Recorder(str(tmp_path / "link"))
     assert not (tmp_path / "elsewhere").exists()
 

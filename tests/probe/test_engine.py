@@ -30,7 +30,7 @@ def test_no_cupy_run_probe_returns_unavailable(monkeypatch, kind):
 
 
 def test_unknown_kind_is_a_caller_bug():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown probe kind"):
         run_probe("everything")
 
 

@@ -79,7 +79,7 @@ def test_node_mask():
     bits = 8 * ctypes.sizeof(ctypes.c_ulong)
     assert mask[65 // bits] == 1 << (65 % bits) and sum(1 for w in mask if w) == 1
     assert maxnode == 1025
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="is outside the 1024 nodes"):
         N.node_mask(1024)
 
 

@@ -331,5 +331,5 @@ def test_a_non_nvml_exception_from_nvml_is_a_failure_not_a_crash():
 
 
 def test_rate_must_be_positive():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="counter rate must be positive"):
         PcieSampler(FakeNvml(1), [], 0)
