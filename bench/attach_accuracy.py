@@ -52,9 +52,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
-from trace_paced import COPY_BYTES, ROUND_S, make_jax, make_numba, make_torch  # noqa: E402
+from trace_paced import COPY_BYTES, ROUND_S, make_jax, make_numba, make_torch
 
-from provenance import portable_argv, portable_text, provenance  # noqa: E402
+from provenance import portable_argv, portable_text, provenance
 
 MIB = 1 << 20
 COPY = COPY_BYTES

@@ -40,10 +40,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
-from attach_accuracy import real_libcuda  # noqa: E402
+from attach_accuracy import real_libcuda
 
-from pinmon.attach import AttachError, AttachSession  # noqa: E402
-from provenance import portable_argv, portable_text, provenance  # noqa: E402
+from pinmon.attach import AttachError, AttachSession
+from provenance import portable_argv, portable_text, provenance
 
 DRIVER_SOURCE = os.path.join(HERE, "attach", "paced_driver.c")
 PARTS = ("attach_detach", "cpu_raw", "cpu_text", "per_call", "loop_1mib", "loop_1mib_async")

@@ -39,12 +39,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pinmon.collect.cgroups.limits import CgroupMemoryReader  # noqa: E402
-from pinmon.collect.cgroups.mounts import read_mounts, to_dir  # noqa: E402
-from pinmon.collect.cgroups.ownership import parse_proc_cgroup  # noqa: E402
-from pinmon.collect.cgroups.proc_owner import OwnerCache  # noqa: E402
-from pinmon.collect.cgroups.vmpin import parse_vmpin  # noqa: E402
-from provenance import portable_argv, provenance  # noqa: E402
+from pinmon.collect.cgroups.limits import CgroupMemoryReader
+from pinmon.collect.cgroups.mounts import read_mounts, to_dir
+from pinmon.collect.cgroups.ownership import parse_proc_cgroup
+from pinmon.collect.cgroups.proc_owner import OwnerCache
+from pinmon.collect.cgroups.vmpin import parse_vmpin
+from provenance import portable_argv, provenance
 
 MIB = 1 << 20
 
@@ -104,7 +104,7 @@ class RealTree:
     def __init__(self, groups: int, per_group: int):
         mounts, why = read_mounts("/")
         with open("/proc/self/cgroup") as f:
-            v2, v1_mem, _ = parse_proc_cgroup(f.read())
+            _v2, v1_mem, _ = parse_proc_cgroup(f.read())
         if mounts.v1_memory is not None:
             self.version, self.mount = 1, mounts.v1_memory
             parent, _ = to_dir(self.mount, v1_mem or "/")

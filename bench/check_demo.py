@@ -27,12 +27,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from demo_filter import BOX_CGROUP_PREFIXES, BOX_PROCESSES, group_path, notice_without, under  # noqa: E402
+from demo_filter import BOX_CGROUP_PREFIXES, BOX_PROCESSES, group_path, notice_without, under
 
-from pinmon.advise import advise  # noqa: E402
-from pinmon.advise.history import AdvisorHistory  # noqa: E402
-from pinmon.recording import RecordingError, RecordingReader  # noqa: E402
-from provenance import portable_argv, portable_text, provenance  # noqa: E402
+from pinmon.advise import advise
+from pinmon.advise.history import AdvisorHistory
+from pinmon.recording import RecordingError, RecordingReader
+from provenance import portable_argv, portable_text, provenance
 
 EXPECTED_RULES = ("pinned-small-allocs", "pageable-bulk-copies", "wc-cpu-readback", "pinned-rounding-waste",
                   "pinned-unattributed", "pinned-ram-share", "pinned-growth", "pinned-cgroup-share",

@@ -31,9 +31,9 @@ import psutil
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from overhead import COLLECT_LOOP, WARMUP_S, spawn, stop_spawned  # noqa: E402  (the same programs as overhead.py)
+from overhead import COLLECT_LOOP, WARMUP_S, spawn, stop_spawned  # the same programs as overhead.py
 
-from provenance import portable_argv, provenance  # noqa: E402
+from provenance import portable_argv, provenance
 
 PTY_SIZE = (160, 48)
 

@@ -34,7 +34,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import provenance  # noqa: E402
+from provenance import provenance
 
 VARIANTS = ("off", "cupti_only", "raw_parse", "raw_tracer", "objects_drop", "objects_tracer")
 KNOBS = ("memcpy_only", "per_thread", "hw_trace", "unzeroed", "pinned_flip", "semaphores")

@@ -44,20 +44,20 @@ import json
 import os
 import re
 import sys
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
 
-from repair_demo import DEMO, read_lines, write_lines  # noqa: E402
+from repair_demo import DEMO, read_lines, write_lines
 
-from pinmon.collect.cgroups.groups import held_within  # noqa: E402
-from pinmon.collect.host.kernel_pins import KernelPins  # noqa: E402
-from pinmon.collect.host.pinned_total import pinned_figures  # noqa: E402
-from pinmon.model import Cgroup, HostMemory, ProcessPinned, Snapshot, summed  # noqa: E402
-from pinmon.model.serial import evolve  # noqa: E402
+from pinmon.collect.cgroups.groups import held_within
+from pinmon.collect.host.kernel_pins import KernelPins
+from pinmon.collect.host.pinned_total import pinned_figures
+from pinmon.model import Cgroup, HostMemory, ProcessPinned, Snapshot, summed
+from pinmon.model.serial import evolve
 
 # The recording box's values: the lent GPU box's agent (pid 1), the cgroup it starts each command
 # in, and where the checkout sits there.
@@ -74,7 +74,7 @@ _PID = re.compile(r"pid (\d+) \(([^()]*)\)")
 _MORE = re.compile(r" and (\d+) more\Z")
 
 
-def under(path: Optional[str], prefixes: Iterable[str]) -> bool:
+def under(path: str | None, prefixes: Iterable[str]) -> bool:
     """Whether cgroup ``path`` is one of ``prefixes`` or lies below one."""
     if not path:
         return False
@@ -85,7 +85,7 @@ def under(path: Optional[str], prefixes: Iterable[str]) -> bool:
     return False
 
 
-def key_path(key: Optional[str]) -> Optional[str]:
+def key_path(key: str | None) -> str | None:
     """The cgroup path a group key holds (``collect/cgroups/ownership.py``: "KIND/PATH" for a plain
     group, "IDENT@PATH" for the others, "user/UID/" before either; a long path's head); None where
     the key holds none (a recording's older keys of containers and jobs)."""
@@ -97,14 +97,14 @@ def key_path(key: Optional[str]) -> Optional[str]:
     return m.group(1) if m else None
 
 
-def group_path(g: Cgroup) -> Optional[str]:
+def group_path(g: Cgroup) -> str | None:
     """The group's cgroup path: as the group shows it, or its key's where it shows only its tail."""
     if g.path and not g.path.startswith("…"):
         return g.path
     return key_path(g.key)
 
 
-def notice_without(text: str, names: Iterable[str]) -> Optional[str]:
+def notice_without(text: str, names: Iterable[str]) -> str | None:
     """``text`` without the pids of processes called one of ``names`` in a scan's "denied access"
     part, written as ``scan_notice`` writes it; None when nothing is left; ``text`` unchanged where
     it is not such a notice or names none of them."""
@@ -132,7 +132,7 @@ def notice_without(text: str, names: Iterable[str]) -> Optional[str]:
     return None if not rest else text
 
 
-def relative(text: Optional[str], checkout: Optional[str]) -> Optional[str]:
+def relative(text: str | None, checkout: str | None) -> str | None:
     """``text`` with each argument that starts with ``checkout``/ relative to it."""
     if not text or not checkout or checkout.rstrip("/") == "":
         return text
@@ -183,7 +183,7 @@ class BoxFilter:
     """The filter, called on each snapshot in order (it remembers which groups only agents had)."""
 
     def __init__(self, processes: Iterable[str] = BOX_PROCESSES, cgroup_prefixes: Iterable[str] = BOX_CGROUP_PREFIXES,
-                 checkout: Optional[str] = BOX_CHECKOUT):
+                 checkout: str | None = BOX_CHECKOUT):
         self.processes = tuple(processes)
         self.cgroup_prefixes = tuple(cgroup_prefixes)
         self.checkout = checkout

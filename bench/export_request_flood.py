@@ -26,7 +26,7 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import portable_argv, provenance  # noqa: E402
+from provenance import portable_argv, provenance
 
 FLOOD_UID = 65534  # nobody
 REQUEST = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"

@@ -34,7 +34,7 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import portable_argv, provenance  # noqa: E402
+from provenance import portable_argv, provenance
 
 SERVERS = ("pinmon", "library", "bounded")
 ATTACKS = ("non_readers", "half_requests", "idle_flood")

@@ -15,7 +15,7 @@ import time
 import pynvml as p
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import provenance  # noqa: E402
+from provenance import provenance
 
 MIB = 1 << 20
 PCIE_TX_PER_SEC, PCIE_RX_PER_SEC = 20, 21  # MiB/s averaged over the two samples

@@ -19,7 +19,7 @@ import numpy as np
 import pynvml as p
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import provenance  # noqa: E402
+from provenance import provenance
 
 MIB = 1 << 20
 PCIE_TX_PER_SEC, PCIE_RX_PER_SEC = 20, 21
@@ -90,7 +90,7 @@ def chain(h, counters, dt, seconds):
         time.sleep(max(0.0, t0 + dt - time.perf_counter()))
         cur, prev = s[(k + 1) % 2], s[k % 2]
         p.nvmlGpmSampleGet(h, cur); t1 = time.perf_counter(); c1 = counters.now()
-        rx_rate, tx_rate = rates(prev, cur)
+        rx_rate, _tx_rate = rates(prev, cur)
         cb = c1[0] - c0[0]
         rows.append({"t": t1, "interval_s": t1 - t0, "gpm_rx_bytes": rx_rate * (t1 - t0),
                      "counter_rx_bytes": cb, "ratio": rx_rate * (t1 - t0) / cb if cb else None})

@@ -35,7 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import provenance  # noqa: E402
+from provenance import provenance
 
 MIB = 1 << 20
 GIB = 1 << 30

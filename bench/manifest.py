@@ -315,10 +315,7 @@ def build(results: str = RESULTS, sources: dict | None = None) -> tuple[dict, li
         except (OSError, ValueError) as e:
             errors.append(f"{rel}: unreadable ({type(e).__name__}: {e})")
             continue
-        if own.get("argv"):
-            command = _command(own["argv"])
-        else:
-            command = own.get("command") or row.get("command")
+        command = _command(own["argv"]) if own.get("argv") else own.get("command") or row.get("command")
         if not command:
             errors.append(f"{rel}: records no command and SOURCES gives none")
             continue

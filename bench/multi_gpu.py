@@ -26,12 +26,12 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any, Optional
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import portable_argv, provenance  # noqa: E402
+from provenance import portable_argv, provenance
 
 SMI_FIELDS = ("index", "pci.bus_id", "name", "pcie.link.gen.current", "pcie.link.gen.max",
               "pcie.link.width.current", "pcie.link.width.max")
@@ -56,7 +56,7 @@ def parse_smi_csv(text: str, fields=SMI_FIELDS) -> list[dict[str, Any]]:
     return rows
 
 
-def nvidia_smi_gpus() -> tuple[list[dict], Optional[str]]:
+def nvidia_smi_gpus() -> tuple[list[dict], str | None]:
     try:
         p = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits"],
                            capture_output=True, text=True, timeout=60)
@@ -67,7 +67,7 @@ def nvidia_smi_gpus() -> tuple[list[dict], Optional[str]]:
     return parse_smi_csv(p.stdout), None
 
 
-def sysfs_node_text(pci_bus_id: Optional[str], sysfs_root: str = "/sys") -> Optional[str]:
+def sysfs_node_text(pci_bus_id: str | None, sysfs_root: str = "/sys") -> str | None:
     """The raw ``numa_node`` of the GPU's PCI device ("-1" on a one-node VM); None if unreadable."""
     from pinmon.collect.nvml.sysfs import sysfs_numa_node_text
 
@@ -227,7 +227,7 @@ class FirstGpus:
         return getattr(self._nvml, name)
 
 
-def time_snapshots(nvml, count: Optional[int], repeats: int, settle_s: float = 2.0) -> dict:
+def time_snapshots(nvml, count: int | None, repeats: int, settle_s: float = 2.0) -> dict:
     """CPU (this thread) and wall time per ``LiveCollector.snapshot()`` seeing ``count`` GPUs (None:
     all), and the NVML sampler threads' CPU share over the same stretch."""
     from pinmon.collect.live import LiveCollector

@@ -30,7 +30,8 @@ import os
 import re
 import statistics
 import sys
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -42,7 +43,7 @@ PROBE_MIN_SHARE = 0.85
 SCALE_MAX_RATIO = 2.0
 
 
-def bus_key(pci_bus_id: Optional[str]) -> Optional[str]:
+def bus_key(pci_bus_id: str | None) -> str | None:
     """One spelling of a PCI address for NVML's "00000000:17:00.0" and CUDA's "0000:17:00.0"."""
     from pinmon.collect.nvml import sysfs_pci_address
 
@@ -79,7 +80,7 @@ def accuracy(load: dict, watch: dict, *, link_overhead: float = LINK_OVERHEAD,
     start = max(g["start"] for g in loads.values()) + settle_s
     end = min(g["end"] for g in loads.values())
     # Each interval a snapshot closes: [time - interval_s, time], kept where inside [start, end].
-    per_gpu: dict[Optional[str], list[dict]] = {}
+    per_gpu: dict[str | None, list[dict]] = {}
     for snap in watch.get("snapshots", ()):
         for row in snap.get("gpus", ()):
             if row.get("interval_s") is None:
@@ -89,7 +90,7 @@ def accuracy(load: dict, watch: dict, *, link_overhead: float = LINK_OVERHEAD,
             if t0 >= start and t1 <= end:
                 per_gpu.setdefault(bus_key(row.get("pci_bus_id")), []).append({**row, "t0": t0, "t1": t1})
     gpus = []
-    readings: dict[Optional[str], Optional[float]] = {}  # pinmon's payload-corrected rate per GPU
+    readings: dict[str | None, float | None] = {}  # pinmon's payload-corrected rate per GPU
     for bus, rows in per_gpu.items():
         exact = [r for r in rows if r.get("rx_bytes") is not None]
         span = sum(r["t1"] - r["t0"] for r in exact)
@@ -152,7 +153,7 @@ def svg_lines(svg: str) -> list[str]:
     cell = statistics.median(widths)
     rows: dict[int, str] = {}
     for row, x, _, text in sorted(runs, key=lambda r: (r[0], r[1])):
-        col = int(round(x / cell))
+        col = round(x / cell)
         line = rows.get(row, "")
         rows[row] = line.ljust(col)[:col] + text
     return [rows.get(k, "") for k in range(max(rows) + 1)] if rows else []
@@ -175,7 +176,7 @@ def screen_rx(lines: Sequence[str]) -> dict[int, float]:
     return found
 
 
-def screenshots(paths: Sequence[str], load: Optional[dict], watch: Optional[dict],
+def screenshots(paths: Sequence[str], load: dict | None, watch: dict | None,
                 link_overhead: float = LINK_OVERHEAD) -> dict:
     """Which GPUs the 80x24 shots show, and whether each shown figure is nearest its own load's
     link rate. The index on screen is NVML's; ``watch.json`` maps it to a bus id, the load to it."""
@@ -188,7 +189,7 @@ def screenshots(paths: Sequence[str], load: Optional[dict], watch: Optional[dict
         for k, v in rx.items():
             seen.setdefault(k, []).append(v)
     out: dict[str, Any] = {"shots": shots, "gpus_seen": sorted(seen)}
-    bus_of: dict[int, Optional[str]] = {}
+    bus_of: dict[int, str | None] = {}
     for snap in (watch or {}).get("snapshots", ())[:1]:
         bus_of = {r["index"]: bus_key(r.get("pci_bus_id")) for r in snap.get("gpus", ())}
     expected = {bus_key(g.get("pci_bus_id")): g["payload_bytes"] / (g["end"] - g["start"]) * link_overhead
@@ -219,7 +220,7 @@ def screenshots(paths: Sequence[str], load: Optional[dict], watch: Optional[dict
 
 # --- overhead, scale, probe, NUMA ----------------------------------------------------------------
 
-def overhead(runs: dict[str, Optional[dict]]) -> dict:
+def overhead(runs: dict[str, dict | None]) -> dict:
     """``runs``: {"tui_first": overhead.json, "nvitop_first": overhead.json}."""
     out: dict[str, Any] = {}
     verdicts = []
@@ -238,7 +239,7 @@ def overhead(runs: dict[str, Optional[dict]]) -> dict:
     return out
 
 
-def scale(real: Optional[dict], fake: Optional[dict]) -> dict:
+def scale(real: dict | None, fake: dict | None) -> dict:
     out: dict[str, Any] = {"max_ratio": SCALE_MAX_RATIO}
     if fake and "scale" in fake:
         out["fake_nvml_8_over_1_cpu"] = fake["scale"].get("ratio_8_over_1_cpu")
@@ -251,7 +252,7 @@ def scale(real: Optional[dict], fake: Optional[dict]) -> dict:
     return out
 
 
-def rated_links(box: Optional[dict]) -> dict[Optional[str], Optional[float]]:
+def rated_links(box: dict | None) -> dict[str | None, float | None]:
     """{bus: payload rate of the link at its rated generation and width} from ``box.json``."""
     from pinmon.model.link import theoretical_bytes_per_s
 
@@ -264,14 +265,14 @@ def rated_links(box: Optional[dict]) -> dict[Optional[str], Optional[float]]:
 
 
 def _largest(measurements: Sequence[dict], direction: str, memory: str = "pinned",
-             node: Optional[int] = None) -> Optional[float]:
+             node: int | None = None) -> float | None:
     rows = [m for m in measurements if m.get("kind") == "copy" and m.get("direction") == direction
             and m.get("memory") == memory and m.get("bytes_per_s") is not None
             and (node is None or m.get("host_numa_node") == node)]
     return max(rows, key=lambda m: m["size_bytes"])["bytes_per_s"] if rows else None
 
 
-def probe(doc: Optional[dict], wall_s: Optional[float], box: Optional[dict],
+def probe(doc: dict | None, wall_s: float | None, box: dict | None,
           min_share: float = PROBE_MIN_SHARE) -> dict:
     if not doc or not doc.get("results"):
         why = (doc or {}).get("reason") or "no probe --gpu all result"
@@ -309,7 +310,7 @@ def numa_probe(docs: Sequence[dict]) -> list[dict]:
     return out
 
 
-def numa_remote(holder: Optional[dict], check: Optional[dict], box: Optional[dict] = None) -> dict:
+def numa_remote(holder: dict | None, check: dict | None, box: dict | None = None) -> dict:
     if not holder:
         host = (box or {}).get("host", {})
         nodes = host.get("memory_nodes") or host.get("nodes") or []
@@ -333,7 +334,7 @@ def numa_remote(holder: Optional[dict], check: Optional[dict], box: Optional[dic
 
 # --- the whole run -------------------------------------------------------------------------------
 
-def _load(path: str) -> Optional[Any]:
+def _load(path: str) -> Any | None:
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -341,7 +342,7 @@ def _load(path: str) -> Optional[Any]:
         return None
 
 
-def _wall(path: str) -> Optional[float]:
+def _wall(path: str) -> float | None:
     try:
         with open(path) as f:
             m = re.search(r"wall ([\d.]+) s", f.read())
@@ -351,7 +352,7 @@ def _wall(path: str) -> Optional[float]:
 
 
 def summarise(outdir: str) -> dict:
-    j = lambda *p: _load(os.path.join(outdir, *p))  # noqa: E731
+    j = lambda *p: _load(os.path.join(outdir, *p))
     box, load, watch = j("box.json"), j("load.json"), j("watch.json")
     res: dict[str, Any] = {"outdir_files": sorted(os.listdir(outdir)) if os.path.isdir(outdir) else []}
     if box:

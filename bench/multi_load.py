@@ -26,11 +26,10 @@ import os
 import subprocess
 import sys
 import time
-from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from provenance import portable_argv, provenance  # noqa: E402
+from provenance import portable_argv, provenance
 
 MIB = 1 << 20
 SIZES_MIB = (16, 32, 64, 128, 256)
@@ -60,7 +59,7 @@ def parse_gpus(text: str, count: int) -> list[int]:
     return chosen
 
 
-def local_cpus(pci_bus_id: Optional[str], sysfs_root: str = "/sys") -> Optional[set[int]]:
+def local_cpus(pci_bus_id: str | None, sysfs_root: str = "/sys") -> set[int] | None:
     """The CPUs the kernel lists as local to the PCI device (``local_cpulist``); None if unknown."""
     from pinmon.collect.host.numa import parse_node_list
     from pinmon.collect.nvml import sysfs_pci_address
@@ -82,7 +81,7 @@ class Timeline:
     def __init__(self, step_s: float = TIMELINE_STEP_S):
         self.step_s = step_s
         self.points: list[list[float]] = []
-        self._pending: Optional[list[float]] = None
+        self._pending: list[float] | None = None
 
     def add(self, t: float, total_bytes: int) -> None:
         if not self.points or t - self.points[-1][0] >= self.step_s:

@@ -26,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import portable_argv, portable_text, provenance  # noqa: E402
+from provenance import portable_argv, portable_text, provenance
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CGROUP_ROOT = "/sys/fs/cgroup"

@@ -38,7 +38,7 @@ import psutil
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import portable_argv, provenance  # noqa: E402
+from provenance import portable_argv, provenance
 
 PARTS = ("collect", "collect_counters", "tui", "export", "nvitop", "dmon", "accuracy", "scale")
 WARMUP_S = 3.0

@@ -21,12 +21,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from pinmon.model.link import theoretical_bytes_per_s  # noqa: E402
-from pinmon.outputs.probe_text import format_probe  # noqa: E402
-from pinmon.probe import run_probe  # noqa: E402
-from pinmon.probe.engine import measure_copies  # noqa: E402
-from pinmon.units import MIB, fmt_bytes, fmt_rate  # noqa: E402
-from provenance import provenance  # noqa: E402
+from pinmon.model.link import theoretical_bytes_per_s
+from pinmon.outputs.probe_text import format_probe
+from pinmon.probe import run_probe
+from pinmon.probe.engine import measure_copies
+from pinmon.units import MIB, fmt_bytes, fmt_rate
+from provenance import provenance
 
 SIZES_BYTES = (64 * MIB, 256 * MIB)
 DIRECTIONS = ("h2d", "d2h")

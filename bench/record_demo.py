@@ -45,18 +45,17 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from demo_filter import BOX_CGROUP_PREFIXES, BOX_PROCESSES, BoxFilter  # noqa: E402
+from demo_filter import BOX_CGROUP_PREFIXES, BOX_PROCESSES, BoxFilter
 
-from pinmon.collect.live import LiveCollector  # noqa: E402
-from pinmon.probe import run_probe  # noqa: E402
-from pinmon.recording import Recorder  # noqa: E402
+from pinmon.collect.live import LiveCollector
+from pinmon.probe import run_probe
+from pinmon.recording import Recorder
 
 HOG = r"""
 import sys, time, cupy as cp
@@ -166,7 +165,7 @@ def in_group(directory: str):
     return move
 
 
-def plan(py: str, engine: str, hog_bytes: int, hog_step_s: float) -> list[tuple[float, list[str], Optional[str]]]:
+def plan(py: str, engine: str, hog_bytes: int, hog_step_s: float) -> list[tuple[float, list[str], str | None]]:
     """(start s, argv, the name of its group or None) of each workload, relative to the start."""
     load = os.path.join(HERE, "transfer_load.py")
     examples = os.path.join(ROOT, "examples")
@@ -194,7 +193,7 @@ def duration_s(hog_bytes: int, hog_step_s: float) -> float:
     return 130 + (hog_bytes / (1 << 30)) * (hog_step_s + 0.2) + 25 + 10
 
 
-def box_filter(unfiltered: bool, processes: Optional[list[str]], prefixes: Optional[list[str]]) -> Optional[BoxFilter]:
+def box_filter(unfiltered: bool, processes: list[str] | None, prefixes: list[str] | None) -> BoxFilter | None:
     """The filter each snapshot goes through before it is written (None: written as pinmon sees it):
     the recording box's agents and cgroups (its own values unless given), this checkout's path."""
     if unfiltered:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
 import math
 import os
@@ -35,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pinmon.model import (  # noqa: E402
+from pinmon.model import (
     Gpu,
     GpuProcess,
     HeldMemory,
@@ -47,7 +48,7 @@ from pinmon.model import (  # noqa: E402
     ProcessPinned,
     Snapshot,
 )
-from provenance import provenance  # noqa: E402
+from provenance import provenance
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -140,7 +141,7 @@ class Meter:
     def report(self) -> dict:
         wall = time.perf_counter() - self.start
         times = [self.start] + [t for t, _ in self.marks]
-        per = [(b - a) / self.tenth * 1e3 for a, b in zip(times, times[1:])]
+        per = [(b - a) / self.tenth * 1e3 for a, b in itertools.pairwise(times)]
         rss = [r for _, r in self.marks]
         growth = (rss[-1] - rss[0]) if len(rss) >= 2 else None  # after the first tenth (warm-up)
         return {"snapshots": self.count, "seconds": wall, "snapshots_per_s": self.count / wall if wall else None,

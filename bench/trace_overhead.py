@@ -29,12 +29,11 @@ import os
 import statistics
 import sys
 import time
-from typing import Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import provenance  # noqa: E402
+from provenance import provenance
 
 MIB = 1 << 20
 SIZES = (1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB)
@@ -187,7 +186,7 @@ class CuptiSwitch:
         return out
 
 
-def copy_round(cupy, round_index: int, switch=None, per_size: Optional[dict] = None) -> tuple[float, float, object]:
+def copy_round(cupy, round_index: int, switch=None, per_size: dict | None = None) -> tuple[float, float, object]:
     """One pass over the sizes: (plain seconds, traced seconds, the traced halves' state). Each size
     runs its copies without and with the hooks (or ``switch``'s engine) back to back, which goes
     first alternating. Each half starts with one 1-byte copy outside its time, in both halves alike:

@@ -49,7 +49,7 @@ import time
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
-from provenance import portable_argv, portable_text, provenance  # noqa: E402
+from provenance import portable_argv, portable_text, provenance
 
 MIB = 1 << 20
 COPY_BYTES = 8 * MIB

@@ -20,9 +20,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import trace_overhead as T  # noqa: E402  the hooks, the loop's copies
+import trace_overhead as T  # the hooks, the loop's copies
 
-from provenance import provenance  # noqa: E402
+from provenance import provenance
 
 MIB = 1 << 20
 

@@ -26,9 +26,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from overhead import child_env, measure  # noqa: E402  (the same process-tree accounting)
+from overhead import child_env, measure  # the same process-tree accounting
 
-from provenance import portable_argv, provenance  # noqa: E402
+from provenance import portable_argv, provenance
 
 
 def main(argv=None) -> int:

@@ -42,7 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from provenance import portable_argv, provenance  # noqa: E402
+from provenance import portable_argv, provenance
 
 # Escape sequences (CSI, OSC, two-byte ESC x) taken out of the output, leaving the text written.
 _ESCAPES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")

@@ -26,9 +26,9 @@ import psutil
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from overhead import tree_cpu_s, tree_rss  # noqa: E402  (the same process-tree accounting)
+from overhead import tree_cpu_s, tree_rss  # the same process-tree accounting
 
-from provenance import portable_argv, provenance  # noqa: E402
+from provenance import portable_argv, provenance
 
 
 def run_on_pty(argv, marker: bytes, seconds: float, size=(80, 24), quit_keys=b"q", env=None):

@@ -21,8 +21,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pinmon.advise import advise  # noqa: E402
-from pinmon.tui.app import PinmonApp  # noqa: E402
+from pinmon.advise import advise
+from pinmon.tui.app import PinmonApp
 
 
 def held_replay(path, at_s):

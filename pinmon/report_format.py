@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 TRACE_SCHEMA = "pinmon.trace/1"
 REPORT_SUFFIX = ".json"
@@ -39,7 +39,7 @@ def report_name(pid: int) -> str:
     return f"{pid}{REPORT_SUFFIX}"
 
 
-def report_pid_text(name: str) -> Optional[str]:
+def report_pid_text(name: str) -> str | None:
     """The pid part of a report's file name (still to be checked as a decimal), or None when ``name``
     is no report's."""
     stem, dot, ext = name.partition(".")
@@ -60,7 +60,7 @@ def tmp_dir(uid: int, tmp_root: str = TMP_ROOT) -> str:
     return os.path.join(tmp_root, f"pinmon-{uid}")
 
 
-def runtime_dir(uid: Optional[int] = None, env: Optional[Mapping[str, str]] = None) -> str:
+def runtime_dir(uid: int | None = None, env: Mapping[str, str] | None = None) -> str:
     """The report directory for this user (not created here)."""
     uid = os.getuid() if uid is None else uid
     xdg = (os.environ if env is None else env).get("XDG_RUNTIME_DIR")
@@ -74,7 +74,7 @@ def runtime_dir(uid: Optional[int] = None, env: Optional[Mapping[str, str]] = No
     return tmp_dir(uid)
 
 
-def check_dir(path: str, uid: Optional[int] = None) -> None:
+def check_dir(path: str, uid: int | None = None) -> None:
     """Raise UnsafeDirError unless ``path`` is a real directory of ``uid`` with mode 0700."""
     uid = os.getuid() if uid is None else uid
     check_dir_stat(os.lstat(path), path, uid)
@@ -92,7 +92,7 @@ def check_dir_stat(st: os.stat_result, path: str, uid: int) -> None:
         raise UnsafeDirError(f"{path} has mode {stat.S_IMODE(st.st_mode):o}, not 700")
 
 
-def proc_start_ticks(pid: int, proc_root: str = "/proc") -> Optional[int]:
+def proc_start_ticks(pid: int, proc_root: str = "/proc") -> int | None:
     """Field 22 of /proc/PID/stat (start time in clock ticks since boot) of a live process, or None
     when it is gone, unreadable or dead but not yet reaped (state Z or X)."""
     try:

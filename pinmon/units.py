@@ -6,7 +6,7 @@ terminal app, ``pinmon check``, the probe report and the advisor's messages prin
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 from .limits import MAX_SIZE_BYTES
 
@@ -16,7 +16,7 @@ MIB = 1 << 20
 GIB = 1 << 30
 
 
-def fmt_bytes(n: Optional[float], digits: int = 1) -> str:
+def fmt_bytes(n: float | None, digits: int = 1) -> str:
     """1536 -> '1.5 KiB'; 61.2 * 2**30 -> '61.2 GiB'."""
     if n is None:
         return NA
@@ -28,7 +28,7 @@ def fmt_bytes(n: Optional[float], digits: int = 1) -> str:
     return f"{sign}{int(n)} B"
 
 
-def fmt_rate(bytes_per_s: Optional[float], digits: int = 1) -> str:
+def fmt_rate(bytes_per_s: float | None, digits: int = 1) -> str:
     """Decimal bandwidth: 55.0e9 -> '55.0 GB/s', 3.2e6 -> '3.2 MB/s'."""
     if bytes_per_s is None:
         return NA
@@ -39,7 +39,7 @@ def fmt_rate(bytes_per_s: Optional[float], digits: int = 1) -> str:
     return f"{bytes_per_s:.0f} B/s"
 
 
-def fmt_seconds(seconds: Optional[float], digits: Optional[int] = None) -> str:
+def fmt_seconds(seconds: float | None, digits: int | None = None) -> str:
     """A duration with its unit: 9.1e-6 -> '9.1 us', 0.124 -> '124.0 ms', 1.5 -> '1.50 s',
     600 -> '10 min', 9000 -> '2.5 h'. ``digits`` replaces the unit's usual decimals (1 for us, ms
     and h, 2 for s, 0 for min)."""
@@ -56,44 +56,44 @@ def fmt_seconds(seconds: Optional[float], digits: Optional[int] = None) -> str:
     return NA  # NaN
 
 
-def fmt_pct(fraction: Optional[float], digits: int = 0) -> str:
+def fmt_pct(fraction: float | None, digits: int = 0) -> str:
     if fraction is None:
         return NA
     return f"{fraction * 100:.{digits}f}%"
 
 
-def share(part: Optional[float], whole: Optional[float]) -> Optional[float]:
+def share(part: float | None, whole: float | None) -> float | None:
     """``part`` as a fraction of ``whole``; None when either is unknown or the whole is 0."""
     if part is None or not whole:
         return None
     return part / whole
 
 
-def fmt_share(part: Optional[float], whole: Optional[float], digits: int = 0) -> str:
+def fmt_share(part: float | None, whole: float | None, digits: int = 0) -> str:
     """``part`` as a percentage of ``whole``: fmt_share(30, 120) -> '25%'; 'n/a' when unknown."""
     return fmt_pct(share(part, whole), digits)
 
 
-def fmt_ratio(ratio: Optional[float], digits: int = 1) -> str:
+def fmt_ratio(ratio: float | None, digits: int = 1) -> str:
     """How many times one figure is another: 8.66 -> '8.7x' (a speedup, remote vs local)."""
     if ratio is None:
         return NA
     return f"{ratio:.{digits}f}x"
 
 
-def fmt_link(gen: Optional[int], width: Optional[int]) -> str:
+def fmt_link(gen: int | None, width: int | None) -> str:
     """A PCIe link's generation and width: 'Gen5 x16', 'Gen4 x?' when one is unknown, 'n/a' for both."""
     if gen is None and width is None:
         return NA
     return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
 
 
-def fmt_traffic(rx_bytes_per_s: Optional[float], tx_bytes_per_s: Optional[float]) -> str:
+def fmt_traffic(rx_bytes_per_s: float | None, tx_bytes_per_s: float | None) -> str:
     """A link's two directions: 'RX 12.3 GB/s  TX 1.0 GB/s' (RX host to device, TX device to host)."""
     return f"RX {fmt_rate(rx_bytes_per_s)}  TX {fmt_rate(tx_bytes_per_s)}"
 
 
-def fmt_int(n: Optional[int]) -> str:
+def fmt_int(n: int | None) -> str:
     return NA if n is None else f"{n:,}"
 
 
@@ -103,7 +103,7 @@ def node_key(node: str) -> tuple[int, int, str]:
     return (0, int(node), "") if node.isascii() and node.isdigit() else (1, 0, node)
 
 
-def main_node(by_node: Optional[Mapping[str, float]]) -> Optional[tuple[str, float]]:
+def main_node(by_node: Mapping[str, float] | None) -> tuple[str, float] | None:
     """(the node holding the most of ``by_node``'s bytes, its share of them), the lowest node on a
     tie; None when unknown or empty."""
     total = sum(v for v in by_node.values() if v > 0) if by_node else 0
@@ -113,7 +113,7 @@ def main_node(by_node: Optional[Mapping[str, float]]) -> Optional[tuple[str, flo
     return node, v / total
 
 
-def fmt_nodes(by_node: Optional[Mapping[str, float]], limit: Optional[int] = None) -> str:
+def fmt_nodes(by_node: Mapping[str, float] | None, limit: int | None = None) -> str:
     """Bytes by NUMA node: "node0 300.0 GiB, node1 120.0 GiB" by node id; past ``limit`` nodes
     "+N more"; "n/a" when unknown."""
     if not by_node:
@@ -124,7 +124,7 @@ def fmt_nodes(by_node: Optional[Mapping[str, float]], limit: Optional[int] = Non
     return text + (f", +{len(items) - len(shown)} more" if len(items) > len(shown) else "")
 
 
-def fmt_main_node(by_node: Optional[Mapping[str, float]]) -> str:
+def fmt_main_node(by_node: Mapping[str, float] | None) -> str:
     """"1 (75%)": the node holding the most of ``by_node``'s bytes and its share; "n/a" unknown."""
     main = main_node(by_node)
     return NA if main is None else f"{printable(main[0], 4)} ({fmt_pct(main[1])})"
@@ -154,7 +154,7 @@ def parse_size(text: str) -> int:
     return int(value * units[unit])
 
 
-def printable(text: Optional[str], max_len: int = 200) -> str:
+def printable(text: str | None, max_len: int = 200) -> str:
     """One line of plain, printable text from untrusted input (a process name, a command line, a
     hostname, a report's call site): line breaks and tabs become spaces, other control characters
     (ESC first of all: terminal escapes) become ``\\xNN``, and the result is cut to ``max_len``

@@ -12,7 +12,7 @@ processes here, in test code only: the collector itself has no switch for it.
 from __future__ import annotations
 
 import sys
-from typing import Collection
+from collections.abc import Collection
 
 
 def _patch(set_attr, pids: Collection[int]) -> None:

@@ -23,7 +23,7 @@ Figures are bytes and bytes/s, as in the model; times are fixed numbers, never t
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from pinmon.model import (
     Allocations,
@@ -51,13 +51,11 @@ from pinmon.model import (
 from pinmon.model.link import theoretical_bytes_per_s
 from pinmon.units import GIB, MIB
 
-__all__ = ["GIB", "MIB", "T0", "GEN5_X16", "GEN4_X8", "UUID0", "UUID1", "NODE_SPLIT",
-           "host", "link", "pcie", "gpu", "process", "moved", "copies", "stat", "allocations", "copy_row", "probe",
-           "finding", "snapshot",
-           "null_snapshot", "pinned_series",
-           "full_host", "full_gpu", "full_probe", "full_processes", "full_snapshot",
-           "box_snapshot", "box_kernel_snapshot", "box_probe", "traced_cupti_process",
-           "quick_result", "alloc_rows", "cgroup", "box_groups_snapshot"]
+__all__ = ["GEN4_X8", "GEN5_X16", "GIB", "MIB", "NODE_SPLIT", "T0", "UUID0", "UUID1", "alloc_rows", "allocations",
+           "box_groups_snapshot", "box_kernel_snapshot", "box_probe", "box_snapshot", "cgroup", "copies",
+           "copy_row", "finding", "full_gpu", "full_host", "full_probe", "full_processes", "full_snapshot", "gpu",
+           "host", "link", "moved", "null_snapshot", "pcie", "pinned_series", "probe", "process", "quick_result",
+           "snapshot", "stat", "traced_cupti_process"]
 
 T0 = 1_780_000_000.0  # a fixed epoch: a header's time comes from here, never the wall clock
 # The rounded link rates the hand-made scenes state; link() computes the exact ones (Gen5 x16 is
@@ -79,8 +77,8 @@ def host(**overrides) -> HostMemory:
     return HostMemory(**fields)
 
 
-def link(gen: Optional[int] = 5, width: Optional[int] = 16, gen_max: Optional[int] = 5,
-         width_max: Optional[int] = 16, **overrides) -> Link:
+def link(gen: int | None = 5, width: int | None = 16, gen_max: int | None = 5,
+         width_max: int | None = 16, **overrides) -> Link:
     """A link's state; both theoretical rates follow from the generation and width unless given."""
     fields = dict(gen=gen, gen_max=gen_max, width=width, width_max=width_max,
                   theoretical_bytes_per_s=theoretical_bytes_per_s(gen, width),
@@ -89,7 +87,7 @@ def link(gen: Optional[int] = 5, width: Optional[int] = 16, gen_max: Optional[in
     return Link(**fields)
 
 
-def pcie(rx: Optional[float] = 0.0, tx: Optional[float] = 0.0, **overrides) -> Pcie:
+def pcie(rx: float | None = 0.0, tx: float | None = 0.0, **overrides) -> Pcie:
     """Link traffic from the byte counters (bytes/s), no replays, recoveries or errors."""
     fields = dict(rx_bytes_per_s=rx, tx_bytes_per_s=tx, method="counters", replay_delta=0, recovery_delta=0,
                   error_delta=0)
@@ -100,9 +98,9 @@ def pcie(rx: Optional[float] = 0.0, tx: Optional[float] = 0.0, **overrides) -> P
 _link, _pcie = link, pcie  # gpu() and others name parameters after these builders
 
 
-def gpu(index: int = 0, *, gen: Optional[int] = 5, width: Optional[int] = 16, gen_max: Optional[int] = 5,
-        width_max: Optional[int] = 16, rx: Optional[float] = 0.0, tx: Optional[float] = 0.0,
-        link: Optional[Link] = None, pcie: Optional[Pcie] = None, **overrides) -> Gpu:
+def gpu(index: int = 0, *, gen: int | None = 5, width: int | None = 16, gen_max: int | None = 5,
+        width_max: int | None = 16, rx: float | None = 0.0, tx: float | None = 0.0,
+        link: Link | None = None, pcie: Pcie | None = None, **overrides) -> Gpu:
     """An H200 on a Gen5 x16 link (63.0 GB/s): ``gen``, ``width`` (and their maxima), ``rx`` and
     ``tx`` shape the link and its traffic, unless ``link`` or ``pcie`` is given whole."""
     fields = dict(index=index, name="NVIDIA H200", pci_bus_id=f"00000000:{0x41 + index:02x}:00.0",
@@ -131,13 +129,13 @@ def _split(fields: dict, *records: tuple[str, frozenset]) -> dict:
     return out
 
 
-def _build(cls, base, changes: Optional[dict]):
+def _build(cls, base, changes: dict | None):
     if not changes:
         return base
     return dataclasses.replace(base, **changes) if base is not None else cls(**changes)
 
 
-def process(pid: int = 1234, name: Optional[str] = "python", **overrides) -> ProcessPinned:
+def process(pid: int = 1234, name: str | None = "python", **overrides) -> ProcessPinned:
     """A process row; every reading not given is unknown. Besides the row's own fields, the fields
     of its identity (user, cmdline, cgroup), held memory (pinned_bytes, vm_pinned_bytes, mappings,
     capped ...) and placement (gpu_indices, gpu_memory_bytes, pinned_bytes_by_node) are taken by name,
@@ -179,7 +177,7 @@ def cgroup(key: str = "docker/" + "ab" * 32, kind: str = "docker", name: str = "
     return moved(Cgroup(key=key, kind=kind, name=name), **overrides)
 
 
-def stat(direction: str, memory: str, bytes_per_s: Optional[float] = None, **overrides) -> CopyStats:
+def stat(direction: str, memory: str, bytes_per_s: float | None = None, **overrides) -> CopyStats:
     """One direction and host memory kind of a process's copies."""
     return CopyStats(direction=direction, memory=memory, bytes_per_s=bytes_per_s, **overrides)
 
@@ -206,7 +204,7 @@ def oom_kill(time: float = 900.0, pid: int = 5151, process: str = "python3", **o
     return OomKill(time=time, pid=pid, process=process, **fields)
 
 
-def copy_row(memory: str, direction: str, rate: float, size: int = 256 * MIB, repeats: Optional[int] = 10,
+def copy_row(memory: str, direction: str, rate: float, size: int = 256 * MIB, repeats: int | None = 10,
              **overrides) -> ProbeMeasurement:
     """A probe's copy at ``rate`` bytes/s; the time of one copy follows from the size unless given."""
     fields = dict(kind="copy", memory=memory, size_bytes=size, direction=direction, bytes_per_s=rate,
@@ -215,11 +213,11 @@ def copy_row(memory: str, direction: str, rate: float, size: int = 256 * MIB, re
     return ProbeMeasurement(**fields)
 
 
-def probe(h2d_pinned: Optional[float] = 55.0e9, d2h_pinned: Optional[float] = 55.1e9,
-          h2d_pageable: Optional[float] = 6.3e9, link: Optional[float] = 63.0e9,
-          allocs: Iterable[tuple[int, float]] = (), cpu_reads: Optional[dict] = None, status: str = "ok",
-          gpu_index: Optional[int] = 0, time: float = 990.0,
-          measurements: Optional[Iterable[ProbeMeasurement]] = None, **overrides) -> ProbeResult:
+def probe(h2d_pinned: float | None = 55.0e9, d2h_pinned: float | None = 55.1e9,
+          h2d_pageable: float | None = 6.3e9, link: float | None = 63.0e9,
+          allocs: Iterable[tuple[int, float]] = (), cpu_reads: dict | None = None, status: str = "ok",
+          gpu_index: int | None = 0, time: float = 990.0,
+          measurements: Iterable[ProbeMeasurement] | None = None, **overrides) -> ProbeResult:
     """A probe result; rates in bytes/s (None leaves that copy out), ``allocs`` as (size_bytes,
     seconds), ``cpu_reads`` as {memory: bytes/s}; ``measurements`` replaces all those rows."""
     if measurements is None:
@@ -246,9 +244,9 @@ _host, _probe = host, probe
 _SNAPSHOT_FIELDS = frozenset(f.name for f in dataclasses.fields(Snapshot))
 
 
-def snapshot(time: float = 1000.0, host: Optional[HostMemory] = None, gpus: Iterable[Gpu] = (),
-             processes: Iterable[ProcessPinned] = (), probe: Optional[ProbeResult] = None,
-             interval_s: Optional[float] = 1.0, **overrides) -> Snapshot:
+def snapshot(time: float = 1000.0, host: HostMemory | None = None, gpus: Iterable[Gpu] = (),
+             processes: Iterable[ProcessPinned] = (), probe: ProbeResult | None = None,
+             interval_s: float | None = 1.0, **overrides) -> Snapshot:
     """A snapshot of ``host`` (``host()`` unless given). A keyword naming another Snapshot field
     (``notices``, ``source`` ...) sets it; any other keyword overrides a field of ``host()``."""
     fields = {k: v for k, v in overrides.items() if k in _SNAPSHOT_FIELDS}
@@ -290,8 +288,8 @@ def full_host(**overrides) -> HostMemory:
     return host(**{**_FULL_HOST, **overrides})
 
 
-def full_gpu(index: int = 0, uuid: str = UUID0, rx: Optional[int] = 1000, tx: Optional[int] = 500,
-             interval: float = 1.0, method: Optional[str] = "counters", lost: bool = False, **link_fields) -> Gpu:
+def full_gpu(index: int = 0, uuid: str = UUID0, rx: int | None = 1000, tx: int | None = 500,
+             interval: float = 1.0, method: str | None = "counters", lost: bool = False, **link_fields) -> Gpu:
     """An H200 at Gen5 x16 that moved ``rx`` and ``tx`` link bytes in ``interval`` seconds (counted
     exactly by the ``counters`` method), with 3 replays, 7 recoveries and 2 bad TLPs;
     ``link_fields`` override the link's."""
@@ -322,8 +320,8 @@ def full_processes(n: int) -> tuple[ProcessPinned, ...]:
                          write_combined_bytes=i, source="traced" if i == 0 else "est.") for i in range(n))
 
 
-def full_snapshot(time: float = 1000.0, gpus: Optional[Iterable[Gpu]] = None,
-                  processes: Optional[Iterable[ProcessPinned]] = None, with_probe: bool = True,
+def full_snapshot(time: float = 1000.0, gpus: Iterable[Gpu] | None = None,
+                  processes: Iterable[ProcessPinned] | None = None, with_probe: bool = True,
                   **host_fields) -> Snapshot:
     """``full_host`` (``host_fields`` override it) with one ``full_gpu``, three ``full_processes``
     and a ``full_probe`` unless given."""
@@ -335,7 +333,7 @@ def full_snapshot(time: float = 1000.0, gpus: Optional[Iterable[Gpu]] = None,
 # --- box_*: the two-GPU H200 box -----------------------------------------------------------------
 
 def box_snapshot(i: int = 0, *, source: str = "live", interval_s: float = 1.0,
-                 probe: Optional[ProbeResult] = None) -> Snapshot:
+                 probe: ProbeResult | None = None) -> Snapshot:
     """The box's ``i``-th snapshot, ``interval_s`` apart from ``T0``: the traffic and one process's
     churn follow ``i`` in integer patterns, so every run and every machine sees the same numbers."""
     wave = (i * 7) % 10
@@ -404,7 +402,7 @@ NODE_SPLIT = {4242: {"0": 240 * GIB, "1": 60 * GIB}, 5151: {"0": 100 * GIB},
 
 
 def box_kernel_snapshot(i: int = 0, *, nodes: int = 1, unattributed: int = 24 * GIB, traced: bool = True,
-                        probe: Optional[ProbeResult] = None) -> Snapshot:
+                        probe: ProbeResult | None = None) -> Snapshot:
     """``box_snapshot`` on a kernel that counts pinned pages: the count is what the process rows
     hold plus ``unattributed``; ``nodes`` 2 gives a two-node host with the rows' ``NODE_SPLIT``;
     ``traced`` adds ``traced_cupti_process``."""

@@ -50,7 +50,7 @@ class PinnedBuffer:
         self._map = None
         self._anchor = None
 
-    def __enter__(self) -> "PinnedBuffer":
+    def __enter__(self) -> PinnedBuffer:
         try:
             self.open()
         except BaseException:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Callable, Optional
+from collections.abc import Callable
 
 SPECIAL = ("__call__", "__enter__", "__exit__", "__iter__", "__int__")
 
@@ -14,9 +14,9 @@ def members(protocol: type) -> list[str]:
     """The names a Protocol class lists: its methods, properties and attributes."""
     names = set(getattr(protocol, "__annotations__", {}))
     for name, value in vars(protocol).items():
-        if callable(value) or isinstance(value, property):
-            if not name.startswith("_") or name in SPECIAL or (name.startswith("_") and not name.startswith("__")):
-                names.add(name)
+        if (callable(value) or isinstance(value, property)) and (
+                not name.startswith("_") or name in SPECIAL or (name.startswith("_") and not name.startswith("__"))):
+            names.add(name)
     return sorted(names)
 
 
@@ -35,7 +35,7 @@ def methods(protocol: type) -> dict[str, list[str]]:
     return out
 
 
-def parameter_names(fn: Callable) -> Optional[list[str]]:
+def parameter_names(fn: Callable) -> list[str] | None:
     """A (compiled) function's parameter names: from its signature, else from the first line of its
     docstring, as Cython writes it (``name(int length, dev)``, ``name(kind: int)``); None if neither says."""
     try:

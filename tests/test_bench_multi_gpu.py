@@ -3,6 +3,7 @@ facts' parsing and the choice of GPUs per NUMA node, the NVML view of the first 
 the summariser's verdicts on synthetic results (a run within 2%, one GPU off, two GPUs swapped)."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -45,7 +46,7 @@ def test_parse_gpus(load_mod):
     assert load_mod.parse_gpus("all", 8) == list(range(8))
     assert load_mod.parse_gpus("0,2,5", 8) == [0, 2, 5]
     for bad in ("8", "x", "", "-1"):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=r"not a GPU list|no CUDA device"):
             load_mod.parse_gpus(bad, 8)
 
 
@@ -56,7 +57,7 @@ def test_timeline_keeps_one_point_per_step_and_the_last(load_mod):
     points = tl.finish()
     assert points[0] == [100.0, 0] and points[-1] == [100.24, 240]
     assert len(points) == 4  # 100.0, 100.1, 100.2 (rounding aside), then the last
-    assert all(b - a >= 0.1 - 1e-9 for (a, _), (b, _) in zip(points[:-2], points[1:-1]))
+    assert all(b - a >= 0.1 - 1e-9 for (a, _), (b, _) in itertools.pairwise(points[:-1]))
 
 
 def test_local_cpus_reads_the_devices_cpulist_in_nvml_spelling(load_mod, tmp_path):
@@ -199,7 +200,7 @@ def synthetic(errors=None, swap=None, n=8, seconds=20, method="gpm"):
             src = k
             if swap and k in swap:
                 src = swap[1] if k == swap[0] else swap[0]
-            loaded = T0 <= t - 1 and t <= T0 + seconds
+            loaded = T0 + 1 <= t <= T0 + seconds
             rx = 6e9 * (src + 1) * 1.078 * (1 + errors.get(src, 0.0)) if loaded else 1e6
             rows.append({"index": k, "pci_bus_id": nvml_bus[k], "method": method,
                          "rx_bytes": None if method == "sampled" else int(rx), "interval_s": 1.0,
@@ -361,7 +362,7 @@ def test_batch_script_parses_and_names_every_part():
     script = os.path.join(ROOT, "bench", "multi_gpu_batch.sh")
     assert subprocess.run(["bash", "-n", script]).returncode == 0
     text = open(script).read()
-    for part in "box load probe numa scale overhead summary".split():
+    for part in ["box", "load", "probe", "numa", "scale", "overhead", "summary"]:
         assert f"\n{part})\n" in text
 
 

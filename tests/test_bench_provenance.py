@@ -141,8 +141,8 @@ def test_portable_paths(prov, tmp_path):
     }
     for path, want in cases.items():
         assert prov.portable_path(path, ROOT, tmp) == want, path
-    text = ('{"cupti_module": "%s/site/cupti/__init__.py", "log": "/opt/v/lib/python3.12/site-packages/torch/'
-            'profiler.py:224: UserWarning", "map": "/dev/zero (deleted)", "url": "http://a/b"}' % tmp)
+    text = (f'{{"cupti_module": "{tmp}/site/cupti/__init__.py", "log": "/opt/v/lib/python3.12/site-packages/torch/'
+            'profiler.py:224: UserWarning", "map": "/dev/zero (deleted)", "url": "http://a/b"}')
     assert prov.portable_text(text, ROOT, tmp) == (
         '{"cupti_module": "site/cupti/__init__.py", "log": "site-packages/torch/profiler.py:224: UserWarning", '
         '"map": "/dev/zero (deleted)", "url": "http://a/b"}')

@@ -20,7 +20,7 @@ def truth():
 
 
 def report(t, h2d_pinned, d2h_pinned, h2d_pageable=0.0, d2h_pageable=0.0, life=0):
-    row = lambda rate: {"bytes_per_s": rate, "bytes": life}  # noqa: E731
+    row = lambda rate: {"bytes_per_s": rate, "bytes": life}
     return {"time": t, "copies": {"h2d": {"pinned": row(h2d_pinned), "pageable": row(h2d_pageable)},
                                   "d2h": {"pinned": row(d2h_pinned), "pageable": row(d2h_pageable)}}}
 

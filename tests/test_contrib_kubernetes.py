@@ -14,9 +14,9 @@ import pytest
 
 yaml = pytest.importorskip("yaml", reason="PyYAML (the test extra) is not installed")
 
-from pinmon.cli.listen import DEFAULT_LISTEN, parse_listen  # noqa: E402
-from pinmon.cli.main import build_parser  # noqa: E402
-from pinmon.collect.cgroups import names  # noqa: E402
+from pinmon.cli.listen import DEFAULT_LISTEN, parse_listen
+from pinmon.cli.main import build_parser
+from pinmon.collect.cgroups import names
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, "contrib", "kubernetes", "pinmon-daemonset.yaml")

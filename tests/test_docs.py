@@ -249,7 +249,8 @@ def test_the_history_pattern_catches_narration():
 
 # A path of this repository, as the docs name it: in a code span, a link, or a command line.
 _TOP = ("pinmon", "bench", "tests", "contrib", "examples", "docs", "screenshots", ".ci")
-_REPO_PATH = re.compile(r"(?<![\w./$-])((?:%s)/[A-Za-z0-9_./*-]*)" % "|".join(re.escape(t) for t in _TOP))
+_TOP_ALTERNATIVES = "|".join(re.escape(t) for t in _TOP)
+_REPO_PATH = re.compile(rf"(?<![\w./$-])((?:{_TOP_ALTERNATIVES})/[A-Za-z0-9_./*-]*)")
 _PLACEHOLDER_PATH = re.compile(r"OUT|DIR|[<>]")
 
 
@@ -316,8 +317,7 @@ def test_every_relative_link_resolves(doc):
             continue  # http:, https:, mailto:
         path, _, anchor = target.partition("#")
         rel = os.path.normpath(os.path.join(base, path)) if path else doc
-        if not os.path.exists(os.path.join(ROOT, rel)):
-            bad.append(target)
-        elif anchor and rel.endswith(".md") and anchor not in _anchors(rel):
+        missing = not os.path.exists(os.path.join(ROOT, rel))
+        if missing or (anchor and rel.endswith(".md") and anchor not in _anchors(rel)):
             bad.append(target)
     assert not bad, f"{doc} has links that lead nowhere: {bad}"

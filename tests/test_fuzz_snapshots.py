@@ -69,7 +69,7 @@ def test_snapshot_from_dict():
             try:
                 snap = Snapshot.from_dict(data)
             except SchemaError as e:
-                assert "\n" not in str(e)
+                assert "\n" not in str(e)  # noqa: PT017  (a refusal may come, or not)
                 return
             # What it accepts round-trips, and is finite (from_dict refuses NaN and infinities).
             text = json.dumps(snap.to_dict(), allow_nan=False)
@@ -124,7 +124,7 @@ def test_recording_and_snapshot_readers(tmp_path):
             try:
                 src = ReplaySource(path)
             except RecordingError as e:
-                assert "\n" not in str(e)
+                assert "\n" not in str(e)  # noqa: PT017  (a refusal may come, or not)
             else:
                 n = 0
                 while src.snapshot() is not None:
@@ -134,6 +134,6 @@ def test_recording_and_snapshot_readers(tmp_path):
             try:
                 read_snapshot_file(path)
             except RecordingError as e:
-                assert "\n" not in str(e)
+                assert "\n" not in str(e)  # noqa: PT017  (a refusal may come, or not)
         return t
     run_counted(make)

@@ -29,9 +29,9 @@ def inline_sums(source: str) -> list[int]:
             if left and right and left | right != left & right:
                 lines.append(node.lineno)
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "sum"
-              and node.args and isinstance(node.args[0], (ast.Tuple, ast.List))):
-            if len(set().union(*(_parts(e) for e in node.args[0].elts))) > 1:
-                lines.append(node.lineno)
+              and node.args and isinstance(node.args[0], (ast.Tuple, ast.List))
+              and len(set().union(*(_parts(e) for e in node.args[0].elts))) > 1):
+            lines.append(node.lineno)
     return sorted(set(lines))
 
 

@@ -352,9 +352,10 @@ def test_the_tui_reads_and_sets_no_private_attribute_of_textual():
             tree = ast.parse(f.read())
         module = importlib.import_module(m)
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "getattr"):
-                if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and str(node.args[1].value).startswith("_"):
-                    bad.append(f"{m}:{node.lineno} {node.func.id}(..., {node.args[1].value!r})")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("setattr", "getattr") and len(node.args) > 1
+                    and isinstance(node.args[1], ast.Constant) and str(node.args[1].value).startswith("_")):
+                bad.append(f"{m}:{node.lineno} {node.func.id}(..., {node.args[1].value!r})")
             if not isinstance(node, ast.ClassDef):
                 continue
             cls = getattr(module, node.name, None)

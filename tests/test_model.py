@@ -71,8 +71,8 @@ def test_round_trip_through_json():
 
 def test_contract_keys_present_and_schema_first():
     d = full_snapshot().to_dict()
-    assert list(d)[0] == "schema" and d["schema"] == "pinmon.snapshot/2"
-    assert REQUIRED_HOST <= set(d["host"])
+    assert next(iter(d)) == "schema" and d["schema"] == "pinmon.snapshot/2"
+    assert set(d["host"]) >= REQUIRED_HOST
     g = d["gpus"][0]
     assert {"index", "name", "uuid", "pci_bus_id", "link", "pcie"} <= set(g)
     assert {"gen", "gen_max", "width", "width_max", "theoretical_bytes_per_s"} <= set(g["link"])

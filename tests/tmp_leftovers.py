@@ -19,7 +19,7 @@ import pytest
 _BEFORE = pytest.StashKey[set]()
 
 
-def pinmon_temp_entries(uid: "int | None" = None) -> set:
+def pinmon_temp_entries(uid: int | None = None) -> set:
     """The ``pinmon-*`` entries of the temporary directory that ``uid`` (default: this process's
     effective uid) owns."""
     uid = os.geteuid() if uid is None else uid

@@ -8,7 +8,8 @@ cap that turns a hang into a failure, never a measurement: timings belong in ``b
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -21,7 +22,7 @@ class NotYet(Exception):
 
 
 def wait_until(condition: Callable[[], T], *, timeout_s: float = DEADLINE_S, interval_s: float = 0.02,
-               what: Optional[str] = None, retry_on: tuple[type[BaseException], ...] = ()) -> T:
+               what: str | None = None, retry_on: tuple[type[BaseException], ...] = ()) -> T:
     """Call ``condition()`` until it returns something true, and return that.
 
     An exception of a type in ``retry_on`` (a server not listening yet, a file half written) counts
@@ -64,7 +65,7 @@ def read_until(read: Callable[[], T], ok: Callable[[T], object], *, timeout_s: f
 
 async def wait_until_async(condition: Callable[[], T], pause: Callable[[float], object], *,
                            timeout_s: float = DEADLINE_S, interval_s: float = 0.02,
-                           what: Optional[str] = None) -> T:
+                           what: str | None = None) -> T:
     """``wait_until`` for code on an event loop: ``await pause(interval_s)`` between looks (a Textual
     pilot's ``pause``), so the loop runs the work being waited for."""
     deadline = time.monotonic() + timeout_s

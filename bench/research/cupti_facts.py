@@ -51,7 +51,7 @@ HERE = os.path.abspath(__file__)
 BENCH = os.path.dirname(os.path.dirname(HERE))
 ROOT = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
-from provenance import portable_text, provenance  # noqa: E402
+from provenance import portable_text, provenance
 
 KIB, MIB = 1 << 10, 1 << 20
 RECORD_CAP = 900          # raw records kept per workload (all are summed)
@@ -230,12 +230,12 @@ class Recorder:
         kname = self.enum_name("kind", kind) or str(kind)
         self.kinds[kname] += 1
         d = None
-        if self.keep and len(self.records) < RECORD_CAP:
-            if kname != "MEMCPY" or self.kept_memcpy < RECORD_CAP_MEMCPY:
-                d = self.to_dict(a)
-                self.records.append(d)
-                if kname == "MEMCPY":
-                    self.kept_memcpy += 1
+        if self.keep and len(self.records) < RECORD_CAP and (
+                kname != "MEMCPY" or self.kept_memcpy < RECORD_CAP_MEMCPY):
+            d = self.to_dict(a)
+            self.records.append(d)
+            if kname == "MEMCPY":
+                self.kept_memcpy += 1
         if kind == int(c.ActivityKind.MEMCPY):
             ck = self.enum_name("copy_kind", int(a.copy_kind))
             sk = self.enum_name("src_kind", int(a.src_kind))
@@ -604,7 +604,7 @@ def w_api_correlation(ctx):
         rt.memcpy(dev.ptr, p, n + extra, H2D)
         t.copy("h2d", "pinned", n + extra)
         rt.freeHost(p)
-    buf, view = _aligned(np, 2 * MIB)
+    _buf, view = _aligned(np, 2 * MIB)
     rt.hostRegister(view.ctypes.data, 2 * MIB, 0)
     t.register(2 * MIB)
     rt.memcpy(dev.ptr, view.ctypes.data, 2 * MIB, H2D)
@@ -652,7 +652,7 @@ def w_api_selective(ctx):
     t.copy("h2d", "pinned", 64 * KIB, 200)
     q = rt.hostAlloc(1 * MIB + 8 * KIB, 4)
     t.alloc("write_combined", 1 * MIB + 8 * KIB)
-    buf, view = _aligned(np, 1 * MIB)
+    _buf, view = _aligned(np, 1 * MIB)
     rt.hostRegister(view.ctypes.data, 1 * MIB, 0)
     t.register(1 * MIB)
     rt.hostUnregister(view.ctypes.data)
@@ -1285,7 +1285,7 @@ class Runner:
         return (label, name, p, now_s())
 
     def finish(self, handle, timeout: float) -> dict:
-        label, name, p, t0 = handle
+        label, _name, p, t0 = handle
         left = max(1.0, timeout - (now_s() - t0))
         status = None
         try:

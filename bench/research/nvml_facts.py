@@ -10,7 +10,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from provenance import provenance  # noqa: E402
+from provenance import provenance
 
 READS = 200
 

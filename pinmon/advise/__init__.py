@@ -9,13 +9,13 @@ thresholds, for ``--help``.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..model import Finding, Snapshot
 from .registry import RULE_DOCS, RULES
 from .thresholds import Thresholds
 
-__all__ = ["advise", "Thresholds", "RULES", "RULE_DOCS"]
+__all__ = ["RULES", "RULE_DOCS", "Thresholds", "advise"]
 
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
@@ -35,7 +35,7 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def advise(history: Sequence[Snapshot], thresholds: Thresholds = Thresholds(),
-           only: Optional[Iterable[str]] = None) -> list[Finding]:
+           only: Iterable[str] | None = None) -> list[Finding]:
     """Findings for the latest snapshot of ``history`` (oldest first), worst first.
 
     ``only`` limits the run to these rule ids; an unknown id raises ``ValueError``.

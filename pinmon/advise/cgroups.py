@@ -13,7 +13,7 @@ rose, the second who was killed and how much of it was shared (pinned) memory.
 """
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from ..model import Cgroup, OomKill, Snapshot
 from ..model.kinds import Severity

@@ -2,8 +2,6 @@
 the probe result a rule may quote, the lspci command for a GPU."""
 from __future__ import annotations
 
-from typing import Optional
-
 from ..model import ProbeResult, ProcessPinned, Snapshot
 
 
@@ -28,13 +26,13 @@ def held_label(p: ProcessPinned) -> str:
     return source_label(p) if p.source == "traced" else "(est.)"
 
 
-def probe_ok(snap: Snapshot) -> Optional[ProbeResult]:
+def probe_ok(snap: Snapshot) -> ProbeResult | None:
     """The snapshot's probe result when it measured (a refused or failed probe has no figures)."""
     p = snap.probe
     return p if p is not None and p.status == "ok" else None
 
 
-def lspci_target(bus_id: Optional[str]) -> str:
+def lspci_target(bus_id: str | None) -> str:
     """NVML's bus id carries an 8-digit domain ("00000000:41:00.0"); lspci prints 4 digits."""
     if not bus_id:
         return "sudo lspci -vv"

@@ -12,7 +12,7 @@ Silent too while the probe's own copies may be in the process's window (the prob
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..model import Gpu, ProcessPinned, Snapshot
 from ..model.kinds import DIRECTIONS, Direction

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import deque
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 from ..model import Snapshot
 from .thresholds import Thresholds, lookback_fields
@@ -62,7 +62,7 @@ class AdvisorHistory:
         self._older: deque[Snapshot] = deque(maxlen=self.older_count)
 
     @classmethod
-    def for_thresholds(cls, thresholds: Optional[Thresholds] = None, **kwargs) -> "AdvisorHistory":
+    def for_thresholds(cls, thresholds: Thresholds | None = None, **kwargs) -> AdvisorHistory:
         """A history as long as these thresholds' rules look back (default thresholds if None)."""
         return cls(span_for(thresholds if thresholds is not None else Thresholds()), **kwargs)
 
@@ -81,7 +81,7 @@ class AdvisorHistory:
             self._recent.popleft()
 
     @property
-    def latest(self) -> Optional[Snapshot]:
+    def latest(self) -> Snapshot | None:
         return self._recent[-1] if self._recent else None
 
     def snapshots(self) -> tuple[Snapshot, ...]:

@@ -9,7 +9,8 @@ and VmPin), the figure the views show and sort by.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Optional, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 
 from ..model import HostMemory, ProcessPinned, Snapshot
 from ..model.kinds import Severity
@@ -19,7 +20,7 @@ from .rule import Found, rule
 from .thresholds import Thresholds
 
 
-def _top_pinned(processes: Sequence[ProcessPinned]) -> Optional[ProcessPinned]:
+def _top_pinned(processes: Sequence[ProcessPinned]) -> ProcessPinned | None:
     """The process holding the most (held bytes), if any holds some."""
     rows = [p for p in processes if p.held.bytes]
     return max(rows, key=lambda p: p.held.bytes or 0) if rows else None  # each row's is set
@@ -66,7 +67,7 @@ def _pinned_source(host: HostMemory) -> str:
     return "kernel" if host.pinned_bytes_total is not None and host.pinned_bytes_source == "kernel" else "est."
 
 
-def _pinned_figure(host: HostMemory) -> tuple[Optional[int], str]:
+def _pinned_figure(host: HostMemory) -> tuple[int | None, str]:
     """(the best pinned figure, its label): the kernel's count (+ write-combined est.) where the
     snapshot has it, else the estimate (older recordings have only ``pinned_bytes_est``)."""
     if host.pinned_bytes_total is None:
@@ -82,7 +83,7 @@ def _in_limited_cgroup(host: HostMemory) -> bool:
     return bool(_cgroup_note(host))
 
 
-def _pinned_share(host: HostMemory) -> Optional[tuple[int, int, float, str, str, str]]:
+def _pinned_share(host: HostMemory) -> tuple[int, int, float, str, str, str] | None:
     """(pinned bytes, the RAM they are compared with, fraction, "(label)", "what RAM", source), or None.
 
     Inside a cgroup with a limit below MemTotal the kernel's count covers the whole host while the
@@ -235,7 +236,7 @@ def pinned_growth(history: Sequence[Snapshot], t: Thresholds) -> Iterator[Found]
 
 def _dropped(samples: Sequence[tuple[float, int]], max_drop_fraction: float) -> bool:
     """Whether the series gave memory back: a sample more than ``max_drop_fraction`` below the one before."""
-    return any(b < a * (1 - max_drop_fraction) for (_, a), (_, b) in zip(samples, samples[1:]))
+    return any(b < a * (1 - max_drop_fraction) for (_, a), (_, b) in itertools.pairwise(samples))
 
 
 def _grew_in_both_halves(samples: Sequence[tuple[float, int]]) -> bool:

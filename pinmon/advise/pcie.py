@@ -2,7 +2,7 @@
 rising replay and error counters."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..model import Gpu, Snapshot
 from ..model.kinds import Severity

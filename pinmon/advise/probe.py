@@ -5,7 +5,7 @@
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 from ..model import Gpu, Snapshot
 from ..units import fmt_link, fmt_pct, fmt_rate
@@ -51,13 +51,13 @@ def probe_below_link(snap: Snapshot, t: Thresholds) -> Iterator[Found]:
                 numa_node=gpu.numa_node if gpu else None)
 
 
-def _gpu_by_index(snap: Snapshot, index: Optional[int]) -> Optional[Gpu]:
+def _gpu_by_index(snap: Snapshot, index: int | None) -> Gpu | None:
     if index is None:
         return None
     return next((g for g in snap.gpus if g.index == index), None)
 
 
-def _numa_advice(gpu: Optional[Gpu]) -> str:
+def _numa_advice(gpu: Gpu | None) -> str:
     if gpu is not None and gpu.numa_node is not None:
         n = gpu.numa_node
         return (f"bind the process to the GPU's NUMA node {n}"

@@ -21,8 +21,9 @@ An empty history gives no findings, so a check never sees one. The doc is a temp
 from __future__ import annotations
 
 import string
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, fields
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any
 
 from ..model import Finding, Snapshot
 from ..model.kinds import SEVERITIES, Severity
@@ -38,9 +39,9 @@ class Found:
     """What a check found, before its rule's id and the subject are stamped on it. ``values`` are
     the finding's figures; unknown ones (None) are left out, as ``Finding.from_dict`` rejects null."""
 
-    __slots__ = ("severity", "message", "advice", "subject", "values")
+    __slots__ = ("advice", "message", "severity", "subject", "values")
 
-    def __init__(self, severity: Severity, message: str, advice: str, subject: Optional[str] = None,
+    def __init__(self, severity: Severity, message: str, advice: str, subject: str | None = None,
                  **values: object):
         self.severity = severity
         self.message = message
@@ -50,7 +51,7 @@ class Found:
 
     @classmethod
     def with_values(cls, severity: Severity, message: str, advice: str, values: Mapping[str, object],
-                    subject: Optional[str] = None) -> Found:
+                    subject: str | None = None) -> Found:
         """A ``Found`` whose figures come as a mapping: figures gathered while the message is built,
         or named at run time."""
         return cls(severity, message, advice, subject, **values)
@@ -140,7 +141,7 @@ class Rule:
                 out.extend(self._finding(f, f.subject or process_subject(p)) for f in self.check(p, snap, t))
         return out
 
-    def _finding(self, found: Found, subject: Optional[str]) -> Finding:
+    def _finding(self, found: Found, subject: str | None) -> Finding:
         return Finding(rule=self.id, severity=found.severity, subject=subject or "host", message=found.message,
                        advice=found.advice, values=found.values)
 

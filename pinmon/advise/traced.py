@@ -12,7 +12,7 @@ the probe measured on this box.
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 from ..model import ProbeResult, ProcessPinned, Snapshot
 from ..units import fmt_bytes, fmt_int, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds, printable
@@ -23,7 +23,7 @@ from .thresholds import Thresholds
 SITE_CHARS = 160
 
 
-def _site(p: ProcessPinned, *categories: str) -> Optional[str]:
+def _site(p: ProcessPinned, *categories: str) -> str | None:
     """The tracer's call site (file:line) for the first of ``categories`` it has, as printable text."""
     for category in categories:
         site = p.call_sites.get(category)
@@ -32,7 +32,7 @@ def _site(p: ProcessPinned, *categories: str) -> Optional[str]:
     return None
 
 
-def _at(site: Optional[str], verb: str = "at") -> str:
+def _at(site: str | None, verb: str = "at") -> str:
     """``, at "file:line"``: the site quoted, so it reads as the data it is."""
     if not site:
         return ""
@@ -127,7 +127,7 @@ def _wc_measured(snap: Snapshot) -> str:
     return ""
 
 
-def _probe_cpu_read(probe: ProbeResult, memory: str) -> Optional[float]:
+def _probe_cpu_read(probe: ProbeResult, memory: str) -> float | None:
     rows = [m for m in probe.measurements
             if m.kind == "cpu_read" and m.memory == memory and m.bytes_per_s is not None]
     return max(rows, key=lambda m: m.size_bytes).bytes_per_s if rows else None

@@ -21,5 +21,5 @@ from .results import (
 )
 from .session import AttachError, AttachSession, Budget, SignalReceived
 
-__all__ = ["AttachSession", "AttachError", "AttachResult", "AttachOutcome", "Attacher", "AttachPolicy", "Budget",
-           "SignalReceived", "ProcessCopies", "CopyStats", "OtherCopies", "AllocationStats", "ProbedFile"]
+__all__ = ["AllocationStats", "AttachError", "AttachOutcome", "AttachPolicy", "AttachResult", "AttachSession",
+           "Attacher", "Budget", "CopyStats", "OtherCopies", "ProbedFile", "ProcessCopies", "SignalReceived"]

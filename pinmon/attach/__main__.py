@@ -6,13 +6,12 @@ import argparse
 import dataclasses
 import json
 import sys
-from typing import Optional
 
 from ..units import printable
 from .session import AttachError, AttachSession, SignalReceived
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pinmon.attach", description=__doc__.splitlines()[0])
     ap.add_argument("pids", nargs="*", type=int, help="processes to attach to (default: every one that maps libcuda)")
     ap.add_argument("--seconds", type=float, default=5.0)

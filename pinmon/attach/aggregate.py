@@ -9,7 +9,6 @@ flags) and unregistrations.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Optional
 
 from . import catalog as c
 from .classify import PAGEABLE, ProcessMemory
@@ -20,7 +19,7 @@ MAX_FLAG_KINDS = 32
 
 
 class Tally:
-    __slots__ = ("count", "bytes", "sizes", "unknown_size")
+    __slots__ = ("bytes", "count", "sizes", "unknown_size")
 
     def __init__(self) -> None:
         self.count = 0
@@ -28,7 +27,7 @@ class Tally:
         self.sizes = SizeHistogram()
         self.unknown_size = 0   # calls whose size argument could not be read
 
-    def add(self, size: Optional[int], times: int = 1) -> None:
+    def add(self, size: int | None, times: int = 1) -> None:
         self.count += times
         if size is None:
             self.unknown_size += times
@@ -58,7 +57,7 @@ class ProcessTally:
         self.unregistrations = 0
         self.pageable_seen = False
 
-    def _copy(self, direction: str, host_kind: str, size: Optional[int], times: int = 1) -> None:
+    def _copy(self, direction: str, host_kind: str, size: int | None, times: int = 1) -> None:
         key = (direction, host_kind)
         t = self.copies.get(key)
         if t is None:
@@ -69,11 +68,11 @@ class ProcessTally:
 
     # --- the calls (calls.apply) -------------------------------------------------------------------
 
-    def copy(self, direction: Optional[str], host: Optional[int], size: Optional[int], times: int = 1) -> None:
+    def copy(self, direction: str | None, host: int | None, size: int | None, times: int = 1) -> None:
         if direction in DIRECTIONS:
             self._copy(direction, self.memory.host_kind(host), size, times)
 
-    def unified(self, dst: Optional[int], src: Optional[int], size: Optional[int], times: int = 1) -> None:
+    def unified(self, dst: int | None, src: int | None, size: int | None, times: int = 1) -> None:
         dst_host, src_host = self.memory.is_host(dst), self.memory.is_host(src)
         if src_host and not dst_host:
             self._copy("h2d", self.memory.host_kind(src), size, times)
@@ -84,7 +83,7 @@ class ProcessTally:
         else:
             self.device_copies.add(size, times)
 
-    def described(self, src: tuple[str, Optional[int]], dst: tuple[str, Optional[int]], size: Optional[int],
+    def described(self, src: tuple[str, int | None], dst: tuple[str, int | None], size: int | None,
                   peer: bool = False, times: int = 1) -> None:
         s_host = src[0] == "host" or (src[0] == "unified" and self.memory.is_host(src[1]))
         d_host = dst[0] == "host" or (dst[0] == "unified" and self.memory.is_host(dst[1]))
@@ -99,13 +98,13 @@ class ProcessTally:
         else:
             self.device_copies.add(size, times)
 
-    def device(self, size: Optional[int], times: int = 1) -> None:
+    def device(self, size: int | None, times: int = 1) -> None:
         self.device_copies.add(size, times)
 
-    def peer(self, size: Optional[int], times: int = 1) -> None:
+    def peer(self, size: int | None, times: int = 1) -> None:
         self.peer_copies.add(size, times)
 
-    def batch(self, n: Optional[int], known: list, times: int = 1) -> None:
+    def batch(self, n: int | None, known: list, times: int = 1) -> None:
         self.batch_calls += times
         if n is None or n < 0:
             return
@@ -115,28 +114,28 @@ class ProcessTally:
             self.unified(dst, src, size, times)
         self.batch_copies_unmeasured += (n - len(known)) * times
 
-    def batch_ops(self, n: Optional[int], times: int = 1) -> None:
+    def batch_ops(self, n: int | None, times: int = 1) -> None:
         self.batch_calls += times
         if n is not None and 0 <= n <= 1 << 32:
             self.batch_op_count += n * times
 
-    def alloc(self, size: Optional[int], flags: int) -> None:
+    def alloc(self, size: int | None, flags: int) -> None:
         self.allocations.add(size)
         for name in c.flag_names(flags, c.HOST_ALLOC_FLAGS):
             self._flag(self.alloc_flags, name)
         self.memory.allocated(size, bool(flags & c.WRITECOMBINED))
 
-    def register(self, ptr: Optional[int], size: Optional[int], flags: int) -> None:
+    def register(self, ptr: int | None, size: int | None, flags: int) -> None:
         self.registrations.add(size)
         for name in c.flag_names(flags, c.HOST_REGISTER_FLAGS):
             self._flag(self.register_flags, name)
         self.memory.registered(ptr, size)
 
-    def unregister(self, ptr: Optional[int]) -> None:
+    def unregister(self, ptr: int | None) -> None:
         self.unregistrations += 1
         self.memory.released(ptr)
 
-    def free(self, ptr: Optional[int]) -> None:
+    def free(self, ptr: int | None) -> None:
         self.frees += 1
         self.memory.released(ptr)
 

@@ -13,8 +13,6 @@ half of its register undefined.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 ARG_REGISTERS: dict[str, tuple[str, ...]] = {
     "x86_64": ("%di", "%si", "%dx", "%cx", "%r8", "%r9"),
     "aarch64": ("%x0", "%x1", "%x2", "%x3", "%x4", "%x5", "%x6", "%x7"),
@@ -31,12 +29,12 @@ class UnsupportedArch(ValueError):
     """An architecture without a row, or an argument past the registers of its row."""
 
 
-def arch_of_elf_machine(e_machine: str) -> Optional[str]:
+def arch_of_elf_machine(e_machine: str) -> str | None:
     """The table's row for an ELF header's machine, None for one without a row."""
     return ELF_MACHINES.get(e_machine)
 
 
-def arch_of_kernel(machine: str) -> Optional[str]:
+def arch_of_kernel(machine: str) -> str | None:
     """The table's row for ``os.uname().machine``, None for one without a row."""
     return KERNEL_MACHINES.get(machine)
 

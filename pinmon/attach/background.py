@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from ..limits import MAX_ATTACH_EVERY
 from ..units import printable
@@ -46,7 +47,7 @@ class AttachPolicy:
 class Attacher:
     """Attaches ``pids`` (None: every process that maps libcuda, up to the budget's count)."""
 
-    def __init__(self, pids: Optional[list[int]] = None, policy: AttachPolicy = AttachPolicy(),
+    def __init__(self, pids: list[int] | None = None, policy: AttachPolicy = AttachPolicy(),
                  session_factory: Callable[..., AttachSession] = AttachSession,
                  clock: Callable[[], float] = time.monotonic, **session_kwargs: Any) -> None:
         self.pids = None if pids is None else list(dict.fromkeys(pids))
@@ -54,10 +55,10 @@ class Attacher:
         self._factory = session_factory
         self._session_kwargs = session_kwargs
         self.clock = clock
-        self._latest: Optional[AttachOutcome] = None
+        self._latest: AttachOutcome | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         # Set while a session's probes are enabled in the targets (a view may say "attached").
         self.attached = threading.Event()
 
@@ -84,7 +85,7 @@ class Attacher:
 
     # --- one window, in the caller's thread ------------------------------------------------------
 
-    def run_once(self, seconds: Optional[float] = None, stop: Optional[threading.Event] = None) -> AttachOutcome:
+    def run_once(self, seconds: float | None = None, stop: threading.Event | None = None) -> AttachOutcome:
         """Attach, count for ``seconds`` (the policy's window by default) or until ``stop``, detach.
         Ctrl-C or SIGTERM/SIGHUP during the window end it early: the outcome holds what was counted
         (``interrupted``)."""
@@ -115,11 +116,11 @@ class Attacher:
 
     # --- window after window, on a thread of its own -----------------------------------------------
 
-    def start(self) -> "Attacher":
+    def start(self) -> Attacher:
         """Window after window on a thread of its own, until ``stop``."""
         return self._start(self._run)
 
-    def start_once(self, seconds: Optional[float] = None) -> "Attacher":
+    def start_once(self, seconds: float | None = None) -> Attacher:
         """One window on a thread of its own (an app attaching a process it was asked to look at);
         ``latest()`` holds its outcome once it ends, ``stop`` ends it early."""
         return self._start(lambda: self.run_once(seconds, self._stop))
@@ -128,7 +129,7 @@ class Attacher:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def _start(self, target: Callable[[], object]) -> "Attacher":
+    def _start(self, target: Callable[[], object]) -> Attacher:
         self._stop.clear()
         self._thread = threading.Thread(target=target, name="pinmon-attach", daemon=True)
         self._thread.start()
@@ -141,7 +142,7 @@ class Attacher:
             self._thread.join(timeout)
             self._thread = None
 
-    def latest(self) -> Optional[AttachOutcome]:
+    def latest(self) -> AttachOutcome | None:
         with self._lock:
             return self._latest
 

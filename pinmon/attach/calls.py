@@ -3,18 +3,18 @@ to a process's tally. Pure: the tally (``aggregate.ProcessTally``) and the proce
 (``classify.ProcessMemory``) hold the state."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from . import catalog as c
 
 MAX_COPY_BYTES = 1 << 48  # 256 TiB: no single copy moves more; a larger argument is not a real copy
 
 
-def _int(v: Any) -> Optional[int]:
+def _int(v: Any) -> int | None:
     return v if isinstance(v, int) else None
 
 
-def _size(v: Any) -> Optional[int]:
+def _size(v: Any) -> int | None:
     v = _int(v)
     return v if v is not None and 0 <= v <= MAX_COPY_BYTES else None
 
@@ -81,7 +81,7 @@ def _descriptor(kind: str, f: dict, tally: Any, times: int) -> None:
     tally.described(src, dst, size, kind == c.DESC3D_PEER, times)
 
 
-def _side(memory_type: Optional[int], host: Optional[int], device: Optional[int]) -> tuple[str, Optional[int]]:
+def _side(memory_type: int | None, host: int | None, device: int | None) -> tuple[str, int | None]:
     """("host", pointer), ("device", None) or ("unified", pointer) for one side of a descriptor."""
     if memory_type == c.MEMORYTYPE_HOST:
         return "host", host

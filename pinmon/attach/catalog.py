@@ -37,7 +37,6 @@ is read (``classify.ProcessMemory.allocated``), by which time the call has retur
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 # What a call is.
 COPY = "copy"                # one way, host pointer and size are arguments
@@ -80,7 +79,7 @@ class Fetch:
 
     arg: int
     type: str = "u64"
-    offset: Optional[int] = None
+    offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ class Entry:
     name: str
     kind: str
     fields: tuple[tuple[str, Fetch], ...]
-    direction: Optional[str] = None   # "h2d" or "d2h" for COPY
+    direction: str | None = None   # "h2d" or "d2h" for COPY
 
 
 def _a(i: int, t: str = "u64") -> Fetch:

@@ -37,7 +37,7 @@ import bisect
 import os
 import stat
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from ..collect.processes.kernel_objects import NVIDIA_MAJOR, KernelObjects
 from ..collect.processes.procmaps import (
@@ -78,7 +78,7 @@ def maps_real_nvidia_device(pid: int, mappings: list, proc_root: str = "/proc",
     return False
 
 
-def read_process_maps(pid: int, proc_root: str = "/proc") -> Optional[list]:
+def read_process_maps(pid: int, proc_root: str = "/proc") -> list | None:
     """A process's mappings; None when it is gone or unreadable."""
     try:
         data = read_bytes(os.path.join(proc_root, str(pid), "maps"))
@@ -104,13 +104,13 @@ class _Ranges:
         self._dirty = True
         return True
 
-    def remove(self, start: int) -> Optional[tuple[int, str]]:
+    def remove(self, start: int) -> tuple[int, str] | None:
         got = self.by_start.pop(start, None)
         if got is not None:
             self._dirty = True
         return got
 
-    def find(self, ptr: int) -> Optional[str]:
+    def find(self, ptr: int) -> str | None:
         if not self.by_start:
             return None
         if self._dirty:
@@ -127,8 +127,8 @@ class ProcessMemory:
     """One process's host memory as the attach knows it."""
 
     def __init__(self, pid: int, objects: KernelObjects, proc_root: str = "/proc",
-                 is_cuda: Optional[IsCuda] = None,
-                 read_maps: Optional[Callable[[int], Optional[list]]] = None,
+                 is_cuda: IsCuda | None = None,
+                 read_maps: Callable[[int], list | None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.pid, self.proc_root, self.clock = pid, proc_root, clock
         self.objects = objects
@@ -146,7 +146,7 @@ class ProcessMemory:
         self._mappings: list[Mapping] = []
         self._last_read = -1e18
         self._batch_at = -1e18         # when the batch of events being applied was read
-        self._initial: Optional[set] = None
+        self._initial: set | None = None
         self.refresh()
         # The mappings when the attach began: an allocation's mapping is one that was not among them.
         self._initial = {(m.start, m.end) for m in self._mappings} if self._mappings else None
@@ -176,7 +176,7 @@ class ProcessMemory:
             self._match_pending()
         return True
 
-    def _lookup(self, ptr: int) -> Optional[tuple[int, str, bool]]:
+    def _lookup(self, ptr: int) -> tuple[int, str, bool] | None:
         i = bisect.bisect_right(self._starts, ptr) - 1
         if i >= 0:
             row = self._rows[i]
@@ -200,7 +200,7 @@ class ProcessMemory:
 
     # --- what a pointer is ---------------------------------------------------------------------
 
-    def host_kind(self, ptr: Optional[int]) -> str:
+    def host_kind(self, ptr: int | None) -> str:
         """pinned, write_combined or pageable, for a pointer a call says is host memory."""
         if ptr is None:
             return PAGEABLE
@@ -215,7 +215,7 @@ class ProcessMemory:
             row = self._lookup(ptr)
         return row[1] if row is not None else PAGEABLE
 
-    def is_host(self, ptr: Optional[int]) -> bool:
+    def is_host(self, ptr: int | None) -> bool:
         """Whether ``cuMemcpy``'s pointer is host memory (else the device's)."""
         if ptr is None:
             return False
@@ -230,7 +230,7 @@ class ProcessMemory:
 
     # --- what the process did --------------------------------------------------------------------
 
-    def allocated(self, size: Optional[int], write_combined: bool) -> Optional[tuple[int, int]]:
+    def allocated(self, size: int | None, write_combined: bool) -> tuple[int, int] | None:
         """An allocation's event: re-read the mappings and take, as its range, the smallest
         pinned-looking mapping (``/dev/zero (deleted)`` or ``/dev/nvidiactl``, shared) at least ``size``
         long that was not there when the attach began and no earlier allocation took (events are read
@@ -268,11 +268,11 @@ class ProcessMemory:
             self._found[token] = (m.start, m.end)
         self.pending = left
 
-    def registered(self, ptr: Optional[int], size: Optional[int]) -> None:
+    def registered(self, ptr: int | None, size: int | None) -> None:
         if ptr is not None and size:
             self.seen.add(ptr, ptr + size, PINNED)
 
-    def released(self, ptr: Optional[int]) -> None:
+    def released(self, ptr: int | None) -> None:
         """An unregister or a free: the range that starts at ``ptr`` is no longer known as pinned."""
         if ptr is not None and self.seen.remove(ptr) is not None:
             self._last_read = -1e18   # its mapping may be gone: the next miss re-reads at once

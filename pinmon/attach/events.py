@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Union
 
 MAX_LINE_CHARS = 4096
 MAX_ARRAY_ITEMS = 64
@@ -30,13 +29,13 @@ _LINE = re.compile(
 _ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(\{[^}]*\}|\S+)")
 _LOST = re.compile(r"^\s*CPU:\s*(?P<cpu>\d+)\s+\[LOST\s+(?P<count>\d+)\s+EVENTS\]\s*$")
 
-Value = Union[int, tuple[int, ...], None]
+Value = int | tuple[int, ...] | None
 
 
 @dataclass(frozen=True)
 class Event:
     tid: int
-    tgid: Optional[int]      # None where the kernel printed no tgid
+    tgid: int | None      # None where the kernel printed no tgid
     cpu: int
     ts: float                # seconds on the instance's trace clock
     name: str                # the event's name in its group
@@ -62,7 +61,7 @@ def _value(text: str) -> Value:
     return _int(text)
 
 
-def _int(text: str) -> Optional[int]:
+def _int(text: str) -> int | None:
     if not text or len(text) > 24:
         return None
     try:
@@ -71,7 +70,7 @@ def _int(text: str) -> Optional[int]:
         return None
 
 
-def parse_line(line: str) -> Union[Event, Lost, None]:
+def parse_line(line: str) -> Event | Lost | None:
     """An event, a lost-events notice, or None for anything else (a header, a cut line)."""
     if len(line) > MAX_LINE_CHARS:
         return None

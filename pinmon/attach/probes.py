@@ -17,7 +17,6 @@ import errno
 import os
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from . import catalog as c
 from .arch import arg_register
@@ -85,7 +84,7 @@ def fetch_args(entry: Entry, arch: str) -> list[str]:
     return out + slots
 
 
-def plan(offsets: dict[str, int], file_index: int, catalog: Optional[dict[str, Entry]] = None) -> list[Probe]:
+def plan(offsets: dict[str, int], file_index: int, catalog: dict[str, Entry] | None = None) -> list[Probe]:
     """The probes for one file: each catalog function it exports, all in the file's one event."""
     event = event_name(CALL, file_index)
     return [Probe(event, entry, offsets[name]) for name, entry in sorted((catalog or CATALOG).items())
@@ -146,7 +145,7 @@ def _alive(pid: int, proc_root: str) -> bool:
     return os.path.exists(os.path.join(proc_root, str(pid)))
 
 
-def clean_stale(fs: Tracefs, own_pid: Optional[int] = None, proc_root: str = "/proc") -> tuple[list[str], list[str]]:
+def clean_stale(fs: Tracefs, own_pid: int | None = None, proc_root: str = "/proc") -> tuple[list[str], list[str]]:
     """Remove the groups and instances of pinmon processes that are gone: (removed groups, errors)."""
     own = os.getpid() if own_pid is None else own_pid
     removed: list[str] = []

@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass
-from typing import Optional
 
 PAGE_HEADER = struct.Struct("<QQ")
 U32 = struct.Struct("<I")
@@ -54,7 +53,7 @@ class Layout:
     def flat(self) -> bool:
         return all(n == 1 for n in self.counts)
 
-    def decode(self, record: bytes) -> Optional[tuple[int, dict]]:
+    def decode(self, record: bytes) -> tuple[int, dict] | None:
         """(thread id, {field: int or tuple}) of one record; None when it is too short."""
         if len(record) < self.struct.size:
             return None
@@ -70,7 +69,7 @@ class Layout:
         return tid, out
 
 
-def parse_format(text: str) -> Optional[Layout]:
+def parse_format(text: str) -> Layout | None:
     """An event's ``format`` file -> its Layout; None where it is not one pinmon can read (a field
     that is not a fixed-size integer or an array of them, or common fields elsewhere than usual)."""
     id_m, name_m = _ID.search(text), _NAME.search(text)
@@ -129,7 +128,7 @@ def _element_size(type_text: str) -> int:
 @dataclass
 class PageResult:
     records: list           # (timestamp ns, event id, record bytes)
-    missed: Optional[int]   # events lost before this page: a count, -1 where the kernel did not store it, None for none
+    missed: int | None   # events lost before this page: a count, -1 where the kernel did not store it, None for none
     bad: bool = False       # the page broke the format somewhere (what came before it was kept)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from .events import Event, Lost, parse_line
 from .rawpages import Layout, parse_format, parse_page
@@ -28,7 +28,7 @@ MAX_PENDING_TEXT = 1 << 16
 class Record(NamedTuple):
     ts: float
     tid: int
-    tgid: Optional[int]
+    tgid: int | None
     event: str
     fields: dict
 
@@ -40,7 +40,7 @@ class Batch(NamedTuple):
     raw: bool = False
 
 
-def _nonblocking_read(fd: int, size: int) -> Optional[bytes]:
+def _nonblocking_read(fd: int, size: int) -> bytes | None:
     try:
         return os.read(fd, size)
     except BlockingIOError:
@@ -100,7 +100,7 @@ class RawReader:
         records.sort(key=_first)  # CPUs' pages interleave: the calls in the order they ran
         return Batch(records, lost, bad, raw=True)
 
-    def decode(self, record: bytes) -> Optional[Record]:
+    def decode(self, record: bytes) -> Record | None:
         """A record's thread, event and fields (its time left at 0); None for one of no known event."""
         layout = self.layouts.get(record[0] | (record[1] << 8))
         decoded = layout.decode(record) if layout is not None else None
@@ -120,7 +120,7 @@ class TextReader:
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
-        self.fd: Optional[int] = os.open(instance.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        self.fd: int | None = os.open(instance.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         self._tail = b""
 
     def learn(self, group: str, events: list[str]) -> list[str]:

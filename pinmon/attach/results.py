@@ -8,7 +8,6 @@ part of the time) or the attach stopped early, the totals are those rates over t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 INSTRUMENT = "uprobes"
 
@@ -20,9 +19,9 @@ class CopyStats:
     bytes_per_s: float
     bytes: int
     count: int
-    size_p50_bytes: Optional[int]
-    size_p90_bytes: Optional[int]
-    size_max_bytes: Optional[int]
+    size_p50_bytes: int | None
+    size_p90_bytes: int | None
+    size_max_bytes: int | None
     unknown_size_count: int = 0
 
 
@@ -41,15 +40,15 @@ class AllocationStats:
     per_s: float
     frees: int
     frees_per_s: float
-    median_bytes: Optional[int]
-    size_p90_bytes: Optional[int]
-    size_max_bytes: Optional[int]
+    median_bytes: int | None
+    size_p90_bytes: int | None
+    size_max_bytes: int | None
     bytes: int
     flags: dict[str, int]
     registrations: int
     registered_bytes: int
-    registration_median_bytes: Optional[int]
-    registration_max_bytes: Optional[int]
+    registration_median_bytes: int | None
+    registration_max_bytes: int | None
     registration_flags: dict[str, int]
     unregistrations: int
 
@@ -70,9 +69,9 @@ class ProcessCopies:
     allocations: AllocationStats
     instrument: str = INSTRUMENT
     notes: tuple[str, ...] = ()
-    name: Optional[str] = None      # /proc/PID/comm when attached (untrusted text): for one that exits
+    name: str | None = None      # /proc/PID/comm when attached (untrusted text): for one that exits
 
-    def stat(self, direction: str, memory: str) -> Optional[CopyStats]:
+    def stat(self, direction: str, memory: str) -> CopyStats | None:
         for s in self.stats:
             if s.direction == direction and s.memory == memory:
                 return s
@@ -86,7 +85,7 @@ class ProbedFile:
     ino: int
     probes: int
     pids: tuple[int, ...]
-    refused: Optional[str] = None   # why this file could not be probed
+    refused: str | None = None   # why this file could not be probed
 
 
 @dataclass(frozen=True)
@@ -98,10 +97,10 @@ class AttachResult:
     files: tuple[ProbedFile, ...]
     events: int                              # events read (all kinds)
     lost_events: int                         # the kernel's count of events lost (overrun, dropped)
-    sampled: Optional[float] = None          # the share of the window the probes were enabled, when sampled
+    sampled: float | None = None          # the share of the window the probes were enabled, when sampled
     stopped_early: bool = False              # the event rate passed the budget and the attach stopped
-    attach_s: Optional[float] = None
-    started_mono: Optional[float] = None     # the window's start on CLOCK_MONOTONIC (time.monotonic())
+    attach_s: float | None = None
+    started_mono: float | None = None     # the window's start on CLOCK_MONOTONIC (time.monotonic())
     notices: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -113,10 +112,10 @@ class AttachOutcome:
     ``fatal`` marks a reason that waiting does not change (not root, no uprobes, a locked-down
     kernel); without it (no CUDA process yet) the next window may attach."""
 
-    result: Optional[AttachResult]
-    error: Optional[str] = None
+    result: AttachResult | None
+    error: str | None = None
     ended_mono: float = 0.0
     fatal: bool = False
     interrupted: bool = False                # Ctrl-C or a signal cut the window short
-    detach_s: Optional[float] = None
+    detach_s: float | None = None
     notices: tuple[str, ...] = ()            # the attacher's own (processes left out by its budget)

@@ -28,8 +28,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
 
 from ..collect.processes.kernel_objects import KernelObjects, learn
 from ..units import printable
@@ -90,14 +90,14 @@ class _File:
     path: str
     pids: list[int]
     probes: list[Probe]
-    refused: Optional[str] = None
+    refused: str | None = None
 
 
 class AttachSession:
-    def __init__(self, pids: Optional[list[int]] = None, *, budget: Budget = Budget(), reader: str = "raw",
-                 proc_root: str = "/proc", is_cuda: Optional[IsCuda] = None,
-                 objects: Optional[KernelObjects] = None, tracefs: Optional[Tracefs] = None,
-                 euid: Optional[int] = None, lockdown_path: str = "/sys/kernel/security/lockdown",
+    def __init__(self, pids: list[int] | None = None, *, budget: Budget = Budget(), reader: str = "raw",
+                 proc_root: str = "/proc", is_cuda: IsCuda | None = None,
+                 objects: KernelObjects | None = None, tracefs: Tracefs | None = None,
+                 euid: int | None = None, lockdown_path: str = "/sys/kernel/security/lockdown",
                  handle_signals: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
         self.pids = None if pids is None else list(dict.fromkeys(pids))
         self.budget, self.reader_kind, self.proc_root = budget, reader, proc_root
@@ -106,21 +106,21 @@ class AttachSession:
         self.handle_signals, self.clock = handle_signals, clock
         self.own_pid = os.getpid()
         self.group = group_name(self.own_pid)
-        self.instance: Optional[Instance] = None
-        self.reader: Optional[Union[RawReader, TextReader]] = None
-        self.targets: Optional[Targets] = None
+        self.instance: Instance | None = None
+        self.reader: RawReader | TextReader | None = None
+        self.targets: Targets | None = None
         self.files: list[_File] = []
         self.events: set[str] = set()             # the events defined (one a file)
         self.defined: list[str] = []
         self.tallies: dict[int, ProcessTally] = {}
-        self.names: dict[int, Optional[str]] = {}     # pid -> its comm when attached
+        self.names: dict[int, str | None] = {}     # pid -> its comm when attached
         self.failed: dict[int, str] = {}
         self.notices: list[str] = []
-        self.attach_s: Optional[float] = None
-        self.detach_s: Optional[float] = None     # until the probes are gone from the targets
-        self.cleanup_s: Optional[float] = None    # then pinmon's instance removed
-        self.window_start: Optional[float] = None
-        self.window_end: Optional[float] = None
+        self.attach_s: float | None = None
+        self.detach_s: float | None = None     # until the probes are gone from the targets
+        self.cleanup_s: float | None = None    # then pinmon's instance removed
+        self.window_start: float | None = None
+        self.window_end: float | None = None
         self.mono_clock = False
         self.enabled = False
         self._enabled_since = 0.0
@@ -130,10 +130,10 @@ class AttachSession:
         self._bad_pages = 0
         self._unattributed = 0
         self._overrun_base = 0
-        self._tgids: dict[int, Optional[int]] = {}
-        self._decoded: dict[bytes, Optional[tuple]] = {}
+        self._tgids: dict[int, int | None] = {}
+        self._decoded: dict[bytes, tuple | None] = {}
         self._rate_slot = (0.0, 0)
-        self._duty: Optional[float] = None
+        self._duty: float | None = None
         self._stopped = False
         self._toggle_at = 0.0
         self._old_handlers: dict[int, object] = {}
@@ -142,7 +142,7 @@ class AttachSession:
 
     # --- attach -----------------------------------------------------------------------------------
 
-    def __enter__(self) -> "AttachSession":
+    def __enter__(self) -> AttachSession:
         self.attach()
         return self
 
@@ -351,7 +351,7 @@ class AttachSession:
         self._budget(n)
         return n
 
-    def _decode(self, rec: Optional[Record]) -> Optional[tuple]:
+    def _decode(self, rec: Record | None) -> tuple | None:
         """(event name or NEWTASK's, thread id, tgid, fields, in order?, entry) of a record."""
         if rec is None:
             return None
@@ -384,7 +384,7 @@ class AttachSession:
             self._tgids.clear()
         self._tgids[child] = self._tgid(parent_tid) if flags & CLONE_THREAD else child
 
-    def _tgid(self, tid: int) -> Optional[int]:
+    def _tgid(self, tid: int) -> int | None:
         if tid in self.tallies:
             return tid
         if tid in self._tgids:
@@ -452,7 +452,7 @@ class AttachSession:
             elif not self.enabled and now - self._toggle_at >= SAMPLE_PERIOD_S - on_s:
                 self._set_enabled(True)
 
-    def _pump_for(self, seconds: Optional[float], stop: Optional[threading.Event]) -> None:
+    def _pump_for(self, seconds: float | None, stop: threading.Event | None) -> None:
         end = None if seconds is None else self.clock() + seconds
         while True:
             now = self.clock()
@@ -465,12 +465,12 @@ class AttachSession:
             else:
                 time.sleep(wait)
 
-    def run(self, seconds: Optional[float], stop: Optional[threading.Event] = None) -> AttachResult:
+    def run(self, seconds: float | None, stop: threading.Event | None = None) -> AttachResult:
         """Tally events for ``seconds`` (or until ``stop`` is set), then end the window."""
         self._pump_for(seconds, stop)
         return self.finish()
 
-    def run_window(self, seconds: float, stop: Optional[threading.Event] = None) -> AttachResult:
+    def run_window(self, seconds: float, stop: threading.Event | None = None) -> AttachResult:
         """Tally events for ``seconds`` (or until ``stop`` is set), then ``cut``: the probes stay."""
         self._pump_for(seconds, stop)
         return self.cut()
@@ -507,7 +507,7 @@ class AttachSession:
 
     # --- the result -------------------------------------------------------------------------------
 
-    def result(self, end: Optional[float] = None) -> AttachResult:
+    def result(self, end: float | None = None) -> AttachResult:
         start = self.window_start or self.clock()
         if end is None:
             end = self.window_end if self.window_end is not None else self.clock()
@@ -619,7 +619,7 @@ def _other(t: Tally, enabled: float, scale: float) -> OtherCopies:
 
 
 def _process(t: ProcessTally, window: float, enabled: float, scale: float, cap: float,
-             name: Optional[str] = None) -> ProcessCopies:
+             name: str | None = None) -> ProcessCopies:
     stats = []
     notes = []
     for (direction, memory), c in sorted(t.copies.items()):

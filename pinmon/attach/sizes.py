@@ -6,8 +6,6 @@ falls in: exact where that bucket holds one size (a loop of equal copies), else 
 """
 from __future__ import annotations
 
-from typing import Optional
-
 SUB_BUCKETS = 16
 
 
@@ -20,7 +18,7 @@ def bucket_of(size: int) -> int:
 
 
 class SizeHistogram:
-    __slots__ = ("buckets", "count", "total", "max")
+    __slots__ = ("buckets", "count", "max", "total")
 
     def __init__(self) -> None:
         self.buckets: dict[int, list[int]] = {}   # bucket -> [count, smallest, largest]
@@ -44,7 +42,7 @@ class SizeHistogram:
         if size > self.max:
             self.max = size
 
-    def percentile(self, q: float) -> Optional[int]:
+    def percentile(self, q: float) -> int | None:
         """The size at or below which a share ``q`` (0..1) of the sizes fall; None when empty."""
         if not self.count:
             return None

@@ -15,8 +15,8 @@ from __future__ import annotations
 import io
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional
 
 from .arch import arch_of_elf_machine
 
@@ -32,7 +32,7 @@ class SymbolError(Exception):
 @dataclass(frozen=True)
 class LibrarySymbols:
     machine: str                     # the ELF header's e_machine, as pyelftools names it
-    arch: Optional[str]              # arch.py's row for it, None where there is none
+    arch: str | None              # arch.py's row for it, None where there is none
     offsets: dict[str, int]          # exported function -> file offset of its first instruction
     dev: int = 0
     ino: int = 0
@@ -66,7 +66,7 @@ class _FdReader(io.RawIOBase):
         return len(data)
 
 
-def file_offset(value: int, segments: Iterable[tuple[int, int, int]]) -> Optional[int]:
+def file_offset(value: int, segments: Iterable[tuple[int, int, int]]) -> int | None:
     """The file offset of virtual address ``value`` given ``(p_vaddr, p_filesz, p_offset)`` of the
     PT_LOAD segments; None where no segment's file bytes hold it."""
     for vaddr, filesz, offset in segments:
@@ -75,7 +75,7 @@ def file_offset(value: int, segments: Iterable[tuple[int, int, int]]) -> Optiona
     return None
 
 
-def read_symbols(fd: int, wanted: Optional[Iterable[str]] = None) -> LibrarySymbols:
+def read_symbols(fd: int, wanted: Iterable[str] | None = None) -> LibrarySymbols:
     """The exported, defined functions of the ELF file open at ``fd`` (only ``wanted`` ones when
     given), with their file offsets."""
     try:

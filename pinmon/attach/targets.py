@@ -21,7 +21,6 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ..collect.processes.procmaps import Mapping
 from ..units import printable
@@ -43,7 +42,7 @@ class LibraryFile:
     pids: list[int] = field(default_factory=list)
 
 
-def libcuda_mapping(mappings: list[Mapping]) -> Optional[Mapping]:
+def libcuda_mapping(mappings: list[Mapping]) -> Mapping | None:
     """The executable mapping of a libcuda file, if the process has one."""
     for m in mappings:
         if m.perms[2] == "x" and LIBCUDA_NAME.match(os.path.basename(m.path.replace(" (deleted)", ""))):
@@ -58,7 +57,7 @@ def list_pids(proc_root: str = "/proc") -> list[int]:
         return []
 
 
-def cuda_pids(proc_root: str = "/proc", own_pid: Optional[int] = None) -> list[int]:
+def cuda_pids(proc_root: str = "/proc", own_pid: int | None = None) -> list[int]:
     """Every process (but pinmon itself) whose maps name a libcuda file, by pid."""
     own = os.getpid() if own_pid is None else own_pid
     return [p for p in list_pids(proc_root) if p != own and maps_libcuda(p, proc_root)]
@@ -83,7 +82,7 @@ def maps_libcuda(pid: int, proc_root: str = "/proc") -> bool:
         os.close(fd)
 
 
-def comm(pid: int, proc_root: str = "/proc") -> Optional[str]:
+def comm(pid: int, proc_root: str = "/proc") -> str | None:
     """A process's name as the kernel keeps it (``/proc/PID/comm``, at most 16 bytes): untrusted text."""
     try:
         with open(os.path.join(proc_root, str(pid), "comm"), "rb") as f:
@@ -121,7 +120,7 @@ def _open_in_root(root: str, path: str) -> int:
         os.close(root_fd)
 
 
-def open_mapped_file(pid: int, m: Mapping, proc_root: str = "/proc") -> tuple[Optional[int], Optional[str]]:
+def open_mapped_file(pid: int, m: Mapping, proc_root: str = "/proc") -> tuple[int | None, str | None]:
     """An fd of the file mapping ``m`` of process ``pid`` shows, checked regular and the maps' inode;
     (None, why) where it cannot be opened so."""
     why = "cannot open it"
@@ -163,7 +162,7 @@ class Targets:
         self.files.clear()
 
 
-def find_targets(pids: Optional[list[int]], proc_root: str = "/proc", own_pid: Optional[int] = None) -> Targets:
+def find_targets(pids: list[int] | None, proc_root: str = "/proc", own_pid: int | None = None) -> Targets:
     """The processes to attach to (``pids``, or every process that maps libcuda) and their files."""
     own = os.getpid() if own_pid is None else own_pid
     out = Targets({}, {}, {})

@@ -15,8 +15,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from ..collect.rawfile import read_bytes
 
@@ -49,7 +49,7 @@ def _mount_tracefs(target: str) -> None:
         raise OSError(e, os.strerror(e))
 
 
-def lockdown_mode(path: str = "/sys/kernel/security/lockdown") -> Optional[str]:
+def lockdown_mode(path: str = "/sys/kernel/security/lockdown") -> str | None:
     """The kernel's lockdown mode ("none", "integrity", "confidentiality"); None where unknown."""
     try:
         text = read_bytes(path).decode("ascii", "replace")
@@ -112,7 +112,7 @@ def open_tracefs(mounts_path: str = "/proc/self/mounts", mountpoints: tuple[str,
     return Tracefs(mountpoints[0])
 
 
-def preflight(euid: Optional[int] = None, lockdown_path: str = "/sys/kernel/security/lockdown") -> Optional[str]:
+def preflight(euid: int | None = None, lockdown_path: str = "/sys/kernel/security/lockdown") -> str | None:
     """Why attaching cannot work here before tracefs is looked at, or None."""
     if (os.geteuid() if euid is None else euid) != 0:
         return "attach needs root: uprobes are set through tracefs"
@@ -162,7 +162,7 @@ class Instance:
     def read(self, rel: str) -> str:
         return self.fs.read(self.rel, rel)
 
-    def clock(self) -> Optional[str]:
+    def clock(self) -> str | None:
         try:
             text = self.read("trace_clock")
         except OSError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..attach import Attacher, AttachOutcome
@@ -25,7 +25,7 @@ ATTACH_HELP = ("also count each CUDA process's copies and pinned allocations thr
                " libcuda (root; no restart): rows with source \"attached\"")
 
 
-def one_window(pids: Optional[list[int]], seconds: float) -> AttachOutcome:
+def one_window(pids: list[int] | None, seconds: float) -> AttachOutcome:
     """Attach ``pids`` (None: every CUDA process, the lowest 64) for ``seconds`` in this thread, then
     detach; Ctrl-C or SIGTERM ends the window early with what it counted."""
     from ..attach import Attacher, AttachPolicy

@@ -11,7 +11,8 @@ import argparse
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, TextIO, Union
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..limits import (
     MAX_DURATION_S,
@@ -97,7 +98,7 @@ def speed_arg(text: str) -> float:
     return v
 
 
-def int_arg(low: int, high: int, what: Optional[str] = None) -> Callable[[str], int]:
+def int_arg(low: int, high: int, what: str | None = None) -> Callable[[str], int]:
     """An argparse type: a whole number from ``low`` to ``high`` (the caps in pinmon.limits). With
     ``what`` ("a process id"), anything else is "not a process id: 'TEXT'"; without it, text that is not
     a whole number says so, and a number out of range gets the range."""
@@ -118,7 +119,7 @@ top_processes_arg = int_arg(0, MAX_TOP_PROCESSES)
 _cuda_index_arg = int_arg(0, MAX_GPUS - 1, "a CUDA device index or 'all'")
 
 
-def cuda_device_arg(text: str) -> Union[int, str]:
+def cuda_device_arg(text: str) -> int | str:
     """An argparse type: a CUDA device index (CUDA's numbering, below ``MAX_GPUS``) or ``"all"``."""
     return "all" if text == "all" else _cuda_index_arg(text)
 
@@ -135,7 +136,7 @@ def size_arg(text: str) -> int:
 
 # --- config, advice, output -----------------------------------------------------------------------
 
-def load_config(path: Optional[str]) -> Config:
+def load_config(path: str | None) -> Config:
     """The config file at ``path`` (default: the user's); UsageError naming what is wrong with it."""
     from .config import ConfigError
     from .config import load_config as load
@@ -187,7 +188,7 @@ def print_notices(source: Source, prefix: str = "pinmon") -> None:
         print(f"{prefix}: {printable(n, 2000)}", file=sys.stderr)
 
 
-def no_app_here(env: Optional[Mapping[str, str]] = None, stdout: Optional[TextIO] = None) -> Optional[str]:
+def no_app_here(env: Mapping[str, str] | None = None, stdout: TextIO | None = None) -> str | None:
     """Why the full-screen app cannot draw here, as the words that follow "pinmon: " on stderr
     (None where it can): stdout is not a terminal, or the terminal says it cannot place the cursor
     (``TERM`` dumb, or unset). The commands then print the check report instead."""
@@ -209,7 +210,7 @@ PROBES_OFF_REASON = 'probes are off in the config (app_probes = "off")'
 
 
 def run_app(source: Source, settings: Settings, speed: float = 1.0, attach_all: bool = False,
-            attach_windows: Optional[RequestedWindows] = None, frame: Optional[FirstFrame] = None) -> int:
+            attach_windows: RequestedWindows | None = None, frame: FirstFrame | None = None) -> int:
     """The terminal app on ``source`` with the config's thresholds. Live, its probes follow
     ``settings.app_probes``: automatic ones every ``app_probe_every_s`` and p/s ("auto"), p/s only
     ("manual", also ``--no-probe``), or none, with p and s hidden ("off"). ``attach_all``: the source
@@ -228,7 +229,7 @@ def run_app(source: Source, settings: Settings, speed: float = 1.0, attach_all: 
 
 
 def _run_app(source: Source, settings: Settings, speed: float, attach_all: bool,
-             attach_windows: Optional[RequestedWindows], frame: Optional[FirstFrame]) -> int:
+             attach_windows: RequestedWindows | None, frame: FirstFrame | None) -> int:
     try:
         from ..tui.app import run_app as run
     except ImportError as e:  # the app is part of the package; this only guards broken installs
@@ -265,7 +266,7 @@ def _run_app(source: Source, settings: Settings, speed: float, attach_all: bool,
 NO_ATTACH_SOURCE = "this source takes no attach windows"
 
 
-def attach_key(windows: Optional[RequestedWindows], attach_all: bool) -> dict[str, Any]:
+def attach_key(windows: RequestedWindows | None, attach_all: bool) -> dict[str, Any]:
     """The app's options for its attach key: a runner, or why it cannot attach (known before trying:
     not root, a locked-down kernel; the rest, a missing tracefs or a file system that refuses uprobes,
     the key says when pressed)."""

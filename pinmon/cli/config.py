@@ -29,8 +29,9 @@ import math
 import os
 import stat
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Collection, Optional
+from typing import Any
 
 from ..advise.registry import RULES
 from ..advise.thresholds import Thresholds, threshold_fields
@@ -71,7 +72,7 @@ class Config:
     disabled_rules: frozenset[str] = frozenset()
     oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S  # the kernel log's OOM kills this far back; 0: off
     attach_window_s: float = DEFAULT_ATTACH_WINDOW_S  # the app's attach key: one window this long
-    path: Optional[str] = None  # the file it was read from; None: built-in defaults
+    path: str | None = None  # the file it was read from; None: built-in defaults
     notices: tuple[str, ...] = ()  # what the user should know (a default file that was ignored)
 
 
@@ -84,7 +85,7 @@ def default_config_path() -> str:
     return os.path.join(platformdirs.user_config_dir("pinmon"), "config.toml")
 
 
-def load_config(path: Optional[str] = None) -> Config:
+def load_config(path: str | None = None) -> Config:
     """The config from ``path``, or from the default location if a file is there, else defaults."""
     if path is not None:
         return parse_config(_read(path, explicit=True), path)
@@ -97,7 +98,7 @@ def load_config(path: Optional[str] = None) -> Config:
     return parse_config(_read(path, explicit=False), path)
 
 
-def untrusted_reason(path: str, euid: Optional[int] = None) -> Optional[str]:
+def untrusted_reason(path: str, euid: int | None = None) -> str | None:
     """Why the default config at ``path`` is not this user's own, or None: the file and every
     directory above it (as named and as resolved) must belong to ``euid`` or root, and none may be
     writable by others (a root-owned sticky directory such as /tmp aside, whose entries others

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Optional, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..units import printable
 from .attaching import ATTACH_HELP
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from ..tui.view.first_frame import FirstFrame
 
 # The schema of each command's --json output; an error is printed in the same envelope.
-JSON_SCHEMAS: dict[str, Optional[str]] = {name: module.JSON_SCHEMA for name, module in COMMANDS.items()
+JSON_SCHEMAS: dict[str, str | None] = {name: module.JSON_SCHEMA for name, module in COMMANDS.items()
                                            if hasattr(module, "JSON_SCHEMA")}
 
 
@@ -75,7 +76,7 @@ def run_default(args: argparse.Namespace, settings: Settings) -> int:
             frame.abandon()  # where the app never took the terminal
 
 
-def run_live_app(settings: Settings, attach_all: bool, frame: Optional[FirstFrame]) -> int:
+def run_live_app(settings: Settings, attach_all: bool, frame: FirstFrame | None) -> int:
     from ..collect.attached import AttachedSource, RequestedWindows
     from ..model.source import OpenedOnFirstRead
     from .attaching import continuous
@@ -89,7 +90,7 @@ def run_live_app(settings: Settings, attach_all: bool, frame: Optional[FirstFram
     else:
         attached = requested = RequestedWindows()
 
-    def open_live() -> "LiveCollector":
+    def open_live() -> LiveCollector:
         # On the app's reading thread: NVML's start and the collector's imports do not hold up the
         # first frame, which shows "collecting..." meanwhile.
         from ..collect.live import LiveCollector
@@ -121,7 +122,7 @@ def attach_refusal(command: str) -> str:
             " check, record and export do)")
 
 
-def _misplaced(extra: Sequence[str], parser: CliParser, command: Optional[str]) -> Optional[str]:
+def _misplaced(extra: Sequence[str], parser: CliParser, command: str | None) -> str | None:
     """Where an option that argparse did not take belongs, when it is pinmon's own option given after
     a command that does not use it, or the command's given before it; None for an option known nowhere."""
     sub = parser.subcommands.get(command) if command else None
@@ -141,7 +142,7 @@ def _misplaced(extra: Sequence[str], parser: CliParser, command: Optional[str]) 
     return None
 
 
-def _json_error(command: Optional[str], message: str) -> None:
+def _json_error(command: str | None, message: str) -> None:
     """With --json, an error is also a JSON object on stdout, so a script reading it gets a reason."""
     doc: dict[str, object] = {}
     schema = JSON_SCHEMAS.get(command) if command is not None else None
@@ -152,14 +153,14 @@ def _json_error(command: Optional[str], message: str) -> None:
     print(dumps(doc, indent=1))
 
 
-def _wants_json(argv: Sequence[str], command: Optional[str]) -> bool:
+def _wants_json(argv: Sequence[str], command: str | None) -> bool:
     if command not in JSON_SCHEMAS:
         return False
     head = argv[: argv.index("--")] if "--" in argv else argv
     return "--json" in head
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     # Only to answer an error argparse raises before it has read them: the command's JSON envelope.
@@ -200,7 +201,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:
         # `pinmon check | head`: the reader left; nothing more to say.
         try:
-            sys.stdout = open(os.devnull, "w")
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (stdout from here until the exit)
         except OSError:
             pass
         return 0

@@ -11,7 +11,7 @@ Commands read ``Settings``, never a default of their own.
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from collections.abc import Callable
 
 from ..limits import MAX_INTERVAL_S, MIN_INTERVAL_S
 from .common import interval_arg, load_config, oom_lookback_arg, probe_every_arg, size_arg

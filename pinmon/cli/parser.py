@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Iterable, NoReturn, Optional, Protocol, Sequence, TypeVar, overload
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn, Protocol, TypeVar, overload
 
 from .common import EXIT_BAD_INPUT
 
@@ -43,13 +44,13 @@ class CliParser(argparse.ArgumentParser):
     negative values and a traced command's arguments as described in the module docstring."""
 
     bad_input_code = EXIT_BAD_INPUT
-    last_error: Optional[str] = None  # the message of the latest error, for --json output
+    last_error: str | None = None  # the message of the latest error, for --json output
 
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("allow_abbrev", False)
         self.arguments: list[argparse.Action] = []  # every option and positional, in order
         self.subcommands: dict[str, CliParser] = {}
-        self.rest_dest: Optional[str] = None  # the positional that takes the rest, if any
+        self.rest_dest: str | None = None  # the positional that takes the rest, if any
         self._argv: list[str] = []
         super().__init__(*args, **kwargs)  # it adds -h through add_argument
         for parent in kwargs.get("parents", ()):
@@ -84,7 +85,7 @@ class CliParser(argparse.ArgumentParser):
 
     # --- reading the argument vector ----------------------------------------------------------
 
-    def split(self, argv: Sequence[str]) -> tuple[list[str], Optional[int]]:
+    def split(self, argv: Sequence[str]) -> tuple[list[str], int | None]:
         """(``argv`` with negative values joined to this parser's own options, the index there of
         its first positional or ``--``, whichever comes first, or None). The joining stops at
         ``--``, and in a parser with commands or a rest positional at the first positional: what
@@ -92,7 +93,7 @@ class CliParser(argparse.ArgumentParser):
         stop = bool(self.subcommands) or self.rest_dest is not None
         values = self.value_options
         out: list[str] = []
-        at: Optional[int] = None
+        at: int | None = None
         i = 0
         while i < len(argv):
             token = argv[i]
@@ -111,24 +112,24 @@ class CliParser(argparse.ArgumentParser):
             i += 1
         return out, at
 
-    def command_in(self, argv: Sequence[str]) -> Optional[str]:
+    def command_in(self, argv: Sequence[str]) -> str | None:
         """The command word in ``argv`` (its first positional, where that names a command), or None."""
         argv, at = self.split(argv)
         return argv[at] if at is not None and argv[at] in self.subcommands else None
 
     # argparse's own overloads: a namespace given is the one filled in and returned.
     @overload
-    def parse_known_args(self, args: Optional[Iterable[str]] = None,
+    def parse_known_args(self, args: Iterable[str] | None = None,
                          namespace: None = None) -> tuple[argparse.Namespace, list[str]]: ...
 
     @overload
-    def parse_known_args(self, args: Optional[Iterable[str]], namespace: _N) -> tuple[_N, list[str]]: ...
+    def parse_known_args(self, args: Iterable[str] | None, namespace: _N) -> tuple[_N, list[str]]: ...
 
     @overload
     def parse_known_args(self, *, namespace: _N) -> tuple[_N, list[str]]: ...
 
-    def parse_known_args(self, args: Optional[Iterable[str]] = None,
-                         namespace: Optional[object] = None) -> tuple[object, list[str]]:
+    def parse_known_args(self, args: Iterable[str] | None = None,
+                         namespace: object | None = None) -> tuple[object, list[str]]:
         self._argv = list(sys.argv[1:] if args is None else args)
         argv, at = self.split(self._argv)
         if self.rest_dest is None:

@@ -7,7 +7,6 @@ can name the type.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from ..limits import DEFAULT_OOM_LOOKBACK_S
 from .config import Config
@@ -21,13 +20,13 @@ class Settings:
     """What the shared options and the config file settle, once, for every command."""
     config: Config
     interval_s: float
-    max_pinned_bytes: Optional[int]  # None: the probe's own cap (256M, never over 5% of available RAM)
-    probe_every_s: Optional[float]  # --probe-every where given; each user of it has its own "not given"
+    max_pinned_bytes: int | None  # None: the probe's own cap (256M, never over 5% of available RAM)
+    probe_every_s: float | None  # --probe-every where given; each user of it has its own "not given"
     app_probes: str  # the terminal app's probes: "auto", "manual" (p and s only) or "off"
     oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S  # the kernel log's OOM kills this far back; 0: not read
 
     @property
-    def app_probe_every_s(self) -> Optional[float]:
+    def app_probe_every_s(self) -> float | None:
         """Seconds between the live app's automatic probes; None: no automatic probes."""
         if self.app_probes != "auto":
             return None

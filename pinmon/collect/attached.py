@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterable, Optional, Protocol
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Protocol
 
 from ..model import Allocations, Copies, CopyStats, ProcessIdentity, ProcessPinned
 from ..model.kinds import DIRECTIONS, HOST_MEMORY_KINDS, Instrument
@@ -43,21 +44,21 @@ class AttachedSource(Protocol):
     """What the live collector asks for an attach's latest window: ``Attacher``, ``LatestOutcome`` or
     ``RequestedWindows``."""
 
-    def latest(self) -> Optional[AttachOutcome]: ...
+    def latest(self) -> AttachOutcome | None: ...
 
 
 class LatestOutcome:
     """An ``AttachedSource`` holding the outcome of a window someone else ran (``check --attach``)."""
 
-    def __init__(self, outcome: Optional[AttachOutcome] = None) -> None:
+    def __init__(self, outcome: AttachOutcome | None = None) -> None:
         self._outcome = outcome
         self._lock = threading.Lock()
 
-    def set(self, outcome: Optional[AttachOutcome]) -> None:
+    def set(self, outcome: AttachOutcome | None) -> None:
         with self._lock:
             self._outcome = outcome
 
-    def latest(self) -> Optional[AttachOutcome]:
+    def latest(self) -> AttachOutcome | None:
         with self._lock:
             return self._outcome
 
@@ -71,7 +72,7 @@ class RequestedWindows(LatestOutcome):
 
     quiet_before_first = True
 
-    def set(self, outcome: Optional[AttachOutcome]) -> None:
+    def set(self, outcome: AttachOutcome | None) -> None:
         if outcome is not None and outcome.result is not None:
             super().set(outcome)
 
@@ -118,7 +119,7 @@ def allocations_of(pc: ProcessCopies) -> Allocations:
                        unregistrations=a.unregistrations)
 
 
-def link_cap(pid: int, gpus: Iterable[Gpu]) -> Optional[float]:
+def link_cap(pid: int, gpus: Iterable[Gpu]) -> float | None:
     """The most a process's copies of one direction can move: the rated rates of the links of the
     GPUs NVML lists it on, else of every GPU; None where a link's rate is not known (or no GPU)."""
     gpus = [g for g in gpus if not g.lost]
@@ -129,7 +130,7 @@ def link_cap(pid: int, gpus: Iterable[Gpu]) -> Optional[float]:
     return float(sum(r for r in rates if r is not None))
 
 
-def held_to_links(copies: Copies, cap: Optional[float]) -> Copies:
+def held_to_links(copies: Copies, cap: float | None) -> Copies:
     """Each direction's copies scaled down to ``cap`` where their rates add up to more (a note each)."""
     if cap is None:
         return copies
@@ -147,7 +148,7 @@ def held_to_links(copies: Copies, cap: Optional[float]) -> Copies:
     return evolve(copies, stats=tuple(stats), notes=tuple(notes))
 
 
-def fresh(outcome: Optional[AttachOutcome], now_mono: float, max_age_s: Optional[float] = None) -> bool:
+def fresh(outcome: AttachOutcome | None, now_mono: float, max_age_s: float | None = None) -> bool:
     """Whether ``outcome``'s window ended recently enough to stand for now (by default three windows,
     at least 10 s)."""
     if outcome is None:
@@ -177,10 +178,10 @@ def outcome_notices(outcome: AttachOutcome) -> list[str]:
     return out
 
 
-def merge_attached(rows: list[ProcessPinned], outcome: Optional[AttachOutcome],
-                   describe: Optional[Callable[[int], tuple]] = None, only_pids: Optional[list[int]] = None,
-                   gpus: Iterable[Gpu] = (), now_mono: Optional[float] = None,
-                   max_age_s: Optional[float] = None) -> tuple[list[ProcessPinned], list[str]]:
+def merge_attached(rows: list[ProcessPinned], outcome: AttachOutcome | None,
+                   describe: Callable[[int], tuple] | None = None, only_pids: list[int] | None = None,
+                   gpus: Iterable[Gpu] = (), now_mono: float | None = None,
+                   max_age_s: float | None = None) -> tuple[list[ProcessPinned], list[str]]:
     """(rows with each attached process's copies and allocations, the attach's notices)."""
     now = time.monotonic() if now_mono is None else now_mono
     if outcome is None or not fresh(outcome, now, max_age_s):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Optional
 
 from ..limits import DEFAULT_OOM_LOOKBACK_S
 from ..model import GpuProcess, HeldMemory, HostMemory, ProbeResult, ProcessIdentity, ProcessPinned, Snapshot
@@ -37,10 +36,10 @@ class LiveCollector:
     live = True
 
     def __init__(self, interval_s: float = 1.0, nvml=None, use_nvml: bool = True,
-                 host_root: str = "/", proc_root: str = "/proc", pids: Optional[list[int]] = None,
-                 counter_hz: Optional[float] = None, prefer_gpm: bool = True,
-                 sysfs_root: Optional[str] = None, kernel_read_every_s: Optional[float] = None,
-                 oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S, attached: Optional[AttachedSource] = None):
+                 host_root: str = "/", proc_root: str = "/proc", pids: list[int] | None = None,
+                 counter_hz: float | None = None, prefer_gpm: bool = True,
+                 sysfs_root: str | None = None, kernel_read_every_s: float | None = None,
+                 oom_lookback_s: float = DEFAULT_OOM_LOOKBACK_S, attached: AttachedSource | None = None):
         self.interval_s = interval_s
         # An attach's latest window (pinmon.attach.Attacher, or one window someone ran): its copies and
         # allocations join the rows of the processes it attached (collect/attached.py).
@@ -57,7 +56,7 @@ class LiveCollector:
         # Memory cgroup OOM kills from the kernel's log (/dev/kmsg under host_root), the groups named
         # as live ones; a lookback of 0 leaves the log unread.
         self.oom = OomKillReader(self.groups, oom_lookback_s, KmsgReader(os.path.join(host_root, "dev/kmsg")))
-        self._probe: Optional[ProbeResult] = None
+        self._probe: ProbeResult | None = None
         self._lock = threading.Lock()
         self._nvml = None
         # Counted once: GPUs are not hot-plugged, and NVML, once failed, is not started again.
@@ -69,7 +68,7 @@ class LiveCollector:
                                        sysfs_root=sysfs_root)
             self._nvml.start()
 
-    def set_probe(self, result: Optional[ProbeResult]) -> None:
+    def set_probe(self, result: ProbeResult | None) -> None:
         """Offer a probe result to the snapshots from now on (``kept_probe`` decides whether it replaces the held one)."""
         with self._lock:
             self._probe = kept_probe(self._probe, result)
@@ -80,7 +79,7 @@ class LiveCollector:
         host_fields, host_notices = self.host.read()
         notices += host_notices
         gpus: tuple = ()
-        nvml_error: Optional[str] = None
+        nvml_error: str | None = None
         if self._nvml is not None:
             gpus, gpu_notices = self._nvml.read()
             if not self._nvml.available:
@@ -153,14 +152,14 @@ class LiveCollector:
         if nvml is not None:
             nvml.close()
 
-    def __enter__(self) -> "LiveCollector":
+    def __enter__(self) -> LiveCollector:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
 
-def nvml_notice(reason: str, pci_gpus: Optional[int]) -> str:
+def nvml_notice(reason: str, pci_gpus: int | None) -> str:
     """Why there is no GPU data: no GPU at all is fine; GPUs that NVML cannot reach are not."""
     if pci_gpus == 0:
         return f"no NVIDIA GPU found: none on the PCI bus (NVML: {reason})"
@@ -188,7 +187,7 @@ def cap_rows_to_ram(rows: list[ProcessPinned], mem_total_bytes) -> list[ProcessP
 
 
 def with_vmpin(rows: list[ProcessPinned], vmpin: dict[int, int], describe,
-               only_pids: Optional[list[int]] = None) -> list[ProcessPinned]:
+               only_pids: list[int] | None = None) -> list[ProcessPinned]:
     """The rows with their VmPin from the full scan, and a row for each other process that has some
     (an io_uring or RDMA user that maps no CUDA memory)."""
     if not vmpin:
@@ -204,7 +203,7 @@ def with_vmpin(rows: list[ProcessPinned], vmpin: dict[int, int], describe,
     return out
 
 
-def write_combined_total(rows, mem_total_bytes: Optional[int], mem_available_bytes: Optional[int]) -> int:
+def write_combined_total(rows, mem_total_bytes: int | None, mem_available_bytes: int | None) -> int:
     """The rows' write-combined bytes in all, at most the memory in use (MemTotal - MemAvailable):
     they are the driver's pages, never available to anyone else."""
     total = sum(r.held.write_combined_bytes or 0 for r in rows)

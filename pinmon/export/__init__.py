@@ -10,5 +10,4 @@ from .refresher import Refresher
 from .server import MetricsServer
 from .state import ExportState
 
-__all__ = ["ExportState", "PinmonCollector", "build_registry", "metrics_text", "Refresher",
-           "MetricsServer"]
+__all__ = ["ExportState", "MetricsServer", "PinmonCollector", "Refresher", "build_registry", "metrics_text"]

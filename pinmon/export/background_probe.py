@@ -9,25 +9,26 @@ A probe that raises or could not measure is counted as a ``probe`` collection er
 from __future__ import annotations
 
 import threading
-from typing import Callable, Optional, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from ..model import ProbeResult, Snapshot
 from .state import ExportState
 
 # What the loop runs: (the latest snapshot or None, an event set to cancel) -> the probe's result.
-ProbeRunner = Callable[[Optional[Snapshot], threading.Event], Optional[ProbeResult]]
+ProbeRunner = Callable[[Snapshot | None, threading.Event], ProbeResult | None]
 
 
 @runtime_checkable
 class ProbeTarget(Protocol):
     """Where the results go: the live collector, which joins them to its snapshots."""
 
-    def set_probe(self, result: Optional[ProbeResult]) -> None: ...
+    def set_probe(self, result: ProbeResult | None) -> None: ...
 
 
 class ProbeLoop:
     def __init__(self, runner: ProbeRunner, collector: ProbeTarget, state: ExportState, every_s: float,
-                 first_after_s: float = 2.0, on_error: Optional[Callable[[str, BaseException], None]] = None) -> None:
+                 first_after_s: float = 2.0, on_error: Callable[[str, BaseException], None] | None = None) -> None:
         self.runner = runner
         self.collector = collector
         self.state = state
@@ -37,7 +38,7 @@ class ProbeLoop:
         self.on_error = on_error
         self._stop = threading.Event()
         self._cancel = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self._reported = False
 
     def _run(self) -> None:
@@ -56,7 +57,7 @@ class ProbeLoop:
                 self.collector.set_probe(result)
             wait = self.every_s
 
-    def start(self) -> "ProbeLoop":
+    def start(self) -> ProbeLoop:
         self._thread = threading.Thread(target=self._run, name="pinmon-export-probe", daemon=True)
         self._thread.start()
         return self

@@ -12,7 +12,8 @@ Nothing is logged: a request is not worth a line on the exporter's stderr, and a
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 from wsgiref.handlers import SimpleHandler
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
@@ -105,7 +106,7 @@ def serve_head(app: WSGIApplication) -> WSGIApplication:
         started: list[tuple[str, list[tuple[str, str]]]] = []  # (status, headers): the last call counts
 
         def capture(status: str, headers: list[tuple[str, str]],
-                    exc_info: Optional[OptExcInfo] = None) -> Callable[[bytes], object]:
+                    exc_info: OptExcInfo | None = None) -> Callable[[bytes], object]:
             started.append((status, headers))
             return lambda data: None
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 import ipaddress
 import socket
 import struct
-from typing import Hashable, NamedTuple, Optional, Union
+from collections.abc import Hashable
+from typing import NamedTuple
 
 # A client's address as accept() gives it: (host, port) for IPv4, (host, port, flowinfo, scope id) for IPv6.
-Address = Union[tuple[str, int], tuple[str, int, int, int]]
+Address = tuple[str, int] | tuple[str, int, int, int]
 
 NETLINK_SOCK_DIAG = 4
 SOCK_DIAG_BY_FAMILY = 20
@@ -55,7 +56,7 @@ def _endpoint(address: Address) -> tuple[int, bytes, int, int]:
     return socket.AF_INET6, ip.packed, port, scope
 
 
-def client_socket(conn: socket.socket, address: Address) -> Optional[PeerSocket]:
+def client_socket(conn: socket.socket, address: Address) -> PeerSocket | None:
     """The socket of the client at ``address`` connected to ``conn``, if this machine holds it; None
     when the kernel gives no answer."""
     try:
@@ -82,7 +83,7 @@ def client_socket(conn: socket.socket, address: Address) -> Optional[PeerSocket]
     return PeerSocket(uid=uid, closed=inode == 0)
 
 
-def peer_key(address: Address, local: Optional[PeerSocket]) -> Hashable:
+def peer_key(address: Address, local: PeerSocket | None) -> Hashable:
     """Whose request this is, for sharing the queue: ("uid", N) for a client on this machine, else
     ("address", ADDRESS) (a v4-mapped address as IPv4)."""
     if local is not None and not local.closed:

@@ -10,7 +10,7 @@ Every label value of every family leaves through ``families.served`` (printable,
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric

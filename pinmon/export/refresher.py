@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Iterable, Optional, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..advise.history import AdvisorHistory
 from ..advise.thresholds import Thresholds
@@ -30,8 +30,8 @@ MAX_REPLAY_GAP_S = 60.0
 
 class Refresher:
     def __init__(self, source: Source, state: ExportState, advisor: Advisor, interval_s: float = 1.0,
-                 speed: float = 1.0, on_error: Optional[Callable[[str, BaseException], None]] = None,
-                 thresholds: Optional[Thresholds] = None) -> None:
+                 speed: float = 1.0, on_error: Callable[[str, BaseException], None] | None = None,
+                 thresholds: Thresholds | None = None) -> None:
         """``thresholds``: the advisor's, which size its history (default thresholds if None)."""
         self.source = source
         self.state = state
@@ -42,7 +42,7 @@ class Refresher:
         self.history = AdvisorHistory.for_thresholds(thresholds)
         self.finished = threading.Event()
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self._reported: set[str] = set()
 
     # --- one step ------------------------------------------------------------------------------
@@ -53,7 +53,7 @@ class Refresher:
             self._reported.add(stage)
             self.on_error(stage, exc)
 
-    def read(self) -> Optional[Snapshot]:
+    def read(self) -> Snapshot | None:
         """The source's next snapshot; None when it is exhausted or failed (failure counted)."""
         try:
             snap = self.source.snapshot()
@@ -101,7 +101,7 @@ class Refresher:
 
     def _loop(self) -> None:
         live = getattr(self.source, "live", True)
-        prev_time: Optional[float] = None
+        prev_time: float | None = None
         while not self._stop.is_set():
             started = time.monotonic()
             snap = self.read()
@@ -121,7 +121,7 @@ class Refresher:
             if live:
                 self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
 
-    def start(self) -> "Refresher":
+    def start(self) -> Refresher:
         self._thread = threading.Thread(target=self._run, name="pinmon-export-refresh", daemon=True)
         self._thread.start()
         return self

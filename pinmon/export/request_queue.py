@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Generic, Hashable, Optional, TypeVar
+from collections.abc import Hashable
+from typing import Generic, TypeVar
 
 Item = TypeVar("Item")
 
@@ -62,7 +63,7 @@ class FairQueue(Generic[Item]):
             del self._peers[peer]
         return item
 
-    def get(self, timeout_s: Optional[float] = None) -> Optional[Item]:
+    def get(self, timeout_s: float | None = None) -> Item | None:
         """The next peer's newest item; None once closed (or after ``timeout_s`` with nothing)."""
         with self._cond:
             while not self._peers and not self._closed:

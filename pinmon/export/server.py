@@ -51,7 +51,7 @@ import socket
 import ssl
 import threading
 import time
-from typing import Mapping, Optional
+from collections.abc import Mapping
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
@@ -117,7 +117,7 @@ class _Held:
 
 class _Waiting(_Held):
     """A connection whose request head has not all arrived (with TLS: or whose handshake has not ended)."""
-    __slots__ = ("head", "address", "handshaking")
+    __slots__ = ("address", "handshaking", "head")
 
     def __init__(self, deadline: float, address: Address, handshaking: bool = False) -> None:
         super().__init__(deadline)
@@ -150,7 +150,7 @@ class MetricsServer:
     def __init__(self, registry: CollectorRegistry, host: str, port: int, *, workers: int = WORKERS,
                  max_waiting: int = MAX_WAITING, timeout_s: float = REQUEST_TIMEOUT_S,
                  response_timeout_s: float = RESPONSE_TIMEOUT_S, max_pending_bytes: int = MAX_PENDING_BYTES,
-                 tls: Optional[ssl.SSLContext] = None) -> None:
+                 tls: ssl.SSLContext | None = None) -> None:
         class Server(WSGIServer):
             address_family = _family(host)
             request_queue_size = LISTEN_BACKLOG
@@ -213,7 +213,7 @@ class MetricsServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{'https' if self.tls else 'http'}://{host}:{self.port}/metrics"
 
-    def start(self) -> "MetricsServer":
+    def start(self) -> MetricsServer:
         self.httpd.socket.setblocking(False)
         self._threads = [threading.Thread(target=self._loop, name="pinmon-export-http", daemon=True)]
         self._threads += [threading.Thread(target=self._work, name=f"pinmon-export-http-{i}", daemon=True)
@@ -256,7 +256,7 @@ class MetricsServer:
         listening = self.httpd.socket
         sel.register(self._wake_r, selectors.EVENT_READ, "wake")
         sel.register(listening, selectors.EVENT_READ, "listen")
-        paused_until: Optional[float] = None
+        paused_until: float | None = None
         try:
             while not self._stopping.is_set():
                 try:
@@ -278,7 +278,7 @@ class MetricsServer:
         finally:
             sel.close()
 
-    def _next_deadline(self, now: float, paused_until: Optional[float]) -> float:
+    def _next_deadline(self, now: float, paused_until: float | None) -> float:
         at = [now + 1.0]
         for held in self._held():
             if held:

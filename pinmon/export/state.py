@@ -8,8 +8,8 @@ once per snapshot, not once per scrape.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 
 from ..model import Finding, Gpu, ProcessPinned, Snapshot
 
@@ -56,24 +56,24 @@ def unique_processes(processes: Iterable[ProcessPinned]) -> list[ProcessPinned]:
 
 @dataclass(frozen=True)
 class StateView:
-    snapshot: Optional[Snapshot]
+    snapshot: Snapshot | None
     findings: tuple[Finding, ...]
     # gpu_key -> (rx link bytes, tx link bytes) summed over every exact ("gpm" or "counters") interval.
     pcie_bytes_totals: dict[str, tuple[int, int]] = field(default_factory=dict)
     collection_errors: dict[str, int] = field(default_factory=dict)
     snapshots_total: int = 0
-    replay_finished: Optional[bool] = None  # None for a live source
+    replay_finished: bool | None = None  # None for a live source
 
 
 class ExportState:
     def __init__(self, live: bool = True) -> None:
         self._lock = threading.Lock()
-        self._snapshot: Optional[Snapshot] = None
+        self._snapshot: Snapshot | None = None
         self._findings: tuple[Finding, ...] = ()
         self._totals: dict[str, tuple[int, int]] = {}
         self._errors = {s: 0 for s in STAGES}
         self._snapshots = 0
-        self._replay_finished: Optional[bool] = None if live else False
+        self._replay_finished: bool | None = None if live else False
 
     def add_snapshot(self, snapshot: Snapshot) -> None:
         """A new good snapshot: it replaces the served one and its PCIe bytes join the totals."""
@@ -101,7 +101,7 @@ class ExportState:
             if self._replay_finished is not None:
                 self._replay_finished = True
 
-    def latest(self) -> Optional[Snapshot]:
+    def latest(self) -> Snapshot | None:
         with self._lock:
             return self._snapshot
 

@@ -11,7 +11,7 @@ match, a key under a passphrase (pinmon never prompts for one: it runs unattende
 from __future__ import annotations
 
 import ssl
-from typing import NoReturn, Optional
+from typing import NoReturn
 
 from ..recording.infile import InputError, open_regular
 
@@ -39,7 +39,7 @@ def _openssl_reason(e: ssl.SSLError) -> str:
     return str(e.reason or e.strerror or e).lower().replace("_", " ")
 
 
-def server_context(cert_file: str, key_file: Optional[str] = None, client_ca_file: Optional[str] = None) -> ssl.SSLContext:
+def server_context(cert_file: str, key_file: str | None = None, client_ca_file: str | None = None) -> ssl.SSLContext:
     """A TLS server context serving ``cert_file`` (its chain, PEM) with ``key_file`` (PEM; None: the
     key is in ``cert_file``); with ``client_ca_file``, clients must show a certificate it signed."""
     key_file = key_file or cert_file

@@ -8,7 +8,6 @@ is printable and bounded (the collector makes it so).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from .kinds import GROUP_KIND_SHORT, GROUP_KIND_WORDS, GROUP_NAME_LEAD, GroupKind
 from .process import HeldMemory
@@ -23,7 +22,7 @@ def bare_group_name(kind: GroupKind, name: str) -> str:
     return name
 
 
-def group_subject(kind: GroupKind, name: str, job: Optional[str] = None, step: Optional[str] = None) -> str:
+def group_subject(kind: GroupKind, name: str, job: str | None = None, step: str | None = None) -> str:
     """How a finding names a group, each kind once: "pod ns/pod/container", "Docker container 1a2b...",
     "Slurm job 4711 step 0", "systemd unit x.service", "cgroup /path"."""
     if kind == "slurm" and job:
@@ -31,7 +30,7 @@ def group_subject(kind: GroupKind, name: str, job: Optional[str] = None, step: O
     return f"{GROUP_KIND_WORDS.get(kind, 'group')} {bare_group_name(kind, name)}"
 
 
-def group_short(kind: GroupKind, name: str, job: Optional[str] = None, step: Optional[str] = None) -> str:
+def group_short(kind: GroupKind, name: str, job: str | None = None, step: str | None = None) -> str:
     """The short form where room is scarce: "pod ns/pod/container", "docker 1a2b...", "job 4711.0",
     "unit x.service", "cgroup /path"."""
     if kind == "slurm" and job:
@@ -43,31 +42,31 @@ def group_short(kind: GroupKind, name: str, job: Optional[str] = None, step: Opt
 class GroupOwner(Serial):
     """Who a group belongs to, in the words of what runs it (each None where it does not say)."""
 
-    pod: Optional[str] = None
-    namespace: Optional[str] = None
-    container: Optional[str] = None           # the container's name where the node says it
-    container_id: Optional[str] = None
-    pod_uid: Optional[str] = None
-    job: Optional[str] = None                 # Slurm job id
-    step: Optional[str] = None                # Slurm step: a number, "batch", "extern", "interactive"
-    unit: Optional[str] = None                # systemd unit
+    pod: str | None = None
+    namespace: str | None = None
+    container: str | None = None           # the container's name where the node says it
+    container_id: str | None = None
+    pod_uid: str | None = None
+    job: str | None = None                 # Slurm job id
+    step: str | None = None                # Slurm step: a number, "batch", "extern", "interactive"
+    unit: str | None = None                # systemd unit
     # The user owning the delegated subtree it sits in (user@UID.service, or a directory on its path
     # not owned by root): its kind and ids are what that user named its cgroup, not the runtime's word.
-    delegated_uid: Optional[int] = None
+    delegated_uid: int | None = None
 
 
 @dataclass(frozen=True)
 class GroupLimit(Serial):
     """The memory limit that binds a group, and what the kernel counts in it."""
 
-    limit_bytes: Optional[int] = None         # the tightest limit on its path; None: none (or unknown)
-    limit_path: Optional[str] = None          # the cgroup that sets that limit
-    current_bytes: Optional[int] = None       # memory.current / memory.usage_in_bytes
-    oom_kills: Optional[int] = None           # the kernel's count of OOM kills in it
-    oom_kills_at_start: Optional[int] = None  # that count when pinmon first saw the group
+    limit_bytes: int | None = None         # the tightest limit on its path; None: none (or unknown)
+    limit_path: str | None = None          # the cgroup that sets that limit
+    current_bytes: int | None = None       # memory.current / memory.usage_in_bytes
+    oom_kills: int | None = None           # the kernel's count of OOM kills in it
+    oom_kills_at_start: int | None = None  # that count when pinmon first saw the group
 
     @property
-    def oom_kills_since_start(self) -> Optional[int]:
+    def oom_kills_since_start(self) -> int | None:
         """OOM kills since pinmon first saw the group; None where either count is unknown."""
         if self.oom_kills is None or self.oom_kills_at_start is None:
             return None
@@ -79,7 +78,7 @@ class Cgroup(Serial):
     key: str                                  # stable identity; ProcessIdentity.cgroup names it
     kind: GroupKind
     name: str                                 # what to call it: "ns/pod/container", a job step, a unit, a path
-    path: Optional[str] = None                # its cgroup, as /proc/PID/cgroup writes it
+    path: str | None = None                # its cgroup, as /proc/PID/cgroup writes it
     owner: GroupOwner = field(default_factory=GroupOwner)
     limit: GroupLimit = field(default_factory=GroupLimit)
     # Its processes' pinned, write-combined and VmPin bytes (pinned_bytes without VmPin, as for a

@@ -10,7 +10,6 @@ Unknown or nonsensical input gives ``None``, never a guess.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Optional
 
 # Transfers per second per lane, in GT/s.
 _LANE_RATE_GT_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0, 7: 128.0}
@@ -21,20 +20,20 @@ _ENCODING = {1: Fraction(8, 10), 2: Fraction(8, 10), 3: Fraction(128, 130), 4: F
              5: Fraction(128, 130), 6: Fraction(242, 256), 7: Fraction(242, 256)}
 
 
-def _valid_int(value: object) -> Optional[int]:
+def _valid_int(value: object) -> int | None:
     # bool is an int subclass; True lanes is a bug upstream, not a x1 link.
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         return None
     return value
 
 
-def lane_rate_gt_s(gen: Optional[int]) -> Optional[float]:
+def lane_rate_gt_s(gen: int | None) -> float | None:
     """Signalling rate of one lane in GT/s: Gen1 2.5 ... Gen5 32, Gen6 64; None if unknown."""
     g = _valid_int(gen)
     return None if g is None else _LANE_RATE_GT_S.get(g)
 
 
-def encoding_efficiency(gen: Optional[int]) -> Optional[float]:
+def encoding_efficiency(gen: int | None) -> float | None:
     """Fraction of line bits that carry data: 0.8 (8b/10b), 128/130, 242/256 (FLIT); None if unknown."""
     g = _valid_int(gen)
     if g is None or g not in _ENCODING:
@@ -42,7 +41,7 @@ def encoding_efficiency(gen: Optional[int]) -> Optional[float]:
     return float(_ENCODING[g])
 
 
-def theoretical_bytes_per_s(gen: Optional[int], width: Optional[int]) -> Optional[float]:
+def theoretical_bytes_per_s(gen: int | None, width: int | None) -> float | None:
     """Payload bandwidth of one direction of a link, bytes/s: Gen5 x16 -> 63.0e9. None if unknown."""
     g, w = _valid_int(gen), _valid_int(width)
     if g is None or w is None or g not in _LANE_RATE_GT_S:
@@ -54,7 +53,7 @@ def theoretical_bytes_per_s(gen: Optional[int], width: Optional[int]) -> Optiona
 _WIDTHS = (1, 2, 4, 8, 12, 16, 32)
 
 
-def link_name(bytes_per_s: Optional[float]) -> str:
+def link_name(bytes_per_s: float | None) -> str:
     """'Gen5 x16' when ``bytes_per_s`` is exactly one generation and width's payload rate, else 'link'."""
     if not bytes_per_s:
         return "link"

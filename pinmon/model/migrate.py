@@ -23,16 +23,16 @@ was read; the v2 document is then read like any other.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from .serial import convert
 
 SNAPSHOT_SCHEMA_V1 = "pinmon.snapshot/1"
 SNAPSHOT_SCHEMA_V2 = "pinmon.snapshot/2"
 
-_INT = Optional[int]
-_FLOAT = Optional[float]
-_STR = Optional[str]
+_INT = int | None
+_FLOAT = float | None
+_STR = str | None
 
 # v1 process field -> (its v1 type, the v2 record and field it moves to).
 _PROCESS_MOVES: dict[str, tuple[Any, str, str]] = {
@@ -51,7 +51,7 @@ _PROCESS_MOVES: dict[str, tuple[Any, str, str]] = {
     "estimate_capped": (bool, "held", "capped"),
     "gpu_indices": (tuple[int, ...], "placement", "gpu_indices"),
     "gpu_memory_bytes": (_INT, "placement", "gpu_memory_bytes"),
-    "pinned_bytes_by_node": (Optional[dict[str, int]], "placement", "pinned_bytes_by_node"),
+    "pinned_bytes_by_node": (dict[str, int] | None, "placement", "pinned_bytes_by_node"),
 }
 # v1 copy and allocation figures, read here and turned into records.
 _FIGURES: dict[str, Any] = {
@@ -60,14 +60,14 @@ _FIGURES: dict[str, Any] = {
     "h2d_pinned_bulk_bytes_per_s": _FLOAT, "h2d_pinned_bulk_busy_s": _FLOAT,
     "d2h_pinned_bulk_bytes_per_s": _FLOAT, "d2h_pinned_bulk_busy_s": _FLOAT,
     "pinned_bulk_default_stream_share": _FLOAT, "copy_gpu_pci_bus_id": _STR,
-    "transfers": Optional[dict[str, dict[str, Optional[float]]]],
+    "transfers": dict[str, dict[str, float | None]] | None,
     "pinned_allocs_per_s": _FLOAT, "median_alloc_bytes": _INT,
 }
 _TRANSFER_KEYS = ("h2d.pinned", "h2d.pageable", "d2h.pinned", "d2h.pageable")
 _TRANSFER_FIGURES = {"bytes_per_s": "bytes_per_s", "achieved_bytes_per_s": "achieved_bytes_per_s",
                      "rate_p50": "rate_p50_bytes_per_s", "rate_p10": "rate_p10_bytes_per_s"}
 # v1 group field -> (its v1 type, the v2 record and field it moves to; None: the group itself).
-_GROUP_MOVES: dict[str, tuple[Any, Optional[str], str]] = {
+_GROUP_MOVES: dict[str, tuple[Any, str | None, str]] = {
     "key": (str, None, "key"), "kind": (str, None, "kind"), "name": (str, None, "name"),
     "path": (_STR, None, "path"), "processes": (int, None, "processes"), "notes": (tuple[str, ...], None, "notes"),
     **{k: (_STR, "owner", k) for k in ("pod", "namespace", "container", "container_id", "pod_uid", "job", "step",
@@ -131,7 +131,7 @@ def _instrument(f: dict) -> str:
     return f["trace_engine"] if f["trace_engine"] is not None else "hooks"
 
 
-def _copies(f: dict) -> Optional[dict]:
+def _copies(f: dict) -> dict | None:
     """The copies record of a v1 row's figures; None where it has none."""
     copy_keys = [k for k in _FIGURES if k not in ("trace_engine", "pinned_allocs_per_s", "median_alloc_bytes")]
     if all(f[k] is None for k in copy_keys):
@@ -170,12 +170,12 @@ def _copies(f: dict) -> Optional[dict]:
             "gpu_pci_bus_id": f["copy_gpu_pci_bus_id"], "notes": notes}
 
 
-def _allocations(f: dict, carry_instrument: bool) -> Optional[dict]:
+def _allocations(f: dict, carry_instrument: bool) -> dict | None:
     """The allocations record of a v1 row's figures; one with the instrument alone where the row was
     traced (``trace_engine``) and has no copies record to carry it."""
-    if f["pinned_allocs_per_s"] is None and f["median_alloc_bytes"] is None:
-        if not (carry_instrument and f["trace_engine"] is not None):
-            return None
+    if (f["pinned_allocs_per_s"] is None and f["median_alloc_bytes"] is None
+            and not (carry_instrument and f["trace_engine"] is not None)):
+        return None
     return {"instrument": _instrument(f), "per_s": f["pinned_allocs_per_s"], "median_bytes": f["median_alloc_bytes"]}
 
 

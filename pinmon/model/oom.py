@@ -9,7 +9,6 @@ why the job died.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from .group import group_short, group_subject
 from .kinds import GroupKind, LimitSource
@@ -24,29 +23,29 @@ class OomKill(Serial):
     time: float                                # when, Unix seconds (the log's monotonic time + boot time)
     pid: int
     process: str                               # the task's name (comm)
-    seq: Optional[int] = None                  # the kernel log's sequence number of the kill
-    uid: Optional[int] = None
+    seq: int | None = None                  # the kernel log's sequence number of the kill
+    uid: int | None = None
     # The group, named as live groups are (Cgroup's fields of the same names); key equals the key a
     # live group of that cgroup has. kind "unknown" where the log names no cgroup.
-    key: Optional[str] = None
+    key: str | None = None
     kind: GroupKind = "unknown"
     name: str = "n/a"
-    job: Optional[str] = None                  # Slurm job id
-    step: Optional[str] = None
-    pod: Optional[str] = None
-    namespace: Optional[str] = None
-    container: Optional[str] = None
-    container_id: Optional[str] = None
-    pod_uid: Optional[str] = None
-    delegated_uid: Optional[int] = None        # a user's delegated subtree: its names are that user's word
-    path: Optional[str] = None                 # the victim's cgroup (task_memcg)
-    limit_path: Optional[str] = None           # the cgroup whose limit was hit (oom_memcg)
-    memory_limit_bytes: Optional[int] = None   # that limit
-    limit_source: Optional[LimitSource] = None  # "kernel log": the limit logged at the kill; "cgroup": read since
-    total_vm_bytes: Optional[int] = None
-    anon_rss_bytes: Optional[int] = None
-    file_rss_bytes: Optional[int] = None
-    shmem_rss_bytes: Optional[int] = None      # shared memory resident at the kill: CUDA's pinned memory is here
+    job: str | None = None                  # Slurm job id
+    step: str | None = None
+    pod: str | None = None
+    namespace: str | None = None
+    container: str | None = None
+    container_id: str | None = None
+    pod_uid: str | None = None
+    delegated_uid: int | None = None        # a user's delegated subtree: its names are that user's word
+    path: str | None = None                 # the victim's cgroup (task_memcg)
+    limit_path: str | None = None           # the cgroup whose limit was hit (oom_memcg)
+    memory_limit_bytes: int | None = None   # that limit
+    limit_source: LimitSource | None = None  # "kernel log": the limit logged at the kill; "cgroup": read since
+    total_vm_bytes: int | None = None
+    anon_rss_bytes: int | None = None
+    file_rss_bytes: int | None = None
+    shmem_rss_bytes: int | None = None      # shared memory resident at the kill: CUDA's pinned memory is here
 
     @property
     def subject(self) -> str:
@@ -59,13 +58,13 @@ class OomKill(Serial):
         return group_short(self.kind, self.name, self.job, self.step)
 
     @property
-    def rss_bytes(self) -> Optional[int]:
+    def rss_bytes(self) -> int | None:
         """Its resident memory at the kill (anon + file + shmem); None where the log does not say."""
         parts = (self.anon_rss_bytes, self.file_rss_bytes, self.shmem_rss_bytes)
         return None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
 
     @property
-    def shmem_fraction(self) -> Optional[float]:
+    def shmem_fraction(self) -> float | None:
         """Shared memory's share of its resident memory at the kill (pinned memory is shared memory)."""
         rss = self.rss_bytes
         if not rss or self.shmem_rss_bytes is None:

@@ -8,12 +8,11 @@ a probe the same way wherever it ran. Plain functions of model objects: no CUDA,
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 from . import ProbeResult, Snapshot
 
 
-def kept_probe(held: Optional[ProbeResult], offered: Optional[ProbeResult]) -> Optional[ProbeResult]:
+def kept_probe(held: ProbeResult | None, offered: ProbeResult | None) -> ProbeResult | None:
     """Which of two probe results to keep: a result that measured over one that could not (no CuPy,
     not enough memory, cancelled), else the newer one (``offered`` on a tie).
 
@@ -29,7 +28,7 @@ def kept_probe(held: Optional[ProbeResult], offered: Optional[ProbeResult]) -> O
     return offered if offered.time >= held.time else held
 
 
-def with_probe(snapshot: Snapshot, result: Optional[ProbeResult]) -> Snapshot:
+def with_probe(snapshot: Snapshot, result: ProbeResult | None) -> Snapshot:
     """``snapshot`` carrying the probe result ``kept_probe`` keeps of its own and ``result``; the
     same object when that is the one it already carries."""
     kept = kept_probe(snapshot.probe, result)

@@ -15,8 +15,8 @@ Units are bytes and bytes/second; ``None`` is "unknown", never 0.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 
 from .kinds import Direction, HostMemoryKind, Instrument, RowSource
 from .serial import Serial
@@ -26,14 +26,14 @@ from .serial import Serial
 class ProcessIdentity(Serial):
     """Who a process is. Untrusted text (a process names itself): shown through ``units.printable``."""
 
-    name: Optional[str] = None
-    user: Optional[str] = None
-    cmdline: Optional[str] = None
+    name: str | None = None
+    user: str | None = None
+    cmdline: str | None = None
     # The key of its group in Snapshot.cgroups (pod container, container, Slurm step, unit, cgroup).
-    cgroup: Optional[str] = None
+    cgroup: str | None = None
 
 
-def _add(a: Optional[int], b: Optional[int]) -> Optional[int]:
+def _add(a: int | None, b: int | None) -> int | None:
     """a + b of the known ones; None when neither is known."""
     if a is None:
         return b
@@ -49,21 +49,21 @@ class HeldMemory(Serial):
 
     # Pinned host memory: /dev/zero mappings (est.) or the tracer's count of cudaHostAlloc'ed and
     # registered memory (traced). VmPin is not in it.
-    pinned_bytes: Optional[int] = None
+    pinned_bytes: int | None = None
     # Write-combined pinned memory: driver pages mapped through /dev/nvidiactl.
-    write_combined_bytes: Optional[int] = None
+    write_combined_bytes: int | None = None
     # VmPin from /proc/PID/status: pages pinned through the kernel's own accounting (io_uring
     # registered buffers, RDMA memory regions); CUDA's pinning does not move it.
-    vm_pinned_bytes: Optional[int] = None
+    vm_pinned_bytes: int | None = None
     # Of pinned_bytes: cudaHostRegister'ed memory (traced), and what the program asked for (traced;
     # the rest is rounding by its allocator).
-    registered_bytes: Optional[int] = None
-    requested_bytes: Optional[int] = None
+    registered_bytes: int | None = None
+    requested_bytes: int | None = None
     # VmLck from /proc/PID/status: mlock()ed bytes, which are not CUDA-pinned.
-    vm_locked_bytes: Optional[int] = None
+    vm_locked_bytes: int | None = None
     # Pinned mappings (est.), and those that appeared or vanished since the previous scan (churn).
-    mappings: Optional[int] = None
-    mappings_churn: Optional[int] = None
+    mappings: int | None = None
+    mappings_churn: int | None = None
     # True when the figures were lowered to what the kernel backs: a process's resident memory or
     # RAM (collect/processes/resident.py), a tracer's report to its mappings
     # (collect/traced/bounds.py), a group's to its memory in use (collect/cgroups/groups.py).
@@ -73,7 +73,7 @@ class HeldMemory(Serial):
     report_understated: bool = False
 
     @property
-    def bytes(self) -> Optional[int]:
+    def bytes(self) -> int | None:
         """THE held figure: pinned + write-combined + VmPin, of the known ones; None when none is known."""
         return _add(_add(self.pinned_bytes, self.write_combined_bytes), self.vm_pinned_bytes)
 
@@ -102,15 +102,15 @@ class CopyStats(Serial):
 
     direction: Direction
     memory: HostMemoryKind
-    bytes_per_s: Optional[float] = None
-    bytes: Optional[int] = None
-    count: Optional[int] = None
-    size_p50_bytes: Optional[int] = None
-    size_p90_bytes: Optional[int] = None
-    size_max_bytes: Optional[int] = None
-    achieved_bytes_per_s: Optional[float] = None
-    rate_p50_bytes_per_s: Optional[float] = None
-    rate_p10_bytes_per_s: Optional[float] = None
+    bytes_per_s: float | None = None
+    bytes: int | None = None
+    count: int | None = None
+    size_p50_bytes: int | None = None
+    size_p90_bytes: int | None = None
+    size_max_bytes: int | None = None
+    achieved_bytes_per_s: float | None = None
+    rate_p50_bytes_per_s: float | None = None
+    rate_p10_bytes_per_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -119,8 +119,8 @@ class BulkCopies(Serial):
     with the most such bytes) in the window: bytes over the GPU time they took, and that GPU time."""
 
     direction: Direction
-    achieved_bytes_per_s: Optional[float] = None
-    busy_s: Optional[float] = None
+    achieved_bytes_per_s: float | None = None
+    busy_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -133,25 +133,25 @@ class Copies(Serial):
     uncached)."""
 
     instrument: Instrument
-    window_s: Optional[float] = None
+    window_s: float | None = None
     stats: tuple[CopyStats, ...] = ()
     bulk: tuple[BulkCopies, ...] = ()
     # Of the bulk copies' bytes, the share on the legacy default stream (serialised with its kernels).
-    default_stream_share: Optional[float] = None
+    default_stream_share: float | None = None
     # The busiest GPU of the bulk copies, as CUDA names it ("0000:41:00.0").
-    gpu_pci_bus_id: Optional[str] = None
-    peer_bytes_per_s: Optional[float] = None  # device-to-device copies between GPUs, counted apart
-    peer_count: Optional[int] = None
+    gpu_pci_bus_id: str | None = None
+    peer_bytes_per_s: float | None = None  # device-to-device copies between GPUs, counted apart
+    peer_count: int | None = None
     # True where pageable copies may be from memory registered outside what the instrument saw
     # (uprobes cannot tell a registered buffer from a pageable one it has not seen registered).
     pageable_may_be_registered: bool = False
     notes: tuple[str, ...] = ()  # why a figure is unknown or what it leaves out
 
-    def get(self, direction: Direction, memory: HostMemoryKind) -> Optional[CopyStats]:
+    def get(self, direction: Direction, memory: HostMemoryKind) -> CopyStats | None:
         return next((s for s in self.stats if s.direction == direction and s.memory == memory), None)
 
-    def bytes_per_s(self, direction: Optional[Direction] = None,
-                    memory: Optional[HostMemoryKind] = None) -> Optional[float]:
+    def bytes_per_s(self, direction: Direction | None = None,
+                    memory: HostMemoryKind | None = None) -> float | None:
         """The window rate of the copies of ``direction`` (both when None) and ``memory`` (every kind
         when None): the sum of the known ones; None when none is known."""
         known = [s.bytes_per_s for s in self.stats if s.bytes_per_s is not None
@@ -159,17 +159,17 @@ class Copies(Serial):
         return sum(known) if known else None
 
     @property
-    def pageable_bytes_per_s(self) -> Optional[float]:
+    def pageable_bytes_per_s(self) -> float | None:
         """Copies from and to pageable memory, both directions (the rate ``pageable-bulk-copies`` reads)."""
         return self.bytes_per_s(memory="pageable")
 
     @property
-    def wc_readbacks(self) -> Optional[int]:
+    def wc_readbacks(self) -> int | None:
         """Device-to-host copies into write-combined memory: each is read back by the CPU, uncached."""
         s = self.get("d2h", "write_combined")
         return None if s is None else s.count
 
-    def bulk_of(self, direction: Direction) -> Optional[BulkCopies]:
+    def bulk_of(self, direction: Direction) -> BulkCopies | None:
         return next((b for b in self.bulk if b.direction == direction), None)
 
 
@@ -179,24 +179,24 @@ class Allocations(Serial):
     since it started watching, rates over the window (``window_s``), sizes of recent allocations."""
 
     instrument: Instrument
-    window_s: Optional[float] = None
-    count: Optional[int] = None
-    per_s: Optional[float] = None
-    frees: Optional[int] = None
-    frees_per_s: Optional[float] = None
-    median_bytes: Optional[int] = None
-    size_p90_bytes: Optional[int] = None
-    size_max_bytes: Optional[int] = None
+    window_s: float | None = None
+    count: int | None = None
+    per_s: float | None = None
+    frees: int | None = None
+    frees_per_s: float | None = None
+    median_bytes: int | None = None
+    size_p90_bytes: int | None = None
+    size_max_bytes: int | None = None
     # Allocations with a flag, by flag: {"write_combined": n, "mapped": n, "portable": n}.
     flags: dict[str, int] = field(default_factory=dict)
-    registrations: Optional[int] = None  # cudaHostRegister calls
-    registered_bytes: Optional[int] = None  # bytes those calls registered
+    registrations: int | None = None  # cudaHostRegister calls
+    registered_bytes: int | None = None  # bytes those calls registered
     # Registrations apart from allocations (uprobes): their sizes, flags ({"portable": n, "mapped": n,
     # "io_memory": n, "read_only": n}) and the unregistrations.
-    registration_median_bytes: Optional[int] = None
-    registration_max_bytes: Optional[int] = None
+    registration_median_bytes: int | None = None
+    registration_max_bytes: int | None = None
     registration_flags: dict[str, int] = field(default_factory=dict)
-    unregistrations: Optional[int] = None
+    unregistrations: int | None = None
 
 
 @dataclass(frozen=True)
@@ -205,8 +205,8 @@ class Placement(Serial):
     NUMA node (/proc/PID/numa_maps; multi-node hosts only)."""
 
     gpu_indices: tuple[int, ...] = ()
-    gpu_memory_bytes: Optional[int] = None
-    pinned_bytes_by_node: Optional[dict[str, int]] = None  # {"node": bytes}
+    gpu_memory_bytes: int | None = None
+    pinned_bytes_by_node: dict[str, int] | None = None  # {"node": bytes}
 
 
 @dataclass(frozen=True)
@@ -215,8 +215,8 @@ class ProcessPinned(Serial):
     source: RowSource = "est."
     identity: ProcessIdentity = field(default_factory=ProcessIdentity)
     held: HeldMemory = field(default_factory=HeldMemory)
-    copies: Optional[Copies] = None
-    allocations: Optional[Allocations] = None
+    copies: Copies | None = None
+    allocations: Allocations | None = None
     placement: Placement = field(default_factory=Placement)
     # The tracer's call site (file:line) per behaviour: "alloc", "register", "rounding_waste",
     # "pageable_copy", "wc_readback"; each finding names the site of its own behaviour. Untrusted
@@ -224,7 +224,7 @@ class ProcessPinned(Serial):
     call_sites: dict[str, str] = field(default_factory=dict)
 
     @property
-    def instrument(self) -> Optional[Instrument]:
+    def instrument(self) -> Instrument | None:
         """What measured its copies (else its allocations); None for a row of the maps estimate."""
         if self.copies is not None:
             return self.copies.instrument

@@ -40,13 +40,13 @@ def to_json(value: Any) -> Any:
 _MAX_ITEMS = {"gpus": (MAX_GPUS, "GPUs"), "processes": (MAX_PROCESSES, "processes")}
 
 
-def _show(value: "int | float") -> str:
+def _show(value: int | float) -> str:
     if isinstance(value, int) and value.bit_length() > 64:
         return f"a {value.bit_length()}-bit number"  # too long to print, or to turn into a float
     return f"{value:g}"
 
 
-def _check_number(name: str, value: "int | float", path: str) -> None:
+def _check_number(name: str, value: int | float, path: str) -> None:
     """Refuse a figure no collector can produce: not finite, negative, or beyond its range."""
     if isinstance(value, float) and not math.isfinite(value):
         raise SchemaError(f"{path}: {value} is not a finite number")
@@ -60,7 +60,7 @@ def _check_number(name: str, value: "int | float", path: str) -> None:
         raise SchemaError(f"{path}: {_show(value)} is too large (at most {MAX_COUNT})")
 
 
-def _check_length(name: str, value: "list | tuple | dict", path: str) -> None:
+def _check_length(name: str, value: list | tuple | dict, path: str) -> None:
     limit, what = _MAX_ITEMS.get(name, (MAX_LIST_ITEMS, "items"))
     if len(value) > limit:
         raise SchemaError(f"{path}: {len(value):,} {what}, more than the {limit:,} a snapshot may hold")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from .group import Cgroup
 from .kinds import (
@@ -48,34 +48,34 @@ SEVERITY_RANK: dict[str, int] = {"ok": 0, "info": 0, "warning": 1, "critical": 2
 @dataclass(frozen=True)
 class HostMemory(Serial):
     hostname: str
-    mem_total_bytes: Optional[int] = None
-    mem_available_bytes: Optional[int] = None
+    mem_total_bytes: int | None = None
+    mem_available_bytes: int | None = None
     # min(MemTotal, cgroup memory limit): what this process tree can really use.
-    effective_mem_limit_bytes: Optional[int] = None
-    cgroup_limit_bytes: Optional[int] = None
-    swap_used_bytes: Optional[int] = None
-    shmem_bytes: Optional[int] = None
-    mlocked_bytes: Optional[int] = None
+    effective_mem_limit_bytes: int | None = None
+    cgroup_limit_bytes: int | None = None
+    swap_used_bytes: int | None = None
+    shmem_bytes: int | None = None
+    mlocked_bytes: int | None = None
     # Sum of the per-process pinned estimates (see collect/processes/procmaps.py); an estimate, not a reading.
-    pinned_bytes_est: Optional[int] = None
-    write_combined_bytes_est: Optional[int] = None
+    pinned_bytes_est: int | None = None
+    write_combined_bytes_est: int | None = None
     # RLIMIT_MEMLOCK soft limit of pinmon itself; None = unlimited or unknown (see memlock_unlimited).
-    memlock_limit_bytes: Optional[int] = None
-    memlock_unlimited: Optional[bool] = None
+    memlock_limit_bytes: int | None = None
+    memlock_unlimited: bool | None = None
     # The kernel's count of pages pinned now (FOLL_PIN, /proc/vmstat), in bytes: exact and host-wide,
     # cudaHostRegister'ed, RDMA, VFIO and io_uring memory included, write-combined memory not.
-    kernel_pinned_bytes: Optional[int] = None
-    kernel_pinned_bytes_by_node: Optional[dict[str, int]] = None  # {"0": bytes, ...}
+    kernel_pinned_bytes: int | None = None
+    kernel_pinned_bytes_by_node: dict[str, int] | None = None  # {"0": bytes, ...}
     # The best figure of all pinned memory: kernel's count + write-combined (est.) where the kernel
     # counts pins ("kernel"), else pinned (est.) + write-combined (est.) ("est.").
-    pinned_bytes_total: Optional[int] = None
-    pinned_bytes_source: Optional[PinnedTotalSource] = None
+    pinned_bytes_total: int | None = None
+    pinned_bytes_source: PinnedTotalSource | None = None
     # The kernel's count minus what the process rows explain (never below 0); None without the count.
-    unattributed_pinned_bytes: Optional[int] = None
-    numa_nodes: Optional[tuple[int, ...]] = None  # online NUMA node ids
+    unattributed_pinned_bytes: int | None = None
+    numa_nodes: tuple[int, ...] | None = None  # online NUMA node ids
 
     @property
-    def used_bytes(self) -> Optional[int]:
+    def used_bytes(self) -> int | None:
         if self.mem_total_bytes is None or self.mem_available_bytes is None:
             return None
         return self.mem_total_bytes - self.mem_available_bytes
@@ -83,14 +83,14 @@ class HostMemory(Serial):
 
 @dataclass(frozen=True)
 class Link(Serial):
-    gen: Optional[int] = None
-    gen_max: Optional[int] = None
-    width: Optional[int] = None
-    width_max: Optional[int] = None
+    gen: int | None = None
+    gen_max: int | None = None
+    width: int | None = None
+    width_max: int | None = None
     # Payload rate of the link as it runs now (gen x width, after line encoding).
-    theoretical_bytes_per_s: Optional[float] = None
+    theoretical_bytes_per_s: float | None = None
     # The same at the link's maximum generation and width: what the slot is rated for.
-    max_theoretical_bytes_per_s: Optional[float] = None
+    max_theoretical_bytes_per_s: float | None = None
 
     @property
     def gen_below_max(self) -> bool:
@@ -107,24 +107,24 @@ class Link(Serial):
 
 
 # PCIe methods that count every link byte over the interval (see Pcie.method).
-EXACT_PCIE_METHODS: frozenset[Optional[str]] = frozenset({"gpm", "counters"})
+EXACT_PCIE_METHODS: frozenset[str | None] = frozenset({"gpm", "counters"})
 
 
 @dataclass(frozen=True)
 class Pcie(Serial):
-    rx_bytes_per_s: Optional[float] = None
-    tx_bytes_per_s: Optional[float] = None
+    rx_bytes_per_s: float | None = None
+    tx_bytes_per_s: float | None = None
     # "gpm": exact link bytes from chained GPM samples (Hopper and newer); "counters": exact link
     # bytes from NVML's cumulative 32-bit counters; "sampled": NVML's 20 ms throughput sample
     # extrapolated; None: no reading.
-    method: Optional[PcieMethod] = None
-    rx_bytes: Optional[int] = None  # link bytes over the interval (exact methods only)
-    tx_bytes: Optional[int] = None
-    interval_s: Optional[float] = None
-    replay_delta: Optional[int] = None
-    recovery_delta: Optional[int] = None
-    error_delta: Optional[int] = None  # sum of the error counters below
-    counter_deltas: dict[str, Optional[int]] = field(default_factory=dict)
+    method: PcieMethod | None = None
+    rx_bytes: int | None = None  # link bytes over the interval (exact methods only)
+    tx_bytes: int | None = None
+    interval_s: float | None = None
+    replay_delta: int | None = None
+    recovery_delta: int | None = None
+    error_delta: int | None = None  # sum of the error counters below
+    counter_deltas: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def exact(self) -> bool:
@@ -132,7 +132,7 @@ class Pcie(Serial):
         return self.method in EXACT_PCIE_METHODS
 
     @property
-    def traffic_bytes_per_s(self) -> Optional[float]:
+    def traffic_bytes_per_s(self) -> float | None:
         """RX + TX, of the directions that have a reading; None when neither has one."""
         known = [v for v in (self.rx_bytes_per_s, self.tx_bytes_per_s) if v is not None]
         return sum(known) if known else None
@@ -141,21 +141,21 @@ class Pcie(Serial):
 @dataclass(frozen=True)
 class GpuProcess(Serial):
     pid: int
-    gpu_memory_bytes: Optional[int] = None
+    gpu_memory_bytes: int | None = None
 
 
 @dataclass(frozen=True)
 class Gpu(Serial):
     index: int
-    name: Optional[str] = None
-    uuid: Optional[str] = None
-    pci_bus_id: Optional[str] = None
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
     link: Link = field(default_factory=Link)
     pcie: Pcie = field(default_factory=Pcie)
-    memory_total_bytes: Optional[int] = None
-    memory_used_bytes: Optional[int] = None
-    cpu_affinity: Optional[str] = None  # CPU list, e.g. "0-15"
-    numa_node: Optional[int] = None
+    memory_total_bytes: int | None = None
+    memory_used_bytes: int | None = None
+    cpu_affinity: str | None = None  # CPU list, e.g. "0-15"
+    numa_node: int | None = None
     processes: tuple[GpuProcess, ...] = ()
     lost: bool = False  # NVML said the GPU fell off the bus
     notices: tuple[str, ...] = ()
@@ -168,34 +168,34 @@ class ProbeMeasurement(Serial):
     kind: MeasurementKind
     memory: ProbeMemory
     size_bytes: int
-    direction: Optional[Direction] = None  # for copies
-    bytes_per_s: Optional[float] = None
-    seconds: Optional[float] = None  # median time of one operation
-    repeats: Optional[int] = None
-    note: Optional[str] = None
-    host_numa_node: Optional[int] = None  # the NUMA node the host buffer's pages were on (probe --numa)
+    direction: Direction | None = None  # for copies
+    bytes_per_s: float | None = None
+    seconds: float | None = None  # median time of one operation
+    repeats: int | None = None
+    note: str | None = None
+    host_numa_node: int | None = None  # the NUMA node the host buffer's pages were on (probe --numa)
 
 
 @dataclass(frozen=True)
 class ProbeResult(Serial):
     time: float
-    gpu_index: Optional[int] = None
+    gpu_index: int | None = None
     status: ProbeStatus = "ok"
-    reason: Optional[str] = None
+    reason: str | None = None
     kind: ProbeKind = "quick"
-    link_theoretical_bytes_per_s: Optional[float] = None
-    duration_s: Optional[float] = None
-    max_pinned_bytes: Optional[int] = None
+    link_theoretical_bytes_per_s: float | None = None
+    duration_s: float | None = None
+    max_pinned_bytes: int | None = None
     measurements: tuple[ProbeMeasurement, ...] = ()
     # The GPU's link traffic while the probe ran, the probe's own included: the mean of the
     # collector's readings whose intervals overlap the probe (joined by the app, never measured by
     # the probe itself), the seconds those readings span, and their Pcie.method.
-    link_rx_bytes_per_s: Optional[float] = None
-    link_tx_bytes_per_s: Optional[float] = None
-    link_window_s: Optional[float] = None
-    link_method: Optional[PcieMethod] = None
+    link_rx_bytes_per_s: float | None = None
+    link_tx_bytes_per_s: float | None = None
+    link_window_s: float | None = None
+    link_method: PcieMethod | None = None
 
-    def rate(self, direction: Direction, memory: ProbeMemory, size_bytes: Optional[int] = None) -> Optional[float]:
+    def rate(self, direction: Direction, memory: ProbeMemory, size_bytes: int | None = None) -> float | None:
         """Bandwidth of the largest (or the given) copy of this direction and memory kind."""
         rows = [m for m in self.measurements
                 if m.kind == "copy" and m.direction == direction and m.memory == memory
@@ -222,15 +222,15 @@ class Snapshot(Serial):
     schema: str = SNAPSHOT_SCHEMA
     gpus: tuple[Gpu, ...] = ()
     processes: tuple[ProcessPinned, ...] = ()
-    probe: Optional[ProbeResult] = None
+    probe: ProbeResult | None = None
     notices: tuple[str, ...] = ()
-    interval_s: Optional[float] = None
+    interval_s: float | None = None
     source: SnapshotOrigin = "live"
     # NVIDIA GPUs on the PCI bus (sysfs), counted without NVML; None when unknown.
-    nvidia_pci_gpus: Optional[int] = None
+    nvidia_pci_gpus: int | None = None
     # Why NVML gives no GPU data (it could not start, or sees no GPU); None when it runs or was
     # not asked. With nvidia_pci_gpus > 0 it means GPUs that nothing monitors.
-    nvml_error: Optional[str] = None
+    nvml_error: str | None = None
     # The groups (containers, pods, jobs) of the processes above, each with its own memory limit.
     cgroups: tuple[Cgroup, ...] = ()
     # Memory cgroup OOM kills in the kernel's log within the lookback (default 24 h), oldest first:
@@ -242,7 +242,7 @@ class Snapshot(Serial):
         return {"schema": d.pop("schema"), **d}  # schema first: it is what a reader checks
 
     @classmethod
-    def from_dict(cls, data: Any, path: str | None = None) -> "Snapshot":
+    def from_dict(cls, data: Any, path: str | None = None) -> Snapshot:
         if not isinstance(data, dict):
             raise SchemaError(f"snapshot: expected an object, got {type(data).__name__}")
         schema = data.get("schema")
@@ -253,7 +253,7 @@ class Snapshot(Serial):
                               f" (or {SNAPSHOT_SCHEMA_V1!r})")
         return from_dict_of(cls, data, "snapshot")
 
-    def copy_gpu(self, p: ProcessPinned) -> Optional[Gpu]:
+    def copy_gpu(self, p: ProcessPinned) -> Gpu | None:
         """The GPU a process's copies went to: the bus id its copies name, else its only GPU, else the
         snapshot's only GPU; None where that does not settle it."""
         bus = p.copies.gpu_pci_bus_id if p.copies is not None else None
@@ -265,7 +265,7 @@ class Snapshot(Serial):
         return candidates[0] if len(candidates) == 1 else None
 
 
-def bus_key(bus_id: Optional[str]) -> Optional[tuple[int, int, int, int]]:
+def bus_key(bus_id: str | None) -> tuple[int, int, int, int] | None:
     """(domain, bus, device, function) of a PCI bus id as numbers: NVML writes 8 domain digits, CUDA 4."""
     if not bus_id:
         return None
@@ -277,7 +277,7 @@ def bus_key(bus_id: Optional[str]) -> Optional[tuple[int, int, int, int]]:
         return None
 
 
-def worst_severity(findings: "typing.Iterable[Finding]") -> Status:
+def worst_severity(findings: typing.Iterable[Finding]) -> Status:
     """"ok", "warning" or "critical" (info findings do not raise the status)."""
     rank = max((SEVERITY_RANK[f.severity] for f in findings), default=0)
     statuses: dict[int, Status] = {0: "ok", 1: "warning", 2: "critical"}

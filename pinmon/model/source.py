@@ -8,7 +8,8 @@ on the thread that first reads it.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Optional, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from . import Snapshot
 
@@ -17,7 +18,7 @@ from . import Snapshot
 class Source(Protocol):
     live: bool  # False for recordings: views say REPLAY
 
-    def snapshot(self) -> Optional[Snapshot]:
+    def snapshot(self) -> Snapshot | None:
         """The next snapshot; ``None`` when a finite source (a recording) is exhausted."""
 
     def close(self) -> None:
@@ -35,7 +36,7 @@ class OpenedOnFirstRead:
     def __init__(self, open_source: Callable[[], Source], live: bool = True):
         self.live = live
         self._open = open_source
-        self._source: Optional[Source] = None
+        self._source: Source | None = None
         self._closed = False
         self._lock = threading.Lock()
 
@@ -43,7 +44,7 @@ class OpenedOnFirstRead:
     def notices(self) -> list:
         return list(getattr(self._source, "notices", ()))
 
-    def snapshot(self) -> Optional[Snapshot]:
+    def snapshot(self) -> Snapshot | None:
         with self._lock:
             if self._closed:
                 return None

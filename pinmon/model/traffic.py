@@ -20,7 +20,6 @@ What a share can and cannot say, which the views repeat where they show it:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from .kinds import DIRECTIONS, Direction, HostMemoryKind, PcieMethod, RowSource
 from .serial import Serial
@@ -38,7 +37,7 @@ class CopyShare(Serial):
     memory: HostMemoryKind
     bytes_per_s: float
     source: RowSource = "attached"
-    name: Optional[str] = None          # untrusted text (the process names itself)
+    name: str | None = None          # untrusted text (the process names itself)
 
 
 @dataclass(frozen=True)
@@ -47,10 +46,10 @@ class LinkExplained(Serial):
 
     gpu_index: int
     direction: Direction
-    link_bytes_per_s: Optional[float] = None    # RX for h2d, TX for d2h; None without a reading
-    method: Optional[PcieMethod] = None
+    link_bytes_per_s: float | None = None    # RX for h2d, TX for d2h; None without a reading
+    method: PcieMethod | None = None
     explained_bytes_per_s: float = 0.0          # the shares added up
-    explained_share: Optional[float] = None     # of the link's traffic; None without a reading
+    explained_share: float | None = None     # of the link's traffic; None without a reading
     shares: tuple[CopyShare, ...] = ()
 
     @property
@@ -78,7 +77,7 @@ def _shares(snap: Snapshot) -> tuple[dict[tuple[int, Direction], list[CopyShare]
     for p in snap.processes:
         if p.copies is None:
             continue
-        gpu: Optional[Gpu] = snap.copy_gpu(p)
+        gpu: Gpu | None = snap.copy_gpu(p)
         for s in p.copies.stats:
             if not s.bytes_per_s:
                 continue

@@ -8,8 +8,8 @@ outside (process names, reasons quoting paths, findings) goes through ``units.pr
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
 
 from ..model import Allocations, Copies, Finding, ProcessPinned, Snapshot, worst_severity
 from ..model.kinds import DIRECTIONS
@@ -33,8 +33,8 @@ class AttachReport:
     pids: tuple[int, ...]
     failed: dict[int, str] = field(default_factory=dict)
     traced: dict[int, tuple[Copies, Allocations]] = field(default_factory=dict)
-    attach_s: Optional[float] = None
-    detach_s: Optional[float] = None
+    attach_s: float | None = None
+    detach_s: float | None = None
 
 
 def memory_word(memory: str, copies: Copies) -> str:
@@ -82,11 +82,11 @@ def allocation_lines(a: Allocations) -> list[str]:
     return out
 
 
-def _per_s(rate: Optional[float]) -> str:
+def _per_s(rate: float | None) -> str:
     return "n/a" if rate is None else f"{rate:.1f}/s"
 
 
-def process_lines(p: ProcessPinned, uprobes: Optional[tuple[Copies, Allocations]] = None) -> list[str]:
+def process_lines(p: ProcessPinned, uprobes: tuple[Copies, Allocations] | None = None) -> list[str]:
     """A process's block: who it is, its held memory (the maps' estimate), its copies and allocations;
     for a traced row the tracer's figures, and the attach's own below them."""
     who = p.identity

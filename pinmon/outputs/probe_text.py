@@ -7,7 +7,6 @@ Only what was measured is printed; a missing figure reads "n/a". The figures der
 from __future__ import annotations
 
 import textwrap
-from typing import Optional
 
 from ..model import ProbeResult
 from ..model.link import link_name
@@ -15,7 +14,7 @@ from ..probe import analysis as A
 from ..units import NA, fmt_bytes, fmt_pct, fmt_rate, fmt_ratio, fmt_seconds
 
 
-def unavailable_text(reason: Optional[str]) -> str:
+def unavailable_text(reason: str | None) -> str:
     reason = (reason or "no reason given").strip()
     # Refusals already read "probe refused: ..." / "probe disabled: ...".
     return reason if reason.startswith("probe ") else f"probe unavailable: {reason}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 import time
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from ..model import Cgroup, Finding, Gpu, HostMemory, OomKill, ProcessPinned, Snapshot, worst_severity
 from ..model.traffic import CopyShare, TrafficExplained, explain_traffic
@@ -166,7 +166,7 @@ def grouped_process_lines(procs: Sequence[ProcessPinned], groups: Sequence[Cgrou
     pinned share; as one table where the snapshot has no groups."""
     if not groups:
         return process_table(procs, limit=limit, nodes=nodes)
-    by_key: dict[Optional[str], list[ProcessPinned]] = {}
+    by_key: dict[str | None, list[ProcessPinned]] = {}
     for p in procs:
         by_key.setdefault(p.identity.cgroup, []).append(p)
     shown = [g for g in groups if g.key in by_key][:max_groups]

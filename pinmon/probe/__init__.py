@@ -13,6 +13,6 @@ from .engine import measure_copies, run_probe
 from .plan import KINDS, build_plan
 from .safety import DEFAULT_MAX_PINNED_BYTES, PinnedCap, pinned_cap
 
-__all__ = ["run_probe", "probe_available", "cuda_devices", "break_even_transfers", "measure_copies",
-           "held_pinned_bytes", "PinnedBuffer", "Registered", "KINDS", "build_plan",
-           "pinned_cap", "PinnedCap", "DEFAULT_MAX_PINNED_BYTES"]
+__all__ = ["DEFAULT_MAX_PINNED_BYTES", "KINDS", "PinnedBuffer", "PinnedCap", "Registered",
+           "break_even_transfers", "build_plan", "cuda_devices", "held_pinned_bytes",
+           "measure_copies", "pinned_cap", "probe_available", "run_probe"]

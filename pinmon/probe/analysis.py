@@ -6,13 +6,13 @@ accepted where it says so): no CUDA, no I/O, so the engine, the text output and 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Iterable, Optional, Sequence, Union
 
 from ..model import ProbeMeasurement, ProbeResult
 
 # A probe's result, or its measurement rows.
-Rows = Union[ProbeResult, Iterable[ProbeMeasurement]]
+Rows = ProbeResult | Iterable[ProbeMeasurement]
 
 # A write-combined buffer counts as having a CPU-read penalty when reads from it run at under
 # half the speed of reads from ordinary pinned memory (on bare metal the gap is ~10x).
@@ -27,8 +27,8 @@ def _rows(result: Rows) -> list[ProbeMeasurement]:
     return list(result.measurements if isinstance(result, ProbeResult) else result)
 
 
-def find(rows: Iterable[ProbeMeasurement], kind: str, memory: str, size_bytes: Optional[int] = None,
-         direction: Optional[str] = None, note: Optional[str] = None) -> Optional[ProbeMeasurement]:
+def find(rows: Iterable[ProbeMeasurement], kind: str, memory: str, size_bytes: int | None = None,
+         direction: str | None = None, note: str | None = None) -> ProbeMeasurement | None:
     """The first row of this kind and memory (and size, direction, note where given), or None."""
     for m in rows:
         if (m.kind == kind and m.memory == memory
@@ -46,7 +46,7 @@ def copies(result: Rows, memory: str, direction: str) -> dict[int, ProbeMeasurem
             and m.bytes_per_s is not None}
 
 
-def cost_s(result: Rows, kind: str, memory: str, size_bytes: int, note: str) -> Optional[float]:
+def cost_s(result: Rows, kind: str, memory: str, size_bytes: int, note: str) -> float | None:
     """Seconds of the ``kind`` ("alloc", "free") row with this memory, size and note ("first", "steady")."""
     m = find(_rows(result), kind, memory, size_bytes, note=note)
     return None if m is None else m.seconds
@@ -54,14 +54,14 @@ def cost_s(result: Rows, kind: str, memory: str, size_bytes: int, note: str) -> 
 
 # --- ratios -----------------------------------------------------------------------------------------
 
-def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+def ratio(a: float | None, b: float | None) -> float | None:
     """a / b, or None when either is unknown or b is 0 (a speedup, a share of the link)."""
     if a is None or not b:
         return None
     return a / b
 
 
-def h2d_pinned_vs_pageable(result: Rows) -> tuple[Optional[float], Optional[float]]:
+def h2d_pinned_vs_pageable(result: Rows) -> tuple[float | None, float | None]:
     """(pinned, pageable) H2D bytes/s at the largest size measured both ways; without a pageable
     copy (pinned at its largest size, None); without a pinned one (None, None)."""
     pinned = copies(result, "pinned", "h2d")
@@ -83,7 +83,7 @@ def alloc_free_s(result: Rows, memory: str, size_bytes: int) -> float:
             + (cost_s(result, "free", memory, size_bytes, "steady") or 0))
 
 
-def break_even_transfers(result: Rows, size_bytes: int) -> Optional[float]:
+def break_even_transfers(result: Rows, size_bytes: int) -> float | None:
     """How many H2D transfers of ``size_bytes`` before pinning pays for its allocation.
 
     (pinned alloc + free - pageable alloc - pageable free) / (pageable copy - pinned copy), all
@@ -93,8 +93,8 @@ def break_even_transfers(result: Rows, size_bytes: int) -> Optional[float]:
     """
     rows = _rows(result)
 
-    def seconds(kind: str, memory: str, direction: Optional[str] = None,
-                note: Optional[str] = None) -> Optional[float]:
+    def seconds(kind: str, memory: str, direction: str | None = None,
+                note: str | None = None) -> float | None:
         m = find(rows, kind, memory, size_bytes, direction, note)
         return None if m is None else m.seconds
 
@@ -117,7 +117,7 @@ def break_even_transfers(result: Rows, size_bytes: int) -> Optional[float]:
 
 # --- write-combined memory --------------------------------------------------------------------------
 
-def wc_read_verdict(rows: Sequence[ProbeMeasurement]) -> Optional[str]:
+def wc_read_verdict(rows: Sequence[ProbeMeasurement]) -> str | None:
     """What the measured CPU reads of write-combined memory say, or None without both rows."""
     wc = find(rows, "cpu_read", "write_combined")
     pinned = find(rows, "cpu_read", "pinned")
@@ -138,7 +138,7 @@ def numa_rows(result: ProbeResult) -> list[ProbeMeasurement]:
     return [m for m in result.measurements if m.kind == "copy" and m.host_numa_node is not None]
 
 
-def numa_local_remote(result: ProbeResult, direction: str) -> tuple[Optional[float], Optional[float]]:
+def numa_local_remote(result: ProbeResult, direction: str) -> tuple[float | None, float | None]:
     """(local node's bytes/s, slowest remote node's bytes/s) of one direction; None for a side not
     measured (both None where the GPU's node is unknown: no row is local or remote then)."""
     rates = [(m.note or "", m.bytes_per_s) for m in numa_rows(result) if m.direction == direction and m.bytes_per_s]
@@ -147,10 +147,10 @@ def numa_local_remote(result: ProbeResult, direction: str) -> tuple[Optional[flo
     return (local[0] if local else None), (min(remote) if remote else None)
 
 
-def numa_ratios(result: ProbeResult) -> dict[str, Optional[float]]:
+def numa_ratios(result: ProbeResult) -> dict[str, float | None]:
     """{"h2d": remote/local, "d2h": ...}: the slowest remote node's rate over the local node's, None
     where the GPU's node is unknown or a side was not measured."""
-    out: dict[str, Optional[float]] = {}
+    out: dict[str, float | None] = {}
     for direction in DIRECTIONS:
         local, remote = numa_local_remote(result, direction)
         out[direction] = remote / local if local and remote else None

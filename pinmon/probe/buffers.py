@@ -21,8 +21,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from types import FrameType
-from typing import TYPE_CHECKING, Iterator, Optional, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .cuda import runtime
 from .cupy_types import CudaRuntime, CudaStream
@@ -51,7 +52,7 @@ def interrupts_deferred() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    pending: list[tuple[int, Optional[FrameType]]] = []
+    pending: list[tuple[int, FrameType | None]] = []
     try:
         old = signal.getsignal(signal.SIGINT)
         if old is None:  # a handler not installed from Python: cannot be restored, leave it
@@ -84,7 +85,7 @@ def held_pinned_bytes() -> int:
         return _held_pinned_bytes
 
 
-def sync_quietly(stream: Optional[CudaStream]) -> None:
+def sync_quietly(stream: CudaStream | None) -> None:
     """Wait for ``stream`` before memory it may still be copying is freed; a failed wait must not
     stop the free."""
     if stream is None:
@@ -144,7 +145,7 @@ class HostBuffer(Owned):
 
     nbytes: int = 0
 
-    def view(self, nbytes: Optional[int] = None) -> ByteArray:
+    def view(self, nbytes: int | None = None) -> ByteArray:
         """A numpy uint8 array over the first ``nbytes`` (all by default); never use it after close()."""
         return host_view(self.ptr, self.nbytes if nbytes is None else nbytes)
 
@@ -156,7 +157,7 @@ class PageableBuffer(HostBuffer):
         self.nbytes = int(nbytes)
         self.touch = touch
         self.ptr = 0
-        self._array: Optional[ByteArray] = None
+        self._array: ByteArray | None = None
 
     def open(self) -> PageableBuffer:
         if self._array is None:
@@ -168,7 +169,7 @@ class PageableBuffer(HostBuffer):
         self._array = None
         self.ptr = 0
 
-    def view(self, nbytes: Optional[int] = None) -> ByteArray:
+    def view(self, nbytes: int | None = None) -> ByteArray:
         # A slice of the array keeps the memory alive for as long as the view lives.
         if self._array is None:
             raise ValueError("view of a closed PageableBuffer")
@@ -182,15 +183,15 @@ class PageLocked(HostBuffer):
     (``_unlock(rt, ptr)``). ``open_s`` and ``close_s`` are the seconds those CUDA calls took.
     """
 
-    def __init__(self, nbytes: int, flags: int = 0, *, ledger: Optional[PinnedLedger] = None,
-                 stream: Optional[CudaStream] = None):
+    def __init__(self, nbytes: int, flags: int = 0, *, ledger: PinnedLedger | None = None,
+                 stream: CudaStream | None = None):
         self.nbytes = int(nbytes)
         self.flags = int(flags)
         self.ledger = ledger
         self.stream = stream
         self.ptr = 0
-        self.open_s: Optional[float] = None
-        self.close_s: Optional[float] = None
+        self.open_s: float | None = None
+        self.close_s: float | None = None
 
     def call_seconds(self) -> tuple[float, float]:
         """(``open_s``, ``close_s``) of a buffer opened and closed; RuntimeError before that."""
@@ -255,7 +256,7 @@ class Registered(PageLocked):
     close. The caller keeps the memory alive for longer than this object."""
 
     def __init__(self, ptr: int, nbytes: int, flags: int = 0, *,
-                 ledger: Optional[PinnedLedger] = None, stream: Optional[CudaStream] = None):
+                 ledger: PinnedLedger | None = None, stream: CudaStream | None = None):
         super().__init__(nbytes, flags, ledger=ledger, stream=stream)
         self.host_ptr = int(ptr)
 
@@ -271,7 +272,7 @@ class DeviceBuffer(Owned):
     """``cudaMalloc`` of ``nbytes`` on the current device; ``cudaFree`` on close. Bypasses CuPy's
     memory pool so the memory is really returned when the probe ends."""
 
-    def __init__(self, nbytes: int, *, stream: Optional[CudaStream] = None):
+    def __init__(self, nbytes: int, *, stream: CudaStream | None = None):
         self.nbytes = int(nbytes)
         self.stream = stream
         self.ptr = 0

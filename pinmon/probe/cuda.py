@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Optional, Union
+from collections.abc import Callable
 
 from .cupy_types import CudaRuntime, CudaStream, CuPy, Kernel
 
@@ -57,7 +57,7 @@ _read_kernels: dict[tuple[CuPy, int], Kernel] = {}
 
 # --- CuPy and its errors ----------------------------------------------------------------------------
 
-def import_cupy() -> Union[tuple[CuPy, None], tuple[None, str]]:
+def import_cupy() -> tuple[CuPy, None] | tuple[None, str]:
     """(cupy module, None) or (None, reason). The one place the untyped module becomes ``CuPy``."""
     try:
         import cupy
@@ -100,7 +100,7 @@ def describe_error(e: BaseException) -> str:
     return f"{name}: {text}"[:300] if text else name
 
 
-def _cuda_version(rt: CudaRuntime, name: str) -> Optional[int]:
+def _cuda_version(rt: CudaRuntime, name: str) -> int | None:
     """CUDA's version number (12020 for 12.2) from ``rt.<name>()``; None when it cannot be asked."""
     try:
         v = getattr(rt, name)()
@@ -113,7 +113,7 @@ def _version_text(v: int) -> str:
     return f"{v // 1000}.{v % 1000 // 10}"
 
 
-def _no_driver(cp: CuPy) -> Optional[str]:
+def _no_driver(cp: CuPy) -> str | None:
     """Why there is no NVIDIA driver at all, or None when there is one (or it cannot be told).
 
     CUDA documents a driver version of 0 for "no driver installed" (no libcuda), whatever error
@@ -153,7 +153,7 @@ def start_failure(cp: CuPy, text: str) -> str:
 
 # --- devices ----------------------------------------------------------------------------------------
 
-def device_problem(cp: CuPy, gpu_index: int) -> Optional[str]:
+def device_problem(cp: CuPy, gpu_index: int) -> str | None:
     """Why CUDA device ``gpu_index`` cannot be probed, or None when it can."""
     try:
         count = cp.cuda.runtime.getDeviceCount()
@@ -166,7 +166,7 @@ def device_problem(cp: CuPy, gpu_index: int) -> Optional[str]:
     return None
 
 
-def probe_available(gpu_index: int = 0) -> tuple[bool, Optional[str]]:
+def probe_available(gpu_index: int = 0) -> tuple[bool, str | None]:
     """(True, None) if CuPy imports and sees CUDA device ``gpu_index``; else (False, reason).
 
     The reason starts with "probe unavailable: ". Initialises the CUDA driver but creates no context.
@@ -180,7 +180,7 @@ def probe_available(gpu_index: int = 0) -> tuple[bool, Optional[str]]:
     return True, None
 
 
-def cuda_devices() -> tuple[list[tuple[int, Optional[str]]], Optional[str]]:
+def cuda_devices() -> tuple[list[tuple[int, str | None]], str | None]:
     """([(CUDA index, PCI bus id or None), ...], None), or ([], reason starting "probe unavailable: ").
 
     CUDA numbers devices in its own order (and CUDA_VISIBLE_DEVICES renumbers them), so callers
@@ -192,7 +192,7 @@ def cuda_devices() -> tuple[list[tuple[int, Optional[str]]], Optional[str]]:
     reason = device_problem(cp, 0)
     if reason:
         return [], UNAVAILABLE_PREFIX + reason
-    devices: list[tuple[int, Optional[str]]] = []
+    devices: list[tuple[int, str | None]] = []
     for i in range(cp.cuda.runtime.getDeviceCount()):
         bus: object
         try:

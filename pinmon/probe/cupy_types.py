@@ -22,7 +22,7 @@ checks that the stand-in, and on a GPU machine the real CuPy, has every name lis
 """
 from __future__ import annotations
 
-from typing import Optional, Protocol, TextIO
+from typing import Protocol, TextIO
 
 
 class PointerAttributes(Protocol):
@@ -80,7 +80,7 @@ class CudaStream(Protocol):
 class CudaEvent(Protocol):
     """``cupy.cuda.Event``."""
 
-    def record(self, stream: Optional[CudaStream] = None) -> None: ...
+    def record(self, stream: CudaStream | None = None) -> None: ...
 
     def synchronize(self) -> None: ...
 
@@ -102,10 +102,10 @@ class CudaDevice(Protocol):
 class Kernel(Protocol):
     """``cupy.RawKernel``: compiled on ``compile()`` (or its first launch), launched by calling it."""
 
-    def compile(self, log_stream: Optional[TextIO] = None) -> None: ...
+    def compile(self, log_stream: TextIO | None = None) -> None: ...
 
     def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[object, ...], *,
-                 shared_mem: int = 0, stream: Optional[CudaStream] = None) -> None: ...
+                 shared_mem: int = 0, stream: CudaStream | None = None) -> None: ...
 
 
 class CudaModule(Protocol):
@@ -119,7 +119,7 @@ class CudaModule(Protocol):
     def Event(self, block: bool = False, disable_timing: bool = False,
               interprocess: bool = False) -> CudaEvent: ...
 
-    def Device(self, device: Optional[int] = None) -> CudaDevice: ...
+    def Device(self, device: int | None = None) -> CudaDevice: ...
 
     def get_elapsed_time(self, start_event: CudaEvent, end_event: CudaEvent) -> float:
         """Milliseconds between two recorded events."""

@@ -18,8 +18,9 @@ import functools
 import itertools
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Optional, Sequence
+from typing import Literal
 
 from ..model import ProbeMeasurement, ProbeResult
 from ..model.kinds import Direction, ProbeStatus
@@ -56,7 +57,7 @@ class _Run:
     """One walk of a plan: the buffers of each group, the steps, the checks between them."""
 
     def __init__(self, cp: CuPy, plan: P.Plan, gpu_index: int, budget: TimeBudget,
-                 progress: Optional[Progress], cancel: Optional[threading.Event], ledger: PinnedLedger):
+                 progress: Progress | None, cancel: threading.Event | None, ledger: PinnedLedger):
         self.cp = cp
         self.plan = plan
         self.gpu_index = gpu_index
@@ -65,7 +66,7 @@ class _Run:
         self.cancel = cancel
         self.ledger = ledger
         self.measurements: list[ProbeMeasurement] = []
-        self.stop_reason: Optional[str] = None
+        self.stop_reason: str | None = None
         self.done = 0
 
     # checks between measurements
@@ -248,11 +249,11 @@ class _Run:
             self.measurements = analysis.annotate_modes(self.measurements)
 
 
-def run_probe(kind: str = "quick", gpu_index: int = 0, max_pinned_bytes: Optional[int] = None,
-              time_budget_s: Optional[float] = None, progress: Optional[Progress] = None,
-              cancel: Optional[threading.Event] = None,
-              link_theoretical_bytes_per_s: Optional[float] = None,
-              effective_mem_limit_bytes: Optional[int] = None) -> ProbeResult:
+def run_probe(kind: str = "quick", gpu_index: int = 0, max_pinned_bytes: int | None = None,
+              time_budget_s: float | None = None, progress: Progress | None = None,
+              cancel: threading.Event | None = None,
+              link_theoretical_bytes_per_s: float | None = None,
+              effective_mem_limit_bytes: int | None = None) -> ProbeResult:
     """Run probe ``kind`` ("quick", "sweep", "alloc", "modes") on CUDA device ``gpu_index``.
 
     ``max_pinned_bytes``: the user's cap (None: 256 MiB; never over 5% of available memory, nor of
@@ -270,8 +271,8 @@ def run_probe(kind: str = "quick", gpu_index: int = 0, max_pinned_bytes: Optiona
     wall_start = time.time()
     t0 = time.perf_counter()
 
-    def result(status: ProbeStatus, reason: Optional[str], rows: Sequence[ProbeMeasurement] = (),
-               cap: Optional[int] = None) -> ProbeResult:
+    def result(status: ProbeStatus, reason: str | None, rows: Sequence[ProbeMeasurement] = (),
+               cap: int | None = None) -> ProbeResult:
         return ProbeResult(time=wall_start, gpu_index=gpu_index, status=status, reason=reason, kind=kind,
                            link_theoretical_bytes_per_s=link_theoretical_bytes_per_s,
                            duration_s=time.perf_counter() - t0, max_pinned_bytes=cap,
@@ -285,7 +286,7 @@ def run_probe(kind: str = "quick", gpu_index: int = 0, max_pinned_bytes: Optiona
         return result("unavailable", reason, cap=cap.cap_bytes)
     if not PROBE_LOCK.acquire(blocking=False):
         return result("unavailable", "another probe is already running in this process", cap=cap.cap_bytes)
-    run: Optional[_Run] = None
+    run: _Run | None = None
     try:
         reason = cuda.device_problem(cp, gpu_index)
         if reason:
@@ -312,8 +313,8 @@ def run_probe(kind: str = "quick", gpu_index: int = 0, max_pinned_bytes: Optiona
 
 
 def measure_copies(sizes_bytes: Sequence[int], *, memory: Literal["pinned", "pageable"] = "pinned",
-                   directions: Sequence[Direction] = ("h2d", "d2h"), repeats: Optional[int] = None,
-                   gpu_index: int = 0, max_pinned_bytes: Optional[int] = None) -> list[ProbeMeasurement]:
+                   directions: Sequence[Direction] = ("h2d", "d2h"), repeats: int | None = None,
+                   gpu_index: int = 0, max_pinned_bytes: int | None = None) -> list[ProbeMeasurement]:
     """Copy bandwidth exactly as ``run_probe`` times it, for benchmarks: one host buffer of the
     largest size (``memory`` "pinned" or "pageable"), each size in each direction, ``repeats``
     (None: plan.copy_repeats) after one warm-up. Raises on errors, unlike run_probe."""

@@ -16,8 +16,8 @@ import errno
 import os
 import platform
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Callable, Optional, Sequence
 
 from ..model import ProbeMeasurement, ProbeResult
 from ..model.kinds import ProbeStatus
@@ -42,7 +42,7 @@ PROT_READ, PROT_WRITE = 0x1, 0x2
 MAP_PRIVATE, MAP_ANONYMOUS = 0x02, 0x20
 
 
-def syscall_numbers(machine: Optional[str] = None) -> Optional[dict[str, int]]:
+def syscall_numbers(machine: str | None = None) -> dict[str, int] | None:
     return SYSCALLS.get(machine or platform.machine())
 
 
@@ -74,15 +74,15 @@ class NodeBuffer(HostBuffer):
         self.node = int(node)
         self.page_size = page_size
         self.ptr = 0
-        self._libc: Optional[ctypes.CDLL] = None
+        self._libc: ctypes.CDLL | None = None
 
-    def open(self) -> "NodeBuffer":
+    def open(self) -> NodeBuffer:
         numbers = syscall_numbers()
         if numbers is None:
             raise OSError(errno.ENOSYS, f"binding memory to a NUMA node is not supported on {platform.machine()}")
         libc = self._libc = _libc()
         # ctypes answers as its restype says: c_void_p is an int or None, c_long an int.
-        ptr: Optional[int] = libc.mmap(None, self.nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        ptr: int | None = libc.mmap(None, self.nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
         if ptr is None or ptr == ctypes.c_void_p(-1).value:
             e = ctypes.get_errno()
             raise OSError(e, f"mmap of {fmt_bytes(self.nbytes)}: {os.strerror(e)}")
@@ -124,7 +124,7 @@ class NodeBuffer(HostBuffer):
             self._libc.munmap(ctypes.c_void_p(ptr), self.nbytes)
 
 
-def node_role(node: int, gpu_node: Optional[int]) -> str:
+def node_role(node: int, gpu_node: int | None) -> str:
     """"local" (the GPU's node), "remote", or "GPU node unknown"."""
     if gpu_node is None:
         return "GPU node unknown"
@@ -143,10 +143,10 @@ def placement_note(node: int, placement: dict[int, int]) -> str:
     return text
 
 
-def run_numa_probe(gpu_index: int = 0, nodes: Sequence[int] = (), gpu_node: Optional[int] = None,
-                   max_pinned_bytes: Optional[int] = None,
-                   link_theoretical_bytes_per_s: Optional[float] = None,
-                   progress: Optional[Callable[[int, int, str], None]] = None, time_budget_s: Optional[float] = None,
+def run_numa_probe(gpu_index: int = 0, nodes: Sequence[int] = (), gpu_node: int | None = None,
+                   max_pinned_bytes: int | None = None,
+                   link_theoretical_bytes_per_s: float | None = None,
+                   progress: Callable[[int, int, str], None] | None = None, time_budget_s: float | None = None,
                    size_bytes: int = NUMA_SIZE_BYTES) -> ProbeResult:
     """H2D and D2H copies of a registered buffer placed on each of ``nodes`` in turn (kind "numa").
 
@@ -156,8 +156,8 @@ def run_numa_probe(gpu_index: int = 0, nodes: Sequence[int] = (), gpu_node: Opti
     wall_start = time.time()
     t0 = time.perf_counter()
 
-    def result(status: ProbeStatus, reason: Optional[str], rows: Sequence[ProbeMeasurement] = (),
-               cap: Optional[int] = None) -> ProbeResult:
+    def result(status: ProbeStatus, reason: str | None, rows: Sequence[ProbeMeasurement] = (),
+               cap: int | None = None) -> ProbeResult:
         return ProbeResult(time=wall_start, gpu_index=gpu_index, status=status, reason=reason, kind="numa",
                            link_theoretical_bytes_per_s=link_theoretical_bytes_per_s,
                            duration_s=time.perf_counter() - t0, max_pinned_bytes=cap,
@@ -179,7 +179,7 @@ def run_numa_probe(gpu_index: int = 0, nodes: Sequence[int] = (), gpu_node: Opti
         return result("unavailable", "another probe is already running in this process", cap=cap.cap_bytes)
     rows: list[ProbeMeasurement] = []
     budget = TimeBudget(NUMA_TIME_BUDGET_S if time_budget_s is None else time_budget_s)
-    stop: Optional[str] = None
+    stop: str | None = None
     try:
         reason = cuda.device_problem(cp, gpu_index)
         if reason:

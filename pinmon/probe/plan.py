@@ -16,7 +16,6 @@ Kinds:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
 
 from ..model.kinds import Direction, MeasurementKind, ProbeKind, ProbeMemory
 from ..units import KIB, MIB, fmt_bytes
@@ -55,7 +54,7 @@ G_PINNED = "pinned"      # one cudaHostAlloc buffer with the flags of its memory
 G_REGISTERED = "registered"  # a pageable buffer, registered by the steps themselves + device buffer
 
 # A group: (resource, buffer bytes), and for G_PINNED the memory kind of its buffer.
-Group = Union[tuple[str, int], tuple[str, int, str]]
+Group = tuple[str, int] | tuple[str, int, str]
 
 HOST_ALLOC_FLAGS = {"pinned": 0, "portable": 1, "mapped": 2, "write_combined": 4}
 
@@ -88,7 +87,7 @@ class Step:
     size_bytes: int
     repeats: int
     group: Group
-    direction: Optional[Direction] = None
+    direction: Direction | None = None
 
     @property
     def label(self) -> str:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from ..units import MIB, fmt_bytes
 
@@ -35,12 +35,12 @@ class PinnedCap:
 
     cap_bytes: int
     refused: bool = False
-    reason: Optional[str] = None
+    reason: str | None = None
     notes: tuple[str, ...] = ()
-    available_bytes: Optional[int] = None  # the basis the 5% was taken of; None if unknown
+    available_bytes: int | None = None  # the basis the 5% was taken of; None if unknown
 
 
-def available_memory_bytes() -> Optional[int]:
+def available_memory_bytes() -> int | None:
     """Memory available to new allocations now (psutil, else /proc/meminfo MemAvailable); None if unknown."""
     try:
         import psutil
@@ -58,8 +58,8 @@ def available_memory_bytes() -> Optional[int]:
     return None
 
 
-def pinned_cap(requested_bytes: Optional[int] = None, *, available_bytes: Optional[int] = None,
-               effective_limit_bytes: Optional[int] = None, read_available: bool = True) -> PinnedCap:
+def pinned_cap(requested_bytes: int | None = None, *, available_bytes: int | None = None,
+               effective_limit_bytes: int | None = None, read_available: bool = True) -> PinnedCap:
     """The pinned cap for one probe.
 
     ``requested_bytes``: the user's ``--max-pinned`` (None: 256 MiB). ``available_bytes``: memory
@@ -127,7 +127,7 @@ class PinnedLedger:
 class TimeBudget:
     """Seconds a probe may spend; checked between measurements, never in the middle of one."""
 
-    def __init__(self, seconds: Optional[float], clock: Callable[[], float] = time.monotonic):
+    def __init__(self, seconds: float | None, clock: Callable[[], float] = time.monotonic):
         self.seconds = None if seconds is None else float(seconds)
         self._clock = clock
         self._start = clock()

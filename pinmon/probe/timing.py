@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 from ..model import ProbeMeasurement
 from ..model.kinds import Direction, MeasurementKind, ProbeMemory
@@ -58,7 +58,7 @@ def copy_samples(timer: EventTimer, host_ptr: int, device_ptr: int, size_bytes: 
 
 
 def rate_row(kind: MeasurementKind, memory: ProbeMemory, size_bytes: int, samples: Sequence[float],
-             direction: Optional[Direction] = None, note: Optional[str] = None) -> ProbeMeasurement:
+             direction: Direction | None = None, note: str | None = None) -> ProbeMeasurement:
     """One measurement of ``size_bytes`` moved in each sample: the median seconds and its rate."""
     median_s = statistics.median(samples)
     return ProbeMeasurement(kind=kind, memory=memory, size_bytes=size_bytes, direction=direction,
@@ -79,7 +79,7 @@ def cost_rows(kind: MeasurementKind, memory: ProbeMemory, size_bytes: int,
 
 
 def median_row(kind: MeasurementKind, memory: ProbeMemory, size_bytes: int, samples: Sequence[float],
-               note: Optional[str] = None) -> ProbeMeasurement:
+               note: str | None = None) -> ProbeMeasurement:
     """The median seconds of ``samples`` as one measurement (no rate: nothing is moved)."""
     return ProbeMeasurement(kind=kind, memory=memory, size_bytes=size_bytes,
                             seconds=statistics.median(samples), repeats=len(samples), note=note)

@@ -11,5 +11,5 @@ through ``model/migrate.py``), gzip when the name ends in .gz.
 from .reader import NestedTooDeep, RecordingError, RecordingReader, read_snapshot_file
 from .writer import RECORDING_MODE, Recorder, default_recording_path
 
-__all__ = ["NestedTooDeep", "RECORDING_MODE", "RecordingError", "RecordingReader", "Recorder",
+__all__ = ["RECORDING_MODE", "NestedTooDeep", "Recorder", "RecordingError", "RecordingReader",
            "default_recording_path", "read_snapshot_file"]

@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import zlib
-from typing import Optional, Protocol
+from typing import Protocol
 
 from ..limits import MAX_LINE_BYTES, MAX_RECORDING_LINES
 from ..units import fmt_bytes
@@ -132,7 +132,7 @@ def read_capped(path: str, max_bytes: int, what: str) -> bytes:
     return bytes(read_capped_buffer(path, max_bytes, what))
 
 
-def is_blank(data: "bytes | bytearray") -> bool:
+def is_blank(data: bytes | bytearray) -> bool:
     """Whether ``data`` holds nothing but blanks (looked at without a copy)."""
     return _NOT_BLANK.search(data) is None
 
@@ -167,7 +167,7 @@ class LineReader:
         self.max_line_bytes = max_line_bytes
         self.max_lines = max_lines
         self.line_no = 0
-        self._f: Optional[ByteReader] = open_maybe_gzip(path)
+        self._f: ByteReader | None = open_maybe_gzip(path)
         self._buf = b""
         self._pos = 0
         self._eof = False
@@ -193,7 +193,7 @@ class LineReader:
         return InputError(f"{self.path}:{self.line_no + 1}: line longer than"
                           f" {fmt_bytes(self.max_line_bytes, 0)}")
 
-    def next_line(self) -> Optional[bytes]:
+    def next_line(self) -> bytes | None:
         """The next non-blank line, or None at the end of the file. Raises InputError."""
         while True:
             buf, pos = self._buf, self._pos
@@ -215,7 +215,7 @@ class LineReader:
                 return buf[start:end]
             return self._long_line(buf[start:])
 
-    def _long_line(self, head: bytes) -> Optional[bytes]:
+    def _long_line(self, head: bytes) -> bytes | None:
         """A line that runs past the chunk in hand: gather chunks until its line break, in one buffer
         that grows in place (a list of chunks joined at the end would hold the line twice)."""
         line = bytearray(head)

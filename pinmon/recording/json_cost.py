@@ -13,7 +13,6 @@ most the text's size), since a command line or a call site may hold any of those
 from __future__ import annotations
 
 import re
-from typing import Optional, Union
 
 from ..limits import MAX_JSON_CONTAINERS, MAX_JSON_VALUES
 
@@ -23,13 +22,13 @@ _ESCAPE_STR = re.compile(r"\\.", re.DOTALL)
 _STRING_STR = re.compile(r'"[^"]*"')
 
 
-def _counts(text: Union[bytes, bytearray, str]) -> tuple[int, int]:
+def _counts(text: bytes | bytearray | str) -> tuple[int, int]:
     if isinstance(text, str):
         return text.count("{") + text.count("["), text.count(",")
     return text.count(b"{") + text.count(b"["), text.count(b",")
 
 
-def structure_counts(text: Union[bytes, bytearray, str]) -> tuple[int, int]:
+def structure_counts(text: bytes | bytearray | str) -> tuple[int, int]:
     """(objects and lists, separators) in ``text`` outside its strings; an upper bound when both are
     within the caps (strings not taken out then)."""
     containers, separators = _counts(text)
@@ -48,7 +47,7 @@ def structure_counts(text: Union[bytes, bytearray, str]) -> tuple[int, int]:
     return _counts(_STRING.sub(b"", bare))
 
 
-def over_budget(text: Union[bytes, bytearray, str]) -> Optional[str]:
+def over_budget(text: bytes | bytearray | str) -> str | None:
     """Why ``text`` would cost too much to parse, or None."""
     containers, separators = structure_counts(text)
     if containers > MAX_JSON_CONTAINERS:

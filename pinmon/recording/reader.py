@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from typing import Optional
 
 from ..limits import MAX_SNAPSHOT_FILE_BYTES
 from ..model import CHECK_SCHEMA, SchemaError, Snapshot
@@ -32,7 +31,7 @@ class TooCostly(RecordingError):
 _REFUSED = (NestedTooDeep, TooCostly)
 
 
-def _parse_json(text: "str | bytes | bytearray", where: str) -> object:
+def _parse_json(text: str | bytes | bytearray, where: str) -> object:
     """JSON from one line or document; RecordingError (one line) for anything that is not JSON, or
     that would cost more to parse than any snapshot (``json_cost``)."""
     too_costly = over_budget(text)
@@ -66,7 +65,7 @@ class RecordingReader:
     def __init__(self, path: str):
         self.path = path
         try:
-            self._lines: Optional[LineReader] = LineReader(path)
+            self._lines: LineReader | None = LineReader(path)
         except InputError as e:
             raise RecordingError(str(e)) from None
 
@@ -74,7 +73,7 @@ class RecordingReader:
         """``path:line`` of the line read last."""
         return f"{self.path}:{self._lines.line_no if self._lines else 0}"
 
-    def next_snapshot(self) -> Optional[Snapshot]:
+    def next_snapshot(self) -> Snapshot | None:
         """The next line's snapshot; None at the end (or once closed)."""
         if self._lines is None:
             return None

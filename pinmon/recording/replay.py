@@ -9,7 +9,6 @@ format itself (reading and writing) is ``pinmon.recording``'s.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 from ..model import Snapshot
 from .reader import RecordingError, RecordingReader
@@ -22,8 +21,8 @@ class ReplaySource:
         self.path = path
         self.loop = loop
         self.notices: list[str] = []
-        self._reader: Optional[RecordingReader] = None
-        self._pending: Optional[Snapshot] = self._read_first()
+        self._reader: RecordingReader | None = None
+        self._pending: Snapshot | None = self._read_first()
         self.interval_s = self._pending.interval_s or 1.0
 
     def _read_first(self) -> Snapshot:
@@ -37,7 +36,7 @@ class ReplaySource:
             self.close()
             raise
 
-    def snapshot(self) -> Optional[Snapshot]:
+    def snapshot(self) -> Snapshot | None:
         if self._pending is not None:
             first, self._pending = self._pending, None
             return self._mark(first)

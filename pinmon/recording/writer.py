@@ -13,7 +13,7 @@ import os
 import sys
 import time
 import zlib
-from typing import IO, Optional
+from typing import IO
 
 from ..model import Snapshot
 from .reader import RecordingError
@@ -41,10 +41,10 @@ class Recorder:
     def __init__(self, path: str):
         self.path = path
         self.count = 0
-        self._raw: Optional[IO[bytes]] = None
+        self._raw: IO[bytes] | None = None
         try:
             if path == "-":
-                self._f: Optional[IO[str]] = sys.stdout
+                self._f: IO[str] | None = sys.stdout
             else:
                 self._f, self._raw = _create_text(path)
         except FileExistsError:
@@ -76,14 +76,14 @@ class Recorder:
             except OSError:
                 pass
 
-    def __enter__(self) -> "Recorder":
+    def __enter__(self) -> Recorder:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def default_recording_path(directory: str = ".", now: Optional[float] = None) -> str:
+def default_recording_path(directory: str = ".", now: float | None = None) -> str:
     """A new file name like ./pinmon-20261202-153000.jsonl.gz that does not exist yet."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     base = os.path.join(directory, f"pinmon-{stamp}")

@@ -17,6 +17,7 @@ one report of both.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 
@@ -28,7 +29,7 @@ def _python_m_cwd_entry() -> str | None:
     if sys.argv[:1] != ["-m"]:  # what it is while python -m locates its module
         return None
     argv = getattr(sys, "orig_argv", None) or []
-    if not any(a == "-m" and b in ("pinmon.trace", "pinmon.trace.__main__") for a, b in zip(argv, argv[1:])):
+    if not any(a == "-m" and b in ("pinmon.trace", "pinmon.trace.__main__") for a, b in itertools.pairwise(argv)):
         return None
     if sys.path and sys.path[0] in ("", os.getcwd()):
         return sys.path.pop(0)
@@ -39,7 +40,8 @@ PYTHON_M_CWD_ENTRY = _python_m_cwd_entry()
 
 import atexit  # noqa: E402  (after the working directory left sys.path, on purpose)
 import threading  # noqa: E402
-from typing import TYPE_CHECKING, Callable, Mapping, Optional  # noqa: E402
+from collections.abc import Callable, Mapping  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
 
 from .report_file import ReportWriter  # noqa: E402
 from .state import TracerState, get_state  # noqa: E402
@@ -48,28 +50,28 @@ if TYPE_CHECKING:  # imported when CUPTI is armed, not with the package
     from .engine_cupti import CuptiEngine
     from .importhook import OnImport
 
-__all__ = ["install", "installed", "writer", "engine", "ENGINES"]
+__all__ = ["ENGINES", "engine", "install", "installed", "writer"]
 
 ENGINES = ("auto", "cupti", "hooks")
 _lock = threading.Lock()
-_writer: Optional[ReportWriter] = None
-_engine: Optional[CuptiEngine] = None  # when the engine is not "hooks"
+_writer: ReportWriter | None = None
+_engine: CuptiEngine | None = None  # when the engine is not "hooks"
 
 
 def installed() -> bool:
     return _writer is not None
 
 
-def writer() -> Optional[ReportWriter]:
+def writer() -> ReportWriter | None:
     return _writer
 
 
-def engine() -> Optional[CuptiEngine]:
+def engine() -> CuptiEngine | None:
     """The CUPTI engine of this process (None with the hooks engine)."""
     return _engine
 
 
-def engine_mode(value: Optional[str] = None) -> str:
+def engine_mode(value: str | None = None) -> str:
     """``value``, else $PINMON_TRACE_ENGINE, as one of ENGINES ("auto" for anything else)."""
     v = (value if value is not None else os.environ.get("PINMON_TRACE_ENGINE", "")).strip().lower()
     return v if v in ENGINES else "auto"
@@ -86,7 +88,7 @@ def start_on_cuda_import() -> None:
         when_imported(name, lambda _module: install())
 
 
-def bad_engine_env(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+def bad_engine_env(environ: Mapping[str, str] | None = None) -> str | None:
     """One line when $PINMON_TRACE_ENGINE is set to something that is no engine, else None. The
     traced process takes such a value as "auto" (it must not fail); the commands refuse it."""
     value = (os.environ if environ is None else environ).get("PINMON_TRACE_ENGINE")
@@ -97,8 +99,8 @@ def bad_engine_env(environ: Optional[Mapping[str, str]] = None) -> Optional[str]
     return f"PINMON_TRACE_ENGINE={printable(value, 40)} is not an engine ({', '.join(ENGINES)})"
 
 
-def install(directory: Optional[str] = None, interval_s: Optional[float] = None,
-            engine: Optional[str] = None) -> bool:
+def install(directory: str | None = None, interval_s: float | None = None,
+            engine: str | None = None) -> bool:
     """Install the hooks, the CUPTI engine (unless ``engine`` is "hooks") and the report thread once
     per process; True when tracing is on."""
     global _writer, _engine
@@ -132,7 +134,7 @@ def install(directory: Optional[str] = None, interval_s: Optional[float] = None,
             return False
 
 
-def _start_cupti(mode: str, when_imported: Callable[[str, OnImport], None]) -> Optional[CuptiEngine]:
+def _start_cupti(mode: str, when_imported: Callable[[str, OnImport], None]) -> CuptiEngine | None:
     """A CuptiEngine armed on the first import of a CUDA library; None if even that fails."""
     try:
         from .engine_cupti import CUDA_MODULES, CuptiEngine, announce, watch_profilers

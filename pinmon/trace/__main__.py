@@ -17,12 +17,11 @@ from __future__ import annotations
 import os
 import runpy
 import sys
-from typing import Optional
 
 USAGE = "usage: python -P -m pinmon.trace [--] PROG.py [ARGS...] | -m MODULE [ARGS...]\n"
 
 
-def imported_from_unsafe_cwd(cwd_entry: Optional[str], package_file: str, cwd: str) -> Optional[str]:
+def imported_from_unsafe_cwd(cwd_entry: str | None, package_file: str, cwd: str) -> str | None:
     """Why pinmon, imported from ``package_file``, came from a working directory that other users can
     write (so it may not be pinmon at all), or None. ``cwd_entry``: the working directory's entry
     that ``python -m`` put on ``sys.path`` (None: it put none, as with ``-P``)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 from types import FrameType
-from typing import Optional
 
 _PINMON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # "<frozen runpy>" and friends are the interpreter's own frames (python -m, runpy).
@@ -23,11 +22,11 @@ MAX_LINES = 1000   # per file
 class _File:
     """A program (not library) source file: its display name and its ``file:line`` strings."""
 
-    __slots__ = ("name", "lines")
+    __slots__ = ("lines", "name")
 
     def __init__(self, name: str):
         self.name = name
-        self.lines: dict[Optional[int], str] = {}
+        self.lines: dict[int | None, str] = {}
 
 
 _LIBRARY = _File("")  # the marker for a file whose frames are skipped
@@ -67,10 +66,10 @@ def _classify(filename: str) -> _File:
     return info
 
 
-def call_site(depth: int = 2) -> Optional[str]:
+def call_site(depth: int = 2) -> str | None:
     """``file:line`` of the nearest caller outside the skipped packages, or None."""
     try:
-        f: Optional[FrameType] = sys._getframe(depth)
+        f: FrameType | None = sys._getframe(depth)
     except (ValueError, AttributeError):
         return None
     files = _files
@@ -85,7 +84,7 @@ def call_site(depth: int = 2) -> Optional[str]:
     return None
 
 
-def _line(info: _File, lineno: Optional[int]) -> str:
+def _line(info: _File, lineno: int | None) -> str:
     site = info.lines.get(lineno)
     if site is None:
         site = f"{info.name}:{lineno}"

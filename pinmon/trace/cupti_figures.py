@@ -24,7 +24,8 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from .cupti_raw import (
     API_FIELDS,
@@ -88,7 +89,7 @@ def size_class_index(n: int) -> int:
 
 
 def rate_bucket(bytes_per_s: float) -> int:
-    return int(math.floor(math.log2(bytes_per_s) * RATE_BUCKETS_PER_OCTAVE))
+    return math.floor(math.log2(bytes_per_s) * RATE_BUCKETS_PER_OCTAVE)
 
 
 def bucket_rate(bucket: int) -> float:
@@ -96,7 +97,7 @@ def bucket_rate(bucket: int) -> float:
     return math.pow(2.0, (bucket + 0.5) / RATE_BUCKETS_PER_OCTAVE)
 
 
-def percentile(hist: dict, q: float) -> Optional[float]:
+def percentile(hist: dict, q: float) -> float | None:
     """The ``q`` quantile (0..1) of a rate histogram {bucket: count}, or None when empty."""
     total = sum(hist.values())
     if total <= 0:
@@ -114,7 +115,7 @@ class _Bin:
     """Half a second of GPU time: copy sums per (direction, host kind), bulk pinned ones per device,
     allocation counts."""
 
-    __slots__ = ("copies", "bulk", "allocs", "frees", "alloc_bytes")
+    __slots__ = ("alloc_bytes", "allocs", "bulk", "copies", "frees")
 
     def __init__(self) -> None:
         self.copies: list[Sums] = [[0, 0, 0] for _ in range(_N_SLOTS)]  # per lifetime slot
@@ -128,7 +129,7 @@ class _Bin:
 class CuptiFigures:
     """Thread-safe sums of MEMCPY/MEMORY2/CONTEXT records. ``consume`` never raises."""
 
-    def __init__(self, started_ns: Optional[int] = None):
+    def __init__(self, started_ns: int | None = None):
         self.lock = threading.Lock()
         self.started_ns = started_ns  # CUPTI time the activities were enabled: the window starts there
         self.records = 0
@@ -199,7 +200,7 @@ class CuptiFigures:
         slots, hists, bins = self.slots, self.rate_hist, self.bins
         frexp = math.frexp
         latest = self.latest_ns
-        last_key: Optional[int] = None
+        last_key: int | None = None
         last_bin: _Bin  # set by the first record: its key is never None
         try:
             for a in memcpys:
@@ -216,7 +217,7 @@ class CuptiFigures:
                 copies = a[10] or 1
                 per = nbytes // copies if copies != 1 else nbytes
                 h = 0 if host == MEM_PINNED else 1 if host == MEM_PAGEABLE else 2 if host == MEM_MANAGED else 3
-                if per < 1 << 20:
+                if per < 1 << 20:  # noqa: SIM108  (two levels of size classes)
                     cls = 0 if per < 64 << 10 else 1
                 else:
                     cls = 2 if per < 16 << 20 else 3
@@ -404,7 +405,7 @@ class CuptiFigures:
 
     # --- the report ------------------------------------------------------------------------
 
-    def report(self, now_ns: Optional[int] = None) -> dict:
+    def report(self, now_ns: int | None = None) -> dict:
         """The ``cupti`` figures. ``now_ns``: the current CUPTI timestamp (window end); default the
         latest record's."""
         with self.lock:
@@ -482,7 +483,7 @@ class CuptiFigures:
             frees += b.frees
             alloc_bytes += b.alloc_bytes
 
-        def rate(n: int) -> Optional[float]:
+        def rate(n: int) -> float | None:
             return n / span_s if span_s > 0 else None
 
         out_copies: dict[str, dict[str, dict]] = {}
@@ -524,7 +525,7 @@ class CuptiFigures:
             return sorted(self.devices)
 
 
-def _window_figures(s: Sums, rate: Callable[[int], Optional[float]]) -> dict:
+def _window_figures(s: Sums, rate: Callable[[int], float | None]) -> dict:
     n, nbytes, ns = s
     return {"count": n, "bytes": nbytes, "gpu_s": ns * 1e-9, "bytes_per_s": rate(nbytes),
             "achieved_bytes_per_s": nbytes / (ns * 1e-9) if ns > 0 else None}
@@ -550,7 +551,7 @@ def _grouped(index: numpy.ndarray, copies: numpy.ndarray, nbytes: numpy.ndarray,
     return out
 
 
-def parse_objects(records: Iterable[Record], figures: Optional[CuptiFigures] = None) -> Parsed:
+def parse_objects(records: Iterable[Record], figures: CuptiFigures | None = None) -> Parsed:
     """Record objects (attributes named as CUPTI's fields) as ``Parsed`` tuples: the slow path,
     for ``cupti-python``'s own callbacks and for tests. A record that does not read is skipped and
     counted in ``unknown``."""

@@ -18,7 +18,8 @@ from __future__ import annotations
 import ctypes
 import re
 import struct
-from typing import TYPE_CHECKING, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # NumPy is imported where a buffer is read: cupti-python has it, pinmon does not need it
     import numpy
@@ -79,7 +80,7 @@ class Layout:
         self.dtype = dtype  # the record's own: record arrays of runs of copies are read with it
 
 
-def newest_dtype_name(cupti: object, stem: str) -> Optional[str]:
+def newest_dtype_name(cupti: object, stem: str) -> str | None:
     """``activity_<stem><N>_dtype`` (cupti-python 13) or ``c_upti_activity_<stem><N>_dtype`` (12.x)
     with the largest N that ``cupti`` has (no N: the first version), or None."""
     pattern = re.compile(rf"(?:c_upti_)?activity_{stem}(\d*)_dtype")
@@ -105,7 +106,7 @@ class Parsed:
     the path without NumPy and the record-object path); MEMORY2, CONTEXT and driver or runtime API
     records as tuples."""
 
-    __slots__ = ("memcpy", "memcpy_runs", "memory", "context", "api", "unknown")
+    __slots__ = ("api", "context", "memcpy", "memcpy_runs", "memory", "unknown")
 
     def __init__(self) -> None:
         self.memcpy: list[Fields] = []
@@ -165,8 +166,8 @@ class BufferParser:
     (most of a busy buffer), whose kinds NumPy checks at once and which becomes one record array.
     ``runs`` are (kind, offset, count)."""
 
-    def __init__(self, layouts: dict[int, Layout], next_record: Optional[NextRecord] = None,
-                 use_numpy: Optional[bool] = None):
+    def __init__(self, layouts: dict[int, Layout], next_record: NextRecord | None = None,
+                 use_numpy: bool | None = None):
         self.layouts = layouts
         self.next_record = next_record
         self.checked = 0
@@ -253,7 +254,7 @@ _COMPLETE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_vo
                              ctypes.c_size_t)
 
 
-def loaded_libcupti(maps_path: str = "/proc/self/maps") -> Optional[str]:
+def loaded_libcupti(maps_path: str = "/proc/self/maps") -> str | None:
     """The path of the libcupti this process has loaded (by ``cupti-python``), or None."""
     try:
         with open(maps_path) as f:
@@ -322,7 +323,7 @@ class RawCallbacks:
             except BaseException:
                 pass
 
-    def _complete(self, context: Optional[int], stream_id: int, address: Optional[int], size: int,
+    def _complete(self, context: int | None, stream_id: int, address: int | None, size: int,
                   valid: int) -> None:
         try:
             block = self._buffers.get(address) if address else None

@@ -15,7 +15,6 @@ not, and ``untracked`` says how many).
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Optional
 
 MAX_PENDING = 4096
 MAX_RANGES = 65536
@@ -95,7 +94,7 @@ class Registrations:
         self.held_bytes += nbytes
         self.peak_bytes = max(self.peak_bytes, self.held_bytes)
 
-    def report(self) -> dict[str, Optional[int]]:
+    def report(self) -> dict[str, int | None]:
         """``registered_bytes`` (None where registrations are not told apart), its peak, the counts."""
         if not self.tracked:
             return {"registered_bytes": None, "registered_peak_bytes": None, "registrations": None,

@@ -17,7 +17,8 @@ cupti-python, have every name listed, with these parameter names.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, Protocol, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
 
 
 class NamedInt(Protocol):

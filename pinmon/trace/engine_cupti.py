@@ -29,7 +29,8 @@ import ctypes
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .cupti_figures import KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, CuptiFigures
 from .cupti_raw import KIND_DRIVER, KIND_RUNTIME
@@ -61,7 +62,7 @@ IDLE, ARMING, ARMED, PAUSED, FAILED, FORKED, CLOSED = (
     "idle", "arming", "armed", "paused", "failed", "forked", "closed")
 
 
-def _status_name(cupti: Optional[Cupti], e: BaseException) -> str:
+def _status_name(cupti: Cupti | None, e: BaseException) -> str:
     status = getattr(e, "status", None)
     try:
         return cupti.Result(status).name if cupti is not None and status is not None else ""
@@ -69,7 +70,7 @@ def _status_name(cupti: Optional[Cupti], e: BaseException) -> str:
         return ""
 
 
-def describe_error(cupti: Optional[Cupti], e: BaseException) -> str:
+def describe_error(cupti: Cupti | None, e: BaseException) -> str:
     """One line for the report: what went wrong, in CUPTI's words where it has any."""
     name = _status_name(cupti, e)
     if name == "ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED":
@@ -83,17 +84,17 @@ def describe_error(cupti: Optional[Cupti], e: BaseException) -> str:
 class CuptiEngine:
     """One per process. Thread-safe; no method raises."""
 
-    def __init__(self, loader: Optional[Callable[[], tuple[Cupti, Optional[str]]]] = None,
-                 clock_ns: Optional[Callable[[], int]] = None):
+    def __init__(self, loader: Callable[[], tuple[Cupti, str | None]] | None = None,
+                 clock_ns: Callable[[], int] | None = None):
         self._loader = loader or _load_cupti
         self._clock_ns = clock_ns
-        self.cupti: Optional[Cupti] = None
-        self.version: Optional[str] = None
-        self.major: Optional[int] = None      # 12 or 13: which cupti-python the program's environment has
+        self.cupti: Cupti | None = None
+        self.version: str | None = None
+        self.major: int | None = None      # 12 or 13: which cupti-python the program's environment has
         self.state = IDLE
-        self.notice: Optional[str] = None
-        self.figures: Optional[CuptiFigures] = None
-        self.paused_by: Optional[str] = None
+        self.notice: str | None = None
+        self.figures: CuptiFigures | None = None
+        self.paused_by: str | None = None
         self._pause_depth = 0
         self._lock = threading.RLock()        # arm / pause / resume / close
         self._buf_lock = threading.Lock()     # buffer accounting (CUPTI's threads)
@@ -104,15 +105,15 @@ class CuptiEngine:
         self.flushes = 0
         self.flush_errors = 0
         self.attributes: dict[str, object] = {}
-        self.devices: dict[int, Optional[str]] = {}  # CUDA device ordinal -> PCI bus id (or None)
+        self.devices: dict[int, str | None] = {}  # CUDA device ordinal -> PCI bus id (or None)
         self.enabled: list[str] = []          # activity kinds enabled, by name
         # How records are read: "raw" (cupti_raw: libcupti's buffers, struct unpack) or "objects"
         # (cupti-python's record objects, slow: about 4 µs a field); None until armed.
-        self.record_path: Optional[str] = None
-        self.raw_error: Optional[str] = None
-        self._raw: Optional[RawCallbacks] = None
+        self.record_path: str | None = None
+        self.raw_error: str | None = None
+        self._raw: RawCallbacks | None = None
         # Why registered ranges are not told apart (then registered bytes stay the hooks'), or None.
-        self.registrations_error: Optional[str] = None
+        self.registrations_error: str | None = None
 
     # --- arming ---------------------------------------------------------------------------
 
@@ -209,7 +210,7 @@ class CuptiEngine:
         if self.figures is not None:
             self.figures.track_registrations(frozenset(calls))
 
-    def _raw_callbacks(self, c: Cupti) -> Optional[RawCallbacks]:
+    def _raw_callbacks(self, c: Cupti) -> RawCallbacks | None:
         """The fast record path (``cupti_raw``), or None (then ``cupti-python``'s record objects)."""
         try:
             from .cupti_raw import RawCallbacks, layouts_of, loaded_libcupti
@@ -358,7 +359,7 @@ class CuptiEngine:
 
     # --- the report -------------------------------------------------------------------------
 
-    def _now_ns(self) -> Optional[int]:
+    def _now_ns(self) -> int | None:
         try:
             if self._clock_ns is not None:
                 return int(self._clock_ns())
@@ -366,7 +367,7 @@ class CuptiEngine:
         except Exception:
             return None
 
-    def report(self) -> Optional[dict]:
+    def report(self) -> dict | None:
         """The ``cupti`` part of the report, or None while CUPTI never ran in this process."""
         figures = self.figures
         if figures is None:
@@ -390,7 +391,7 @@ class CuptiEngine:
                 self.devices[i] = _pci_bus_id(i)
 
 
-def _load_cupti() -> tuple[Cupti, Optional[str]]:
+def _load_cupti() -> tuple[Cupti, str | None]:
     """cupti-python's ``cupti.cupti`` from the program's environment, and its version: the one place
     it is imported, untyped (it is no dependency of pinmon), and handed on as ``Cupti``."""
     from cupti import cupti
@@ -408,7 +409,7 @@ def activity_attribute(cupti: Cupti, name: str) -> int:
     ``ATTR_DEVICE_BUFFER_SIZE``, 12.x ``DEVICE_BUFFER_SIZE``."""
     attr = cupti.ActivityAttribute
     for spelled in ("ATTR_" + name, name):
-        member: Optional[int] = getattr(attr, spelled, None)  # an IntEnum member, looked up by name
+        member: int | None = getattr(attr, spelled, None)  # an IntEnum member, looked up by name
         if member is not None:
             return member
     raise AttributeError(f"cupti.ActivityAttribute has no {name}")
@@ -420,7 +421,7 @@ def _kind(cupti: Cupti, name: str) -> int:
     return member
 
 
-def cupti_major(cupti: object, version: Optional[str]) -> Optional[int]:
+def cupti_major(cupti: object, version: str | None) -> int | None:
     """The CUDA major ``cupti-python`` is built for: its version's first number, else what its names
     say (12.x names record dtypes ``c_upti_activity_*``, 13 ``activity_*``)."""
     try:
@@ -449,7 +450,7 @@ def _get_attr(c: Cupti, attr: int) -> int:
     return int(v.value) & ((1 << (8 * min(int(size.value), 8))) - 1)
 
 
-def _pci_bus_id(ordinal: int) -> Optional[str]:
+def _pci_bus_id(ordinal: int) -> str | None:
     """PCI bus id of CUDA device ``ordinal`` (as CUPTI numbers devices), through cuda-bindings."""
     try:
         from cuda.bindings import driver
@@ -561,8 +562,8 @@ class _Paused:
             self._engine.resume()
             raise
 
-    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> Optional[bool]:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool | None:
         try:
             return self._cm.__exit__(exc_type, exc, tb)
         finally:
@@ -581,7 +582,7 @@ class _Paused:
         return traced
 
 
-def announce(line: str, engine: Optional[str] = None) -> None:
+def announce(line: str, engine: str | None = None) -> None:
     """One line on stderr, in the first traced process only (``pinmon trace`` asks for it), unless
     ``engine`` is the one ``pinmon trace`` already said the program would get ($PINMON_TRACE_EXPECT)."""
     if os.environ.get("PINMON_TRACE_ANNOUNCE") != "1":

@@ -14,7 +14,8 @@ compiled code (its ``cimport`` of the runtime bypasses these Python attributes),
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .state import PINNED, POOL, WRITE_COMBINED, TracerState
 from .wrap import guard, patch
@@ -58,7 +59,7 @@ def hook(cupy: CuPy, state: TracerState) -> None:
 
     skip_package(cupy)
     try:
-        import cupy_backends  # noqa: F401  its frames are library frames too
+        import cupy_backends  # its frames are library frames too
         skip_package(cupy_backends)
     except Exception:
         pass
@@ -174,7 +175,7 @@ def hook(cupy: CuPy, state: TracerState) -> None:
     lookup = st.lookup
     record_copy = st.record_copy  # bound once: these run on every copy
 
-    def host_kind(arr: numpy.ndarray) -> Optional[str]:
+    def host_kind(arr: numpy.ndarray) -> str | None:
         """The pinned kind of numpy array ``arr``'s memory, or None; no address taken while no
         pinned range is known (the table is re-read per call: a fork resets it)."""
         return lookup(_host_ptr(arr)) if st._starts else None

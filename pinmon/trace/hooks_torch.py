@@ -16,7 +16,8 @@ the live tensors' sizes rounded up. Not seen: pinning done inside C++ (e.g. a Da
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Callable, Mapping, Optional, SupportsInt
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, SupportsInt
 
 from .state import TORCH, TracerState, next_pow2
 from .wrap import guard, patch
@@ -87,7 +88,7 @@ def hook(torch: Torch, state: TracerState) -> None:
             return out
         return factory
 
-    def host_kind(t: Tensor) -> Optional[str]:
+    def host_kind(t: Tensor) -> str | None:
         try:
             return TORCH if t.is_pinned() else None
         except Exception:
@@ -150,22 +151,22 @@ def hook(torch: Torch, state: TracerState) -> None:
         st.record_hook(f"torch.{name}", patch(torch, name, make_factory))
     # torch.cuda.cudart() is this module (torch._C._cudart); asking for it through torch.cuda would
     # initialise CUDA, which the hooks must not do. A build without CUDA has none.
-    bindings: Optional[TorchC] = getattr(torch, "_C", None)
-    cudart: Optional[Cudart] = getattr(bindings, "_cudart", None)
+    bindings: TorchC | None = getattr(torch, "_C", None)
+    cudart: Cudart | None = getattr(bindings, "_cudart", None)
     if cudart is not None:
         st.record_hook("torch.cuda.cudart().cudaHostRegister", patch(cudart, "cudaHostRegister", make_register))
         st.record_hook("torch.cuda.cudart().cudaHostUnregister",
                        patch(cudart, "cudaHostUnregister", make_unregister))
 
-    def host_memory_stats() -> Optional[Mapping[str, int]]:
+    def host_memory_stats() -> Mapping[str, int] | None:
         """PyTorch's caching host allocator's statistics (2.5 and later), once CUDA is initialised."""
         cuda = getattr(torch, "cuda", None)
-        stats_fn: Optional[Callable[[], Mapping[str, int]]] = getattr(cuda, "host_memory_stats", None)
+        stats_fn: Callable[[], Mapping[str, int]] | None = getattr(cuda, "host_memory_stats", None)
         if stats_fn is None or cuda is None or not cuda.is_initialized():
             return None
         return stats_fn()
 
-    def held_bytes() -> Optional[int]:
+    def held_bytes() -> int | None:
         stats = host_memory_stats()
         value = None if stats is None else stats.get("allocated_bytes.current")
         return int(value) if value is not None else None

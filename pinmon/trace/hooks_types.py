@@ -20,8 +20,9 @@ and on a GPU machine the real libraries, have every name listed.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
-from typing import Callable, Optional, Protocol, SupportsInt
+from typing import Protocol, SupportsInt
 
 # --- CuPy -----------------------------------------------------------------------------------------
 
@@ -96,7 +97,7 @@ class CuPy(Protocol):
 
     def get_default_pinned_memory_pool(self) -> PinnedMemoryPool: ...
 
-    def asarray(self, a: object, dtype: object = None, order: Optional[str] = None) -> CupyArray: ...
+    def asarray(self, a: object, dtype: object = None, order: str | None = None) -> CupyArray: ...
 
     def array(self, obj: object, dtype: object = None, copy: bool = True, order: str = "K", subok: bool = False,
               ndmin: int = 0) -> CupyArray: ...
@@ -186,8 +187,8 @@ class JaxTrace(Protocol):
 
     def __enter__(self) -> object: ...
 
-    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> Optional[bool]: ...
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool | None: ...
 
     def __call__(self, fn: Callable[..., object]) -> Callable[..., object]: ...
 

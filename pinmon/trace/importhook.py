@@ -10,9 +10,9 @@ from __future__ import annotations
 import importlib.abc
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
-from typing import Callable, Optional, Sequence
 
 OnImport = Callable[[ModuleType], object]  # what runs after a module's import, given the module
 
@@ -33,7 +33,7 @@ class _Loader(importlib.abc.Loader):
         self._name = name
         self._loader = loader
 
-    def create_module(self, spec: ModuleSpec) -> Optional[ModuleType]:
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return self._loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
@@ -56,8 +56,8 @@ class _Finder(importlib.abc.MetaPathFinder):
     def __init__(self) -> None:
         self._busy = _Busy()
 
-    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
-                  target: Optional[ModuleType] = None) -> Optional[ModuleSpec]:
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
         if fullname not in _callbacks or self._busy.on:
             return None
         self._busy.on = True
@@ -82,8 +82,8 @@ class _Finder(importlib.abc.MetaPathFinder):
 _finder = _Finder()
 
 
-def hooked_spec(fullname: str, path: Optional[Sequence[str]] = None,
-                target: Optional[ModuleType] = None) -> Optional[ModuleSpec]:
+def hooked_spec(fullname: str, path: Sequence[str] | None = None,
+                target: ModuleType | None = None) -> ModuleSpec | None:
     """The spec this module's finder gives ``fullname`` (its loader wrapped so that the callbacks
     registered for it run after it loads), or None when none are registered. For a finder that
     starts the tracer in the middle of the import of a module the tracer hooks."""

@@ -18,11 +18,9 @@ which engine the figures come from and ``engine_notice`` why CUPTI is not in use
 """
 from __future__ import annotations
 
-from typing import Optional
 
-
-def merged(hooks: dict, cupti: Optional[dict], state: Optional[str] = None,
-           notice: Optional[str] = None) -> dict:
+def merged(hooks: dict, cupti: dict | None, state: str | None = None,
+           notice: str | None = None) -> dict:
     """The report body: ``hooks`` with CUPTI's figures (``cupti``, None when CUPTI never ran)."""
     out = dict(hooks)
     active = cupti is not None and state in ("armed", "paused", "closed")

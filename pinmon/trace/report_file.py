@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from ..report_format import (
     TRACE_SCHEMA,
@@ -43,7 +43,7 @@ def ensure_dir(path: str) -> str:
     return path
 
 
-def dir_problem(path: str, uid: Optional[int] = None) -> Optional[str]:
+def dir_problem(path: str, uid: int | None = None) -> str | None:
     """Why reports cannot be written to ``path`` (creating it 0700 when missing), or None when they can."""
     uid = os.getuid() if uid is None else uid
     try:
@@ -65,7 +65,7 @@ def dir_problem(path: str, uid: Optional[int] = None) -> Optional[str]:
     return None
 
 
-def warn_if_unusable(directory: Optional[str] = None, prefix: str = "pinmon: trace") -> bool:
+def warn_if_unusable(directory: str | None = None, prefix: str = "pinmon: trace") -> bool:
     """One warning line on stderr when reports could not be written to ``directory`` (default: the
     per-user runtime directory); True when it warned."""
     from ..units import printable
@@ -110,7 +110,7 @@ class ReportWriter:
     """Daemon thread: writes this process's report every ``interval_s`` and once more at exit; the
     thread is ended before a fork and started again after it (``pause``/``resume``)."""
 
-    def __init__(self, build: Callable[[], dict], directory: Optional[str] = None,
+    def __init__(self, build: Callable[[], dict], directory: str | None = None,
                  interval_s: float = INTERVAL_S):
         self.build = build
         self.directory = directory
@@ -118,9 +118,9 @@ class ReportWriter:
         self.pid = os.getpid()
         self.start_ticks = proc_start_ticks(self.pid)
         self.writes = 0
-        self.error: Optional[str] = None
+        self.error: str | None = None
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self._started = False   # start() ran: the thread runs, or is paused across a fork
         self._stopped = False   # stop() ran: the final report is written, no thread again
         self._lock = threading.Lock()
@@ -192,7 +192,7 @@ class ReportWriter:
 PAUSE_WAIT_S = 1.0
 
 
-def _wait_thread_gone(native_id: Optional[int], timeout_s: float) -> None:
+def _wait_thread_gone(native_id: int | None, timeout_s: float) -> None:
     """Until the kernel no longer lists thread ``native_id`` of this process (Linux), at most
     ``timeout_s``: a joined Python thread ends a few microseconds after ``join`` returns."""
     if not native_id:

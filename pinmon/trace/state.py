@@ -19,7 +19,7 @@ import threading
 import time
 import weakref
 from collections import Counter, deque
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from .callsite import call_site
 
@@ -125,7 +125,7 @@ class TracerState:
         self.hooks: dict[str, bool] = {}
         self.missing: list[str] = []
         self.extra: dict[str, Callable[[], dict]] = {}  # name -> stats callable (pool, torch)
-        self.held_override: dict[str, Callable[[], Optional[int]]] = {}
+        self.held_override: dict[str, Callable[[], int | None]] = {}
         # copies in a direction other than h2d/d2h (none expected): (direction, pinned) -> counter names
         self._copy_keys: dict[tuple[str, bool], tuple[str, str, str]] = {}
         self._local = _Local()
@@ -153,7 +153,7 @@ class TracerState:
         self.held[kind] -= size
         self.requested[kind] -= requested
 
-    def _remove_range(self, ptr: int) -> Optional[tuple[int, str, int, int]]:
+    def _remove_range(self, ptr: int) -> tuple[int, str, int, int] | None:
         entry = self._ranges.pop(ptr, None)
         if entry is None:
             return None
@@ -166,7 +166,7 @@ class TracerState:
     def _held_total(self) -> int:
         return sum(v for v in self.held.values() if v > 0)
 
-    def lookup(self, ptr: int) -> Optional[str]:
+    def lookup(self, ptr: int) -> str | None:
         """The kind of pinned memory holding host address ``ptr``, or None (pageable, as far as known)."""
         # No lock: under the GIL a concurrent insert can at worst give a stale answer, and an
         # index or key error (an entry removed in between) reads as "not pinned".
@@ -182,7 +182,7 @@ class TracerState:
 
     # --- events ----------------------------------------------------------------------------
 
-    def _site(self, category: str, site: Optional[str], nbytes: int, count: int = 1) -> None:
+    def _site(self, category: str, site: str | None, nbytes: int, count: int = 1) -> None:
         if site is None:
             return
         by = self.sites.get(category)
@@ -193,8 +193,8 @@ class TracerState:
             by[site] += nbytes
             self.site_counts[category][site] += count
 
-    def record_alloc(self, ptr: int, size: int, kind: str = PINNED, requested: Optional[int] = None,
-                     fresh: bool = True, site: Optional[str] = None) -> None:
+    def record_alloc(self, ptr: int, size: int, kind: str = PINNED, requested: int | None = None,
+                     fresh: bool = True, site: str | None = None) -> None:
         """A pinned allocation. ``fresh``: a new driver allocation (not a block reused from a pool)."""
         # try/except in the body, not a decorator: one frame less per allocation.
         try:
@@ -275,7 +275,7 @@ class TracerState:
         entry[0] += nbytes
         entry[1] += 1
 
-    def record_copy(self, direction: str, nbytes: int, host_kind: Optional[str]) -> None:
+    def record_copy(self, direction: str, nbytes: int, host_kind: str | None) -> None:
         """A host<->device copy; ``host_kind`` from ``lookup`` (None: pageable).
 
         The hottest path of the tracer (every copy): integer adds to this thread's tally, no lock,
@@ -293,7 +293,7 @@ class TracerState:
             except AttributeError:
                 tally = self._tally()
             # The size class by comparisons against constants: cheaper than a loop or a table.
-            if nbytes < 1 << 20:
+            if nbytes < 1 << 20:  # noqa: SIM108  (two levels of size classes)
                 cls = 2 if nbytes < 64 << 10 else 3
             else:
                 cls = 4 if nbytes < 16 << 20 else 5
@@ -314,7 +314,7 @@ class TracerState:
         except Exception:
             self.internal_errors += 1
 
-    def _record_other_copy(self, direction: str, nbytes: int, host_kind: Optional[str]) -> None:
+    def _record_other_copy(self, direction: str, nbytes: int, host_kind: str | None) -> None:
         """A copy in a direction the tally has no slots for: counted by name, as any counter."""
         pinned = host_kind is not None
         keys = self._copy_keys.get((direction, pinned))
@@ -389,7 +389,7 @@ class TracerState:
             return {}, 0.0
         return {k: (v - base.get(k, 0)) / dt for k, v in counters.items()}, dt
 
-    def _top(self, category: str, live: Optional[dict[str, list[int]]] = None) -> list[dict]:
+    def _top(self, category: str, live: dict[str, list[int]] | None = None) -> list[dict]:
         """The TOP_SITES sites of ``category``: the kept table plus live threads' ``live``. Allocation
         sites rank by calls (what costs is how often a program allocates: one large buffer must not
         hide a loop of small ones), the others by bytes."""
@@ -401,7 +401,7 @@ class TracerState:
         ranked = (counts if category in SITES_BY_CALLS else by).most_common(TOP_SITES)
         return [{"site": s, "bytes": by.get(s, 0), "count": counts.get(s, 0)} for s, _ in ranked]
 
-    def report(self, now: Optional[float] = None) -> dict:
+    def report(self, now: float | None = None) -> dict:
         """The figures of the ``pinmon.trace/1`` report (without the identity fields)."""
         now = self.clock() if now is None else now
         with self.lock:
@@ -480,7 +480,7 @@ class TracerState:
         }
 
 
-_state: Optional[TracerState] = None
+_state: TracerState | None = None
 _state_lock = threading.Lock()
 
 

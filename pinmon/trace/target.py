@@ -23,8 +23,8 @@ import re
 import shlex
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 CHECK_TIMEOUT_S = 5.0
 MIN_PYTHON = (3, 10)        # pinmon's own requires-python: the tracer runs inside that interpreter
@@ -88,7 +88,7 @@ try:
 except Exception as e:
     out["error"] = type(e).__name__
 print(json.dumps(out))
-""" % (_DISTS,)
+""" % (_DISTS,)  # noqa: UP031  (a program of braces: .format would double each)
 
 
 @dataclass
@@ -97,10 +97,10 @@ class Interpreter:
     the options given to it before the program."""
     path: str
     options: list = field(default_factory=list)
-    via: Optional[str] = None   # the script whose #! line names it
+    via: str | None = None   # the script whose #! line names it
 
 
-def command_path(name: str, environ: dict) -> Optional[str]:
+def command_path(name: str, environ: dict) -> str | None:
     """Where ``name`` is run from: itself when it holds a slash, else the first match in PATH's
     absolute entries. A relative entry (".", an empty one) would find a program in the working
     directory, which root must not run because of a directory others can write."""
@@ -110,7 +110,7 @@ def command_path(name: str, environ: dict) -> Optional[str]:
     return shutil.which(name, path=os.pathsep.join(entries)) if entries else None
 
 
-def relative_path_match(name: str, environ: dict) -> Optional[str]:
+def relative_path_match(name: str, environ: dict) -> str | None:
     """The relative PATH entry through which ``name`` would have been found, when only such an entry
     has it (so ``command_path`` does not)."""
     if os.sep in name:
@@ -128,7 +128,7 @@ def is_python_name(path: str) -> bool:
     return bool(_PYTHON_NAME.match(os.path.basename(path)))
 
 
-def _shebang(path: str) -> Optional[list[str]]:
+def _shebang(path: str) -> list[str] | None:
     try:
         with open(path, "rb") as f:
             head = f.read(512)
@@ -143,7 +143,7 @@ def _shebang(path: str) -> Optional[list[str]]:
         return line.split()
 
 
-def find_interpreter(cmd: list, environ: dict) -> Optional[Interpreter]:
+def find_interpreter(cmd: list, environ: dict) -> Interpreter | None:
     """The Python interpreter ``cmd`` starts directly, or None when it is not one (or not found)."""
     if not cmd:
         return None
@@ -192,7 +192,7 @@ def _leading_options(args: list) -> list:
     return out
 
 
-def isolating_option(options: list) -> Optional[str]:
+def isolating_option(options: list) -> str | None:
     """The first of -I, -E, -S among ``options``: with it the tracer's bootstrap does not run."""
     for a in options:
         if a.startswith("--") or not a.startswith("-"):
@@ -205,7 +205,7 @@ def isolating_option(options: list) -> Optional[str]:
     return None
 
 
-def search_path_of(environ: dict, cwd: Optional[str] = None) -> dict:
+def search_path_of(environ: dict, cwd: str | None = None) -> dict:
     """What the program's environment adds to its module search path, for ``CHECK_CODE`` to search as
     data: PYTHONPATH's entries (relative ones, and the empty one, against the caller's directory, as
     the program will resolve them) and whether the user site applies."""
@@ -242,7 +242,7 @@ def driver_loaded(path: str = DRIVER_VERSION_FILE) -> bool:
     return os.path.exists(path)
 
 
-def driver_branch(path: str = DRIVER_VERSION_FILE) -> Optional[int]:
+def driver_branch(path: str = DRIVER_VERSION_FILE) -> int | None:
     """The NVIDIA driver's branch (580 for 580.159), from the kernel module's version file."""
     try:
         with open(path, "rb") as f:
@@ -253,14 +253,14 @@ def driver_branch(path: str = DRIVER_VERSION_FILE) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
-def _major(version: object) -> Optional[int]:
+def _major(version: object) -> int | None:
     try:
         return int(str(version).split(".")[0])
     except (TypeError, ValueError):
         return None
 
 
-def cupti_major(dists: dict, branch: Optional[int]) -> int:
+def cupti_major(dists: dict, branch: int | None) -> int:
     """Which CUPTI major to install: the CUDA major of the environment's CUDA wheels when they name
     one, else the newest the driver runs (13 where the driver is unknown)."""
     majors = set()
@@ -282,7 +282,7 @@ def pip_line(python: str, major: int) -> str:
     return f"{shlex.quote(python)} -m pip install " + " ".join(shlex.quote(p) for p in CUPTI_PIP[major])
 
 
-def _script_interpreter(exe: str) -> Optional[str]:
+def _script_interpreter(exe: str) -> str | None:
     """The program a script's ``#!`` line names (``bash``), or None when ``exe`` is no script."""
     words = _shebang(exe)
     if not words:
@@ -305,7 +305,7 @@ def not_python_line(cmd: list, environ: dict) -> str:
             f"that {name} starts (the first one says so if CUPTI does not start there){itself}")
 
 
-def _python_started_by(cmd: list, environ: dict) -> Optional[list]:
+def _python_started_by(cmd: list, environ: dict) -> list | None:
     """``cmd`` from its first argument that is a Python interpreter, for launchers that take the program
     as arguments (``mpirun -np 2 python3 train.py``, ``env X=1 python3 ...``); None when there is none,
     or when ``cmd`` is a shell or a script, whose arguments say nothing of what it runs."""
@@ -318,8 +318,8 @@ def _python_started_by(cmd: list, environ: dict) -> Optional[list]:
     return None
 
 
-def check(cmd: list, environ: dict, branch: Optional[int] = None,
-          probe: Callable[[str, dict], dict] = probe_interpreter, driver: bool = True) -> tuple[str, Optional[str]]:
+def check(cmd: list, environ: dict, branch: int | None = None,
+          probe: Callable[[str, dict], dict] = probe_interpreter, driver: bool = True) -> tuple[str, str | None]:
     """(the line to print, the engine expected: "cupti", "hooks" or None when unknown) for ``cmd``
     run with the ``auto`` or ``cupti`` engine; ``branch``: the driver's (``driver_branch``); ``driver``:
     whether one is loaded (``driver_loaded``). Without a driver nothing is said of CUPTI, which cannot

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 ORIGINAL = "__pinmon_original__"
 # A hooked function's type: the wrapper ``make`` returns takes and returns what the original does.

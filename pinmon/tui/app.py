@@ -16,8 +16,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
@@ -71,14 +72,14 @@ ATTACH_TICK_S = 0.5
 class PinmonApp(App[int]):
     CSS_PATH = "pinmon.tcss"
     TITLE = "pinmon"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # noqa: RUF012  (an instance variable to Textual)
 
     BINDINGS = BINDINGS
 
     def __init__(self, source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding]], *,
-                 probe_runner: Optional[Callable[..., ProbeResult]] = None, start_polling: bool = True,
+                 probe_runner: Callable[..., ProbeResult] | None = None, start_polling: bool = True,
                  clock: Callable[[], float] = time.monotonic, install_signal_handlers: bool = False,
-                 probe_keys: bool = True, attach_runner: Optional[AttachRunner] = None,
+                 probe_keys: bool = True, attach_runner: AttachRunner | None = None,
                  **session_options: Any) -> None:
         """``session_options``: ``Session``'s (``interval_s``, ``probe_every_s``, ``recorder_factory``,
         ``speed``, ``thresholds``, ``attach_window_s``, ``attach_all``...). ``probe_keys`` False: probes
@@ -96,10 +97,10 @@ class PinmonApp(App[int]):
         self.start_polling = start_polling
         self._clock = clock
         self._install_signal_handlers = install_signal_handlers
-        self.hangup_watchdog: Optional[threading.Timer] = None
+        self.hangup_watchdog: threading.Timer | None = None
         self._views: list[View] = []
-        self._view_pane: dict[int, Optional[str]] = {}
-        self._main_screen: Optional[Screen] = None
+        self._view_pane: dict[int, str | None] = {}
+        self._main_screen: Screen | None = None
         self._filter_on_activate = False
 
         self._poller = Poller(source, self.session, self.post_message)
@@ -112,7 +113,7 @@ class PinmonApp(App[int]):
         self._attach_attached = threading.Event()
         self.attach_done = threading.Event()
         self.attach_done.set()
-        self._attach_timer: Optional[Timer] = None
+        self._attach_timer: Timer | None = None
 
     # --- layout ------------------------------------------------------------------------------
 
@@ -200,7 +201,7 @@ class PinmonApp(App[int]):
         # Crossing the wide/narrow breakpoint shows views that were skipped while hidden.
         self.call_after_refresh(self.refresh_views)
 
-    def fit_screen(self, width: Optional[int] = None, height: Optional[int] = None) -> None:
+    def fit_screen(self, width: int | None = None, height: int | None = None) -> None:
         """The too-small hint on top while the terminal (``width`` x ``height``, default its size now)
         is smaller than the app draws in; gone once it is large enough again (the screens under it
         come back as they were)."""
@@ -226,7 +227,7 @@ class PinmonApp(App[int]):
     @overload
     def main_widget(self, selector: str, expect_type: type[W]) -> W: ...
 
-    def main_widget(self, selector: str | type[W], expect_type: Optional[type[W]] = None) -> W | Widget:
+    def main_widget(self, selector: str | type[W], expect_type: type[W] | None = None) -> W | Widget:
         """A widget of the main screen, also while a modal (help, finding, palette) is on top."""
         screen = self._main_screen or self.screen
         if isinstance(selector, str):
@@ -249,7 +250,7 @@ class PinmonApp(App[int]):
             return self.session.live
         return True
 
-    def say(self, note: Optional[Note | str]) -> None:
+    def say(self, note: Note | str | None) -> None:
         """A pop-up with the note as plain text (never markup: "pinmon[cuda12]" stays whole), one
         line, and one at a time: it replaces the pop-up on screen, so keys pressed in a row (p, s)
         do not stack pop-ups over the panels."""
@@ -425,7 +426,7 @@ class PinmonApp(App[int]):
     def on_attach_requested(self, message: AttachRequested) -> None:
         self.attach_process(message.pid)
 
-    def attach_process(self, pid: Optional[int]) -> None:
+    def attach_process(self, pid: int | None) -> None:
         """One attach window on ``pid``, or the one line that says why not (nothing else changes)."""
         refusal = self.session.attach.refusal(pid)
         if refusal is not None or pid is None:
@@ -503,7 +504,7 @@ class PinmonApp(App[int]):
 
 def run_app(source: Source, advisor: Callable[[Sequence[Snapshot]], list[Finding]], *,
             join_timeout_s: float = 10.0, headless: bool = False,
-            before_start: Optional[Callable[[], None]] = None, **options: Any) -> int:
+            before_start: Callable[[], None] | None = None, **options: Any) -> int:
     """Run the app until q or SIGTERM/SIGHUP; returns the exit code. ``options``: ``PinmonApp``'s
     (``interval_s``, ``probe_runner``, ``thresholds``: the advisor's, which the views follow where
     a rule decides how a figure looks...).

@@ -12,7 +12,7 @@ without the switch ignore it (``textual_compat``, part 7).
 """
 from __future__ import annotations
 
-from typing import Any, Optional, TypeVar
+from typing import Any, TypeVar
 
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical, VerticalScroll
@@ -155,9 +155,9 @@ def _overview_wide(thresholds: Thresholds) -> ComposeResult:
         yield _titled(ProbeSummary(id="ov-probe", classes="panel wide-only"), "Probe (5: detail; % of link: payload)")
 
 
-def pane_of(widget: DOMNode) -> Optional[str]:
+def pane_of(widget: DOMNode) -> str | None:
     """The id of the tab pane holding ``widget``; None outside the tabs (always on screen)."""
-    node: Optional[DOMNode] = widget
+    node: DOMNode | None = widget
     while node is not None:
         if isinstance(node, TabPane):
             return node.id

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from textual.message import Message
 
@@ -37,7 +37,7 @@ class SourceEnded(Message):
 
 
 class ProbeProgress(Message):
-    def __init__(self, done: float, total: Optional[float], label: str):
+    def __init__(self, done: float, total: float | None, label: str):
         super().__init__()
         self.done, self.total, self.label = done, total, label
 
@@ -104,7 +104,7 @@ def run_probe(runner: Callable[..., ProbeResult], kind: ProbeKind, gpu_index: in
     """One probe on this thread: its progress and its result (with the seconds it took) posted."""
     started = clock()
 
-    def progress(done: float, total: Optional[float], label: object = "") -> None:
+    def progress(done: float, total: float | None, label: object = "") -> None:
         post(ProbeProgress(done, total, str(label)))
 
     try:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 
@@ -43,9 +44,9 @@ def test_faster_snapshots_are_thinned_in_the_older_part_and_still_span_the_time(
     assert len(h) <= MAX_SNAPSHOTS
     assert ts == sorted(ts) and ts[-1] - ts[0] >= 660.0 - h.gap_s - interval_s  # the whole span
     recent = ts[-RECENT_SNAPSHOTS:]
-    assert all(b - a == pytest.approx(interval_s) for a, b in zip(recent, recent[1:]))  # every one
+    assert all(b - a == pytest.approx(interval_s) for a, b in itertools.pairwise(recent))  # every one
     older = ts[:-RECENT_SNAPSHOTS]
-    assert all(b - a >= h.gap_s for a, b in zip(older, older[1:]))
+    assert all(b - a >= h.gap_s for a, b in itertools.pairwise(older))
 
 
 def test_a_longer_window_keeps_more_time_within_the_same_count():
@@ -73,5 +74,5 @@ def test_sequence_access():
 
 @pytest.mark.parametrize("span_s", [-1.0, float("nan"), float("inf")])
 def test_a_span_must_be_finite_seconds(span_s):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="span_s must be a finite number of seconds"):
         AdvisorHistory(span_s=span_s)

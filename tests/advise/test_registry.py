@@ -74,7 +74,7 @@ def test_a_doc_shows_its_default_without_rounding_it(d):
     precise = {"fraction": lambda v: fmt_pct(v, 6), "bytes": lambda v: fmt_bytes(v, 6),
                "bytes_per_s": lambda v: fmt_rate(v, 6), "seconds": lambda v: fmt_seconds(v, 6),
                "per_s": lambda v: f"{v:.6f}"}[d.kind](d.default)
-    number = lambda text: float(text.split()[0].rstrip("%"))  # noqa: E731
+    number = lambda text: float(text.split()[0].rstrip("%"))
     assert number(d.shown) == number(precise) and d.shown.split()[1:] == precise.split()[1:]
 
 

@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "standin_libcuda.c")
@@ -15,7 +14,7 @@ CHILD = os.path.join(HERE, "child.py")
 TRACEFS = "/sys/kernel/tracing"
 
 
-def why_not() -> Optional[str]:
+def why_not() -> str | None:
     """Why the real-kernel attach tests cannot run here, or None."""
     if os.geteuid() != 0:
         return "attach tests need root (uprobes are set through tracefs)"
@@ -48,7 +47,7 @@ class Child:
         hello = json.loads(self.proc.stdout.readline())
         self.buffers = hello["buffers"]
 
-    def call(self, fn: str, *args, n: int = 1, rate: Optional[float] = None, thread: bool = False) -> dict:
+    def call(self, fn: str, *args, n: int = 1, rate: float | None = None, thread: bool = False) -> dict:
         self.proc.stdin.write(json.dumps({"fn": fn, "args": list(args), "n": n, "rate": rate, "thread": thread}) + "\n")
         self.proc.stdin.flush()
         return json.loads(self.proc.stdout.readline())

@@ -26,7 +26,7 @@ WHY = why_not()
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.xdist_group("tracefs")]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MIB = 1 << 20
-CUDA = lambda pid, maps: True  # noqa: E731  (the stand-in's child maps no NVIDIA device)
+CUDA = lambda pid, maps: True  # the stand-in's child maps no NVIDIA device
 
 
 @pytest.fixture(scope="module")

@@ -40,7 +40,7 @@ def attach_rows(child, calls, rows=(), window=0.3):
     from pinmon.attach import AttachOutcome
 
     outcome = AttachOutcome(r, None, r.started_mono + r.window_s)
-    merged, notices = merge_attached(list(rows), outcome, now_mono=outcome.ended_mono)
+    merged, _notices = merge_attached(list(rows), outcome, now_mono=outcome.ended_mono)
     return merged, outcome
 
 

@@ -87,7 +87,7 @@ def test_a_peer_copy_reads_its_fifth_argument():
 
 def test_event_names_stay_valid_tracefs_identifiers():
     assert NAME_RE.match(event_name("call", 999))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not a tracefs event name"):
         event_name("bad-name", 0)
 
 

@@ -4,6 +4,7 @@ snapshots, and a threshold that looks back further makes all three keep more."""
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import pytest
 
@@ -20,7 +21,7 @@ GIB = 1 << 30
 
 def growing(seconds: float, interval_s: float) -> list:
     """A process whose pinned memory grows steadily from 1 GiB to 2 GiB over ``seconds``."""
-    count = int(round(seconds / interval_s)) + 1
+    count = round(seconds / interval_s) + 1
     return [make.snapshot(time=1000.0 + k * interval_s, interval_s=interval_s,
                           processes=[make.process(pid=4242, name="train",
                                                   pinned_bytes=int(GIB + GIB * k / (count - 1)))])
@@ -31,7 +32,7 @@ class Finite:
     """A finished recording as a source."""
     live = False
     interval_s = 1.0
-    notices: list = []
+    notices: ClassVar[list] = []
 
     def __init__(self, snaps):
         self.snaps = list(snaps)

@@ -24,7 +24,7 @@ from tests.attach.standin import Child, build, why_not
 WHY = why_not()
 REAL = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.xdist_group("tracefs")]
 MIB = 1 << 20
-CUDA = lambda pid, maps: True  # noqa: E731  (the stand-in's child maps no NVIDIA device)
+CUDA = lambda pid, maps: True  # the stand-in's child maps no NVIDIA device
 
 
 @pytest.fixture(scope="module")

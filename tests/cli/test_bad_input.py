@@ -296,7 +296,7 @@ def test_json_output_of_a_bad_file_is_json(cmd, tmp_path, capsys):
         pytest.skip("no --json")
     path = tmp_path / "time-nan.json"
     path.write_bytes(BAD_FILES["time-nan.json"])
-    code, out, err = run_main(FILE_COMMANDS[cmd](str(path)) + (["--json"] if cmd.startswith("check") else []),
+    _code, out, err = run_main(FILE_COMMANDS[cmd](str(path)) + (["--json"] if cmd.startswith("check") else []),
                               capsys)
     doc = json.loads(out)
     assert doc["status"] in ("unknown", "error") and doc["reason"] in one_line(err)

@@ -345,7 +345,7 @@ def test_pinned_maps_file_rows_carry_the_file_not_a_pid(capsys):
     row = json.loads(capsys.readouterr().out)["processes"][0]
     assert row["pid"] is None and row["maps_file"] == path and row["identity"]["name"] == "write_combined_128m.maps"
     assert main(["pinned", "--maps-file", path]) == 0
-    line = [l for l in capsys.readouterr().out.splitlines() if "write_combined_128m" in l][0]
+    line = next(l for l in capsys.readouterr().out.splitlines() if "write_combined_128m" in l)
     assert line.split()[0] == "-"  # no pid column value
 
 
@@ -381,7 +381,7 @@ def test_check_prints_names_as_one_safe_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\r" not in out
     assert 'host box\\x1b]0;owned\\x07 "quoted"' in out
-    row = [l for l in out.splitlines() if l.strip().startswith("1 ")][0]
+    row = next(l for l in out.splitlines() if l.strip().startswith("1 "))
     assert "tr\\x1b[31main fake row" in row
     assert not any(l.strip().startswith("GPU 9") for l in out.splitlines())
 
@@ -476,13 +476,13 @@ def test_record_to_standard_output(tmp_path):
 
 @pytest.mark.parametrize("name", ["r.jsonl", "r.jsonl.gz"])
 def test_a_recording_is_readable_by_its_owner_only(tmp_path, name):
-    from pinmon.recording import Recorder
+    from pinmon.recording import Recorder, RecordingError
 
     with Recorder(str(tmp_path / name)) as rec:
         rec.write(make.snapshot())
     assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o600
     (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
-    with pytest.raises(Exception):
+    with pytest.raises(RecordingError, match="already exists"):
         Recorder(str(tmp_path / "link"))
     assert not (tmp_path / "elsewhere").exists()
 

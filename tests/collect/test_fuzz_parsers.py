@@ -86,7 +86,7 @@ def test_cgroup_tree_and_host_memory(tmp_path):
             write("proc/meminfo", meminfo)
             limit = cgroup_memory_limit(root)
             assert limit is None or limit >= 0  # 0 is a limit of zero bytes
-            fields, notices = read_host_memory(root)
+            _fields, notices = read_host_memory(root)
             assert isinstance(notices, list)
         return t
     run_counted(make)

@@ -273,7 +273,7 @@ def test_kept_file_reads_fresh_text_each_time(tmp_path):
     assert parse_pinned_pages(f.read()) == 8
     f.close()
     path.unlink()
-    with pytest.raises(OSError):
+    with pytest.raises(FileNotFoundError):
         f.read()
 
 

@@ -79,7 +79,7 @@ def read(fake, **kw):
 def test_a_symlinked_report_is_not_read(tmp_path):
     d = report.ensure_dir(str(tmp_path / "pinmon"))
     target = tmp_path / "elsewhere.json"
-    target.write_text('{"schema": "pinmon.trace/1", "pid": %d}' % os.getpid())
+    target.write_text(f'{{"schema": "pinmon.trace/1", "pid": {os.getpid()}}}')
     os.chmod(target, 0o600)
     os.symlink(target, os.path.join(d, f"{os.getpid()}.json"))
     fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
@@ -136,7 +136,7 @@ def test_only_ascii_decimal_names_are_numbers(text, value):
 def test_odd_pinmon_names_in_tmp_and_in_a_report_dir_do_not_crash_root(tmp_path, monkeypatch):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    for name in ("pinmon-²", "pinmon-١", "pinmon-0x1", "pinmon-1" + "0" * 30, "pinmon-"):
+    for name in ("pinmon-²", "pinmon-\u0661", "pinmon-0x1", "pinmon-1" + "0" * 30, "pinmon-"):
         (tmp / name).mkdir()
     (tmp / "pinmon-³").write_text("")
     monkeypatch.delenv("PINMON_TRACE_DIR", raising=False)
@@ -295,7 +295,7 @@ def test_a_refused_report_is_not_parsed_again_until_it_changes(tmp_path, live_ch
 
 
 def test_a_report_of_another_users_process_is_remembered_too(fake, monkeypatch):
-    d, proc, reader = fake
+    d, proc, _reader = fake
     fake_proc(proc, 4242, ME + 1, ticks=777)
     write(d, "4242.json", body(4242, 777))
     opened = []

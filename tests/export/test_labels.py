@@ -92,7 +92,7 @@ def test_values_the_cut_makes_equal_are_one_series():
     same = "gpu0 " + "x" * 200
     findings = [make.finding("pcie-errors", "warning", same + "1"), make.finding("pcie-errors", "warning", same + "2")]
     text = render([make.full_snapshot()], findings)
-    (series,) = [k for k in samples(text) if k[0] == "pinmon_finding"]  # samples() refuses duplicates
+    (_series,) = [k for k in samples(text) if k[0] == "pinmon_finding"]  # samples() refuses duplicates
     assert value(text, "pinmon_rule_findings", rule="pcie-errors", severity="warning") == 2
 
 

@@ -17,9 +17,10 @@ Every call is recorded in ``calls`` as ``(function, gpu_index_or_None, thread_id
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Callable, Optional, Union
+from typing import Any, ClassVar
 
 # --- constants, same values as pynvml -----------------------------------------------------------
 NVML_SUCCESS = 0
@@ -103,7 +104,7 @@ CONSTANT_NAMES = tuple(n for n in dir() if n.startswith("NVML_"))
 
 # --- errors, built the way pynvml builds them ---------------------------------------------------
 class NVMLError(Exception):
-    _valClassMapping: dict[int, type] = {}
+    _valClassMapping: ClassVar[dict[int, type]] = {}
 
     def __new__(cls, value):
         if cls is NVMLError:
@@ -161,8 +162,8 @@ class FakeGpu:
 
     index: int = 0
     name: str = "NVIDIA H200"
-    uuid: Optional[str] = None
-    pci_bus_id: Optional[str] = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
     gen: int = 5
     gen_max: int = 5
     width: int = 16
@@ -171,7 +172,7 @@ class FakeGpu:
     memory_used_bytes: int = 1_073_741_824
     processes: list = field(default_factory=list)  # [(pid, used_bytes_or_None)]
     cpu_affinity_words: list = field(default_factory=lambda: [0x0000FFFF0000FFFF])  # CPUs 0-15,32-47
-    numa_node: Optional[int] = None  # None: NotSupported (as on the H200 box)
+    numa_node: int | None = None  # None: NotSupported (as on the H200 box)
     rx_bytes_per_s: float = 0.0
     tx_bytes_per_s: float = 0.0
     rx_total: int = 0
@@ -199,8 +200,8 @@ class FakeHandle:
 class _Fault:
     function: str
     code: int
-    gpu: Optional[int]
-    times: Optional[int]
+    gpu: int | None
+    times: int | None
 
 
 class FakeNvml:
@@ -219,19 +220,19 @@ class FakeNvml:
     ERRORS = ERRORS
     NVMLError = NVMLError
 
-    def __init__(self, gpus: Union[int, list[FakeGpu]] = 1, **gpu_defaults: Any):
+    def __init__(self, gpus: int | list[FakeGpu] = 1, **gpu_defaults: Any):
         if isinstance(gpus, int):
             gpus = [FakeGpu(index=i, **gpu_defaults) for i in range(gpus)]
         self.gpus: list[FakeGpu] = gpus
         self.now = 1000.0
-        self.calls: list[tuple[str, Optional[int], int]] = []
+        self.calls: list[tuple[str, int | None, int]] = []
         self.field_requests: list[tuple[int, tuple[int, ...]]] = []  # (gpu, field ids) per call
         self.faults: list[_Fault] = []
         self.init_count = 0
         self.gpm_samples_alive = 0
         # Called inside nvmlDeviceGetPcieThroughput as hook(gpu_index, counter), outside the lock,
         # so a test can block there (a barrier proves the calls run in parallel).
-        self.throughput_hook: Optional[Callable[[int, int], None]] = None
+        self.throughput_hook: Callable[[int, int], None] | None = None
         self._lock = threading.RLock()
 
     def __getattr__(self, name: str) -> Any:
@@ -254,8 +255,8 @@ class FakeNvml:
                 g.rx_total += round(g.rx_bytes_per_s * dt_s)
                 g.tx_total += round(g.tx_bytes_per_s * dt_s)
 
-    def fail(self, function: str, error: Union[int, str], gpu: Optional[int] = None,
-             times: Optional[int] = None) -> None:
+    def fail(self, function: str, error: int | str, gpu: int | None = None,
+             times: int | None = None) -> None:
         """Make ``function`` raise ``error`` (for one GPU, or all; ``times`` calls, or forever).
 
         ``function="*"`` matches every function.
@@ -273,14 +274,14 @@ class FakeNvml:
         with self._lock:
             self.gpus[gpu].lost = True
 
-    def called(self, function: str, gpu: Optional[int] = None) -> int:
+    def called(self, function: str, gpu: int | None = None) -> int:
         """How many times ``function`` was called (for one GPU, or at all)."""
         with self._lock:
             return sum(1 for f, g, _ in self.calls if f == function and (gpu is None or g == gpu))
 
     # --- plumbing ----------------------------------------------------------------------------
 
-    def _enter(self, function: str, gpu: Optional[int] = None, needs_init: bool = True) -> None:
+    def _enter(self, function: str, gpu: int | None = None, needs_init: bool = True) -> None:
         with self._lock:
             self.calls.append((function, gpu, threading.get_ident()))
             for fault in self.faults:
@@ -410,14 +411,14 @@ class FakeNvml:
         g = self._gpu("nvmlGpmQueryDeviceSupport", device)
         return SimpleNamespace(version=1, isSupportedDevice=int(g.gpm_supported))
 
-    def nvmlGpmSampleAlloc(self) -> "FakeGpmSample":
+    def nvmlGpmSampleAlloc(self) -> FakeGpmSample:
         self._enter("nvmlGpmSampleAlloc")
         sample = FakeGpmSample()
         with self._lock:
             self.gpm_samples_alive += 1
         return sample
 
-    def nvmlGpmSampleFree(self, sample: "FakeGpmSample") -> None:
+    def nvmlGpmSampleFree(self, sample: FakeGpmSample) -> None:
         self._enter("nvmlGpmSampleFree", sample.gpu)
         if sample.freed:
             raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
@@ -425,7 +426,7 @@ class FakeNvml:
         with self._lock:
             self.gpm_samples_alive -= 1
 
-    def nvmlGpmSampleGet(self, device, sample: "FakeGpmSample") -> "FakeGpmSample":
+    def nvmlGpmSampleGet(self, device, sample: FakeGpmSample) -> FakeGpmSample:
         g = self._gpu("nvmlGpmSampleGet", device)
         if not g.gpm_supported:
             raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
@@ -458,8 +459,8 @@ class FakeNvml:
 class FakeGpmSample:
     """A GPM sample buffer: which GPU, when, and its byte totals then."""
 
-    gpu: Optional[int] = None
-    time: Optional[float] = None
+    gpu: int | None = None
+    time: float | None = None
     rx: int = 0
     tx: int = 0
     freed: bool = False

@@ -43,7 +43,7 @@ async def test_a_on_a_cuda_process_row_shows_its_copies(tmp_path):
         assert p.stdout.readline().strip() == "ready"
         app = make_app(source, poll=True, attach_runner=key_window(windows), attach_window_s=WINDOW_S)
         async with app.run_test(size=(160, 48)) as pilot:
-            shown = lambda: app.session.displayed is not None and any(  # noqa: E731
+            shown = lambda: app.session.displayed is not None and any(
                 r.pid == p.pid for r in app.session.displayed.processes)
             await wait_for(pilot, shown, timeout_s=60)
             await pilot.press("4", "slash", *str(p.pid), "enter", "a")

@@ -20,7 +20,7 @@ def test_format_probe_quick_table():
     assert all(len(l) <= 80 for l in lines)
     assert lines[0] == "Probe quick, CUDA device 0: 310.0 ms (context 210.0 ms), cap 256.0 MiB"
     assert "8.7x" in lines[1]
-    row = [l for l in lines if l.strip().startswith("64.0 MiB")][0]
+    row = next(l for l in lines if l.strip().startswith("64.0 MiB"))
     assert "55.0 GB/s" in row and "6.3 GB/s" in row and "11.3 GB/s" in row and "4.9x" in row
     assert "0000:00:06.0" in text
 

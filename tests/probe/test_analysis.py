@@ -22,7 +22,7 @@ def test_break_even_edges():
     assert break_even_transfers(alloc_rows(4096, 1e-5, 1e-5, 1e-3, 0, 1e-5, 2e-5), 4096) == 0.0
     assert break_even_transfers(alloc_rows(4096, 1e-3, 1e-5, 1e-5, 0, 2e-5, 1e-5), 4096) == float("inf")
     annotated = A.annotate_break_even(alloc_rows(4096, 1e-3, 1e-5, 1e-5, 0, 2e-5, 1e-5))
-    note = [m for m in annotated if m.kind == "copy" and m.memory == "pinned"][0].note
+    note = next(m for m in annotated if m.kind == "copy" and m.memory == "pinned").note
     assert note == "break_even_transfers=never (pageable copy not slower)"
 
 

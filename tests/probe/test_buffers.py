@@ -68,7 +68,7 @@ def test_pageable_buffer_view_keeps_its_memory():
 
 
 def test_device_buffer_frees_on_the_way_out(fake):
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt):  # noqa: PT012  (the block under test ends in the raise)
         with B.DeviceBuffer(4096) as dev:
             assert fake.device
             raise KeyboardInterrupt

@@ -19,9 +19,9 @@ def members(protocol: type) -> list[str]:
     """The names a Protocol class lists: its methods, properties and attributes."""
     names = set(getattr(protocol, "__annotations__", {}))
     for name, value in vars(protocol).items():
-        if callable(value) or isinstance(value, property):
-            if not name.startswith("_") or name in ("__call__", "__enter__", "__exit__"):
-                names.add(name)
+        if (callable(value) or isinstance(value, property)) and (
+                not name.startswith("_") or name in ("__call__", "__enter__", "__exit__")):
+            names.add(name)
     return sorted(names)
 
 

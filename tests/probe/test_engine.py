@@ -30,7 +30,7 @@ def test_no_cupy_run_probe_returns_unavailable(monkeypatch, kind):
 
 
 def test_unknown_kind_is_a_caller_bug():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown probe kind"):
         run_probe("everything")
 
 
@@ -79,7 +79,7 @@ def test_alloc_rows_and_break_even(fake):
                 notes = {m.note for m in r.measurements
                          if m.kind == kind and m.memory == memory and m.size_bytes == size}
                 assert notes == {"first", "steady"}
-        pinned_copy = [m for m in rows(r, "copy", "pinned") if m.size_bytes == size][0]
+        pinned_copy = next(m for m in rows(r, "copy", "pinned") if m.size_bytes == size)
         assert "break_even_transfers=" in pinned_copy.note
     assert fake.pinned_peak <= CAP
 

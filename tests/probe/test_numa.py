@@ -3,6 +3,7 @@ CuPy stand-in, its text and JSON, and the one-node answer."""
 import ctypes
 import json
 import sys
+from typing import ClassVar
 
 import pytest
 
@@ -17,8 +18,8 @@ MIB = 1 << 20
 
 class FakeNodeBuffer:
     """Page-aligned ordinary memory that says it sits on the node asked for (this box has one node)."""
-    opened: list = []
-    fail_on: set = set()
+    opened: ClassVar[list] = []
+    fail_on: ClassVar[set] = set()
 
     def __init__(self, nbytes, node, page_size=4096):
         self.nbytes, self.node = nbytes, node
@@ -78,7 +79,7 @@ def test_node_mask():
     bits = 8 * ctypes.sizeof(ctypes.c_ulong)
     assert mask[65 // bits] == 1 << (65 % bits) and sum(1 for w in mask if w) == 1
     assert maxnode == 1025
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="is outside the 1024 nodes"):
         N.node_mask(1024)
 
 

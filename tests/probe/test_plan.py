@@ -101,7 +101,7 @@ def test_labels_read_well():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown probe kind"):
         P.build_plan("everything", 256 * MIB)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="below one page"):
         P.build_plan("quick", 100)

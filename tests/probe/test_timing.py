@@ -22,7 +22,7 @@ def test_copy_samples_copy_the_bytes_each_way():
     T.copy_samples(timer, ctypes.addressof(host), ctypes.addressof(device), 64, "h2d", 2)
     assert device.raw == b"h" * 64
     assert cp.cuda.runtime.calls["memcpyAsync"] == 3
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="direction must be 'h2d' or 'd2h'"):
         T.copy_samples(timer, ctypes.addressof(host), ctypes.addressof(device), 64, "d2d", 2)
 
 

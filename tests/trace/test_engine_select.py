@@ -55,7 +55,7 @@ def run(report_dir, engine=None, cupti=True, major=13, via_shell=False, prog=PRO
 @pytest.mark.parametrize("engine, major, version", [(None, 13, "13.0.1"), ("auto", 13, "13.0.1"),
                                                      (None, 12, "12.8.0"), ("cupti", 12, "12.8.0")])
 def test_auto_runs_cupti_says_so_once_and_counts_each_copy_once(report_dir, engine, major, version):
-    r, pid, rep = run(report_dir, engine, major=major)
+    r, _pid, rep = run(report_dir, engine, major=major)
     # pinmon trace's line before the program; the program, getting what it said, adds none.
     assert r.stderr == f"pinmon trace: engine cupti where CUPTI starts: {sys.executable} has cupti-python {version}\n"
     assert rep["cupti"]["version"] == version and rep["cupti"]["major"] == major
@@ -98,7 +98,7 @@ def test_cupti_taken_by_another_tool_falls_back_to_the_hooks(report_dir, engine)
 
 
 def test_without_cupti_python_auto_uses_the_hooks_with_a_notice(report_dir):
-    r, pid, rep = run(report_dir, cupti=False)
+    r, _pid, rep = run(report_dir, cupti=False)
     assert rep["engine"] == "hooks" and rep["engine_notice"] == "cupti-python is not installed (cupti)"
     # One line, before the program: the engine and the pip command for the program's own interpreter
     # (CUPTI 13 or 12 after this machine's driver: tests/trace/test_target.py covers the choice).

@@ -61,7 +61,7 @@ def test_example_gives_exactly_its_finding(report_dir, script, extra, expected):
         check = wait_until(checked, interval_s=0.2, what=f"the traced report of {script}")
     finally:
         child.terminate()
-        out, err = child.communicate(timeout=30)
+        _out, err = child.communicate(timeout=30)
     assert child.returncode == -signal.SIGTERM and "Traceback" not in err, err  # running until stopped
     assert pid_rules(check, child.pid) == expected, check["findings"]
     for f in check["findings"]:

@@ -45,7 +45,7 @@ def test_original_exceptions_pass_through_and_nothing_is_recorded(fake_cupy):
 
 
 def test_results_are_the_originals(fake_cupy):
-    cupy, st = fake_cupy
+    cupy, _st = fake_cupy
     a = numpy.arange(1000, dtype=numpy.float32)
     d = cupy.asarray(a)
     assert isinstance(d, cupy.ndarray)

@@ -112,7 +112,7 @@ def torch_state():
 
 
 def test_pin_memory_rounds_up_to_a_power_of_two(torch_state):
-    torch, st = torch_state
+    _torch, st = torch_state
     keep = [Tensor(129 * MIB).pin_memory() for _ in range(3)]
     r = st.report()
     assert r["pinned"]["bytes"] == 3 * 256 * MIB and r["pinned"]["requested_bytes"] == 3 * 129 * MIB
@@ -143,7 +143,7 @@ def test_factories_with_pin_memory(torch_state):
 
 
 def test_copies_pinned_and_pageable(torch_state):
-    torch, st = torch_state
+    _torch, st = torch_state
     pageable = Tensor(4 * MIB)
     pinned = pageable.pin_memory()
     d = pageable.to("cuda")
@@ -158,7 +158,7 @@ def test_copies_pinned_and_pageable(torch_state):
 
 
 def test_the_originals_exceptions_pass_through(torch_state):
-    torch, st = torch_state
+    _torch, st = torch_state
     with pytest.raises(RuntimeError, match="only dense CPU tensors"):
         Tensor(10, cuda=True).pin_memory()
     assert st.report()["allocs"]["count"] == 0
@@ -170,7 +170,7 @@ def test_import_hook_waits_for_the_import(tmp_path, monkeypatch):
     seen = []
     when_imported("late_module_xyz", lambda m: seen.append(m.VALUE))
     assert seen == [] and "late_module_xyz" not in sys.modules
-    import late_module_xyz  # noqa: F401
+    import late_module_xyz
 
     assert seen == [1]
     assert late_module_xyz.__spec__.loader.__class__.__name__ != "_Loader"  # the real loader is back

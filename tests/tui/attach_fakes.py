@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from pinmon.attach.results import (
     AllocationStats,
@@ -37,8 +37,8 @@ KIB = 1 << 10
 NONE = OtherCopies(0, 0, 0.0)
 
 
-def _stat(direction: str, memory: str, rate: float, size: int, p90: Optional[int] = None,
-          biggest: Optional[int] = None) -> CopyStats:
+def _stat(direction: str, memory: str, rate: float, size: int, p90: int | None = None,
+          biggest: int | None = None) -> CopyStats:
     total = int(rate * WINDOW_S)
     return CopyStats(direction, memory, rate, total, total // size, size, p90 or size, biggest or size)
 
@@ -52,8 +52,8 @@ def _allocations(count: int = 0, **kw) -> AllocationStats:
     return AllocationStats(**fields)  # type: ignore[arg-type]
 
 
-def _process(pid: int, stats: Sequence[CopyStats], name: Optional[str] = None, peer: OtherCopies = NONE,
-             may_be_registered: bool = False, allocations: Optional[AllocationStats] = None) -> ProcessCopies:
+def _process(pid: int, stats: Sequence[CopyStats], name: str | None = None, peer: OtherCopies = NONE,
+             may_be_registered: bool = False, allocations: AllocationStats | None = None) -> ProcessCopies:
     return ProcessCopies(pid=pid, window_s=WINDOW_S, stats=tuple(stats), peer=peer, device=NONE, host_to_host=NONE,
                          batch_calls=0, batch_copies=0, batch_copies_unmeasured=0, batch_ops=0,
                          pageable_may_be_registered=may_be_registered,
@@ -81,7 +81,7 @@ def server(pid: int = 9090) -> ProcessCopies:
     return _process(pid, [_stat("h2d", "pinned", 2e9, 2 * MIB)], name="server")
 
 
-def outcome(*processes: ProcessCopies, ended_mono: Optional[float] = None) -> AttachOutcome:
+def outcome(*processes: ProcessCopies, ended_mono: float | None = None) -> AttachOutcome:
     ended = time.monotonic() if ended_mono is None else ended_mono
     result = AttachResult(window_s=WINDOW_S, enabled_s=WINDOW_S, processes={p.pid: p for p in processes}, failed={},
                           files=(), events=0, lost_events=0, started_mono=ended - WINDOW_S)
@@ -104,7 +104,7 @@ class AttachedSource(FakeSource):
         super().__init__(**kw)
         self.windows = RequestedWindows()
 
-    def snapshot(self) -> Optional[Snapshot]:
+    def snapshot(self) -> Snapshot | None:
         snap = super().snapshot()
         if snap is None:
             return None
@@ -117,7 +117,7 @@ class FakeAttachRunner:
     the app's stop, then hands ``windows`` the trainer's figures for the pid and says it attached;
     with ``error``, refuses at once as the engine would (one line), attaching nothing."""
 
-    def __init__(self, windows: Optional[RequestedWindows] = None, error: Optional[str] = None,
+    def __init__(self, windows: RequestedWindows | None = None, error: str | None = None,
                  block: bool = False):
         self.windows = windows
         self.error = error

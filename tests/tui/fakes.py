@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from pinmon.model import Finding, Gpu, GpuProcess, HostMemory, Link, Pcie, ProbeResult, Snapshot
 from pinmon.model.link import theoretical_bytes_per_s
@@ -63,7 +63,7 @@ def make_multi_snapshot(i: int = 0, n: int = 8, *, source: str = "live") -> Snap
 class FakeSource:
     """Endless live-like source; ``n`` snapshots then None when ``finite``."""
 
-    def __init__(self, live: bool = True, n: Optional[int] = None, interval_s: float = 1.0,
+    def __init__(self, live: bool = True, n: int | None = None, interval_s: float = 1.0,
                  probe_in_snapshots: bool = False):
         self.live = live
         self.n = n
@@ -73,7 +73,7 @@ class FakeSource:
         self.probe_in_snapshots = probe_in_snapshots
         self.notices: list[str] = []
 
-    def snapshot(self) -> Optional[Snapshot]:
+    def snapshot(self) -> Snapshot | None:
         if self.n is not None and self.calls >= self.n:
             return None
         i = self.calls
@@ -86,7 +86,7 @@ class FakeSource:
 
 
 class NoGpuSource(FakeSource):
-    def snapshot(self) -> Optional[Snapshot]:
+    def snapshot(self) -> Snapshot | None:
         self.calls += 1
         host = HostMemory(hostname="laptop", mem_total_bytes=16 * GIB, mem_available_bytes=9 * GIB,
                           effective_mem_limit_bytes=16 * GIB, pinned_bytes_est=0, write_combined_bytes_est=0,
@@ -103,7 +103,7 @@ class FlakySource(FakeSource):
         self.fail_every = fail_every
         self.attempts = 0
 
-    def snapshot(self) -> Optional[Snapshot]:
+    def snapshot(self) -> Snapshot | None:
         self.attempts += 1
         if self.attempts % self.fail_every == 0:
             raise OSError("cannot read /proc/4242/maps")
@@ -194,7 +194,7 @@ class KernelSource(FakeSource):
         super().__init__()
         self.snapshot_kw = snapshot_kw
 
-    def snapshot(self) -> Optional[Snapshot]:
+    def snapshot(self) -> Snapshot | None:
         self.calls += 1
         return make_kernel_snapshot(self.calls - 1, **self.snapshot_kw)
 
@@ -206,7 +206,7 @@ class MultiGpuSource(FakeSource):
         super().__init__(**kw)
         self.gpus = gpus
 
-    def snapshot(self) -> Optional[Snapshot]:
+    def snapshot(self) -> Snapshot | None:
         i = self.calls
         self.calls += 1
         return make_multi_snapshot(i, self.gpus, source="live" if self.live else "replay")
@@ -241,11 +241,11 @@ def make_groups_snapshot(i: int = 0, oom_kills: int = 0, gone: bool = True) -> S
 class GroupsSource(FakeSource):
     """The box in groups; the pod container's OOM count rises by one from the ``kill_at``-th snapshot."""
 
-    def __init__(self, kill_at: Optional[int] = None, **kw):
+    def __init__(self, kill_at: int | None = None, **kw):
         super().__init__(**kw)
         self.kill_at = kill_at
 
-    def snapshot(self) -> Optional[Snapshot]:
+    def snapshot(self) -> Snapshot | None:
         i = self.calls
         self.calls += 1
         kills = 1 if self.kill_at is not None and i >= self.kill_at else 0

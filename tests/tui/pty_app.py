@@ -10,10 +10,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from textual import events  # noqa: E402
+from textual import events
 
-from pinmon.tui import app as app_module  # noqa: E402
-from tests.tui.fakes import FakeSource, fake_advisor  # noqa: E402
+from pinmon.tui import app as app_module
+from tests.tui.fakes import FakeSource, fake_advisor
 
 
 def main(log_path: str) -> int:

@@ -85,7 +85,7 @@ async def test_a_in_the_pop_up_attaches_its_process():
 
 async def test_a_refused_attach_is_one_line_and_nothing_else_changes():
     source = AttachedSource()
-    app, _, runner, _ = attach_app(FakeAttachRunner(source.windows, error=SQUASHFS), source)
+    app, _, _runner, _ = attach_app(FakeAttachRunner(source.windows, error=SQUASHFS), source)
     async with app.run_test(size=SIZE) as pilot:
         feed(app, source)
         before = header(app)

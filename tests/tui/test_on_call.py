@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
+from typing import ClassVar
 
 import pytest
 from textual.widgets import DataTable
@@ -222,7 +223,7 @@ def test_a_source_opened_on_first_read_is_made_on_the_reading_thread_and_closed_
 
     class Made:
         live = True
-        notices = ["from the source"]
+        notices: ClassVar[list[str]] = ["from the source"]
         closed = 0
 
         def snapshot(self):

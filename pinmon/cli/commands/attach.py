@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ...limits import MAX_ATTACH_PIDS, MAX_ATTACH_S, MIN_ATTACH_S
 from ...units import printable
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 JSON_SCHEMA = "pinmon.attach/1"
 REASON_CHARS = 300
 # One window over the given pids (None: every CUDA process) -> its outcome; tests pass their own.
-Window = Callable[[Optional[list[int]], float], "AttachOutcome"]
+Window = Callable[[list[int] | None, float], "AttachOutcome"]
 
 seconds_arg_attach = seconds_arg(MIN_ATTACH_S, MAX_ATTACH_S, "the attach window")
 
@@ -55,7 +56,7 @@ def add_parser(sub: Commands) -> None:
                    help='print {"schema": "pinmon.attach/1", "status", "processes", "findings", ...}')
 
 
-def measure(pids: Optional[list[int]], seconds: float, window: Optional[Window] = None,
+def measure(pids: list[int] | None, seconds: float, window: Window | None = None,
             **collector: Any) -> tuple[Snapshot, AttachOutcome]:
     """A live snapshot taken after one attach window of ``seconds`` (PCIe counted over the same time),
     with the window's rows in it; and the window's outcome."""

@@ -12,7 +12,8 @@ import argparse
 import dataclasses
 import sys
 import time
-from typing import TYPE_CHECKING, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ...limits import DEFAULT_OOM_LOOKBACK_S, MAX_WINDOW_S
 from ...model import CHECK_SCHEMA, ProbeResult, Snapshot
@@ -65,7 +66,7 @@ def _saved_snapshot(path: str) -> Snapshot:
     return dataclasses.replace(snap, source="snapshot")
 
 
-def measure(window_s: float, probe: bool = False, max_pinned: Optional[int] = None,
+def measure(window_s: float, probe: bool = False, max_pinned: int | None = None,
             oom_lookback: float = DEFAULT_OOM_LOOKBACK_S, attach: bool = False) -> Snapshot:
     """A live snapshot after ``window_s`` of counting, with a quick probe's result when ``probe``, the
     memory cgroup OOM kills of the last ``oom_lookback`` seconds in the kernel's log, and with
@@ -98,7 +99,7 @@ def _attach_window(held: LatestOutcome) -> Callable[[float], bool]:
 
 
 def live_snapshot(collector: LiveCollector, window_s: float,
-                  wait: Optional[Callable[[float], bool]] = None) -> Snapshot:
+                  wait: Callable[[float], bool] | None = None) -> Snapshot:
     """A snapshot after ``window_s`` of counting, so PCIe rates cover a real interval; ``wait(window_s)``
     (an attach's window) spends it where given, and says whether it was cut short. Ctrl-C during the
     wait ends it early: the report covers what was counted, and a notice says so."""
@@ -121,7 +122,7 @@ def live_snapshot(collector: LiveCollector, window_s: float,
     return collector.snapshot()
 
 
-def _quick_probe(max_pinned: Optional[int], snapshot: Optional[Snapshot] = None) -> ProbeResult:
+def _quick_probe(max_pinned: int | None, snapshot: Snapshot | None = None) -> ProbeResult:
     """A quick probe on CUDA device 0, its share of the link taken from the snapshot's GPU 0."""
     from ...probe import run_probe
 

@@ -17,8 +17,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Callable, Optional, Union
+from typing import TYPE_CHECKING
 
 from ...limits import DEFAULT_TOP_PROCESSES as DEFAULT_TOP
 from ...units import printable
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from ...model.source import Source
 
 # What --probe-every runs: (the latest snapshot or None, a cancel event) -> the probe's result.
-ProbeRunner = Callable[[Optional["Snapshot"], threading.Event], "ProbeResult"]
+ProbeRunner = Callable[["Snapshot | None", threading.Event], "ProbeResult"]
 
 
 def _listen(text: str) -> tuple[str, int]:
@@ -104,12 +105,12 @@ def _report(stage: str, exc: BaseException) -> None:
          f"pinmon_collection_errors_total")
 
 
-def _probe_runner(max_pinned: Optional[int]) -> ProbeRunner:
+def _probe_runner(max_pinned: int | None) -> ProbeRunner:
     from ...probe import run_probe
 
-    def runner(snapshot: Optional[Snapshot], cancel: threading.Event) -> ProbeResult:
-        link: Optional[float] = None
-        eff: Optional[int] = None
+    def runner(snapshot: Snapshot | None, cancel: threading.Event) -> ProbeResult:
+        link: float | None = None
+        eff: int | None = None
         if snapshot is not None:
             eff = snapshot.host.effective_mem_limit_bytes
             if snapshot.gpus:
@@ -135,7 +136,7 @@ def _check_args(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def _once(source: Source, refresher: Refresher, interval: float,
-          wait: Optional[Callable[[float], object]] = None) -> None:
+          wait: Callable[[float], object] | None = None) -> None:
     if source.live:
         refresher.read()  # starts the PCIe counting interval
         (wait or time.sleep)(interval)
@@ -152,12 +153,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     _check_args(args, settings)
     config = settings.config
     interval = settings.interval_s
-    source: Optional[Source] = open_replay(args.replay) if args.replay else None
+    source: Source | None = open_replay(args.replay) if args.replay else None
     state = ExportState(live=source is None)
     registry = build_registry(state, args.top_processes)
-    server: Optional[MetricsServer] = None
-    attacher: Optional[Attacher] = None
-    held: Optional[LatestOutcome] = None
+    server: MetricsServer | None = None
+    attacher: Attacher | None = None
+    held: LatestOutcome | None = None
     try:
         if not args.once:
             host, port = args.listen
@@ -172,7 +173,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             from ...collect.live import LiveCollector
             from ..attaching import continuous
 
-            attached: Optional[AttachedSource] = None
+            attached: AttachedSource | None = None
             if args.attach and args.once:
                 attached = held = LatestOutcome()   # one window over the --once interval
             elif args.attach:
@@ -205,7 +206,7 @@ def _attach_window(held: LatestOutcome) -> Callable[[float], object]:
     return wait
 
 
-def _tls_context(args: argparse.Namespace) -> "Optional[ssl.SSLContext]":
+def _tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
     """The TLS settings of --tls-cert/--tls-key/--tls-client-ca; None for plain HTTP."""
     if not args.tls_cert:
         return None
@@ -224,9 +225,9 @@ def _show_listen(host: str, port: int) -> str:
 def _serve(args: argparse.Namespace, settings: Settings, source: Source, refresher: Refresher,
            server: MetricsServer) -> int:
     stop = threading.Event()
-    previous: dict[signal.Signals, Union[Callable[[int, Optional[FrameType]], object], int, None]] = {}
+    previous: dict[signal.Signals, Callable[[int, FrameType | None], object] | int | None] = {}
 
-    def handler(signum: int, frame: Optional[FrameType]) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -234,7 +235,7 @@ def _serve(args: argparse.Namespace, settings: Settings, source: Source, refresh
             previous[sig] = signal.signal(sig, handler)
         except (ValueError, OSError):  # not the main thread (a test): Ctrl-C still raises
             pass
-    prober: Optional[ProbeLoop] = None
+    prober: ProbeLoop | None = None
     try:
         server.start()
         refresher.start()
@@ -258,7 +259,7 @@ def _serve(args: argparse.Namespace, settings: Settings, source: Source, refresh
     return 0
 
 
-def _start_prober(settings: Settings, source: Source, state: ExportState) -> Optional[ProbeLoop]:
+def _start_prober(settings: Settings, source: Source, state: ExportState) -> ProbeLoop | None:
     from ...export.background_probe import ProbeLoop, ProbeTarget
     from ...probe import probe_available
 

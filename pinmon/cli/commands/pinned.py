@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING, Optional, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ...collect.processes.resident import CAPPED_TOTAL_NOTICE, capped_totals
 from ...limits import MAX_MAPS_BYTES
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _live_snapshot(pids: Optional[list[int]]) -> Snapshot:
+def _live_snapshot(pids: list[int] | None) -> Snapshot:
     """A snapshot of this machine's CUDA processes (only ``pids`` when given), host memory and the
     kernel's pinned count, by the live collector without NVML: a traced process's row carries its
     tracer's figures, within what the kernel shows."""

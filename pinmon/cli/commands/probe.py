@@ -14,7 +14,8 @@ import argparse
 import json
 import shutil
 import sys
-from typing import TYPE_CHECKING, Any, Optional, Sequence, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..common import UsageError, cuda_device_arg
 from ..options import Settings, shared
@@ -64,7 +65,7 @@ def one_node_text(nodes: Sequence[int]) -> str:
             " no NUMA probe run")
 
 
-def nvml_links(nvml: object = None) -> dict[str, tuple[Optional[str], Optional[float]]]:
+def nvml_links(nvml: object = None) -> dict[str, tuple[str | None, float | None]]:
     """{PCI address as sysfs spells it: (GPU name, link theoretical bytes/s)} from NVML; {} when NVML is
     unavailable. NVML and CUDA spell bus ids differently ("00000000:1B:00.0", "0000:1b:00.0")."""
     from ...collect.nvml import NvmlCollector, sysfs_pci_address

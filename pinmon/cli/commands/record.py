@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Optional
 
 from ..attaching import ATTACH_HELP
 from ..common import UsageError, duration_arg, plural
@@ -36,7 +35,7 @@ def add_parser(sub: Commands) -> None:
 def _install_stop_signals(stop: threading.Event) -> None:
     """Ctrl-C, SIGTERM and SIGHUP set ``stop``: the wait for the next snapshot ends at once, and no
     snapshot or write is cut in the middle."""
-    def handler(signum: int, frame: Optional[FrameType]) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Optional, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ...advise.history import AdvisorHistory
 from ..common import UsageError, advise, dumps, no_app_here, open_replay, plural, print_notices, run_app, speed_arg
@@ -37,7 +38,7 @@ def add_parser(sub: Commands) -> None:
     rp.add_argument("--json", action="store_true", help="print the recording's snapshots with findings as JSON lines instead")
 
 
-def run(args: argparse.Namespace, settings: Settings, path: Optional[str] = None) -> int:
+def run(args: argparse.Namespace, settings: Settings, path: str | None = None) -> int:
     """Play ``path`` (default: the FILE argument)."""
     config = settings.config
     source = open_replay(path or args.file)

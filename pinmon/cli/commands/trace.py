@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 from ...units import printable
 from ..common import UsageError
@@ -61,8 +61,8 @@ def bootstrap_dir() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(trace.__file__)), "bootstrap")
 
 
-def traced_env(environ: Optional[Mapping[str, str]] = None, trace_dir: Optional[str] = None,
-               engine: Optional[str] = None) -> dict[str, str]:
+def traced_env(environ: Mapping[str, str] | None = None, trace_dir: str | None = None,
+               engine: str | None = None) -> dict[str, str]:
     """The environment that injects the tracer into Python processes."""
     env = dict(os.environ if environ is None else environ)
     boot = bootstrap_dir()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from .mounts import CgroupMounts, to_dir
 from .ownership import CgroupPaths
@@ -36,17 +36,17 @@ class DelegationCheck:
         self.mounts = mounts
         self._clock = clock
         self.recheck_s = recheck_s
-        self._kept: dict[str, tuple[float, Optional[int]]] = {}
+        self._kept: dict[str, tuple[float, int | None]] = {}
         self.walks = 0  # since creation: for tests
 
-    def _path(self, paths: CgroupPaths) -> tuple[Optional[object], Optional[str]]:
+    def _path(self, paths: CgroupPaths) -> tuple[object | None, str | None]:
         if self.mounts.v1_memory is not None:
             return self.mounts.v1_memory, paths.v1_memory
         if self.mounts.v2 is not None:
             return self.mounts.v2, paths.v2
         return None, None
 
-    def uid(self, paths: CgroupPaths) -> Optional[int]:
+    def uid(self, paths: CgroupPaths) -> int | None:
         mount, path = self._path(paths)
         if mount is None or path is None:
             return None
@@ -60,7 +60,7 @@ class DelegationCheck:
         self._kept[path] = (now, found)
         return found
 
-    def _walk(self, mount, path: str) -> Optional[int]:
+    def _walk(self, mount, path: str) -> int | None:
         self.walks += 1
         directory, _why = to_dir(mount, path)
         if directory is None:

@@ -25,7 +25,7 @@ shows (``cgroup-oom-kills``). The OOM count pinmon first saw for a group is kept
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from ...model import Cgroup, GroupLimit, GroupOwner, HeldMemory, ProcessPinned, summed
 from ...model.kinds import GROUP_KINDS, GroupKind
@@ -62,7 +62,7 @@ def group_kind(kind: str) -> GroupKind:
     return next((k for k in GROUP_KINDS if k == kind), "unknown")
 
 
-def held_within(held: HeldMemory, current_bytes: Optional[int]) -> HeldMemory:
+def held_within(held: HeldMemory, current_bytes: int | None) -> HeldMemory:
     """``held`` with its pinned bytes and VmPin, pages charged to the group and resident, at most the
     group's memory in use (``current_bytes``): VmPin, the kernel's own count, is kept first."""
     if current_bytes is None:
@@ -97,7 +97,7 @@ class GroupCollector:
         self.names = NameResolver(root=host_root, clock=clock)
         self.delegation = DelegationCheck(self.memory.mounts, clock=clock)
         # key -> (owner, names, when last seen with a process, OOM count first seen)
-        self._known: dict[str, tuple[Owner, Names, float, Optional[int]]] = {}
+        self._known: dict[str, tuple[Owner, Names, float, int | None]] = {}
         # key -> the group's texts, made once (printable and bounded): key, name, path
         self._texts: dict[str, tuple[str, str]] = {}
         self._bounded: dict[str, str] = {}  # a cgroup path -> as shown
@@ -176,7 +176,7 @@ class GroupCollector:
         if len(self._bounded) > 4 * MAX_GROUPS:
             self._bounded.clear()
 
-    def _shown(self, path: Optional[str]) -> Optional[str]:
+    def _shown(self, path: str | None) -> str | None:
         """A cgroup path as shown (printable, its tail where long), made once per path."""
         if not path:
             return None
@@ -185,8 +185,8 @@ class GroupCollector:
             shown = self._bounded[path] = bounded_path(path)
         return shown
 
-    def _group(self, texts: tuple[str, str], owner: Owner, names: Names, mem: Optional[CgroupMemory],
-               rows: list[ProcessPinned], at_start: Optional[int]) -> Cgroup:
+    def _group(self, texts: tuple[str, str], owner: Owner, names: Names, mem: CgroupMemory | None,
+               rows: list[ProcessPinned], at_start: int | None) -> Cgroup:
         notes: tuple[str, ...] = ()
         current = limit = ooms = None
         path = limit_path = None

@@ -36,8 +36,8 @@ from __future__ import annotations
 import os
 import posixpath
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from .mounts import CgroupMounts, Mount, read_mounts, to_dir
 from .ownership import CgroupPaths
@@ -60,16 +60,16 @@ V1_FILES = ("memory.limit_in_bytes", "memory.usage_in_bytes", "memory.oom_contro
 class CgroupMemory:
     """One group's figures, bytes; None where unknown or, for the limit, where none is set."""
 
-    version: Optional[int]              # the hierarchy read: 1 or 2; None when none could be
-    path: Optional[str]                 # the group's cgroup path (as in /proc/PID/cgroup)
-    limit_bytes: Optional[int]          # tightest limit on the path; None: no limit (or unknown)
-    limit_path: Optional[str]           # the cgroup that sets that limit
-    current_bytes: Optional[int]
-    oom_kills: Optional[int]
+    version: int | None              # the hierarchy read: 1 or 2; None when none could be
+    path: str | None                 # the group's cgroup path (as in /proc/PID/cgroup)
+    limit_bytes: int | None          # tightest limit on the path; None: no limit (or unknown)
+    limit_path: str | None           # the cgroup that sets that limit
+    current_bytes: int | None
+    oom_kills: int | None
     notes: tuple[str, ...] = ()         # why a figure is unknown
 
 
-def parse_counter(text: Optional[str]) -> Optional[int]:
+def parse_counter(text: str | None) -> int | None:
     """A non-negative integer file (memory.current, usage_in_bytes) -> int, None for junk."""
     if text is None:
         return None
@@ -79,7 +79,7 @@ def parse_counter(text: Optional[str]) -> Optional[int]:
     return int(s)
 
 
-def parse_limit(text: Optional[str]) -> tuple[Optional[int], bool]:
+def parse_limit(text: str | None) -> tuple[int | None, bool]:
     """memory.max / memory.limit_in_bytes -> (bytes or None, understood). "max" and v1's huge
     value are no limit: (None, True); junk is (None, False)."""
     if text is None:
@@ -95,7 +95,7 @@ def parse_limit(text: Optional[str]) -> tuple[Optional[int], bool]:
     return value, True
 
 
-def parse_keyed(text: Optional[str], key: str) -> Optional[int]:
+def parse_keyed(text: str | None, key: str) -> int | None:
     """The value of ``key`` in "key value" lines (memory.events, memory.oom_control), or None."""
     if text is None:
         return None
@@ -121,16 +121,16 @@ class CgroupMemoryReader:
     /proc/self/mountinfo."""
 
     def __init__(self, root: str = "/", recheck_s: float = LIMITS_RECHECK_S,
-                 clock: Callable[[], float] = time.monotonic, mounts: Optional[CgroupMounts] = None):
+                 clock: Callable[[], float] = time.monotonic, mounts: CgroupMounts | None = None):
         self.root = root
         self.recheck_s = recheck_s
         self._clock = clock
-        self.mounts_note: Optional[str] = None
+        self.mounts_note: str | None = None
         if mounts is None:
             mounts, self.mounts_note = read_mounts(root)
         self.mounts = mounts
         # limit file -> (read at, value, note): every cgroup on the walked paths, ancestors shared
-        self._limits: dict[str, tuple[float, Optional[int], Optional[str]]] = {}
+        self._limits: dict[str, tuple[float, int | None, str | None]] = {}
         # group -> (figures read at, _plan's tuple, _slow_part's tuple)
         self._groups: dict[CgroupPaths, tuple[float, tuple, tuple]] = {}
         # (group, a process's own cgroup below it) -> _leaf_walk's tuple
@@ -140,7 +140,7 @@ class CgroupMemoryReader:
         self._open: dict[str, tuple[float, int]] = {}
         self.files_read = 0  # since creation: for tests and the bench
 
-    def _read_kept(self, path: str, now: float) -> tuple[Optional[str], Optional[str]]:
+    def _read_kept(self, path: str, now: float) -> tuple[str | None, str | None]:
         """``path`` read through a file kept open, (text, None) or (None, why not)."""
         self.files_read += 1
         kept = self._open.pop(path, None)
@@ -188,20 +188,20 @@ class CgroupMemoryReader:
         except (AttributeError, OSError):
             pass
 
-    def __enter__(self) -> "CgroupMemoryReader":
+    def __enter__(self) -> CgroupMemoryReader:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _hierarchy(self, group: CgroupPaths) -> tuple[Optional[int], Optional[Mount], Optional[str]]:
+    def _hierarchy(self, group: CgroupPaths) -> tuple[int | None, Mount | None, str | None]:
         if self.mounts.v1_memory is not None:
             return 1, self.mounts.v1_memory, group.v1_memory
         if self.mounts.v2 is not None:
             return 2, self.mounts.v2, group.v2
         return None, None, None
 
-    def _limit_at(self, limit_file: str, now: float) -> tuple[Optional[int], Optional[str]]:
+    def _limit_at(self, limit_file: str, now: float) -> tuple[int | None, str | None]:
         cached = self._limits.get(limit_file)
         if cached is not None and now - cached[0] < self.recheck_s:
             return cached[1], cached[2]
@@ -220,7 +220,7 @@ class CgroupMemoryReader:
         self._limits[limit_file] = (now, value, note)
         return value, note
 
-    def _oom_at(self, events_file: str, now: float) -> tuple[Optional[int], Optional[str]]:
+    def _oom_at(self, events_file: str, now: float) -> tuple[int | None, str | None]:
         text, why = self._read_kept(events_file, now)
         value = parse_keyed(text, "oom_kill")
         name = posixpath.basename(events_file)
@@ -289,7 +289,7 @@ class CgroupMemoryReader:
         self._leaf_plans[(group, leaf)] = out = tuple(walk)
         return out
 
-    def read_one(self, group: CgroupPaths, now: Optional[float] = None,
+    def read_one(self, group: CgroupPaths, now: float | None = None,
                  leaves: Sequence[CgroupPaths] = ()) -> CgroupMemory:
         """``group``'s figures; ``leaves``: its processes' own cgroups below it, in a fixed order,
         whose limits bind those processes too (the tightest of all is the group's)."""
@@ -317,7 +317,7 @@ class CgroupMemoryReader:
         return CgroupMemory(version, path, limit, limit_path, current, ooms, tuple(dict.fromkeys(notes)))
 
     def read(self, groups: Iterable[CgroupPaths],
-             leaves: Optional[Mapping[CgroupPaths, Sequence[CgroupPaths]]] = None) -> dict[CgroupPaths, CgroupMemory]:
+             leaves: Mapping[CgroupPaths, Sequence[CgroupPaths]] | None = None) -> dict[CgroupPaths, CgroupMemory]:
         """Every distinct group's figures, each cgroup's usage read once; ``leaves``: per group, its
         processes' own cgroups below it (``read_one``)."""
         now = self._clock()

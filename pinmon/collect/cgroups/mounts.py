@@ -20,7 +20,6 @@ import os
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from .safe_read import read_file
 
@@ -39,11 +38,11 @@ class Mount:
 
 @dataclass(frozen=True)
 class CgroupMounts:
-    v2: Optional[Mount] = None
-    v1_memory: Optional[Mount] = None
+    v2: Mount | None = None
+    v1_memory: Mount | None = None
 
     @property
-    def memory_version(self) -> Optional[int]:
+    def memory_version(self) -> int | None:
         """The hierarchy that holds the memory controller: 1, 2, or None (neither mounted)."""
         return 1 if self.v1_memory else 2 if self.v2 else None
 
@@ -56,8 +55,8 @@ def _unescape(field: str) -> str:
 def parse_mountinfo(text: str, root: str = "/") -> CgroupMounts:
     """The cgroup mounts in mountinfo ``text``; of several mounts of one hierarchy, the one showing
     the widest cgroup (the shortest root), then the first."""
-    v2: Optional[Mount] = None
-    v1: Optional[Mount] = None
+    v2: Mount | None = None
+    v1: Mount | None = None
     for line in text.splitlines():
         fields = line.split()
         try:
@@ -72,13 +71,13 @@ def parse_mountinfo(text: str, root: str = "/") -> CgroupMounts:
         if fstype == "cgroup2":
             if v2 is None or len(cg_root) < len(v2.cgroup_root):
                 v2 = mount
-        elif fstype == "cgroup" and "memory" in options.split(","):
+        elif fstype == "cgroup" and "memory" in options.split(","):  # noqa: SIM102  (shaped as the cgroup2 branch)
             if v1 is None or len(cg_root) < len(v1.cgroup_root):
                 v1 = mount
     return CgroupMounts(v2, v1)
 
 
-def read_mounts(root: str = "/") -> tuple[CgroupMounts, Optional[str]]:
+def read_mounts(root: str = "/") -> tuple[CgroupMounts, str | None]:
     """(the cgroup mounts, None) or (empty mounts, why) from ``root``/proc/self/mountinfo."""
     got = read_file(os.path.join(root, "proc/self/mountinfo"), MAX_MOUNTINFO_BYTES)
     if got.data is None:
@@ -86,7 +85,7 @@ def read_mounts(root: str = "/") -> tuple[CgroupMounts, Optional[str]]:
     return parse_mountinfo(got.data.decode("utf-8", errors="replace"), root), None
 
 
-def to_dir(mount: Mount, cgroup_path: str) -> tuple[Optional[str], Optional[str]]:
+def to_dir(mount: Mount, cgroup_path: str) -> tuple[str | None, str | None]:
     """(directory of ``cgroup_path`` under ``mount``, None) or (None, why not)."""
     if not cgroup_path.startswith("/") or "\0" in cgroup_path:
         return None, "not a cgroup path"

@@ -47,8 +47,8 @@ import os
 import re
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from ...units import printable
 from .ownership import KIND_DOCKER, KIND_POD, Owner
@@ -83,20 +83,20 @@ SOURCE_DOCKER = "docker"
 class Names:
     """What a group is called; each field printable and bounded, None where unknown."""
 
-    pod_name: Optional[str] = None
-    namespace: Optional[str] = None
-    container_name: Optional[str] = None
-    source: Optional[str] = None
+    pod_name: str | None = None
+    namespace: str | None = None
+    container_name: str | None = None
+    source: str | None = None
 
 
 NO_NAMES = Names()
 
 
-def _text(value) -> Optional[str]:
+def _text(value) -> str | None:
     return printable(value, NAME_MAX_CHARS) if isinstance(value, str) and value else None
 
 
-def parse_container_log_name(entry: str) -> Optional[tuple[str, Names]]:
+def parse_container_log_name(entry: str) -> tuple[str, Names] | None:
     """(container id, names) of a /var/log/containers entry name, or None for any other name."""
     if not entry.endswith(".log"):
         return None
@@ -113,7 +113,7 @@ def parse_container_log_name(entry: str) -> Optional[tuple[str, Names]]:
     return cid, Names(_text(pod), _text(namespace), _text(container), SOURCE_KUBELET_LOGS)
 
 
-def parse_pod_log_dir(entry: str) -> Optional[tuple[str, Names]]:
+def parse_pod_log_dir(entry: str) -> tuple[str, Names] | None:
     """(pod UID, names) of a /var/log/pods entry name ``<namespace>_<pod>_<uid>``, or None."""
     parts = entry.split("_")
     if len(parts) != 3:
@@ -124,7 +124,7 @@ def parse_pod_log_dir(entry: str) -> Optional[tuple[str, Names]]:
     return uid, Names(_text(pod), _text(namespace), None, SOURCE_KUBELET_LOGS)
 
 
-def _load_json(data: Optional[bytes]) -> Optional[dict]:
+def _load_json(data: bytes | None) -> dict | None:
     if data is None:
         return None
     try:
@@ -134,7 +134,7 @@ def _load_json(data: Optional[bytes]) -> Optional[dict]:
     return doc if isinstance(doc, dict) else None
 
 
-def names_from_oci_spec(data: Optional[bytes], pod_uid: Optional[str]) -> Optional[Names]:
+def names_from_oci_spec(data: bytes | None, pod_uid: str | None) -> Names | None:
     """Names in an OCI spec's annotations (containerd's or CRI-O's keys); None where it has none,
     or where it names another pod than ``pod_uid``."""
     doc = _load_json(data)
@@ -156,7 +156,7 @@ def names_from_oci_spec(data: Optional[bytes], pod_uid: Optional[str]) -> Option
     return None
 
 
-def names_from_docker_config(data: Optional[bytes], pod_uid: Optional[str]) -> Optional[Names]:
+def names_from_docker_config(data: bytes | None, pod_uid: str | None) -> Names | None:
     """A Docker container's name from its config.v2.json ``Name`` ("/name"); a cri-dockerd one's
     ``k8s_<container>_<pod>_<namespace>_<uid>_<attempt>`` gives the pod too."""
     doc = _load_json(data)
@@ -179,14 +179,14 @@ class _Listing:
     """A directory's entries parsed into {id: Names}, listed again on a miss at most every
     ``recheck_s``."""
 
-    def __init__(self, base: str, parse: Callable[[str], Optional[tuple[str, Names]]],
+    def __init__(self, base: str, parse: Callable[[str], tuple[str, Names] | None],
                  recheck_s: float, clock: Callable[[], float]):
         self.base, self._parse, self.recheck_s, self._clock = base, parse, recheck_s, clock
         self._map: dict[str, Names] = {}
-        self._listed_at: Optional[float] = None
+        self._listed_at: float | None = None
         self.listings = 0
 
-    def get(self, key: str) -> Optional[Names]:
+    def get(self, key: str) -> Names | None:
         found = self._map.get(key)
         if found is not None:
             return found
@@ -219,13 +219,13 @@ class NameResolver:
                                    listing_recheck_s, clock)
         self.pods = _Listing(self._path(POD_LOGS), parse_pod_log_dir, listing_recheck_s, clock)
         # container id -> (asked at, Names or None): state files are read once per id
-        self._by_id: OrderedDict[str, tuple[float, Optional[Names]]] = OrderedDict()
+        self._by_id: OrderedDict[str, tuple[float, Names | None]] = OrderedDict()
         self.state_reads = 0
 
     def _path(self, parts: tuple) -> str:
         return os.path.join(self.root, *parts)
 
-    def _state(self, owner: Owner, cid: str) -> Optional[Names]:
+    def _state(self, owner: Owner, cid: str) -> Names | None:
         """The names the runtime's state files give container ``cid`` of ``owner`` (cached)."""
         now = self._clock()
         cached = self._by_id.get(cid)
@@ -253,7 +253,7 @@ class NameResolver:
             return (SOURCE_CRIO,)
         return (SOURCE_CONTAINERD, SOURCE_CRIO, SOURCE_DOCKER)  # cgroupfs driver: runtime unknown
 
-    def _read_state(self, source: str, cid: str, pod_uid: Optional[str]) -> Optional[Names]:
+    def _read_state(self, source: str, cid: str, pod_uid: str | None) -> Names | None:
         self.state_reads += 1
         if source == SOURCE_CONTAINERD:
             got = read_beneath(self._path(CONTAINERD_TASKS), [cid, "config.json"], MAX_STATE_FILE_BYTES)

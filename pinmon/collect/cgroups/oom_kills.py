@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable, Optional
 
 from ...limits import DEFAULT_OOM_LOOKBACK_S
 from ...model import OomKill
@@ -48,7 +48,7 @@ class OomKillReader:
     """``read()`` -> (the kills within ``lookback_s``, oldest first; notices)."""
 
     def __init__(self, groups: GroupCollector, lookback_s: float = DEFAULT_OOM_LOOKBACK_S,
-                 kmsg: Optional[KmsgReader] = None, wall: Callable[[], float] = time.time,
+                 kmsg: KmsgReader | None = None, wall: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = _monotonic):
         self.groups = groups
         self.lookback_s = lookback_s
@@ -93,7 +93,7 @@ class OomKillReader:
         directory, _why = to_dir(mount, path)
         return directory is not None and os.path.isdir(directory)
 
-    def _limit(self, k: KernelOomKill) -> tuple[Optional[int], Optional[LimitSource]]:
+    def _limit(self, k: KernelOomKill) -> tuple[int | None, LimitSource | None]:
         if k.limit_bytes is not None:
             return k.limit_bytes, "kernel log"
         if k.oom_memcg is not None and self._exists(k.oom_memcg):

@@ -56,7 +56,7 @@ import functools
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from ...units import printable
 
@@ -101,8 +101,8 @@ class CgroupPaths(NamedTuple):
     it in /proc/PID/cgroup (relative to the reader's cgroup namespace); None where absent. A tuple:
     the limits reader hashes one per process every snapshot, and a tuple's hash is the fast one."""
 
-    v2: Optional[str] = None
-    v1_memory: Optional[str] = None
+    v2: str | None = None
+    v1_memory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,19 +113,19 @@ class Owner:
     kind: str
     display: str
     cgroup: CgroupPaths
-    pod_uid: Optional[str] = None         # Kubernetes pod UID, with dashes (or 32 hex: static pod)
-    qos: Optional[str] = None             # "guaranteed", "burstable", "besteffort"
-    container_id: Optional[str] = None    # 64 hex digits
-    runtime: Optional[str] = None         # "containerd", "cri-o", "docker", "podman"; None: unknown
-    podman_pod_id: Optional[str] = None   # 64 hex digits
-    helper: Optional[str] = None          # "conmon": the runtime's monitor of that container
-    slurm_job: Optional[int] = None
-    slurm_step: Optional[str] = None      # a number, "batch", "extern" or "interactive"
-    unit: Optional[str] = None            # systemd unit, e.g. "nginx.service", "session-3.scope"
-    user_uid: Optional[int] = None        # user@UID.service / user-UID.slice / Slurm uid_UID
+    pod_uid: str | None = None         # Kubernetes pod UID, with dashes (or 32 hex: static pod)
+    qos: str | None = None             # "guaranteed", "burstable", "besteffort"
+    container_id: str | None = None    # 64 hex digits
+    runtime: str | None = None         # "containerd", "cri-o", "docker", "podman"; None: unknown
+    podman_pod_id: str | None = None   # 64 hex digits
+    helper: str | None = None          # "conmon": the runtime's monitor of that container
+    slurm_job: int | None = None
+    slurm_step: str | None = None      # a number, "batch", "extern" or "interactive"
+    unit: str | None = None            # systemd unit, e.g. "nginx.service", "session-3.scope"
+    user_uid: int | None = None        # user@UID.service / user-UID.slice / Slurm uid_UID
     # The user who owns the delegated subtree the group sits in (a user@UID.service ancestor, or a
     # directory on its path not owned by root): what the path claims is that user's word.
-    delegated_uid: Optional[int] = None
+    delegated_uid: int | None = None
     # The process's own cgroup, below the group's (a Slurm task under its step): a limit set there
     # binds the process too. Not part of the owner's identity.
     process_cgroup: CgroupPaths = dataclasses.field(default=CgroupPaths(), compare=False)
@@ -149,13 +149,13 @@ class Owner:
         return f"{user}{ident}@{path}"
 
     @property
-    def memory_path(self) -> Optional[str]:
+    def memory_path(self) -> str | None:
         """The group's path in the hierarchy that holds the memory controller where there is one (v1
         memory's line, else the unified one's)."""
         return self.cgroup.v1_memory if self.cgroup.v1_memory is not None else self.cgroup.v2
 
 
-def path_id(path: Optional[str]) -> str:
+def path_id(path: str | None) -> str:
     """A cgroup path as part of a key: the path itself where it is printable and at most
     ``KEY_PATH_CHARS`` long, else its printable head, "…#" and a digest of the whole path, so two
     paths never share a key and a key stays short."""
@@ -171,13 +171,13 @@ def short_id(container_id: str) -> str:
     return container_id[:SHORT_ID_CHARS]
 
 
-def bounded_path(path: Optional[str], max_chars: int = PATH_MAX_CHARS) -> str:
+def bounded_path(path: str | None, max_chars: int = PATH_MAX_CHARS) -> str:
     """A cgroup path for display: printable; when too long, "…" and its tail (the leaf names it)."""
     s = printable(path, 1 << 20)
     return s if len(s) <= max_chars else "…" + s[-(max_chars - 1):]
 
 
-def parse_proc_cgroup(text: str) -> tuple[Optional[str], Optional[str], list[str]]:
+def parse_proc_cgroup(text: str) -> tuple[str | None, str | None, list[str]]:
     """(v2 path, v1 memory path, other v1 paths with name=systemd first) of /proc/PID/cgroup text.
 
     A hierarchy id listed twice, or more than ``MAX_LINES`` lines, means a cgroup name with a line
@@ -225,12 +225,12 @@ def _components(path: str) -> list[str]:
     return [c for c in path.split("/") if c]
 
 
-def _pod_uid(raw: str, underscores: bool) -> Optional[str]:
+def _pod_uid(raw: str, underscores: bool) -> str | None:
     uid = raw.replace("_", "-") if underscores else raw
     return uid if _UUID.match(uid) or _HEX32.match(uid) else None
 
 
-def _container_component(comp: str, cgroupfs_parent_is_pod: bool) -> Optional[tuple]:
+def _container_component(comp: str, cgroupfs_parent_is_pod: bool) -> tuple | None:
     """(runtime or None, id, helper or None) of a container's cgroup component; a component that
     claims a runtime with a bad id gives ("bad",)."""
     m = _SCOPE.match(comp)
@@ -248,7 +248,7 @@ def _container_component(comp: str, cgroupfs_parent_is_pod: bool) -> Optional[tu
     return None
 
 
-def _find_pod(comps: list[str]) -> Optional[_Found]:
+def _find_pod(comps: list[str]) -> _Found | None:
     for i, comp in enumerate(comps):
         uid, qos = None, None
         m = _POD_SLICE.match(comp)
@@ -278,7 +278,7 @@ def _find_pod(comps: list[str]) -> Optional[_Found]:
     return None
 
 
-def _find_container(comps: list[str]) -> Optional[_Found]:
+def _find_container(comps: list[str]) -> _Found | None:
     """Docker and Podman outside Kubernetes: the deepest container component wins (a container's
     own sub-cgroups sit below it)."""
     for i in range(len(comps) - 1, -1, -1):
@@ -313,7 +313,7 @@ def _find_container(comps: list[str]) -> Optional[_Found]:
     return None
 
 
-def _find_slurm(comps: list[str]) -> Optional[_Found]:
+def _find_slurm(comps: list[str]) -> _Found | None:
     for i, comp in enumerate(comps):
         if not (comp == "slurm" or comp.startswith("slurm_") or comp == "slurmstepd.scope"
                 or comp.endswith("_slurmstepd.scope")):
@@ -342,7 +342,7 @@ def _find_slurm(comps: list[str]) -> Optional[_Found]:
     return None
 
 
-def _user_uid(comps: list[str]) -> Optional[int]:
+def _user_uid(comps: list[str]) -> int | None:
     for comp in reversed(comps):
         m = _USER_SERVICE.match(comp) or _USER_SLICE.match(comp)
         if m:
@@ -350,7 +350,7 @@ def _user_uid(comps: list[str]) -> Optional[int]:
     return None
 
 
-def _find_unit(comps: list[str]) -> Optional[_Found]:
+def _find_unit(comps: list[str]) -> _Found | None:
     for i in range(len(comps) - 1, -1, -1):
         comp = comps[i]
         if not comp.endswith((".service", ".scope")):
@@ -365,7 +365,7 @@ def _find_unit(comps: list[str]) -> Optional[_Found]:
     return None
 
 
-def classify_path(path: str) -> Optional[_Found]:
+def classify_path(path: str) -> _Found | None:
     """What one cgroup path names: a _Found, or None for none of the kinds (a plain path). A path
     whose claimed id fails its check gives a _Found of kind "bad"."""
     if len(path) <= 1:
@@ -387,7 +387,7 @@ def classify_path(path: str) -> Optional[_Found]:
     return None
 
 
-def _delegating_user(comps: list[str]) -> Optional[int]:
+def _delegating_user(comps: list[str]) -> int | None:
     """The uid of the outermost ``user@UID.service`` among ``comps`` (the group's path): systemd
     hands that subtree to the user, who may name cgroups below it as they like."""
     for comp in comps:
@@ -397,7 +397,7 @@ def _delegating_user(comps: list[str]) -> Optional[int]:
     return None
 
 
-def _cut(path: Optional[str], found: Optional[_Found]) -> Optional[str]:
+def _cut(path: str | None, found: _Found | None) -> str | None:
     """``path`` cut after its ``found.depth``-th owner component (``..`` kept, not counted)."""
     if path is None or found is None or found.kind == "bad":
         return path
@@ -411,7 +411,7 @@ def _cut(path: Optional[str], found: Optional[_Found]) -> Optional[str]:
     return "/" + "/".join(out)
 
 
-def _display(kind: str, f: dict, path: Optional[str]) -> str:
+def _display(kind: str, f: dict, path: str | None) -> str:
     delegated = f.get("delegated_uid")
     if kind == KIND_POD:
         s = f"pod {f['pod_uid'][:8]}"
@@ -455,14 +455,14 @@ def owner_of(text: str) -> Owner:
     v2, v1_mem, others = parse_proc_cgroup(text if isinstance(text, str) else "")
     if v2 is None and v1_mem is None and not others:
         return Owner(KIND_UNKNOWN, "n/a", CgroupPaths())
-    found_by_path: dict[str, Optional[_Found]] = {}
+    found_by_path: dict[str, _Found | None] = {}
 
-    def classified(path: str) -> Optional[_Found]:
+    def classified(path: str) -> _Found | None:
         if path not in found_by_path:  # the v1 lines of a host mostly repeat one path
             found_by_path[path] = classify_path(path)
         return found_by_path[path]
 
-    chosen: Optional[_Found] = None
+    chosen: _Found | None = None
     for path in [p for p in (v1_mem, v2) if p is not None] + others:
         found = classified(path)
         if found is not None and found.kind != "bad":

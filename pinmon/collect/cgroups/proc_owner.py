@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Hashable, Iterable, Optional
+from collections.abc import Callable, Hashable, Iterable
 
 from .ownership import Owner, owner_of
 from .safe_read import read_file
@@ -23,13 +23,13 @@ MAX_MEMO_TEXTS = 4096   # distinct cgroup files parsed and kept: far above a nod
 MAX_CGROUP_FILE_BYTES = 64 << 10  # ~16 lines of at most a few hundred bytes each
 
 
-def read_cgroup_text(pid: int, proc_root: str = "/proc") -> Optional[str]:
+def read_cgroup_text(pid: int, proc_root: str = "/proc") -> str | None:
     """``pid``'s /proc/PID/cgroup, or None when it cannot be read (gone, denied)."""
     got = read_file(os.path.join(proc_root, str(int(pid)), "cgroup"), MAX_CGROUP_FILE_BYTES)
     return None if got.data is None else got.data.decode("utf-8", errors="replace")
 
 
-def read_owner(pid: int, proc_root: str = "/proc") -> Optional[Owner]:
+def read_owner(pid: int, proc_root: str = "/proc") -> Owner | None:
     """The owner of ``pid`` now, or None when its cgroup file cannot be read."""
     text = read_cgroup_text(pid, proc_root)
     return None if text is None else owner_of(text)
@@ -43,22 +43,22 @@ class OwnerCache:
         self.proc_root = proc_root
         self.recheck_s = recheck_s
         self._clock = clock
-        self._entries: dict[int, tuple[float, Hashable, Optional[Owner]]] = {}
+        self._entries: dict[int, tuple[float, Hashable, Owner | None]] = {}
         self._memo: dict[str, Owner] = {}
         self.reads = 0  # files read since creation: for tests and the bench
 
-    def owner(self, pid: int, token: Hashable = None) -> Optional[Owner]:
+    def owner(self, pid: int, token: Hashable = None) -> Owner | None:
         now = self._clock()
         entry = self._entries.get(pid)
         if entry is not None and entry[1] == token and now - entry[0] < self.recheck_s:
             return entry[2]
         return self._read(pid, token, now)
 
-    def owners(self, pids: Iterable[int], tokens: Optional[dict] = None) -> dict[int, Optional[Owner]]:
+    def owners(self, pids: Iterable[int], tokens: dict | None = None) -> dict[int, Owner | None]:
         """``owner`` of each pid (``tokens``: pid -> token), with one look at the clock."""
         now = self._clock()
         tokens = tokens or {}
-        out: dict[int, Optional[Owner]] = {}
+        out: dict[int, Owner | None] = {}
         entries = self._entries
         for pid in pids:
             token = tokens.get(pid)
@@ -69,7 +69,7 @@ class OwnerCache:
                 out[pid] = self._read(pid, token, now)
         return out
 
-    def _read(self, pid: int, token: Hashable, now: float) -> Optional[Owner]:
+    def _read(self, pid: int, token: Hashable, now: float) -> Owner | None:
         self.reads += 1
         text = read_cgroup_text(pid, self.proc_root)
         found = None if text is None else self._parse(text)

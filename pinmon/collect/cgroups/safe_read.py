@@ -27,8 +27,8 @@ import ctypes
 import errno
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 _OPEN_FILE = (os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
               | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
@@ -50,8 +50,8 @@ MAX_PARTS = 32  # deeper than any runtime's state layout
 class ReadResult:
     """The bytes read, or None and why not (``reason``: a few words for a notice or a test)."""
 
-    data: Optional[bytes]
-    reason: Optional[str] = None
+    data: bytes | None
+    reason: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -124,7 +124,7 @@ def _read_open_file(fd: int, max_bytes: int) -> ReadResult:
     return ReadResult(data)
 
 
-def _read_entry(dir_fd: Optional[int], name: str, max_bytes: int) -> ReadResult:
+def _read_entry(dir_fd: int | None, name: str, max_bytes: int) -> ReadResult:
     """``name`` (relative to ``dir_fd``, or a path when None) as a regular file, not a link."""
     try:
         before = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -226,7 +226,7 @@ def _explain(base_fd: int, dirs: Sequence[str]) -> str:
     return "changed while walked"
 
 
-def _walk_or_why(base_fd: int, dirs: Sequence[str], use_openat2: bool) -> tuple[Optional[int], Optional[str]]:
+def _walk_or_why(base_fd: int, dirs: Sequence[str], use_openat2: bool) -> tuple[int | None, str | None]:
     try:
         return _walk(base_fd, dirs, use_openat2), None
     except OSError as e:
@@ -256,7 +256,7 @@ def read_beneath(base: str, parts: Sequence[str], max_bytes: int, *, use_openat2
 
 
 def list_beneath(base: str, parts: Sequence[str], max_entries: int, *,
-                 use_openat2: bool = True) -> tuple[Optional[list[str]], Optional[str]]:
+                 use_openat2: bool = True) -> tuple[list[str] | None, str | None]:
     """The names in directory ``base/parts...`` (no link followed below ``base``), at most
     ``max_entries`` of them; (None, reason) where it cannot be listed. Names only: nothing listed
     is opened or followed."""

@@ -7,12 +7,10 @@ docs/measurement.md). The figure is exact for what it counts and says nothing of
 """
 from __future__ import annotations
 
-from typing import Optional, Union
-
 MAX_KB_DIGITS = 16  # kB of a 64-bit address space
 
 
-def parse_vmpin(status: Union[str, bytes]) -> Optional[int]:
+def parse_vmpin(status: str | bytes) -> int | None:
     """Bytes in the 'VmPin:\\t  307200 kB' line of /proc/PID/status text, or None where the line is
     missing (a kernel thread, a kernel before 2.6.35) or malformed."""
     if isinstance(status, bytes):

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from ..rawfile import READ_CHUNK, READ_FLAGS, read_bytes
 from .numa import NODE_DIR, list_nodes, system_page_size
@@ -34,7 +34,7 @@ NODES_RECHECK_S = 60.0
 MIN_READ_INTERVAL_S = 1.9  # a monitor's default; a one-shot reading (``check``) passes 0
 
 
-def _counter(data: bytes, name: bytes) -> Optional[int]:
+def _counter(data: bytes, name: bytes) -> int | None:
     """The value of the ``name value`` line of a vmstat file, or None."""
     at = 0 if data.startswith(name + b" ") else data.find(b"\n" + name + b" ")
     if at < 0:
@@ -48,7 +48,7 @@ def _counter(data: bytes, name: bytes) -> Optional[int]:
     return value if value >= 0 else None
 
 
-def parse_pinned_pages(data: bytes) -> Optional[int]:
+def parse_pinned_pages(data: bytes) -> int | None:
     """Pages pinned now (acquired - released, never below 0) from the text of a vmstat file;
     None when either counter is missing or malformed."""
     acquired, released = _counter(data, ACQUIRED), _counter(data, RELEASED)
@@ -60,12 +60,12 @@ def parse_pinned_pages(data: bytes) -> Optional[int]:
 
 @dataclass(frozen=True)
 class KernelPins:
-    pinned_bytes: Optional[int] = None
-    by_node: Optional[dict[str, int]] = None  # {"0": bytes, ...}
-    nodes: Optional[tuple[int, ...]] = None
+    pinned_bytes: int | None = None
+    by_node: dict[str, int] | None = None  # {"0": bytes, ...}
+    nodes: tuple[int, ...] | None = None
 
 
-def read_pinned_bytes(path: str, page_size: int) -> Optional[int]:
+def read_pinned_bytes(path: str, page_size: int) -> int | None:
     """The pinned bytes a vmstat file counts, or None (unreadable, or no FOLL_PIN counters)."""
     try:
         pages = parse_pinned_pages(read_bytes(path))
@@ -80,7 +80,7 @@ class KeptFile:
 
     def __init__(self, path: str):
         self.path = path
-        self._fd: Optional[int] = None
+        self._fd: int | None = None
 
     def read(self) -> bytes:
         """The whole text now; OSError when the file cannot be opened or read."""
@@ -113,26 +113,26 @@ class KernelPinsReader:
     page, so its count is the host's); on a multi-node host the per-node files, whose sum is the
     host's count (the kernel folds each per-CPU delta into the node and the host total together)."""
 
-    def __init__(self, root: str = "/", page_size: Optional[int] = None,
+    def __init__(self, root: str = "/", page_size: int | None = None,
                  clock: Callable[[], float] = time.monotonic, min_interval_s: float = MIN_READ_INTERVAL_S):
         self.root = root
         self.min_interval_s = min_interval_s
         self.page_size = page_size or system_page_size()
         self._clock = clock
-        self._nodes: Optional[tuple[int, ...]] = None
-        self._nodes_at: Optional[float] = None
+        self._nodes: tuple[int, ...] | None = None
+        self._nodes_at: float | None = None
         self._files: dict[str, KeptFile] = {}
-        self._last: Optional[KernelPins] = None
-        self._read_at: Optional[float] = None
+        self._last: KernelPins | None = None
+        self._read_at: float | None = None
 
-    def nodes(self) -> Optional[tuple[int, ...]]:
+    def nodes(self) -> tuple[int, ...] | None:
         now = self._clock()
         if self._nodes_at is None or now - self._nodes_at >= NODES_RECHECK_S:
             self._nodes = list_nodes(self.root)
             self._nodes_at = now
         return self._nodes
 
-    def _pinned(self, rel: str) -> Optional[int]:
+    def _pinned(self, rel: str) -> int | None:
         f = self._files.get(rel)
         if f is None:
             f = self._files[rel] = KeptFile(os.path.join(self.root, rel))
@@ -147,8 +147,8 @@ class KernelPinsReader:
         if self._last is not None and self._read_at is not None and now - self._read_at < self.min_interval_s:
             return self._last
         nodes = self.nodes()
-        total: Optional[int] = None
-        by_node: Optional[dict[str, int]] = None
+        total: int | None = None
+        by_node: dict[str, int] | None = None
         if nodes and len(nodes) > 1:
             by_node = {}
             for n in nodes:

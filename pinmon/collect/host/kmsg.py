@@ -25,8 +25,8 @@ from __future__ import annotations
 import errno
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
 
 KMSG = "/dev/kmsg"
 # The kernel's largest record as /dev/kmsg writes it (CONSOLE_EXT_LOG_MAX, 8 KiB): a smaller buffer
@@ -55,7 +55,7 @@ def unescape(text: bytes) -> bytes:
     return _ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), text) if b"\\x" in text else text
 
 
-def parse_record(data: bytes) -> Optional[KmsgRecord]:
+def parse_record(data: bytes) -> KmsgRecord | None:
     """One record read from /dev/kmsg -> ``KmsgRecord``; None for a record that is not the kernel's
     own (a program wrote it) or that does not parse."""
     header, sep, rest = data.partition(b";")
@@ -80,9 +80,9 @@ class KmsgReader:
         self.path = path
         self._open = opener
         self._read = reader
-        self._fd: Optional[int] = None
-        self.notice: Optional[str] = None  # why the log cannot be read; None while it can
-        self.last_seq: Optional[int] = None
+        self._fd: int | None = None
+        self.notice: str | None = None  # why the log cannot be read; None while it can
+        self.last_seq: int | None = None
         self.lost = 0          # reads that found records overwritten before pinmon read them
         self.records_read = 0  # since creation: for tests and the bench
 
@@ -100,7 +100,7 @@ class KmsgReader:
             return False
         return True
 
-    def read_new(self, wanted: Optional[tuple[bytes, ...]] = None) -> Iterator[KmsgRecord]:
+    def read_new(self, wanted: tuple[bytes, ...] | None = None) -> Iterator[KmsgRecord]:
         """The records logged since the last call (at most ``MAX_RECORDS_PER_CALL``); with ``wanted``,
         only those holding one of its byte strings (the rest are read past, not parsed)."""
         if not self._ensure_open():

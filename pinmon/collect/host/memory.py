@@ -17,7 +17,7 @@ import os
 import resource
 import socket
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from ..cgroups.limits import CgroupMemory, CgroupMemoryReader
 from ..cgroups.ownership import CgroupPaths, parse_proc_cgroup
@@ -31,7 +31,7 @@ CGROUP_RECHECK_S = 10.0
 MEMINFO_KEYS = frozenset({"MemTotal", "MemAvailable", "SwapTotal", "SwapFree", "Shmem", "Mlocked"})
 
 
-def parse_meminfo(text: str, keys: Optional[frozenset] = None) -> dict[str, int]:
+def parse_meminfo(text: str, keys: frozenset | None = None) -> dict[str, int]:
     """'MemTotal:  131072 kB' lines -> {'MemTotal': 134217728, ...} in bytes; bad lines skipped.
     With ``keys``, only those fields."""
     out: dict[str, int] = {}
@@ -56,7 +56,7 @@ def parse_meminfo(text: str, keys: Optional[frozenset] = None) -> dict[str, int]
     return out
 
 
-def _read(path: str) -> Optional[str]:
+def _read(path: str) -> str | None:
     try:
         return read_bytes(path).decode("utf-8", errors="replace")
     except (OSError, ValueError):  # ValueError: a NUL byte in a path built from /proc/self/cgroup
@@ -69,13 +69,13 @@ def own_cgroup(root: str = "/") -> CgroupPaths:
     return CgroupPaths(v2, v1_memory)
 
 
-def cgroup_memory_limit(root: str = "/") -> Optional[int]:
+def cgroup_memory_limit(root: str = "/") -> int | None:
     """The tightest memory limit on this process's cgroup and its ancestors, bytes; None: none."""
     with CgroupMemoryReader(root=root) as reader:
         return reader.read_one(own_cgroup(root)).limit_bytes
 
 
-def memlock_limit() -> tuple[Optional[int], Optional[bool]]:
+def memlock_limit() -> tuple[int | None, bool | None]:
     """(soft RLIMIT_MEMLOCK bytes or None, unlimited?) for this process."""
     try:
         soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
@@ -93,7 +93,7 @@ def read_host_memory(root: str = "/") -> tuple[dict, list[str]]:
         return _host_memory(root, own, limit_usage(reader, own))
 
 
-def limit_usage(reader: CgroupMemoryReader, cgroup: CgroupMemory, now: Optional[float] = None) -> Optional[int]:
+def limit_usage(reader: CgroupMemoryReader, cgroup: CgroupMemory, now: float | None = None) -> int | None:
     """The usage of the cgroup that sets ``cgroup``'s limit (itself, or an ancestor whose usage
     counts every cgroup below it), bytes; None where unknown."""
     if cgroup.limit_path is None:
@@ -110,13 +110,13 @@ class HostMemoryReader:
     limit walk for its own recheck time and reads the usage each time."""
 
     def __init__(self, root: str = "/", clock: Callable[[], float] = time.monotonic,
-                 memory: Optional[CgroupMemoryReader] = None):
+                 memory: CgroupMemoryReader | None = None):
         self.root = root
         self._clock = clock
         self._own_reader = memory is None
         self.memory = memory if memory is not None else CgroupMemoryReader(root=root, clock=clock)
-        self._own: Optional[CgroupPaths] = None
-        self._read_at: Optional[float] = None
+        self._own: CgroupPaths | None = None
+        self._read_at: float | None = None
 
     def read(self) -> tuple[dict, list[str]]:
         now = self._clock()
@@ -131,7 +131,7 @@ class HostMemoryReader:
             self.memory.close()
 
 
-def _host_memory(root: str, cgroup: CgroupMemory, usage: Optional[int]) -> tuple[dict, list[str]]:
+def _host_memory(root: str, cgroup: CgroupMemory, usage: int | None) -> tuple[dict, list[str]]:
     notices: list[str] = []
     meminfo_text = _read(os.path.join(root, "proc/meminfo"))
     if meminfo_text is None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
 from ...model import ProcessPinned
 from ...model.serial import evolve
@@ -34,7 +34,7 @@ PINNED_FILE_TOKEN = b"file=/dev/zero\\040(deleted)"
 PLACEMENT_REFRESH_S = 60.0
 
 
-def parse_node_list(text: str) -> Optional[tuple[int, ...]]:
+def parse_node_list(text: str) -> tuple[int, ...] | None:
     """"0-1,3" -> (0, 1, 3); None for junk or an empty list."""
     nodes: list[int] = []
     for part in text.strip().split(","):
@@ -52,7 +52,7 @@ def parse_node_list(text: str) -> Optional[tuple[int, ...]]:
     return tuple(sorted(set(nodes))) or None
 
 
-def list_nodes(root: str = "/", which: str = "online") -> Optional[tuple[int, ...]]:
+def list_nodes(root: str = "/", which: str = "online") -> tuple[int, ...] | None:
     """The NUMA node ids of ``/sys/devices/system/node/<which>`` ("online", or "has_memory": the nodes
     pages can be placed on); None where the kernel has no NUMA sysfs (or it is unreadable)."""
     base = os.path.join(root, NODE_DIR)
@@ -70,7 +70,7 @@ def list_nodes(root: str = "/", which: str = "online") -> Optional[tuple[int, ..
 
 
 def parse_numa_maps(data: bytes, page_size: int = 4096,
-                    token: Optional[bytes] = PINNED_FILE_TOKEN) -> dict[str, int]:
+                    token: bytes | None = PINNED_FILE_TOKEN) -> dict[str, int]:
     """{"node": bytes} over the lines of ``/proc/PID/numa_maps`` that hold ``token`` (the pinned
     ``/dev/zero (deleted)`` mappings; None: every line). Malformed fields are skipped."""
     out: dict[str, int] = {}
@@ -78,7 +78,7 @@ def parse_numa_maps(data: bytes, page_size: int = 4096,
         if token is not None and token not in line:
             continue
         counts: list[tuple[str, int]] = []
-        kib: Optional[int] = None
+        kib: int | None = None
         for field in line.split(b" ")[2:]:
             key, sep, value = field.partition(b"=")
             if not sep:
@@ -101,7 +101,7 @@ def parse_numa_maps(data: bytes, page_size: int = 4096,
     return out
 
 
-def read_pinned_placement(pid: int, proc_root: str = "/proc", page_size: int = 4096) -> Optional[dict[str, int]]:
+def read_pinned_placement(pid: int, proc_root: str = "/proc", page_size: int = 4096) -> dict[str, int] | None:
     """{"node": bytes} of ``pid``'s pinned mappings, or None when numa_maps cannot be read."""
     try:
         data = read_bytes(os.path.join(proc_root, str(pid), "numa_maps"))
@@ -114,23 +114,23 @@ class PinnedPlacement:
     """Fills ``Placement.pinned_bytes_by_node`` of the rows, reading numa_maps only when it can have changed."""
 
     def __init__(self, proc_root: str = "/proc", clock: Callable[[], float] = time.monotonic,
-                 page_size: Optional[int] = None,
-                 reader: Callable[..., Optional[dict[str, int]]] = read_pinned_placement):
+                 page_size: int | None = None,
+                 reader: Callable[..., dict[str, int] | None] = read_pinned_placement):
         self.proc_root = proc_root
         self._clock = clock
         self._page_size = page_size or system_page_size()
         self._read = reader
         # pid -> (signature of its pinned mappings, when read, placement)
-        self._cache: dict[int, tuple[tuple, float, Optional[dict[str, int]]]] = {}
+        self._cache: dict[int, tuple[tuple, float, dict[str, int] | None]] = {}
         self.reads = 0  # numa_maps reads so far (tests and benchmarks look at it)
 
-    def annotate(self, rows: Iterable[ProcessPinned], nodes: Optional[tuple[int, ...]]) -> list[ProcessPinned]:
+    def annotate(self, rows: Iterable[ProcessPinned], nodes: tuple[int, ...] | None) -> list[ProcessPinned]:
         rows = list(rows)
         if nodes is None or len(nodes) < 2:
             self._cache.clear()  # one node: every page is on it, nothing to read
             return rows
         now = self._clock()
-        cache: dict[int, tuple[tuple, float, Optional[dict[str, int]]]] = {}
+        cache: dict[int, tuple[tuple, float, dict[str, int] | None]] = {}
         out = []
         for r in rows:
             held = r.held
@@ -151,7 +151,7 @@ class PinnedPlacement:
         return out
 
 
-def within(placement: Optional[dict[str, int]], total_bytes: int) -> Optional[dict[str, int]]:
+def within(placement: dict[str, int] | None, total_bytes: int) -> dict[str, int] | None:
     """``placement`` scaled down, node by node, to add up to at most ``total_bytes``."""
     if not placement:
         return placement

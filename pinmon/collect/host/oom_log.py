@@ -30,8 +30,8 @@ through ``units.printable`` downstream.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Iterable, Optional
 
 from .kmsg import KmsgRecord, unescape
 
@@ -64,14 +64,14 @@ class KernelOomKill:
     usec: int                             # CLOCK_MONOTONIC microseconds of that line
     pid: int
     task: str                             # the victim's name (comm), as logged: untrusted
-    uid: Optional[int] = None
-    oom_memcg: Optional[str] = None       # the cgroup whose limit was hit
-    task_memcg: Optional[str] = None      # the victim's own cgroup
-    limit_bytes: Optional[int] = None     # the OOM cgroup's limit, from the "memory: usage" line
-    total_vm_bytes: Optional[int] = None
-    anon_rss_bytes: Optional[int] = None
-    file_rss_bytes: Optional[int] = None
-    shmem_rss_bytes: Optional[int] = None
+    uid: int | None = None
+    oom_memcg: str | None = None       # the cgroup whose limit was hit
+    task_memcg: str | None = None      # the victim's own cgroup
+    limit_bytes: int | None = None     # the OOM cgroup's limit, from the "memory: usage" line
+    total_vm_bytes: int | None = None
+    anon_rss_bytes: int | None = None
+    file_rss_bytes: int | None = None
+    shmem_rss_bytes: int | None = None
     ambiguous: bool = False               # the oom-kill line split more than one way
 
 
@@ -88,7 +88,7 @@ def _positions(text: bytes, key: bytes, start: int, end: int) -> list[int]:
     return out
 
 
-def split_oom_kill(text: bytes) -> Optional[tuple[bytes, Optional[tuple[bytes, bytes, bytes]], int, int]]:
+def split_oom_kill(text: bytes) -> tuple[bytes, tuple[bytes, bytes, bytes] | None, int, int] | None:
     """An ``oom-kill:`` line -> (constraint, (oom_memcg, task_memcg, task) or None where the line
     does not split exactly one way, pid, uid); None for another line.
 
@@ -130,9 +130,9 @@ class OomLogParser:
     reads); ``kills``: the newest ``MAX_KILLS``, oldest first."""
 
     def __init__(self) -> None:
-        self._limit: Optional[tuple[Optional[int], Optional[bytes]]] = None  # (limit bytes, stats path)
+        self._limit: tuple[int | None, bytes | None] | None = None  # (limit bytes, stats path)
         self._by_seq: dict[int, KernelOomKill] = {}
-        self._open: Optional[int] = None  # seq of the kill whose "Killed process" line is awaited
+        self._open: int | None = None  # seq of the kill whose "Killed process" line is awaited
 
     @property
     def kills(self) -> tuple[KernelOomKill, ...]:

@@ -7,7 +7,6 @@ bus tells them apart. A GPU is a device of vendor 0x10de whose class is a displa
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 from ..rawfile import read_bytes
 
@@ -19,14 +18,14 @@ GPU_CLASSES = frozenset({0x0300, 0x0302})
 MAX_PCI_DEVICES = 65536
 
 
-def _hex_file(path: str) -> Optional[int]:
+def _hex_file(path: str) -> int | None:
     try:
         return int(read_bytes(path)[:32].strip(), 16)
     except (OSError, ValueError):
         return None
 
 
-def count_nvidia_gpus(sysfs_root: str = "/sys") -> Optional[int]:
+def count_nvidia_gpus(sysfs_root: str = "/sys") -> int | None:
     """NVIDIA GPUs in ``<sysfs_root>/bus/pci/devices``; None when that cannot be listed (no PCI
     sysfs: unknown, not zero). A device whose class cannot be read is counted: a GPU missed would
     turn "broken driver" into "no GPU"."""

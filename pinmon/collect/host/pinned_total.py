@@ -13,7 +13,7 @@ process explains disappear.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
 from ...model import ProcessPinned
 from ...units import fmt_bytes
@@ -23,8 +23,8 @@ from .kernel_pins import KernelPins, KernelPinsReader
 from .numa import PinnedPlacement
 
 
-def maps_pinned_total(rows: Iterable[ProcessPinned], estimate: Callable[[int], Optional[PinnedEstimate]],
-                      shmem_bytes: Optional[int]) -> int:
+def maps_pinned_total(rows: Iterable[ProcessPinned], estimate: Callable[[int], PinnedEstimate | None],
+                      shmem_bytes: int | None) -> int:
     """Pinned bytes the live scan's rows (maps estimates, before any report) show in all: each piece
     of a ``/dev/zero`` object once over every process (a buffer two processes map is one buffer), no
     more than the rows (each capped to what its process has resident), and at most the host's
@@ -41,8 +41,8 @@ def maps_pinned_total(rows: Iterable[ProcessPinned], estimate: Callable[[int], O
     return total if shmem_bytes is None else min(total, shmem_bytes)
 
 
-def pinned_figures(kernel: KernelPins, explained_bytes: int, pinned_est: Optional[int],
-                   wc_est: Optional[int]) -> dict:
+def pinned_figures(kernel: KernelPins, explained_bytes: int, pinned_est: int | None,
+                   wc_est: int | None) -> dict:
     """The new ``HostMemory`` fields from the kernel's count, what the maps explain of it
     (``maps_pinned_total``) and the host's estimates."""
     if kernel.pinned_bytes is None:
@@ -61,8 +61,8 @@ def pinned_figures(kernel: KernelPins, explained_bytes: int, pinned_est: Optiona
     }
 
 
-def host_wide_notice(kernel_bytes: Optional[int], cgroup_limit: Optional[int],
-                     mem_total: Optional[int]) -> Optional[str]:
+def host_wide_notice(kernel_bytes: int | None, cgroup_limit: int | None,
+                     mem_total: int | None) -> str | None:
     """Inside a memory-limited cgroup the kernel's count still covers the whole host: say so."""
     if kernel_bytes is None or cgroup_limit is None or mem_total is None or cgroup_limit >= mem_total:
         return None
@@ -75,7 +75,7 @@ class PinnedTotals:
     """The live collector's part for pinned totals: reads the kernel's count each snapshot."""
 
     def __init__(self, host_root: str = "/", proc_root: str = "/proc",
-                 clock: Callable[[], float] = time.monotonic, kernel_read_every_s: Optional[float] = None):
+                 clock: Callable[[], float] = time.monotonic, kernel_read_every_s: float | None = None):
         self.kernel = KernelPinsReader(host_root, clock=clock) if kernel_read_every_s is None else \
             KernelPinsReader(host_root, clock=clock, min_interval_s=kernel_read_every_s)
         self.placement = PinnedPlacement(proc_root, clock=clock)
@@ -89,8 +89,8 @@ class PinnedTotals:
     def read_kernel(self) -> KernelPins:
         return self.kernel.read()
 
-    def host_fields(self, kernel: KernelPins, explained_bytes: int, pinned_est: Optional[int],
-                    wc_est: Optional[int], host: dict) -> tuple[dict, list[str]]:
+    def host_fields(self, kernel: KernelPins, explained_bytes: int, pinned_est: int | None,
+                    wc_est: int | None, host: dict) -> tuple[dict, list[str]]:
         """(new HostMemory fields, notices); ``host`` holds the fields already read (cgroup limit)."""
         fields = pinned_figures(kernel, explained_bytes, pinned_est, wc_est)
         note = host_wide_notice(kernel.pinned_bytes, host.get("cgroup_limit_bytes"), host.get("mem_total_bytes"))

@@ -11,5 +11,5 @@ from .gpus import NvmlCollector
 from .sysfs import sysfs_numa_node, sysfs_pci_address
 from .values import format_cpu_list
 
-__all__ = ["NvmlCollector", "NvmlFailure", "NVML_FUNCTIONS", "call_nvml", "format_cpu_list",
+__all__ = ["NVML_FUNCTIONS", "NvmlCollector", "NvmlFailure", "call_nvml", "format_cpu_list",
            "sysfs_numa_node", "sysfs_pci_address"]

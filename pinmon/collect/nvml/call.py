@@ -7,8 +7,9 @@ words of those reports are here too: what each function could not read, and why 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Optional, Protocol, Sequence, get_args
+from typing import Literal, Protocol, get_args
 
 # NVML return codes: part of NVML's ABI, identical in every pynvml.
 NVML_ERROR_UNINITIALIZED = 1
@@ -77,7 +78,7 @@ _WHAT = {
 
 # Why NVML could not start, for the "no NVIDIA GPU monitoring: ..." notice. Looked up by
 # NvmlFailure.code, which is None for an exception that is not an NVMLError (no reason then).
-START_REASONS: dict[Optional[int], str] = {
+START_REASONS: dict[int | None, str] = {
     NVML_ERROR_LIBRARY_NOT_FOUND: "NVML library not found (is the NVIDIA driver installed?)",
     NVML_ERROR_DRIVER_NOT_LOADED: "the NVIDIA kernel driver is not loaded",
     NVML_ERROR_NO_PERMISSION: "no permission to use NVML (check access to /dev/nvidia*)",
@@ -92,7 +93,7 @@ class NvmlFailure:
     """One failed NVML call: the function, NVML's return code (None if not an NVMLError), its text."""
 
     function: str
-    code: Optional[int]
+    code: int | None
     message: str
 
     @property
@@ -111,7 +112,7 @@ def _error_text(e: BaseException) -> str:
         return f"NVML error {getattr(e, 'value', '?')}"
 
 
-def call_nvml(nvml: object, name: NvmlFunction, *args: object) -> tuple[object, Optional[NvmlFailure]]:
+def call_nvml(nvml: object, name: NvmlFunction, *args: object) -> tuple[object, NvmlFailure | None]:
     """Call ``nvml.<name>(*args)``; returns ``(value, None)`` or ``(None, NvmlFailure)``, never raises.
 
     ``nvml`` is the pynvml module or a stand-in with its names. The value is ``object``: whatever the
@@ -132,11 +133,11 @@ def call_nvml(nvml: object, name: NvmlFunction, *args: object) -> tuple[object, 
 class NvmlCall(Protocol):
     """``call_nvml``'s signature, for code that takes it (or a test's stand-in) as an argument."""
 
-    def __call__(self, nvml: object, name: NvmlFunction, *args: object) -> tuple[object, Optional[NvmlFailure]]: ...
+    def __call__(self, nvml: object, name: NvmlFunction, *args: object) -> tuple[object, NvmlFailure | None]: ...
 
 
 def failure_notice(index: int, failures: Sequence[NvmlFailure],
-                   counts: Optional[dict[str, int]] = None) -> str:
+                   counts: dict[str, int] | None = None) -> str:
     """One notice for a GPU's failed calls: "GPU 0: NVML could not read memory use (Unknown Error)"."""
     parts: list[str] = []
     seen: set[str] = set()

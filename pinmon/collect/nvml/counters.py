@@ -7,7 +7,8 @@ counters change rarely; ``EventCounter`` keeps each one's increase since the fir
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from .values import field_int
 
@@ -43,7 +44,7 @@ MIN_COUNTER_HZ, MAX_COUNTER_HZ = 5.0, 50.0
 UNKNOWN_LINK_COUNTER_HZ = 50.0
 
 
-def counter_hz_for_link(max_bytes_per_s: Optional[float]) -> float:
+def counter_hz_for_link(max_bytes_per_s: float | None) -> float:
     """How often to read the byte counters of a link whose top payload rate is ``max_bytes_per_s``.
 
     The counters are 32 bits of link bytes: at Gen5 x16 (63.0 GB/s) they wrap every 68 ms, so
@@ -73,7 +74,7 @@ class CounterUnwrapper:
         """Fold in a new raw reading; returns the bytes added."""
         if raw > MASK_32:
             self.wide = True
-        if self.wide:
+        if self.wide:  # noqa: SIM108  (a comment per branch)
             # A 64-bit counter does not wrap in practice; going backwards means it was reset.
             delta = raw - self.last_raw if raw >= self.last_raw else 0
         else:
@@ -95,7 +96,7 @@ class EventCounter:
         self.last_raw = raw
 
 
-def byte_values(values: Any) -> Optional[tuple[int, int]]:
+def byte_values(values: Any) -> tuple[int, int] | None:
     """(rx, tx) raw counts from an ``nvmlDeviceGetFieldValues`` answer for ``BYTE_FIELDS``; None
     when either field failed or is not a count."""
     if values is None:
@@ -112,7 +113,7 @@ def byte_values(values: Any) -> Optional[tuple[int, int]]:
     return rx, tx
 
 
-def fold_errors(errors: dict[str, Optional[EventCounter]], names: Iterable[str], values: Any) -> None:
+def fold_errors(errors: dict[str, EventCounter | None], names: Iterable[str], values: Any) -> None:
     """Fold one ``nvmlDeviceGetFieldValues`` answer for the error fields ``names`` into ``errors``.
 
     A field that fails stays None while it never worked (unsupported); one that worked keeps its
@@ -137,7 +138,7 @@ class LinkBytes:
         self.read_time = now  # clock() of the last successful read
         self.taken: tuple[int, int, float] = (0, 0, now)  # (rx total, tx total, read_time) at the last take
         self.gap_s = 0.0  # longest gap between successful reads since the last take
-        self.taken_gap_s: Optional[float] = None
+        self.taken_gap_s: float | None = None
 
     def update(self, raws: tuple[int, int], now: float) -> None:
         """Fold in a successful read of both counters at ``now``."""
@@ -146,7 +147,7 @@ class LinkBytes:
         self.gap_s = max(self.gap_s, now - self.read_time)
         self.read_time = now
 
-    def take(self) -> Optional[tuple[int, int, float]]:
+    def take(self) -> tuple[int, int, float] | None:
         """``(rx_bytes, tx_bytes, interval_s)`` since the previous take; None without a new read.
 
         ``interval_s`` runs between the two counter reads that bound the bytes, not between the

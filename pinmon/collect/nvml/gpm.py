@@ -13,7 +13,8 @@ counted in the next good one rather than lost; ``failing_s()`` says for how long
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from .call import NvmlFailure, NvmlFunction
 
@@ -29,7 +30,7 @@ _VERSION = 1  # NVML_GPM_METRICS_GET_VERSION / NVML_GPM_SUPPORT_VERSION
 class Call(Protocol):
     """One NVML call for this GPU: ``(value, None)`` or ``(None, failure)``."""
 
-    def __call__(self, name: NvmlFunction, *args: object) -> tuple[object, Optional[NvmlFailure]]: ...
+    def __call__(self, name: NvmlFunction, *args: object) -> tuple[object, NvmlFailure | None]: ...
 
 
 class GpmReader:
@@ -45,9 +46,9 @@ class GpmReader:
         self._nvml = nvml
         self._clock = clock
         self._samples: list[object] = []
-        self._base: Optional[int] = None  # index in _samples of the sample that starts the interval
-        self._base_time: Optional[float] = None
-        self._failing_since: Optional[float] = None  # clock() of the first failed take in a row
+        self._base: int | None = None  # index in _samples of the sample that starts the interval
+        self._base_time: float | None = None
+        self._failing_since: float | None = None  # clock() of the first failed take in a row
 
     def start(self) -> bool:
         """Check support, allocate two buffers and take the first sample; False if any step fails."""
@@ -67,7 +68,7 @@ class GpmReader:
         self._base, self._base_time = 0, self._clock()
         return True
 
-    def take(self) -> Optional[tuple[Optional[int], Optional[int], float]]:
+    def take(self) -> tuple[int | None, int | None, float] | None:
         """``(rx_bytes, tx_bytes, interval_s)`` since the previous take; None without a new reading
         (too soon after the last sample, or a failed call: those bytes then join the next take).
         A direction GPM could not compute is None."""
@@ -103,7 +104,7 @@ class GpmReader:
         """Whether a sample may be taken at ``now`` (started, and ``MIN_INTERVAL_S`` since the last)."""
         return self._base_time is not None and now - self._base_time >= MIN_INTERVAL_S
 
-    def _rates(self, first: object, second: object) -> Optional[tuple[Optional[float], Optional[float]]]:
+    def _rates(self, first: object, second: object) -> tuple[float | None, float | None] | None:
         make = getattr(self._module, "c_nvmlGpmMetricsGet_t", None)
         if make is None:
             return None
@@ -127,7 +128,7 @@ class GpmReader:
             self._nvml("nvmlGpmSampleFree", sample)
 
 
-def _rate(metric: Any) -> Optional[float]:
+def _rate(metric: Any) -> float | None:
     """One metric's rate in bytes/s, or None when GPM could not compute it or it is not sane."""
     try:
         if int(getattr(metric, "nvmlReturn", 0)) != 0:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from ...model import EXACT_PCIE_METHODS, Gpu, Link, Pcie
 from ...model.link import theoretical_bytes_per_s
@@ -39,29 +40,29 @@ class _Get(Protocol):
 
 class _PcieErrors(TypedDict):
     """The error-counter fields of ``Pcie``, the same whatever method measured the traffic."""
-    replay_delta: Optional[int]
-    recovery_delta: Optional[int]
-    error_delta: Optional[int]
-    counter_deltas: dict[str, Optional[int]]
+    replay_delta: int | None
+    recovery_delta: int | None
+    error_delta: int | None
+    counter_deltas: dict[str, int | None]
 
 
 @dataclass
 class _GpuState:
     index: int
     handle: object = None  # NVML's device handle; None until opened
-    name: Optional[str] = None
-    uuid: Optional[str] = None
-    pci_bus_id: Optional[str] = None
-    cpu_affinity: Optional[str] = None
-    numa_node: Optional[int] = None
-    lost: Optional[NvmlFailure] = None
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    cpu_affinity: str | None = None
+    numa_node: int | None = None
+    lost: NvmlFailure | None = None
     start_notices: list[str] = field(default_factory=list)
     # The link's maximum generation and width: what the GPU and slot can do, fixed while the GPU is
     # there. Kept once read, so each snapshot asks NVML only what moves.
-    gen_max: Optional[int] = None
-    width_max: Optional[int] = None
+    gen_max: int | None = None
+    width_max: int | None = None
     # The current width as last read: (width, the generation then, when it was read).
-    width_read: Optional[tuple[Optional[int], Optional[int], float]] = None
+    width_read: tuple[int | None, int | None, float] | None = None
 
 
 class NvmlCollector:
@@ -73,7 +74,7 @@ class NvmlCollector:
     tests drive ``sampler.poll_once()`` themselves; ``clock`` stamps the counter reads.
     """
 
-    def __init__(self, nvml: object = None, counter_hz: Optional[float] = None, *, background: bool = True,
+    def __init__(self, nvml: object = None, counter_hz: float | None = None, *, background: bool = True,
                  clock: Callable[[], float] = time.monotonic, sysfs_root: str = "/sys",
                  error_period_s: float = ERROR_PERIOD_S, prefer_gpm: bool = True):
         if counter_hz is not None and not counter_hz > 0:
@@ -84,8 +85,8 @@ class NvmlCollector:
         self.error_period_s = error_period_s
         self.prefer_gpm = prefer_gpm
         self.available = False
-        self.reason: Optional[str] = None
-        self.sampler: Optional[PcieSampler] = None
+        self.reason: str | None = None
+        self.sampler: PcieSampler | None = None
         self._background = background
         self._clock = clock
         self._sysfs_root = sysfs_root
@@ -144,7 +145,7 @@ class NvmlCollector:
             self.available = True
             return True
 
-    def _fastest_link_bytes_per_s(self) -> Optional[float]:
+    def _fastest_link_bytes_per_s(self) -> float | None:
         """The top payload rate of the fastest GPU's link at its maximum generation and width; None
         when any GPU's cannot be read (then the counters are read at the safe top rate)."""
         rates = []
@@ -192,7 +193,7 @@ class NvmlCollector:
             st.start_notices.append(failure_notice(index, failures))
         return st
 
-    def _numa_node(self, st: _GpuState, get: _Get) -> Optional[int]:
+    def _numa_node(self, st: _GpuState, get: _Get) -> int | None:
         # sysfs first: it is the host node nearest the PCIe device, which is what pinned-memory
         # placement needs. NVML's answer exists only where the GPU is itself a NUMA node (its
         # memory's node on coherent platforms), so it is the fallback, not the authority.
@@ -235,7 +236,7 @@ class NvmlCollector:
                 self.available = False
                 self.reason = "the NVML collector is closed"
 
-    def __enter__(self) -> "NvmlCollector":
+    def __enter__(self) -> NvmlCollector:
         self.start()
         return self
 
@@ -315,7 +316,7 @@ class NvmlCollector:
                    cpu_affinity=st.cpu_affinity, numa_node=st.numa_node,
                    processes=processes(procs), notices=tuple(notices))
 
-    def _width(self, st: _GpuState, get, gen: Optional[int]) -> Optional[int]:
+    def _width(self, st: _GpuState, get, gen: int | None) -> int | None:
         """The link's current width, read again every ``LINK_WIDTH_TTL_S`` or at once when the
         generation moved (a link that retrains renegotiates both). The width is the slowest of
         NVML's per-snapshot calls (0.14 ms on the H200, bench/results/cpu_breakdown_h200.json), and

@@ -10,7 +10,8 @@ import functools
 import queue
 import threading
 import time
-from typing import Callable, Iterable, Optional, Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from .call import NvmlFailure, NvmlFunction
 
@@ -18,10 +19,10 @@ from .call import NvmlFailure, NvmlFunction
 # which matches the counters' link bytes (1.08x payload) only with 1000.
 _THROUGHPUT_UNIT_BYTES = 1000
 
-Rates = Optional[tuple[Optional[float], Optional[float]]]
+Rates = tuple[float | None, float | None] | None
 
 
-def _bytes_per_s(kb_per_s: object) -> Optional[float]:
+def _bytes_per_s(kb_per_s: object) -> float | None:
     """NVML's throughput answer (an unsigned count of kB/s) in bytes/s; None for any other answer."""
     if isinstance(kb_per_s, bool) or not isinstance(kb_per_s, int) or kb_per_s < 0:
         return None
@@ -31,7 +32,7 @@ def _bytes_per_s(kb_per_s: object) -> Optional[float]:
 class GpuCall(Protocol):
     """One NVML call for GPU ``gpu`` (its handle added by the caller): ``(value, failure)``."""
 
-    def __call__(self, gpu: int, name: NvmlFunction, *args: object) -> tuple[object, Optional[NvmlFailure]]: ...
+    def __call__(self, gpu: int, name: NvmlFunction, *args: object) -> tuple[object, NvmlFailure | None]: ...
 
 
 class DaemonPool:
@@ -42,7 +43,7 @@ class DaemonPool:
     """
 
     def __init__(self, size: int, name: str):
-        self._jobs: "queue.SimpleQueue[Optional[Callable[[], None]]]" = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
                          for i in range(size)]
         for t in self._threads:
@@ -85,7 +86,7 @@ class ThroughputSampler:
         self._lost = lost
         self._landed = landed
         self._workers = max(1, workers)
-        self._pool: Optional[DaemonPool] = None
+        self._pool: DaemonPool | None = None
         self._in_flight: set[int] = set()
         self._idle = threading.Condition()
         self._cpu_s = 0.0

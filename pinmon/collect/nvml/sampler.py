@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
 
 from ...model.kinds import PcieMethod
 from .call import FailureLog, NvmlCall, NvmlFailure, NvmlFunction, call_nvml
@@ -43,12 +43,12 @@ GPM_GIVE_UP_S = 5.0
 class _Gpu:
     index: int
     handle: object
-    method: Optional[PcieMethod] = None  # None: no reading
-    lost: Optional[NvmlFailure] = None  # the failure that said GPU_IS_LOST
-    link_bytes: Optional[LinkBytes] = None  # the byte counters, once read
-    errors: dict[str, Optional[EventCounter]] = field(default_factory=dict)
+    method: PcieMethod | None = None  # None: no reading
+    lost: NvmlFailure | None = None  # the failure that said GPU_IS_LOST
+    link_bytes: LinkBytes | None = None  # the byte counters, once read
+    errors: dict[str, EventCounter | None] = field(default_factory=dict)
     errors_due: float = 0.0  # clock() when the error counters are next read
-    gpm: Optional[GpmReader] = None
+    gpm: GpmReader | None = None
     sampled: Rates = None  # the latest throughput sample, (rx, tx) bytes/s
     failures: FailureLog = field(default_factory=FailureLog)  # since the collector last drained them
 
@@ -84,13 +84,13 @@ class PcieSampler:
             lambda gpu: self._gpus[gpu].lost is not None, self._landed, sample_workers)
         self._stop = threading.Event()
         self._wake = threading.Event()  # set to make the thread re-plan its next tick now
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self._cpu_s = 0.0
         self._notices: list[str] = []
         self._start_failures: dict[int, list[tuple[NvmlFailure, int]]] = {}
         self._started = False
         byte_ids = [getattr(nvml, name, None) for name in BYTE_FIELDS]  # None: not in this pynvml
-        self._byte_fields: Optional[list[object]] = None if None in byte_ids else byte_ids
+        self._byte_fields: list[object] | None = None if None in byte_ids else byte_ids
         self._error_fields = [(fid, short) for (name, short) in ERROR_FIELDS
                               if (fid := getattr(nvml, name, None)) is not None]
 
@@ -167,7 +167,7 @@ class PcieSampler:
 
     # --- NVML calls --------------------------------------------------------------------------
 
-    def _nvml(self, g: _Gpu, name: NvmlFunction, *args: object) -> tuple[object, Optional[NvmlFailure]]:
+    def _nvml(self, g: _Gpu, name: NvmlFunction, *args: object) -> tuple[object, NvmlFailure | None]:
         """One NVML call for GPU ``g``: ``(value, failure)``. Failures other than NotSupported are
         recorded for the collector to report; GPU_IS_LOST marks the GPU lost."""
         value, failure = self._call(self.nvml, name, *args)
@@ -288,12 +288,12 @@ class PcieSampler:
 
     # --- what the collector reads ------------------------------------------------------------
 
-    def method(self, gpu: int) -> Optional[PcieMethod]:
+    def method(self, gpu: int) -> PcieMethod | None:
         """"gpm", "counters", "sampled", or None (no traffic reading for this GPU)."""
         g = self._gpus.get(gpu)
         return None if g is None or g.lost is not None else g.method
 
-    def take(self, gpu: int) -> Optional[tuple[Optional[int], Optional[int], float]]:
+    def take(self, gpu: int) -> tuple[int | None, int | None, float] | None:
         """``(rx_bytes, tx_bytes, interval_s)`` since the previous take; None without a new reading.
 
         ``interval_s`` runs between the two reads (counter reads or GPM samples) that bound the
@@ -310,7 +310,7 @@ class PcieSampler:
                 return None
             return g.link_bytes.take()
 
-    def _take_gpm(self, g: _Gpu) -> Optional[tuple[Optional[int], Optional[int], float]]:
+    def _take_gpm(self, g: _Gpu) -> tuple[int | None, int | None, float] | None:
         """A GPM reading on the caller's thread (~40 us); after ``GPM_GIVE_UP_S`` of failures in a
         row the GPU moves to the byte counters (or the sampled fallback)."""
         reader = g.gpm
@@ -336,7 +336,7 @@ class PcieSampler:
             with self._lock:
                 self._cpu_s += time.thread_time() - t0
 
-    def wrap_gap_s(self, gpu: int) -> Optional[float]:
+    def wrap_gap_s(self, gpu: int) -> float | None:
         """Longest gap between two 32-bit counter reads within the interval of the latest take.
 
         A gap longer than the counter's wrap time at line rate (2**32 bytes / link bytes per s)
@@ -348,7 +348,7 @@ class PcieSampler:
         with self._lock:
             return None if g.link_bytes is None else g.link_bytes.taken_gap_s
 
-    def sampled(self, gpu: int) -> Optional[tuple[Optional[float], Optional[float]]]:
+    def sampled(self, gpu: int) -> tuple[float | None, float | None] | None:
         """Latest ``(rx_bytes_per_s, tx_bytes_per_s)`` from the throughput sample; None if none yet."""
         g = self._gpus.get(gpu)
         if g is None:
@@ -356,7 +356,7 @@ class PcieSampler:
         with self._lock:
             return g.sampled
 
-    def error_deltas(self, gpu: int) -> dict[str, Optional[int]]:
+    def error_deltas(self, gpu: int) -> dict[str, int | None]:
         """Increase of each PCIe error counter since start, by short name; None = unsupported."""
         g = self._gpus.get(gpu)
         if g is None:
@@ -364,7 +364,7 @@ class PcieSampler:
         with self._lock:
             return {short: (None if c is None else c.delta) for short, c in g.errors.items()}
 
-    def lost(self, gpu: int) -> Optional[NvmlFailure]:
+    def lost(self, gpu: int) -> NvmlFailure | None:
         """The failure that reported the GPU lost, or None."""
         g = self._gpus.get(gpu)
         return None if g is None else g.lost

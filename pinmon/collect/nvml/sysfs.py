@@ -6,10 +6,9 @@ host node nearest the device, which is what pinned-memory placement needs.
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 
-def sysfs_pci_address(pci_bus_id: Optional[str]) -> Optional[str]:
+def sysfs_pci_address(pci_bus_id: str | None) -> str | None:
     """NVML's "00000000:17:00.0" -> sysfs's "0000:17:00.0" (domain as %04x, lower case)."""
     if not pci_bus_id:
         return None
@@ -23,7 +22,7 @@ def sysfs_pci_address(pci_bus_id: Optional[str]) -> Optional[str]:
     return f"{domain:04x}:{parts[1]}:{parts[2]}"
 
 
-def sysfs_numa_node_text(pci_bus_id: Optional[str], sysfs_root: str = "/sys") -> Optional[str]:
+def sysfs_numa_node_text(pci_bus_id: str | None, sysfs_root: str = "/sys") -> str | None:
     """The device's ``numa_node`` file as the kernel writes it ("-1" where it does not know, as on a
     one-node VM); None if unreadable."""
     addr = sysfs_pci_address(pci_bus_id)
@@ -36,7 +35,7 @@ def sysfs_numa_node_text(pci_bus_id: Optional[str], sysfs_root: str = "/sys") ->
         return None
 
 
-def sysfs_numa_node(pci_bus_id: Optional[str], sysfs_root: str = "/sys") -> Optional[int]:
+def sysfs_numa_node(pci_bus_id: str | None, sysfs_root: str = "/sys") -> int | None:
     """The NUMA node the kernel assigns to the GPU's PCI device; None if unknown (-1 or unreadable)."""
     text = sysfs_numa_node_text(pci_bus_id, sysfs_root)
     try:

@@ -4,7 +4,8 @@ names become text, a CPU affinity mask becomes a CPU list, a field value its int
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ...model import GpuProcess
 
@@ -12,7 +13,7 @@ from ...model import GpuProcess
 _NOT_AVAILABLE_ULL = (1 << 64) - 1
 
 
-def small_int(value: Any, limit: int) -> Optional[int]:
+def small_int(value: Any, limit: int) -> int | None:
     """A link generation or width: None for NVML's 0 or 0xFFFFFFFF (a link it cannot read, e.g. a
     GPU in a low-power state) and for anything above ``limit``."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
@@ -20,21 +21,21 @@ def small_int(value: Any, limit: int) -> Optional[int]:
     return value
 
 
-def bytes_value(value: Any) -> Optional[int]:
+def bytes_value(value: Any) -> int | None:
     """A byte count, or None for a negative, non-integer or "not available" answer."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value == _NOT_AVAILABLE_ULL:
         return None
     return value
 
 
-def str_or_none(value: Any) -> Optional[str]:
+def str_or_none(value: Any) -> str | None:
     """Text from NVML's str or bytes; None when empty."""
     if isinstance(value, bytes):
         value = value.decode(errors="replace")
     return value if isinstance(value, str) and value else None
 
 
-def cpu_mask_words(value: object) -> Optional[list[int]]:
+def cpu_mask_words(value: object) -> list[int] | None:
     """NVML's CPU affinity answer, a ctypes array of 64-bit words (a list from a stand-in), as its
     words; None for any other answer or a word that is not a 64-bit count."""
     if not isinstance(value, (ctypes.Array, list, tuple)):
@@ -47,7 +48,7 @@ def cpu_mask_words(value: object) -> Optional[list[int]]:
     return words
 
 
-def format_cpu_list(mask_words: Optional[Sequence[int]]) -> Optional[str]:
+def format_cpu_list(mask_words: Sequence[int] | None) -> str | None:
     """NVML's CPU affinity (64-bit words, CPU 64*i+j is bit j of word i) -> "0-15,32-47"; None if empty."""
     if mask_words is None:
         return None
@@ -78,7 +79,7 @@ def processes(procs: Any) -> tuple[GpuProcess, ...]:
     """Compute processes, one per pid (MIG lists a pid once per instance; their memory is summed)."""
     if not procs:
         return ()
-    by_pid: dict[int, Optional[int]] = {}
+    by_pid: dict[int, int | None] = {}
     for p in procs:
         pid = getattr(p, "pid", None)
         if not isinstance(pid, int) or isinstance(pid, bool):
@@ -92,7 +93,7 @@ def processes(procs: Any) -> tuple[GpuProcess, ...]:
     return tuple(GpuProcess(pid=pid, gpu_memory_bytes=used) for pid, used in by_pid.items())
 
 
-def field_int(fv: Any) -> Optional[int]:
+def field_int(fv: Any) -> int | None:
     """The integer in an ``nvmlFieldValue_t`` according to its ``valueType``; None if unreadable."""
     vt = getattr(fv, "valueType", 3)
     member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal",

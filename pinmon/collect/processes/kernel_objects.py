@@ -32,8 +32,8 @@ import ctypes
 import mmap
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from ..rawfile import read_bytes
 from .procmaps import NVIDIACTL_PATH, PINNED_PATH, Mapping, parse_maps
@@ -55,14 +55,14 @@ def maps_dev(st_dev: int) -> str:
 class KernelObjects:
     """The identities a live mapping is checked against; None where pinmon could not learn one."""
 
-    shmem_dev: Optional[str]                      # the kernel's shmem mount, as maps prints it
-    nvidiactl: Optional[tuple[str, int]]          # (device as maps prints it, inode) of /dev/nvidiactl
+    shmem_dev: str | None                      # the kernel's shmem mount, as maps prints it
+    nvidiactl: tuple[str, int] | None          # (device as maps prints it, inode) of /dev/nvidiactl
     nvidiactl_rdev: int = os.makedev(NVIDIA_MAJOR, NVIDIACTL_MINOR)
     # (device as maps prints it, inode) of each host /dev/nvidia* node of major 195
     nvidia_nodes: frozenset = frozenset()
 
-    def device_check(self, pid: Optional[int], proc_root: str = "/proc",
-                     stat_mapped: Optional[Callable[[str], os.stat_result]] = None) -> Callable[[Mapping], bool]:
+    def device_check(self, pid: int | None, proc_root: str = "/proc",
+                     stat_mapped: Callable[[str], os.stat_result] | None = None) -> Callable[[Mapping], bool]:
         """``is_device(mapping)`` for one process's maps: whether a ``/dev/nvidia*`` mapping is a real
         NVIDIA character device (``pid`` None: only the host's nodes count). Each mapped file is asked
         of the kernel once, and at most ``MAX_FILES_ASKED`` files."""
@@ -92,8 +92,8 @@ class KernelObjects:
 
         return is_device
 
-    def accepter(self, pid: Optional[int], proc_root: str = "/proc",
-                 stat_mapped: Optional[Callable[[str], os.stat_result]] = None) -> Callable[[Mapping], bool]:
+    def accepter(self, pid: int | None, proc_root: str = "/proc",
+                 stat_mapped: Callable[[str], os.stat_result] | None = None) -> Callable[[Mapping], bool]:
         """``accept(mapping)`` for one process's maps (``pid`` None: no map_files fallback)."""
         stat_mapped = stat_mapped or os.stat
 
@@ -117,7 +117,7 @@ class KernelObjects:
         return accept
 
 
-def own_shmem_dev(proc_root: str = "/proc") -> Optional[str]:
+def own_shmem_dev(proc_root: str = "/proc") -> str | None:
     """The device of the kernel's shmem mount: a one-page shared anonymous mapping of pinmon's own,
     found in its own maps by its address."""
     try:
@@ -142,7 +142,7 @@ def own_shmem_dev(proc_root: str = "/proc") -> Optional[str]:
         m.close()
 
 
-def nvidiactl_identity(host_root: str = "/") -> tuple[Optional[tuple[str, int]], Optional[int]]:
+def nvidiactl_identity(host_root: str = "/") -> tuple[tuple[str, int] | None, int | None]:
     """((device as maps prints it, inode), rdev) of the host's /dev/nvidiactl; Nones without it."""
     try:
         st = os.stat(os.path.join(host_root, "dev", "nvidiactl"))

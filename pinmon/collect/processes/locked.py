@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
 from ...model import ProcessPinned
 from ...model.serial import evolve
@@ -23,7 +23,7 @@ _KEY = b"\nVmLck:"
 LOCKED_TTL_S = 10.0
 
 
-def parse_vm_locked(data: bytes) -> Optional[int]:
+def parse_vm_locked(data: bytes) -> int | None:
     """Bytes of the ``VmLck:   123 kB`` line of a status file; None when absent or malformed."""
     at = data.find(_KEY)
     if at < 0:
@@ -42,11 +42,11 @@ def parse_vm_locked(data: bytes) -> Optional[int]:
     return value * 1024 if unit == b"kb" else value
 
 
-def read_vm_locked(pid: int, proc_root: str = "/proc") -> Optional[int]:
+def read_vm_locked(pid: int, proc_root: str = "/proc") -> int | None:
     return read_locked_and_pinned(pid, proc_root)[0]
 
 
-def read_locked_and_pinned(pid: int, proc_root: str = "/proc") -> tuple[Optional[int], Optional[int]]:
+def read_locked_and_pinned(pid: int, proc_root: str = "/proc") -> tuple[int | None, int | None]:
     """(VmLck, VmPin) of a process in bytes; None for what its status does not say."""
     try:
         data = read_bytes(os.path.join(proc_root, str(pid), "status"))
@@ -63,12 +63,12 @@ class LockedReader:
     def __init__(self, proc_root: str = "/proc", clock: Callable[[], float] = time.monotonic):
         self.proc_root = proc_root
         self._clock = clock
-        self._cache: dict[tuple, tuple[float, tuple[Optional[int], Optional[int]]]] = {}
+        self._cache: dict[tuple, tuple[float, tuple[int | None, int | None]]] = {}
 
     def annotate(self, rows: Iterable[ProcessPinned]) -> list[ProcessPinned]:
         """The rows with ``held.vm_locked_bytes`` and ``held.vm_pinned_bytes`` filled in where /proc tells them."""
         now = self._clock()
-        cache: dict[tuple, tuple[float, tuple[Optional[int], Optional[int]]]] = {}
+        cache: dict[tuple, tuple[float, tuple[int | None, int | None]]] = {}
         out = []
         for r in rows:
             key = (r.pid, r.identity.name)  # a pid reused by another program is read anew

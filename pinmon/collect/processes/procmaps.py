@@ -27,8 +27,8 @@ pieces so that the host's total counts a buffer that two processes share once to
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
 
 MIB = 1 << 20
 # CUDA reserves its unified virtual-address range low in the address space (0x200000000 on x86-64);
@@ -145,8 +145,8 @@ def extents_bytes(extents: Iterable[tuple[str, int, int, int]]) -> int:
 
 
 def estimate_mappings(mappings: Iterable[Mapping],
-                      accept: Optional[Callable[[Mapping], bool]] = None,
-                      is_device: Optional[Callable[[Mapping], bool]] = None) -> PinnedEstimate:
+                      accept: Callable[[Mapping], bool] | None = None,
+                      is_device: Callable[[Mapping], bool] | None = None) -> PinnedEstimate:
     """The estimate over one process's mappings. ``accept`` (live scans): whether a pinned- or
     write-combined-looking mapping is backed by the kernel object its path names; ``is_device`` (live
     scans): whether a ``/dev/nvidia*`` mapping is a real NVIDIA device, which makes a CUDA process.
@@ -176,13 +176,13 @@ def _any_mapping(m: Mapping) -> bool:
     return True
 
 
-def estimate_pinned(maps_text: str, accept: Optional[Callable[[Mapping], bool]] = None,
-                    is_device: Optional[Callable[[Mapping], bool]] = None) -> PinnedEstimate:
+def estimate_pinned(maps_text: str, accept: Callable[[Mapping], bool] | None = None,
+                    is_device: Callable[[Mapping], bool] | None = None) -> PinnedEstimate:
     """Estimate from the text of a /proc/PID/maps file (live or a saved copy)."""
     return estimate_mappings(parse_maps(maps_text), accept, is_device)
 
 
-def churn(previous: Optional[frozenset], current: frozenset) -> Optional[int]:
+def churn(previous: frozenset | None, current: frozenset) -> int | None:
     """Pinned mappings that appeared or vanished between two scans; None on the first scan."""
     if previous is None:
         return None

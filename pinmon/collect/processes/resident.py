@@ -17,8 +17,8 @@ ever lowers a figure. No process's figure, and no total, exceeds the machine's R
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional
 
 from ..rawfile import READ_FLAGS, read_to_end
 
@@ -32,8 +32,8 @@ CAP_SLACK_BYTES = 4 * MIB
 class Resident:
     """Resident bytes of one process from /proc/PID/status; None where the line is missing."""
 
-    file_bytes: Optional[int]
-    shmem_bytes: Optional[int]
+    file_bytes: int | None
+    shmem_bytes: int | None
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def parse_status_rss(text: str) -> Resident:
     return Resident(values.get("RssFile"), values.get("RssShmem"))
 
 
-def read_resident(pid: int, proc_root: str = "/proc") -> Optional[Resident]:
+def read_resident(pid: int, proc_root: str = "/proc") -> Resident | None:
     """The process's resident file and shmem bytes; None when its status cannot be read."""
     try:
         fd = os.open(os.path.join(proc_root, str(pid), "status"), READ_FLAGS)
@@ -71,8 +71,8 @@ def read_resident(pid: int, proc_root: str = "/proc") -> Optional[Resident]:
         os.close(fd)
 
 
-def cap_estimate(pinned_bytes: int, write_combined_bytes: int, resident: Optional[Resident],
-                 mem_total_bytes: Optional[int]) -> Capped:
+def cap_estimate(pinned_bytes: int, write_combined_bytes: int, resident: Resident | None,
+                 mem_total_bytes: int | None) -> Capped:
     """The maps estimate, lowered to what the process has resident and to RAM.
 
     Unknown resident figures (a status without the lines, a process gone) leave only the RAM cap.
@@ -98,8 +98,8 @@ CAPPED_TOTAL_NOTICE = ("the per-process pinned figures add up to more than RAM (
                        " so the total is capped at RAM")
 
 
-def capped_totals(pinned: Iterable[Optional[int]], write_combined: Iterable[Optional[int]],
-                  mem_total_bytes: Optional[int]) -> tuple[int, int, bool]:
+def capped_totals(pinned: Iterable[int | None], write_combined: Iterable[int | None],
+                  mem_total_bytes: int | None) -> tuple[int, int, bool]:
     """(pinned total, write-combined total, capped?): the sums of the rows, together at most RAM.
 
     Processes that share one buffer (a fork, a CUDA IPC handle) each count it, so the sum of

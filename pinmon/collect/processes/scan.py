@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import psutil
 
@@ -111,7 +111,7 @@ def _recheck_after_s(pid: int) -> float:
     return PLAIN_RECHECK_S * (0.5 + ((pid * 2654435761) % 1024) / 2048)
 
 
-def _describe(pid: int) -> tuple[Optional[str], Optional[str], Optional[str]]:
+def _describe(pid: int) -> tuple[str | None, str | None, str | None]:
     """(name, user, cmdline) or Nones where psutil cannot tell."""
     try:
         p = psutil.Process(pid)
@@ -133,8 +133,8 @@ def _describe(pid: int) -> tuple[Optional[str], Optional[str], Optional[str]]:
 class ProcessScanner:
     """Scans processes for CUDA pinned mappings and keeps the last ranges to measure churn."""
 
-    def __init__(self, proc_root: str = "/proc", pids: Optional[list[int]] = None,
-                 clock: Callable[[], float] = time.monotonic, objects: Optional[KernelObjects] = None,
+    def __init__(self, proc_root: str = "/proc", pids: list[int] | None = None,
+                 clock: Callable[[], float] = time.monotonic, objects: KernelObjects | None = None,
                  host_root: str = "/"):
         """``objects``: the kernel objects a mapping must be (default: learned from this machine when
         ``proc_root`` is the live /proc; a fake tree's mappings are taken as they read)."""
@@ -154,7 +154,7 @@ class ProcessScanner:
         # pid -> (owner of /proc/PID, when to look again): a stat for a new pid, not one a scan each
         self._owner: dict[int, tuple[int, float]] = {}
         self._clock = clock
-        self._mem_total: Optional[int] = None
+        self._mem_total: int | None = None
 
     def _pids(self) -> list[int]:
         if self.only_pids is not None:
@@ -165,7 +165,7 @@ class ProcessScanner:
         except OSError:
             return []
 
-    def _mem_total_bytes(self) -> Optional[int]:
+    def _mem_total_bytes(self) -> int | None:
         """MemTotal from the scanned /proc, read once (only a memory hot-plug changes it)."""
         if self._mem_total is None:
             try:
@@ -175,7 +175,7 @@ class ProcessScanner:
             self._mem_total = parse_meminfo(text, frozenset({"MemTotal"})).get("MemTotal")
         return self._mem_total
 
-    def scan(self, mem_total_bytes: Optional[int] = None) -> ScanResult:
+    def scan(self, mem_total_bytes: int | None = None) -> ScanResult:
         """Every process's pinned estimate; ``mem_total_bytes`` caps each one (default: MemTotal
         from the scanned /proc)."""
         result = ScanResult()
@@ -267,7 +267,7 @@ class ProcessScanner:
                            if pid in current or (pid in listed and now - d[0] < DESCRIBE_TTL_S)}
         return result
 
-    def estimate(self, pid: int) -> Optional[PinnedEstimate]:
+    def estimate(self, pid: int) -> PinnedEstimate | None:
         """The last scan's estimate of a CUDA process (its mappings as counted), or None."""
         last = self._previous.get(pid)
         return None if last is None else last[1]
@@ -284,8 +284,8 @@ class ProcessScanner:
         self._described[pid] = (now, described)
         return described
 
-    def _row(self, pid: int, est: PinnedEstimate, previous: Optional[frozenset], now: float,
-             mem_total_bytes: Optional[int]) -> ProcessPinned:
+    def _row(self, pid: int, est: PinnedEstimate, previous: frozenset | None, now: float,
+             mem_total_bytes: int | None) -> ProcessPinned:
         name, user, cmdline = self._describe_cached(pid, now)
         pinned, wc, capped = est.pinned_bytes, est.write_combined_bytes, False
         if pinned or wc:
@@ -300,7 +300,7 @@ class ProcessScanner:
         )
 
 
-def scan_notice(result: ScanResult, euid: Optional[int] = None) -> Optional[str]:
+def scan_notice(result: ScanResult, euid: int | None = None) -> str | None:
     """One line for what the scan skipped, or None. ``euid``: pinmon's effective uid (default: its own).
 
     Running as root is the hint only for a user who is not root already; root itself is refused a

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
 from ..cgroups.vmpin import parse_vmpin
 from ..rawfile import READ_FLAGS
@@ -24,7 +24,7 @@ SCAN_EVERY_S = 10.0
 STATUS_HEAD_BYTES = 4096
 
 
-def read_vmpin(pid: int, proc_root: str = "/proc") -> Optional[int]:
+def read_vmpin(pid: int, proc_root: str = "/proc") -> int | None:
     try:
         fd = os.open(os.path.join(proc_root, str(pid), "status"), READ_FLAGS)
     except (OSError, ValueError):
@@ -46,10 +46,10 @@ class VmPinScan:
         self._clock = clock
         self.every_s = every_s
         self._found: dict[int, int] = {}
-        self._at: Optional[float] = None
+        self._at: float | None = None
         self.scans = 0  # full scans so far (tests and the bench read it)
 
-    def read(self, pids: Iterable[int], unexplained_bytes: Optional[int]) -> dict[int, int]:
+    def read(self, pids: Iterable[int], unexplained_bytes: int | None) -> dict[int, int]:
         if unexplained_bytes is None or unexplained_bytes < NEEDED_MIN_BYTES:
             self._found, self._at = {}, None
             return {}

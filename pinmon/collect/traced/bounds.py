@@ -24,7 +24,8 @@ so a report can neither raise a total nor hide pinned memory that nothing explai
 """
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Optional
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from ...model import ProcessPinned
 from ...model.serial import evolve
@@ -51,7 +52,7 @@ class Bounded(NamedTuple):
     understated: list[int]  # pids whose report counts less than their mappings show
 
 
-def _min(value: Optional[int], limit: int) -> Optional[int]:
+def _min(value: int | None, limit: int) -> int | None:
     return None if value is None else min(value, limit)
 
 
@@ -76,7 +77,7 @@ def _raised(row: ProcessPinned, own: Backing) -> tuple[ProcessPinned, bool]:
 
 
 def bound_reports(rows: Iterable[ProcessPinned], backing: dict[int, Backing],
-                  unexplained_bytes: Optional[int]) -> Bounded:
+                  unexplained_bytes: int | None) -> Bounded:
     """Every traced row's figures held between what the kernel shows and what it can back."""
     rows = list(rows)
     traced = [i for i, r in enumerate(rows) if r.source == "traced"]
@@ -120,7 +121,7 @@ def _pid_list(pids: list[int], shown: int) -> str:
     return ", ".join(str(p) for p in pids[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
-def bounded_notice(pids: list[int], shown: int = 5) -> Optional[str]:
+def bounded_notice(pids: list[int], shown: int = 5) -> str | None:
     """One line naming the traced processes whose reported figures were lowered, or None."""
     if not pids:
         return None
@@ -128,7 +129,7 @@ def bounded_notice(pids: list[int], shown: int = 5) -> Optional[str]:
             " (their mappings, and the kernel's pinned pages that no mapping explains)")
 
 
-def understated_notice(pids: list[int], shown: int = 5) -> Optional[str]:
+def understated_notice(pids: list[int], shown: int = 5) -> str | None:
     """One line naming the traced processes whose reports count less than their mappings show, or None.
 
     An honest report can: PyTorch's caching host allocator reports the blocks it has handed out, not

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import Any, Optional
+from typing import Any
 
 from ...limits import MAX_SIZE_BYTES
 from ...model import Allocations, BulkCopies, Copies, CopyStats
@@ -40,7 +40,7 @@ SOMETIMES_KINDS: tuple[HostMemoryKind, ...] = ("managed", "other")
 MAX_COUNT = 2**63 - 1
 
 
-def _num(v: Any) -> Optional[float]:
+def _num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     try:
@@ -50,26 +50,26 @@ def _num(v: Any) -> Optional[float]:
     return v if math.isfinite(v) and v >= 0 else None
 
 
-def _rate(v: Any) -> Optional[float]:
+def _rate(v: Any) -> float | None:
     """A report's rate (bytes/s), or None when it is not one a link can carry."""
     v = _num(v)
     return v if v is not None and v <= MAX_BYTES_PER_S else None
 
 
-def _count(v: Any) -> Optional[int]:
+def _count(v: Any) -> int | None:
     """A count (or a byte total) of the report: a number from 0 to 2**63 - 1, whole (a fraction is cut),
     else None."""
     v = _num(v)
     return int(v) if v is not None and v <= MAX_COUNT else None
 
 
-def _size(v: Any) -> Optional[int]:
+def _size(v: Any) -> int | None:
     """A byte size of the report: an integer no host holds more of than ``MAX_SIZE_BYTES``, else None."""
     v = _count(v)
     return v if v is not None and v <= MAX_SIZE_BYTES else None
 
 
-def rate_over(nbytes: Optional[float], gpu_s: Optional[float]) -> Optional[float]:
+def rate_over(nbytes: float | None, gpu_s: float | None) -> float | None:
     """``nbytes / gpu_s`` within the physical bounds above, else None."""
     if nbytes is None or gpu_s is None or gpu_s < MIN_GPU_S:
         return None
@@ -84,7 +84,7 @@ def _get(d: Any, *keys) -> Any:
     return d
 
 
-def engine_of(report: Any) -> Optional[Instrument]:
+def engine_of(report: Any) -> Instrument | None:
     """The engine the report's figures come from: "cupti", else "hooks"; None for no report."""
     if not isinstance(report, dict):
         return None
@@ -92,13 +92,13 @@ def engine_of(report: Any) -> Optional[Instrument]:
     return "cupti" if v == "cupti" else "hooks"
 
 
-def _window_s(report: dict, engine: Instrument) -> Optional[float]:
+def _window_s(report: dict, engine: Instrument) -> float | None:
     if engine == "cupti":
         return _num(_get(report, "cupti", "window", "s"))
     return _num(report.get("window_s"))
 
 
-def copies_of(report: Any) -> Optional[Copies]:
+def copies_of(report: Any) -> Copies | None:
     """The report's copies; None where it has none (no copy table, no readbacks, no CUPTI window)."""
     engine = engine_of(report)
     if engine is None:
@@ -145,7 +145,7 @@ def _stats(copies: Any) -> list[CopyStats]:
     return out
 
 
-def _bulk(report: dict) -> tuple[tuple[BulkCopies, ...], Optional[float], Optional[str]]:
+def _bulk(report: dict) -> tuple[tuple[BulkCopies, ...], float | None, str | None]:
     """(bulk pinned copies per direction on the busiest GPU, their share on the default stream, that
     GPU's bus id) from CUPTI's window."""
     bulk = _get(report, "cupti", "window", "pinned_bulk")
@@ -169,7 +169,7 @@ def _bulk(report: dict) -> tuple[tuple[BulkCopies, ...], Optional[float], Option
     return tuple(out), share, bus if isinstance(bus, str) and _BUS_ID.match(bus) else None
 
 
-def _busiest_device(bulk: Any) -> Optional[str]:
+def _busiest_device(bulk: Any) -> str | None:
     """The device id (a string of digits) with the most bulk pinned bytes in the window."""
     if not isinstance(bulk, dict):
         return None
@@ -187,7 +187,7 @@ def _busiest_device(bulk: Any) -> Optional[str]:
     return max(sorted(totals), key=lambda k: totals[k])
 
 
-def allocations_of(report: Any) -> Optional[Allocations]:
+def allocations_of(report: Any) -> Allocations | None:
     """The report's pinned allocations (CUPTI's where the report says they are, the hooks' otherwise);
     None where it has none."""
     engine = engine_of(report)

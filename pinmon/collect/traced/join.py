@@ -11,7 +11,7 @@ Each bound that changed a row is said in one notice naming the pids.
 """
 from __future__ import annotations
 
-from typing import Callable, Collection, Optional, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from ...model import Gpu, ProcessPinned
 from .bounds import Backing, bound_reports, bounded_notice, understated_notice
@@ -20,9 +20,9 @@ from .reader import ReadResult, merge_traced
 
 
 def join_reports(rows: list[ProcessPinned], traced: ReadResult, cuda_pids: Collection[int],
-                 backing: dict[int, Backing], unexplained_bytes: Optional[int], gpus: Sequence[Gpu] = (),
-                 describe: Optional[Callable] = None,
-                 only_pids: Optional[Collection[int]] = None) -> tuple[list[ProcessPinned], list[str]]:
+                 backing: dict[int, Backing], unexplained_bytes: int | None, gpus: Sequence[Gpu] = (),
+                 describe: Callable | None = None,
+                 only_pids: Collection[int] | None = None) -> tuple[list[ProcessPinned], list[str]]:
     """(the scan's ``rows`` with the reports of ``cuda_pids`` joined and bounded, notices).
 
     ``backing``: what the scan shows of each CUDA process; ``unexplained_bytes``: the kernel's pinned

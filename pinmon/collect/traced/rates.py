@@ -22,8 +22,8 @@ caller a pid for its notice.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
 
 from ...model import Allocations, Copies, Gpu, ProcessPinned
 from ...model.kinds import DIRECTIONS
@@ -64,7 +64,7 @@ def ceilings_of(gpus: Sequence[Gpu]) -> RateCeilings:
     return RateCeilings(window_bytes_per_s=min(sum(links), MAX_BYTES_PER_S), copy_bytes_per_s=max(links))
 
 
-def _within(value: Optional[float], ceiling: float) -> Optional[float]:
+def _within(value: float | None, ceiling: float) -> float | None:
     return value if value is None or value <= ceiling else None
 
 
@@ -108,7 +108,7 @@ def bound_rates(rows: Iterable[ProcessPinned], ceil: RateCeilings) -> tuple[list
     return out, pids
 
 
-def rates_notice(pids: list[int], ceil: RateCeilings, shown: int = 5) -> Optional[str]:
+def rates_notice(pids: list[int], ceil: RateCeilings, shown: int = 5) -> str | None:
     """One line naming the traced processes whose reported rates were past their ceilings, or None."""
     if not pids:
         return None

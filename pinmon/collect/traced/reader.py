@@ -35,8 +35,8 @@ import errno
 import os
 import stat
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 
 from ...report_format import UnsafeDirError, check_dir_stat, is_temp_name, report_pid_text, runtime_dir, tmp_dir
 from ...units import fmt_bytes, printable
@@ -90,7 +90,7 @@ class _Budget:
         self.dirs_unread = 0                # directories not opened for the directory bound
         self.dirs_total = 0
 
-    def notice(self) -> Optional[str]:
+    def notice(self) -> str | None:
         parts = []
         if self.dirs_unread:
             parts.append(f"{self.dirs_total - self.dirs_unread} of {self.dirs_total} report directories read")
@@ -118,11 +118,11 @@ class ReportReader:
         self._refused: dict[tuple, str] = {}      # from the last read
         self._refused_now: dict[tuple, str] = {}  # this read: only what is still there is kept
         self._rotation = 0
-        self._mem_total: Optional[int] = None
+        self._mem_total: int | None = None
 
     # --- where to look -----------------------------------------------------------------------
 
-    def report_dirs(self, uid: int, uids: Iterable[int] = ()) -> list[tuple[str, Optional[int], bool]]:
+    def report_dirs(self, uid: int, uids: Iterable[int] = ()) -> list[tuple[str, int | None, bool]]:
         """(directory, its required owner, whether it is the reader's own) to read, in order.
 
         ``$PINMON_TRACE_DIR``, else this user's runtime dir; root also reads the
@@ -130,7 +130,7 @@ class ReportReader:
         env = os.environ.get("PINMON_TRACE_DIR")
         if env:
             return [(env, uid, True)]
-        dirs: list[tuple[str, Optional[int], bool]] = [(runtime_dir(uid), uid, True)]
+        dirs: list[tuple[str, int | None, bool]] = [(runtime_dir(uid), uid, True)]
         if uid == 0:
             dirs += [(path, owner, False) for owner, path in self._tmp_dirs(uids)]
         return dirs
@@ -156,7 +156,7 @@ class ReportReader:
 
     # --- reading -----------------------------------------------------------------------------
 
-    def read(self, uid: Optional[int] = None, now: Optional[float] = None, uids: Iterable[int] = ()) -> ReadResult:
+    def read(self, uid: int | None = None, now: float | None = None, uids: Iterable[int] = ()) -> ReadResult:
         """Reports from every directory ``report_dirs`` names, merged; ``uids``: those of live
         processes, whose ``/tmp/pinmon-<uid>`` root reads."""
         uid = os.getuid() if uid is None else uid
@@ -189,7 +189,7 @@ class ReportReader:
     def _begin(self) -> None:
         self._refused_now = {}
 
-    def _mem_total_bytes(self) -> Optional[int]:
+    def _mem_total_bytes(self) -> int | None:
         """MemTotal, read when a report first needs it (only a memory hot-plug changes it): a read
         with no report, the usual second, costs no /proc/meminfo."""
         if self._mem_total is None:
@@ -199,8 +199,8 @@ class ReportReader:
     def _end(self) -> None:
         self._refused = self._refused_now
 
-    def read_dir(self, directory: str, uid: int, owner: Optional[int], result: ReadResult,
-                 budget: _Budget, now: Optional[float] = None, notify: bool = False) -> None:
+    def read_dir(self, directory: str, uid: int, owner: int | None, result: ReadResult,
+                 budget: _Budget, now: float | None = None, notify: bool = False) -> None:
         """Every live traced process's report in ``directory``, into ``result``. ``owner``: who must
         own the directory; ``notify``: say in a notice when the directory cannot be read."""
         owner = uid if owner is None else owner
@@ -346,9 +346,9 @@ def read_all(proc_root: str = "/proc", clean: bool = True, uids: Iterable[int] =
     return reader.read(uids=uids)
 
 
-def read_reports(directory: Optional[str] = None, proc_root: str = "/proc", clean: bool = True,
-                 uid: Optional[int] = None, now: Optional[float] = None,
-                 dir_owner: Optional[int] = None, reader: Optional[ReportReader] = None) -> ReadResult:
+def read_reports(directory: str | None = None, proc_root: str = "/proc", clean: bool = True,
+                 uid: int | None = None, now: float | None = None,
+                 dir_owner: int | None = None, reader: ReportReader | None = None) -> ReadResult:
     """Every live traced process's report in ``directory`` (default: this user's runtime dir).
 
     ``uid`` is the reader's; ``dir_owner`` who must own the directory (default: the reader)."""

@@ -27,7 +27,7 @@ import math
 import os
 import stat
 from dataclasses import dataclass
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from ...limits import MAX_SIZE_BYTES
 from ...model import ProcessPinned
@@ -47,7 +47,7 @@ CALL_SITE_CATEGORIES = ("alloc", "register", "rounding_waste", "pageable_copy", 
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
-def decimal(text: str, maximum: int) -> Optional[int]:
+def decimal(text: str, maximum: int) -> int | None:
     """``text`` as an ASCII decimal number in [0, maximum], else None (``str.isdigit`` takes "²")."""
     if not 0 < len(text) <= len(str(maximum)) or not text.isascii() or not text.isdigit():
         return None
@@ -62,8 +62,8 @@ class TracedProcess:
 
     pid: int
     report: dict
-    rss_bytes: Optional[int] = None        # clamps the held pinned figures (VmRSS)
-    mem_total_bytes: Optional[int] = None  # clamps the write-combined figure (MemTotal)
+    rss_bytes: int | None = None        # clamps the held pinned figures (VmRSS)
+    mem_total_bytes: int | None = None  # clamps the write-combined figure (MemTotal)
 
     def _get(self, *keys, default=None):
         d = self.report
@@ -73,7 +73,7 @@ class TracedProcess:
             d = d[k]
         return d
 
-    def held_figures(self) -> dict[str, Optional[int]]:
+    def held_figures(self) -> dict[str, int | None]:
         """The ``HeldMemory`` fields this report fills in (exact figures of hooked calls), clamped."""
         g = self._get
         rss, ram = self.rss_bytes, self.mem_total_bytes
@@ -106,7 +106,7 @@ class TracedProcess:
         return out
 
 
-def _int(v) -> Optional[int]:
+def _int(v) -> int | None:
     """A byte figure of the report, whole and held to what any host holds (the report's own check lets
     figures up to 2**63 - 1 through, and a snapshot refuses more than ``MAX_SIZE_BYTES``); the clamps
     to the process and the host come after."""
@@ -115,17 +115,17 @@ def _int(v) -> Optional[int]:
     return min(int(v), MAX_SIZE_BYTES)
 
 
-def _cap(v: Optional[int], limit: Optional[int]) -> Optional[int]:
+def _cap(v: int | None, limit: int | None) -> int | None:
     return min(v, limit) if v is not None and limit is not None else v
 
 
 class ProcIdentity(NamedTuple):
     start_ticks: int
     uid: int
-    rss_bytes: Optional[int]
+    rss_bytes: int | None
 
 
-def proc_identity(pid: int, proc_root: str = "/proc") -> Optional[ProcIdentity]:
+def proc_identity(pid: int, proc_root: str = "/proc") -> ProcIdentity | None:
     """Start time, real uid and resident bytes of a live process; None when gone, dead, unreadable
     or not a process: ``/proc/<tid>`` of a thread reads like a process, but its ``Tgid`` is another."""
     ticks = proc_start_ticks(pid, proc_root)
@@ -155,7 +155,7 @@ def proc_identity(pid: int, proc_root: str = "/proc") -> Optional[ProcIdentity]:
     return ProcIdentity(ticks, uid, rss)
 
 
-def mem_total(proc_root: str) -> Optional[int]:
+def mem_total(proc_root: str) -> int | None:
     try:
         with open(os.path.join(proc_root, "meminfo"), "rb") as f:
             for line in f.read(65536).split(b"\n"):

@@ -14,7 +14,7 @@ collector applies it to all it returns, so a family built any other way cannot m
 from __future__ import annotations
 
 import math
-from typing import Iterable, Optional, Sequence, Union
+from collections.abc import Iterable, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, Sample
 
@@ -57,7 +57,7 @@ def served(families: list[Metric]) -> list[Metric]:
     return families
 
 
-def _number(value: Optional[float]) -> Optional[float]:
+def _number(value: float | None) -> float | None:
     if value is None:
         return None
     try:
@@ -70,13 +70,13 @@ def _number(value: Optional[float]) -> Optional[float]:
 class Gauge:
     """A gauge family collecting samples; ``add`` ignores unknown (None, NaN) values."""
 
-    family: Union[GaugeMetricFamily, CounterMetricFamily]  # a Counter's is a counter family
+    family: GaugeMetricFamily | CounterMetricFamily  # a Counter's is a counter family
 
     def __init__(self, name: str, doc: str, labels: Sequence[str] = ()) -> None:
         self.family = GaugeMetricFamily(PREFIX + name, doc, labels=list(labels))
         self.count = 0
 
-    def add(self, label_values: Iterable[object] = (), value: Optional[float] = None) -> None:
+    def add(self, label_values: Iterable[object] = (), value: float | None = None) -> None:
         v = _number(value)
         if v is not None:
             self.family.add_metric([label(x) for x in label_values], v)
@@ -92,7 +92,7 @@ class Counter(Gauge):
         self.family = CounterMetricFamily(PREFIX + name, doc, labels=list(labels))
         self.count = 0
 
-    def add(self, label_values: Iterable[object] = (), value: Optional[float] = None) -> None:
+    def add(self, label_values: Iterable[object] = (), value: float | None = None) -> None:
         v = _number(value)
         if v is not None and v >= 0:  # a counter never goes below zero
             self.family.add_metric([label(x) for x in label_values], v)

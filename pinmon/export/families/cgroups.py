@@ -20,7 +20,7 @@ into ``cgroup="other"``; a kill whose cgroup the log does not name is ``cgroup="
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from prometheus_client.core import Metric
 
@@ -71,7 +71,7 @@ def group_ids(groups: Iterable[Cgroup]) -> dict[str, str]:
     return ids
 
 
-def group_labels(g: Cgroup, ids: Optional[dict[str, str]] = None) -> tuple[str, str, str, str, str, str]:
+def group_labels(g: Cgroup, ids: dict[str, str] | None = None) -> tuple[str, str, str, str, str, str]:
     gid = ids.get(g.key, group_id(g)) if ids is not None else group_id(g)
     o = g.owner
     return (gid, g.kind, o.pod or "", o.namespace or "", o.container or "", o.job or "")

@@ -24,7 +24,8 @@ buy no more room.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, NamedTuple, Optional
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from ...model import SEVERITY_RANK, Finding, Snapshot
 from ...model.kinds import Severity
@@ -44,9 +45,9 @@ class Selection(NamedTuple):
 class Owners:
     """Who owns a finding, from the snapshot it was made of."""
 
-    def __init__(self, snapshot: Optional[Snapshot]) -> None:
-        self._delegated: dict[str, Optional[int]] = {}
-        self._procs: dict[int, tuple[Optional[str], Optional[str]]] = {}  # pid -> (group key, user)
+    def __init__(self, snapshot: Snapshot | None) -> None:
+        self._delegated: dict[str, int | None] = {}
+        self._procs: dict[int, tuple[str | None, str | None]] = {}  # pid -> (group key, user)
         if snapshot is not None:
             self._delegated = {g.key: g.owner.delegated_uid for g in snapshot.cgroups}
             self._procs = {p.pid: (p.identity.cgroup, p.identity.user) for p in snapshot.processes}
@@ -71,7 +72,7 @@ class Owners:
         return ("rule", f.rule)
 
 
-def select(findings: Iterable[Finding], snapshot: Optional[Snapshot], cap: int = MAX_FINDING_SERIES,
+def select(findings: Iterable[Finding], snapshot: Snapshot | None, cap: int = MAX_FINDING_SERIES,
            quota: int = OWNER_QUOTA) -> Selection:
     """The series to serve, in order, and what was left out (see the module docstring). A finding
     repeated with the same three labels is one series, owned by its first finding's owner."""

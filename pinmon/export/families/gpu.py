@@ -8,8 +8,6 @@ names thousands cannot make as many series.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from prometheus_client.core import Metric
 
 from ...model import Gpu
@@ -20,7 +18,7 @@ LABELS = ("gpu", "uuid", "pci_bus_id")
 MAX_COUNTERS_PER_GPU = 16
 
 
-def gpu_labels(g: Gpu) -> tuple[int, Optional[str], Optional[str]]:
+def gpu_labels(g: Gpu) -> tuple[int, str | None, str | None]:
     return (g.index, g.uuid, g.pci_bus_id)
 
 

@@ -7,8 +7,6 @@ recording had, not how long ago it was recorded.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from prometheus_client.core import Metric
 
 from ...model import ProbeResult
@@ -17,7 +15,7 @@ from ..state import StateView
 from .base import Gauge, emit
 
 
-def common_size(result: ProbeResult, direction: Direction) -> Optional[int]:
+def common_size(result: ProbeResult, direction: Direction) -> int | None:
     """The largest copy size with a pinned and a pageable rate in ``direction`` (None: none)."""
     sizes: dict[int, set[ProbeMemory]] = {}
     for m in result.measurements:

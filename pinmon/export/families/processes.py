@@ -9,7 +9,7 @@ A pid listed twice (a damaged recording) counts once: its first row.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from prometheus_client.core import Metric
 

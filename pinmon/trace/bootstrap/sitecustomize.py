@@ -20,9 +20,9 @@ import sys
 # pinmon trace starts, which must load nothing more than it would have (typing among them).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from importlib.machinery import ModuleSpec
     from types import ModuleType
-    from typing import Optional, Sequence
 
 # Top-level modules (and numba's CUDA part) whose import means CUDA work follows: the tracer starts
 # at the first of them. pinmon/trace/engine_cupti.py arms CUPTI on the same list (CUDA_MODULES).
@@ -39,8 +39,8 @@ class _StartOnCudaImport:
         self.done = False
         self.busy = False
 
-    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
-                  target: Optional[ModuleType] = None) -> Optional[ModuleSpec]:
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
         if self.done or self.busy or fullname not in TRIGGERS:
             return None
         if not self._exists(fullname, path, target):
@@ -56,7 +56,7 @@ class _StartOnCudaImport:
         except Exception:
             return None  # never stop the program's import
 
-    def _exists(self, fullname: str, path: Optional[Sequence[str]], target: Optional[ModuleType]) -> bool:
+    def _exists(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None) -> bool:
         """Whether another finder has ``fullname``."""
         self.busy = True
         try:
@@ -74,7 +74,7 @@ class _StartOnCudaImport:
         pass
 
 
-def _load_pinmon_trace() -> Optional[ModuleType]:
+def _load_pinmon_trace() -> ModuleType | None:
     """``pinmon.trace`` from pinmon's own install directory, without putting it on ``sys.path``."""
     if "pinmon.trace" in sys.modules:
         return sys.modules["pinmon.trace"]

@@ -8,10 +8,11 @@ box has the focus). The keys sit in the box's bottom border, always on screen.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -39,16 +40,16 @@ class LiveDetailScreen(ModalScreen[None]):
     """Subclasses say where the item is in a snapshot (``find``), its rows and its border's title
     (``border_text``: not ``title``, which is the screen's own)."""
 
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "dismiss", "Close")]
     BOX_ID = "detail-box"
     TEXT_ID = "detail-text"
 
-    def __init__(self, item: Any, snapshot: Optional[Snapshot], findings: Sequence[Finding] = ()):
+    def __init__(self, item: Any, snapshot: Snapshot | None, findings: Sequence[Finding] = ()):
         super().__init__()
         self.item = item
         self.snapshot = snapshot
         self.findings = tuple(findings)
-        self.gone_at: Optional[float] = None  # the first snapshot without it
+        self.gone_at: float | None = None  # the first snapshot without it
 
     @property
     def gone(self) -> bool:
@@ -72,7 +73,7 @@ class LiveDetailScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         self._draw()
 
-    def update(self, snapshot: Optional[Snapshot], findings: Sequence[Finding]) -> None:
+    def update(self, snapshot: Snapshot | None, findings: Sequence[Finding]) -> None:
         """A newer snapshot: the item in it, or the last one seen when it has left the snapshots."""
         if snapshot is None:
             return

@@ -9,10 +9,11 @@ then the last one read, not one that still holds.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -45,7 +46,7 @@ def same_finding(a: Finding, b: Finding) -> bool:
     return a.rule == b.rule and a.subject == b.subject and a.values.get("pid") == b.values.get("pid")
 
 
-def status_rows(read_at: Optional[float], cleared_at: Optional[float], gone_pid: Optional[int]) -> list[Content]:
+def status_rows(read_at: float | None, cleared_at: float | None, gone_pid: int | None) -> list[Content]:
     """When the figures were read, and whether the finding has cleared (and its process exited)."""
     if cleared_at is None:
         return [Content.styled(f"figures as of {fmt_time(read_at)} (the snapshot shown)", "dim")]
@@ -54,8 +55,8 @@ def status_rows(read_at: Optional[float], cleared_at: Optional[float], gone_pid:
             Content.styled(f"below: its last figures, as of {fmt_time(read_at)}", "dim")]
 
 
-def finding_text(f: Finding, read_at: Optional[float] = None, cleared_at: Optional[float] = None,
-                 gone_pid: Optional[int] = None) -> Content:
+def finding_text(f: Finding, read_at: float | None = None, cleared_at: float | None = None,
+                 gone_pid: int | None = None) -> Content:
     """The finding in full; the labels stand on lines of their own, so the text under them wraps
     from the same column as it starts."""
     style = SEVERITY_STYLE.get(f.severity, "")
@@ -77,14 +78,14 @@ def finding_text(f: Finding, read_at: Optional[float] = None, cleared_at: Option
 class FindingScreen(ModalScreen[None]):
     """The close keys sit in the box's bottom border: always on screen, however long the text."""
 
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "dismiss", "Close")]
 
-    def __init__(self, finding: Finding, read_at: Optional[float] = None):
+    def __init__(self, finding: Finding, read_at: float | None = None):
         super().__init__()
         self.finding = finding
         self.read_at = read_at  # the time of the snapshot the figures are from
-        self.cleared_at: Optional[float] = None
-        self.gone_pid: Optional[int] = None
+        self.cleared_at: float | None = None
+        self.gone_pid: int | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="finding-box") as box:
@@ -95,7 +96,7 @@ class FindingScreen(ModalScreen[None]):
     def _text(self) -> Content:
         return finding_text(self.finding, self.read_at, self.cleared_at, self.gone_pid)
 
-    def update(self, findings: Sequence[Finding], snapshot: Optional[Snapshot]) -> None:
+    def update(self, findings: Sequence[Finding], snapshot: Snapshot | None) -> None:
         """The advisor's findings at a newer snapshot: this finding's new figures, or CLEARED."""
         if snapshot is None:
             return

@@ -2,7 +2,7 @@
 live, its last figures kept when it has left the snapshots (``detail.LiveDetailScreen``)."""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from ...model import Cgroup, Finding, Snapshot
 from ..view.detail_row import DetailRow
@@ -15,7 +15,7 @@ class GroupScreen(LiveDetailScreen):
     BOX_ID = "group-box"
     TEXT_ID = "group-text"
 
-    def __init__(self, group: Cgroup, snapshot: Optional[Snapshot], findings: Sequence[Finding] = ()):
+    def __init__(self, group: Cgroup, snapshot: Snapshot | None, findings: Sequence[Finding] = ()):
         super().__init__(group, snapshot, findings)
         self.key = group.key
 
@@ -23,7 +23,7 @@ class GroupScreen(LiveDetailScreen):
     def group(self) -> Cgroup:
         return self.item
 
-    def find(self, snapshot: Snapshot) -> Optional[Cgroup]:
+    def find(self, snapshot: Snapshot) -> Cgroup | None:
         return next((g for g in snapshot.cgroups if g.key == self.key), None)
 
     def rows(self) -> Sequence[DetailRow]:

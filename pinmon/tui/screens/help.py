@@ -3,10 +3,10 @@
 Where a term stands for a rule's threshold, the help says the threshold the advisor uses."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -98,7 +98,7 @@ GROUP_TERMS = (
 )
 
 
-def help_items(thresholds: Optional[Thresholds] = None) -> list:
+def help_items(thresholds: Thresholds | None = None) -> list:
     """The help's lines: headings as they are, each key and term with its text wrapped under it.
     Each section's names take the width of its longest one and a gap, so none runs into its text."""
     items: list = []
@@ -117,9 +117,9 @@ def help_items(thresholds: Optional[Thresholds] = None) -> list:
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
 
-    def __init__(self, thresholds: Optional[Thresholds] = None):
+    def __init__(self, thresholds: Thresholds | None = None):
         super().__init__()
         self.thresholds = thresholds
 

@@ -1,10 +1,11 @@
 """Every notice in full (``n``): the notice bar shows only the first."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -17,7 +18,7 @@ from ..widgets.wrap import HangingText
 class NoticesScreen(ModalScreen[None]):
     """Every notice in full; the close keys sit in the border, always on screen."""
 
-    BINDINGS = [Binding("escape,n,q", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,n,q", "dismiss", "Close")]
 
     def __init__(self, notices: Sequence[str]):
         super().__init__()

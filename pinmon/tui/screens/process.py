@@ -7,9 +7,10 @@ is gone (its last figures stay): ``detail.LiveDetailScreen``. ``a`` attaches the
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import ClassVar
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from ...model import Finding, ProcessPinned, Snapshot
@@ -24,7 +25,7 @@ ATTACH_HINT = "a: attach  "
 class AttachRequested(Message):
     """The user asked to attach ``pid`` (None: no process was highlighted); the app decides."""
 
-    def __init__(self, pid: Optional[int]):
+    def __init__(self, pid: int | None):
         super().__init__()
         self.pid = pid
 
@@ -32,9 +33,9 @@ class AttachRequested(Message):
 class ProcessScreen(LiveDetailScreen):
     BOX_ID = "process-box"
     TEXT_ID = "process-text"
-    BINDINGS = [*LiveDetailScreen.BINDINGS, Binding("a", "attach", "Attach", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [*LiveDetailScreen.BINDINGS, Binding("a", "attach", "Attach", show=False)]
 
-    def __init__(self, process: ProcessPinned, snapshot: Optional[Snapshot], findings: Sequence[Finding] = (),
+    def __init__(self, process: ProcessPinned, snapshot: Snapshot | None, findings: Sequence[Finding] = (),
                  attach_key: bool = False):
         """``attach_key``: the key can attach here (its border says so)."""
         super().__init__(process, snapshot, findings)
@@ -53,7 +54,7 @@ class ProcessScreen(LiveDetailScreen):
     def process(self) -> ProcessPinned:
         return self.item
 
-    def find(self, snapshot: Snapshot) -> Optional[ProcessPinned]:
+    def find(self, snapshot: Snapshot) -> ProcessPinned | None:
         return next((p for p in snapshot.processes if p.pid == self.pid), None)
 
     def rows(self) -> Sequence[DetailRow]:

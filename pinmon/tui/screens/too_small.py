@@ -4,8 +4,10 @@ it on top while the terminal is too small and takes it away once it is large eno
 shows, only q (and Ctrl-Z) act."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.screen import Screen
 
@@ -21,7 +23,7 @@ def too_small_text(width: int, height: int) -> Content:
 
 
 class TooSmallScreen(Screen):
-    BINDINGS = [Binding("q", "app.quit", "Quit")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "app.quit", "Quit")]
 
     def __init__(self, width: int, height: int):
         super().__init__()

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple
 
 from ...limits import DEFAULT_ATTACH_WINDOW_S
 from ...units import fmt_seconds, printable
@@ -27,8 +28,8 @@ class AttachEnd(NamedTuple):
     attached and its figures are in the snapshots from now on; else the one line that says why not."""
 
     pid: int
-    error: Optional[str] = None
-    window_s: Optional[float] = None     # the seconds it counted
+    error: str | None = None
+    window_s: float | None = None     # the seconds it counted
     interrupted: bool = False            # stopped before its time (pinmon quitting)
 
 
@@ -46,9 +47,9 @@ class AttachWindow:
     pid: int
     seconds: float
     asked_at: float
-    attached_at: Optional[float] = None
+    attached_at: float | None = None
 
-    def seconds_left(self, now: float) -> Optional[float]:
+    def seconds_left(self, now: float) -> float | None:
         if self.attached_at is None:
             return None
         return max(0.0, self.seconds - (now - self.attached_at))
@@ -62,7 +63,7 @@ class AttachKey:
     keeps every CUDA process attached; ``live``: False for a replay (a recording's processes are not
     this machine's)."""
 
-    def __init__(self, *, live: bool = True, unavailable_reason: Optional[str] = "attach is not available here",
+    def __init__(self, *, live: bool = True, unavailable_reason: str | None = "attach is not available here",
                  every_process: bool = False, window_s: float = DEFAULT_ATTACH_WINDOW_S,
                  clock: Callable[[], float]) -> None:
         self.live = live
@@ -70,14 +71,14 @@ class AttachKey:
         self.every_process = every_process
         self.window_s = float(window_s)
         self.clock = clock
-        self.window: Optional[AttachWindow] = None
+        self.window: AttachWindow | None = None
 
     @property
     def usable(self) -> bool:
         """Whether the key can start a window here (the footer offers it only then)."""
         return self.live and self.unavailable_reason is None and not self.every_process
 
-    def refusal(self, pid: Optional[int]) -> Optional[Note]:
+    def refusal(self, pid: int | None) -> Note | None:
         """Why a window on ``pid`` (None: no process highlighted) cannot start now; None: it can."""
         if not self.live:
             return Note("attach works on this machine's processes, not on a recording's", "warning")
@@ -103,7 +104,7 @@ class AttachKey:
         w.attached_at = self.clock()
         return True
 
-    def status(self) -> Optional[str]:
+    def status(self) -> str | None:
         """What the status line says while a window runs: "attaching pid 4242…", then "attaching
         pid 4242: 7 s left"; None without one."""
         w = self.window
@@ -114,7 +115,7 @@ class AttachKey:
             return f"attaching pid {w.pid}…"
         return f"attaching pid {w.pid}: {math.ceil(left - 1e-9):d} s left"
 
-    def finish(self, end: AttachEnd) -> Optional[Note]:
+    def finish(self, end: AttachEnd) -> Note | None:
         """The window has ended: what to tell the user (None for a window stopped by quitting)."""
         self.window = None
         if end.interrupted and end.error is None:

@@ -9,8 +9,8 @@ of them has come once, after the group. A rule with one finding keeps its whole 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ...model import Finding
 

@@ -8,8 +8,6 @@ subject, which is printable and bounded on the way out.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from ...model import Finding, Snapshot
 from ...units import printable
 from .format import command_brief, name_text
@@ -17,7 +15,7 @@ from .format import command_brief, name_text
 SUBJECT_CHARS = 80
 
 
-def finding_subject(f: Finding, snapshot: Optional[Snapshot], short: bool = False) -> str:
+def finding_subject(f: Finding, snapshot: Snapshot | None, short: bool = False) -> str:
     pid = f.values.get("pid")
     if isinstance(pid, int) and not isinstance(pid, bool):
         row = next((p for p in snapshot.processes if p.pid == pid), None) if snapshot is not None else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional, TextIO
+from typing import TextIO
 
 from .sizing import too_small
 
@@ -28,7 +28,7 @@ LEAVE = "\x1b[?25h\x1b[?1049l"                # the cursor shown, the normal scr
 STARTING = "starting…"
 
 
-def frame_text(width: int, height: int) -> Optional[str]:
+def frame_text(width: int, height: int) -> str | None:
     """The frame's bytes for a ``width`` x ``height`` terminal, or None where the app would show its
     "too small" hint instead. The strip as the app lays it out: a space, then each label and two
     spaces; the first tab bold, the underline under it."""
@@ -50,7 +50,7 @@ class FirstFrame:
     leaves the alternate screen itself at exit; ``abandon`` leaves it where Textual never took it
     (a no-op after ``handover``). Each is safe to call more than once."""
 
-    def __init__(self, out: TextIO, fd: Optional[int], saved_modes: Optional[list]):
+    def __init__(self, out: TextIO, fd: int | None, saved_modes: list | None):
         self.out = out
         self.fd = fd
         self.saved_modes = saved_modes
@@ -86,7 +86,7 @@ class FirstFrame:
             pass
 
 
-def draw_first_frame(out: Optional[TextIO] = None, inp: Optional[TextIO] = None) -> Optional[FirstFrame]:
+def draw_first_frame(out: TextIO | None = None, inp: TextIO | None = None) -> FirstFrame | None:
     """Draw the frame on ``out`` (stdout) where the app will draw; None where it does not (not two
     terminals, a size the app does not fit, any error asking the terminal)."""
     out = sys.stdout if out is None else out
@@ -111,7 +111,7 @@ def draw_first_frame(out: Optional[TextIO] = None, inp: Optional[TextIO] = None)
     return FirstFrame(out, fd, saved)
 
 
-def quiet_input(fd: int) -> Optional[list]:
+def quiet_input(fd: int) -> list | None:
     """Echo off on the terminal ``fd`` (keys typed now are not drawn over the frame); the modes before,
     or None where they cannot be read or set."""
     try:

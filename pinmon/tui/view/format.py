@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Sequence
 
 from ...advise.thresholds import Thresholds
 from ...model import EXACT_PCIE_METHODS, Gpu, HostMemory, ProbeResult, ProcessPinned
@@ -46,14 +46,14 @@ def link_state(gpu: Gpu, thresholds: Thresholds) -> str:
     return "downshift"
 
 
-def method_label(method: Optional[str]) -> str:
+def method_label(method: str | None) -> str:
     """How the rate was measured, in the fewest characters that stay honest."""
     if method in EXACT_PCIE_METHODS:
         return "exact"
     return "est." if method == "sampled" else "n/a"
 
 
-def error_total(gpu: Gpu) -> Optional[int]:
+def error_total(gpu: Gpu) -> int | None:
     """Replays + recoveries + the other error counters, increase since pinmon started; None = no counters."""
     p = gpu.pcie
     parts = (p.replay_delta, p.recovery_delta, p.error_delta)
@@ -75,7 +75,7 @@ def error_text(gpu: Gpu, detail: bool = True) -> str:
     return f"errors +{total} ({', '.join(parts)})"
 
 
-def fmt_time(t: Optional[float], with_date: bool = True) -> str:
+def fmt_time(t: float | None, with_date: bool = True) -> str:
     if t is None:
         return "n/a"
     return time.strftime("%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S", time.localtime(t))
@@ -86,22 +86,22 @@ def fmt_time(t: Optional[float], with_date: bool = True) -> str:
 @dataclass(frozen=True)
 class ProbeRow:
     direction: str  # "h2d" / "d2h"
-    pinned_bytes_per_s: Optional[float]
-    pageable_bytes_per_s: Optional[float]
-    link_bytes_per_s: Optional[float]
+    pinned_bytes_per_s: float | None
+    pageable_bytes_per_s: float | None
+    link_bytes_per_s: float | None
 
     @property
-    def speedup(self) -> Optional[float]:
+    def speedup(self) -> float | None:
         if self.pinned_bytes_per_s is None or not self.pageable_bytes_per_s:
             return None
         return self.pinned_bytes_per_s / self.pageable_bytes_per_s
 
     @property
-    def pinned_share_of_link(self) -> Optional[float]:
+    def pinned_share_of_link(self) -> float | None:
         return share(self.pinned_bytes_per_s, self.link_bytes_per_s)
 
 
-def probe_rows(result: ProbeResult, fallback_link_bytes_per_s: Optional[float] = None) -> list[ProbeRow]:
+def probe_rows(result: ProbeResult, fallback_link_bytes_per_s: float | None = None) -> list[ProbeRow]:
     link = result.link_theoretical_bytes_per_s or fallback_link_bytes_per_s
     return [ProbeRow(d, result.rate(d, "pinned"), result.rate(d, "pageable"), link) for d in ("h2d", "d2h")]
 
@@ -133,7 +133,7 @@ class SortColumn:
     value: Callable[[ProcessPinned], float | str]  # what the rows sort by
 
 
-def _num(v: Optional[float]) -> float:
+def _num(v: float | None) -> float:
     # Unknown sorts after every reading whatever the direction: see sort_processes.
     return float("-inf") if v is None else float(v)
 
@@ -216,7 +216,7 @@ def sort_processes(procs: Sequence[ProcessPinned], column: SortColumn) -> list[P
 
 
 def filter_processes(procs: Sequence[ProcessPinned], text: str,
-                     group_names: Optional[Mapping[str, str]] = None) -> list[ProcessPinned]:
+                     group_names: Mapping[str, str] | None = None) -> list[ProcessPinned]:
     """Substring match on pid, name, user, command line or the name of its group (container, pod,
     job: ``group_names`` maps a group's key to it), case-insensitive."""
     needle = text.strip().lower()
@@ -241,7 +241,7 @@ def node_cell(p: ProcessPinned) -> str:
     return fmt_main_node(p.placement.pinned_bytes_by_node)
 
 
-def local_share(p: ProcessPinned, gpus: Sequence[Gpu]) -> Optional[float]:
+def local_share(p: ProcessPinned, gpus: Sequence[Gpu]) -> float | None:
     """The share of the process's pinned pages on the NUMA nodes of the GPUs it uses; None where
     its placement, its GPUs or their nodes are unknown."""
     by_node = p.placement.pinned_bytes_by_node

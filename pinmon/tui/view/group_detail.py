@@ -9,7 +9,7 @@ for a few minutes (the collector keeps its OOM count); it is shown as gone.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from ...model import Cgroup, Finding, ProcessPinned, Snapshot
 from ...units import fmt_bytes, fmt_int, fmt_share, printable, share
@@ -25,14 +25,14 @@ def group_findings(g: Cgroup, findings: Sequence[Finding]) -> list[Finding]:
     return [f for f in findings if f.values.get("cgroup") == g.key]
 
 
-def group_severity(g: Cgroup, findings: Sequence[Finding]) -> Optional[str]:
+def group_severity(g: Cgroup, findings: Sequence[Finding]) -> str | None:
     """"critical", "warning" or None: the worst active finding about the group."""
     worst = max((f.severity for f in group_findings(g, findings) if f.severity in SEVERITY_RANK),
                 key=SEVERITY_RANK.__getitem__, default=None)
     return worst
 
 
-def limit_share(g: Cgroup) -> Optional[float]:
+def limit_share(g: Cgroup) -> float | None:
     """What it holds (``HeldMemory.bytes``) as a fraction of its memory limit; None without a limit."""
     return share(g.held.bytes, g.limit.limit_bytes)
 
@@ -49,7 +49,7 @@ def sort_groups(groups: Sequence[Cgroup], findings: Sequence[Finding]) -> list[C
                                          -(limit_share(g) or 0.0), -(g.held.bytes or 0), g.key))
 
 
-def group_of(p: ProcessPinned, snapshot: Optional[Snapshot]) -> Optional[Cgroup]:
+def group_of(p: ProcessPinned, snapshot: Snapshot | None) -> Cgroup | None:
     """The group of process ``p`` in ``snapshot``; None where it has none."""
     key = p.identity.cgroup
     if snapshot is None or not key:
@@ -67,7 +67,7 @@ def group_summary(g: Cgroup) -> str:
     return f"{printable(g.name, 80)}: {figure}"
 
 
-def members(g: Cgroup, snapshot: Optional[Snapshot]) -> list[ProcessPinned]:
+def members(g: Cgroup, snapshot: Snapshot | None) -> list[ProcessPinned]:
     """The group's processes in the snapshot, the largest holders first."""
     if snapshot is None:
         return []
@@ -75,7 +75,7 @@ def members(g: Cgroup, snapshot: Optional[Snapshot]) -> list[ProcessPinned]:
     return sorted(rows, key=lambda p: (-(p.held.bytes or 0), p.pid))
 
 
-def ungrouped(snapshot: Optional[Snapshot]) -> list[ProcessPinned]:
+def ungrouped(snapshot: Snapshot | None) -> list[ProcessPinned]:
     """Processes in no group (their cgroup unreadable, or a snapshot older than group figures)."""
     if snapshot is None:
         return []
@@ -146,7 +146,7 @@ def _oom_row(g: Cgroup, found: Sequence[Finding]) -> DetailRow:
     return DetailRow("OOM kills", text, "warning" if any(f.rule == "cgroup-oom-kills" for f in found) else "")
 
 
-def group_rows(g: Cgroup, snapshot: Optional[Snapshot] = None, findings: Sequence[Finding] = ()) -> list[DetailRow]:
+def group_rows(g: Cgroup, snapshot: Snapshot | None = None, findings: Sequence[Finding] = ()) -> list[DetailRow]:
     """The pop-up's rows for ``g``: who it is, its limit and pinned share, OOM kills, its processes."""
     found = group_findings(g, findings)
     rows = [DetailRow("group", printable(g.subject, 200), "head")]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
 
 from ...model import HostMemory, Snapshot
 
@@ -21,17 +21,17 @@ GRAPH_SPAN_S = 300.0
 MIN_SAMPLES = 60
 MAX_SAMPLES = 3600
 
-Series = tuple[Optional[float], ...]
+Series = tuple[float | None, ...]
 
 
-def pinned_figure(h: HostMemory) -> tuple[Optional[int], str]:
+def pinned_figure(h: HostMemory) -> tuple[int | None, str]:
     """(bytes, label) of pinned memory: the snapshot's best figure and its source, else the estimate."""
     if h.pinned_bytes_total is not None and h.pinned_bytes_source in ("kernel", "est."):
         return h.pinned_bytes_total, h.pinned_bytes_source
     return h.pinned_bytes_est, "est."
 
 
-def pinned_share(h: HostMemory) -> Optional[float]:
+def pinned_share(h: HostMemory) -> float | None:
     """Pinned memory's share of effective RAM (MemTotal or the cgroup limit), None where unknown."""
     pinned = pinned_figure(h)[0]
     effective = h.effective_mem_limit_bytes or h.mem_total_bytes
@@ -71,9 +71,9 @@ class History:
         self.interval_s = interval_s
         self.maxlen = samples_for(interval_s)
         self.taken = 0  # samples taken since the start: the number of the next one
-        self._rx: dict[int, deque[Optional[float]]] = {}
-        self._tx: dict[int, deque[Optional[float]]] = {}
-        self._pinned: deque[Optional[float]] = deque(maxlen=self.maxlen)
+        self._rx: dict[int, deque[float | None]] = {}
+        self._tx: dict[int, deque[float | None]] = {}
+        self._pinned: deque[float | None] = deque(maxlen=self.maxlen)
 
     def add(self, snapshot: Snapshot) -> None:
         by_index = {g.index: g for g in snapshot.gpus}
@@ -97,7 +97,7 @@ class History:
                             pinned=tuple(self._pinned))
 
 
-def columns(series: Series, first_index: int, per_column: int, width: int) -> list[Optional[float]]:
+def columns(series: Series, first_index: int, per_column: int, width: int) -> list[float | None]:
     """``width`` column values, newest at the right: the mean of the known samples in each group of
     ``per_column`` (grouped by sample number, so a column keeps its samples as new ones come); None
     for a column with no known sample (before the history starts, or no reading)."""
@@ -108,7 +108,7 @@ def columns(series: Series, first_index: int, per_column: int, width: int) -> li
         return [None] * width
     last = first_index + len(series) - 1
     newest = last // per_column
-    out: list[Optional[float]] = []
+    out: list[float | None] = []
     for group in range(newest - width + 1, newest + 1):
         lo = max(group * per_column, first_index) - first_index
         hi = min((group + 1) * per_column, last + 1) - first_index
@@ -119,7 +119,7 @@ def columns(series: Series, first_index: int, per_column: int, width: int) -> li
     return out
 
 
-def known_mean(values: Series) -> Optional[float]:
+def known_mean(values: Series) -> float | None:
     """The mean of the known values (a GPU lost or not read leaves None), None when none is."""
     known = [v for v in values if v is not None]
     return sum(known) / len(known) if known else None
@@ -139,9 +139,9 @@ class ColumnCache:
 
     def __init__(self) -> None:
         self._per_column = 0
-        self._done: dict[int, Optional[float]] = {}
+        self._done: dict[int, float | None] = {}
 
-    def values(self, series: Series, first_index: int, per_column: int, width: int) -> list[Optional[float]]:
+    def values(self, series: Series, first_index: int, per_column: int, width: int) -> list[float | None]:
         per_column = max(1, per_column)
         if width <= 0:
             return []
@@ -153,7 +153,7 @@ class ColumnCache:
         newest = last // per_column
         oldest_kept = -(-first_index // per_column)  # the first group that starts inside the history
         done = self._done
-        out: list[Optional[float]] = []
+        out: list[float | None] = []
         for group in range(newest - width + 1, newest + 1):
             if group >= oldest_kept and group in done:  # (an older one is losing readings)
                 out.append(done[group])

@@ -16,7 +16,8 @@ is active, so the view follows the configured thresholds.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from ...model import Copies, CopyStats, Finding, Gpu, ProbeResult, ProcessPinned, Snapshot
 from ...model.kinds import DIRECTIONS, Direction, HostMemoryKind
@@ -100,7 +101,7 @@ def table_columns(c: Copies) -> tuple[Column, ...]:
     return columns
 
 
-def _stat_cells(s: Optional[CopyStats], columns: Sequence[Column]) -> str:
+def _stat_cells(s: CopyStats | None, columns: Sequence[Column]) -> str:
     return "".join(f"{col.figure(s) if s is not None else fmt_rate(None):>{col.cells}}" for col in columns)
 
 
@@ -142,7 +143,7 @@ def transfer_rows(p: ProcessPinned, found: Sequence[Finding] = ()) -> list[Detai
     return rows + notes
 
 
-def probe_for(snapshot: Optional[Snapshot], gpu: Optional[Gpu]) -> Optional[ProbeResult]:
+def probe_for(snapshot: Snapshot | None, gpu: Gpu | None) -> ProbeResult | None:
     """The snapshot's probe when it ran fine on ``gpu``."""
     probe = snapshot.probe if snapshot is not None else None
     if probe is None or probe.status != "ok" or gpu is None:
@@ -150,7 +151,7 @@ def probe_for(snapshot: Optional[Snapshot], gpu: Optional[Gpu]) -> Optional[Prob
     return probe if probe.gpu_index in (None, gpu.index) else None
 
 
-def probe_rows(p: ProcessPinned, snapshot: Optional[Snapshot], found: Sequence[Finding]) -> list[DetailRow]:
+def probe_rows(p: ProcessPinned, snapshot: Snapshot | None, found: Sequence[Finding]) -> list[DetailRow]:
     """Achieved pinned rate of its 1 MiB+ copies against the probe's pinned rate, per direction."""
     c = p.copies
     if c is None or c.instrument != "cupti":
@@ -206,7 +207,7 @@ def _flags_text(flags: dict[str, int]) -> str:
     return ", ".join(f"{printable(k, 20).replace('_', '-')} {fmt_int(v)}" for k, v in sorted(flags.items()))
 
 
-def _alloc_text(p: ProcessPinned) -> Optional[str]:
+def _alloc_text(p: ProcessPinned) -> str | None:
     """"12 in 10.0 s (1.2/s), median 4.0 KiB, max 8.0 MiB; write-combined 1; frees 3": what the
     instrument counted of its pinned allocations (a tracer's: the rate and median only)."""
     a = p.allocations
@@ -227,7 +228,7 @@ def _alloc_text(p: ProcessPinned) -> Optional[str]:
     return text
 
 
-def _registered_text(p: ProcessPinned) -> Optional[str]:
+def _registered_text(p: ProcessPinned) -> str | None:
     """cudaHostRegister calls apart from allocations (uprobes): count, bytes, sizes, flags, and the
     unregistrations."""
     a = p.allocations
@@ -251,7 +252,7 @@ def _gpus_text(p: ProcessPinned, gpus: Sequence[Gpu]) -> str:
     return f"{fmt_bytes(where.gpu_memory_bytes)} on GPU{'s' if len(where.gpu_indices) > 1 else ''} {names}"
 
 
-def detail_rows(p: ProcessPinned, snapshot: Optional[Snapshot] = None,
+def detail_rows(p: ProcessPinned, snapshot: Snapshot | None = None,
                 findings: Sequence[Finding] = ()) -> list[DetailRow]:
     """The pop-up's rows for ``p``; ``snapshot`` gives its GPUs and the probe, ``findings`` what to
     highlight."""

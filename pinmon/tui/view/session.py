@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Callable, Iterable, Optional, Protocol, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 from ...advise.history import AdvisorHistory
 from ...advise.thresholds import Thresholds
@@ -53,16 +54,16 @@ class Session:
                  live: bool = True,
                  interval_s: float = 1.0,
                  probe_available: bool = False,
-                 probe_unavailable_reason: Optional[str] = "probe engine not available",
-                 probe_every_s: Optional[float] = 60.0,
-                 recorder_factory: Optional[Callable[[], Recorder]] = None,
+                 probe_unavailable_reason: str | None = "probe engine not available",
+                 probe_every_s: float | None = 60.0,
+                 recorder_factory: Callable[[], Recorder] | None = None,
                  replay_speeds: Sequence[float] = (0.5, 1, 2, 4, 8, 16),
                  speed: float = 1.0,
                  clock: Callable[[], float] = time.monotonic,
                  auto_probe_duty_limit: float = AUTO_PROBE_DUTY_LIMIT,
-                 thresholds: Optional[Thresholds] = None,
+                 thresholds: Thresholds | None = None,
                  attach_available: bool = False,
-                 attach_unavailable_reason: Optional[str] = "attach is not available here",
+                 attach_unavailable_reason: str | None = "attach is not available here",
                  attach_all: bool = False,
                  attach_window_s: float = DEFAULT_ATTACH_WINDOW_S):
         self.advisor = advisor
@@ -84,26 +85,26 @@ class Session:
         # the rules look back. The sparklines draw their last readings whatever the interval.
         self.history = AdvisorHistory.for_thresholds(self.thresholds)
         self._recent: deque[Snapshot] = deque(maxlen=SPARK_SAMPLES)
-        self.latest: Optional[Snapshot] = None  # the newest snapshot taken
-        self.displayed: Optional[Snapshot] = None  # the one on screen (older while paused)
+        self.latest: Snapshot | None = None  # the newest snapshot taken
+        self.displayed: Snapshot | None = None  # the one on screen (older while paused)
         self.findings: tuple[Finding, ...] = ()
         self.paused = False
         self.ended = False
         self.selected_gpu = 0  # position in the displayed snapshot's GPUs
-        self.recorder: Optional[Recorder] = None
+        self.recorder: Recorder | None = None
         self._series: tuple[dict, dict] = ({}, {})
         # The graphs' readings, every snapshot taken; frozen for the views at each one shown.
         self._history = History(self.interval_s)
         self._graphs = GraphHistory(interval_s=self.interval_s)
         self._notices: dict[str, str] = {}
 
-        self.probe_running: Optional[ProbeKind] = None
-        self.probe_progress: tuple[float, Optional[float], str] = (0.0, None, "")
-        self.probe_latest: Optional[ProbeResult] = None
+        self.probe_running: ProbeKind | None = None
+        self.probe_progress: tuple[float, float | None, str] = (0.0, None, "")
+        self.probe_latest: ProbeResult | None = None
         # An ok result waiting for the reading that covers its end, to get its link traffic.
-        self._probe_link_pending: Optional[ProbeResult] = None
-        self._probe_latest_ok: Optional[ProbeResult] = None
-        self._probe_latest_sweep: Optional[ProbeResult] = None
+        self._probe_link_pending: ProbeResult | None = None
+        self._probe_latest_ok: ProbeResult | None = None
+        self._probe_latest_sweep: ProbeResult | None = None
         self.probe_seconds = 0.0
         self.probe_count = 0
         self.started_at = clock()
@@ -112,7 +113,7 @@ class Session:
         self.attach = AttachKey(live=live, every_process=attach_all, window_s=attach_window_s, clock=clock,
                                 unavailable_reason=None if attach_available else (
                                     attach_unavailable_reason or "attach is not available here"))
-        self.traffic: Optional[TrafficExplained] = None  # the displayed snapshot's
+        self.traffic: TrafficExplained | None = None  # the displayed snapshot's
 
     def start(self) -> None:
         """The session's clock starts: the probe duty cycle counts from here."""
@@ -210,7 +211,7 @@ class Session:
         if not self.paused and self.live and self.latest is not None and self.latest is not self.displayed:
             self._show(self.latest)  # back to now: the newest snapshot taken while paused
 
-    def step_speed(self, step: int) -> Optional[Note]:
+    def step_speed(self, step: int) -> Note | None:
         """The next (``step`` 1) or previous (-1) replay speed."""
         if self.live:
             return Note("speed applies to replays only")
@@ -225,7 +226,7 @@ class Session:
     def select_gpu(self, position: int) -> None:
         self.selected_gpu = position
 
-    def next_gpu(self) -> Optional[Note]:
+    def next_gpu(self) -> Note | None:
         count = self.gpu_count()
         if not count:
             return Note("no GPUs in this snapshot", "warning")
@@ -234,7 +235,7 @@ class Session:
 
     # --- recording ---------------------------------------------------------------------------
 
-    def toggle_recording(self) -> Optional[Note]:
+    def toggle_recording(self) -> Note | None:
         """Start a recording (the newest snapshot first), or stop the one running."""
         if self.recorder is not None:
             return self.stop_recording(quiet=False)
@@ -254,7 +255,7 @@ class Session:
                 return None  # the notice bar says why
         return Note(f"recording to {self.recorder.path}")
 
-    def stop_recording(self, quiet: bool) -> Optional[Note]:
+    def stop_recording(self, quiet: bool) -> Note | None:
         """Close the recording, if one runs; ``quiet``: nothing to tell the user."""
         rec, self.recorder = self.recorder, None
         if rec is None:
@@ -270,13 +271,13 @@ class Session:
 
     # --- probes ------------------------------------------------------------------------------
 
-    def auto_probe_timing(self) -> Optional[tuple[float, float]]:
+    def auto_probe_timing(self) -> tuple[float, float] | None:
         """(seconds to the first automatic probe, seconds between them), None: no automatic probes."""
         if not (self.live and self.probe_available and self.probe_every_s):
             return None
         return min(FIRST_PROBE_DELAY_S, self.probe_every_s), self.probe_every_s
 
-    def probe_refusal(self) -> Optional[Note]:
+    def probe_refusal(self) -> Note | None:
         """Why a probe the user asks for cannot start now; None: it can."""
         if not self.live:
             return Note("probe not available in replay", "warning")
@@ -305,7 +306,7 @@ class Session:
         self.probe_progress = (0.0, None, "starting")
         return gpu_index
 
-    def probe_step(self, done: float, total: Optional[float], label: str) -> bool:
+    def probe_step(self, done: float, total: float | None, label: str) -> bool:
         """The running probe's progress; False where no probe runs (a late message)."""
         if self.probe_running is None:
             return False

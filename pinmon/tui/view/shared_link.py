@@ -12,7 +12,7 @@ No Textual, no I/O: a function of a probe result and snapshots.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from ...model import EXACT_PCIE_METHODS, ProbeResult, Snapshot
 
@@ -26,7 +26,7 @@ SHARED_MIN_LINK_SHARE = 0.05
 _WARMUPS = 1
 
 
-def probe_window(result: ProbeResult) -> Optional[tuple[float, float]]:
+def probe_window(result: ProbeResult) -> tuple[float, float] | None:
     """(start, end) of the probe in wall-clock seconds, None without a duration."""
     if result.duration_s is None:
         return None
@@ -81,14 +81,14 @@ def probe_own_bytes(result: ProbeResult) -> tuple[float, float]:
     rx = tx = 0.0
     for m in result.measurements:
         count = (m.repeats or 1) + _WARMUPS
-        if m.kind == "copy" and m.direction == "h2d" or m.kind == "kernel_read":
+        if (m.kind == "copy" and m.direction == "h2d") or m.kind == "kernel_read":
             rx += m.size_bytes * count
         elif m.kind == "copy" and m.direction == "d2h":
             tx += m.size_bytes * count
     return rx, tx
 
 
-def other_traffic(result: ProbeResult) -> Optional[tuple[float, float]]:
+def other_traffic(result: ProbeResult) -> tuple[float, float] | None:
     """(RX, TX) bytes/s on the link besides the probe's own, over the joined readings' span; None
     where that cannot be told: no join yet, no reading, or readings that sampled 20 ms of each
     interval (they may or may not have caught the probe's copies)."""

@@ -5,7 +5,6 @@ Views get data, they draw it; they hold no reference to the app's history, the s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ...advise.thresholds import Thresholds
 from ...model import Finding, Gpu, ProbeResult, Snapshot
@@ -17,14 +16,14 @@ from .history import GraphHistory
 @dataclass(frozen=True)
 class ProbeView:
     # None: a probe runner is wired in; otherwise why there are no probe numbers.
-    unavailable_reason: Optional[str] = None
+    unavailable_reason: str | None = None
     live: bool = True
-    running_kind: Optional[ProbeKind] = None
-    progress_done: Optional[float] = None
-    progress_total: Optional[float] = None
+    running_kind: ProbeKind | None = None
+    progress_done: float | None = None
+    progress_total: float | None = None
     progress_label: str = ""
-    latest: Optional[ProbeResult] = None  # the newest result of any kind
-    latest_sweep: Optional[ProbeResult] = None
+    latest: ProbeResult | None = None  # the newest result of any kind
+    latest_sweep: ProbeResult | None = None
     # Seconds spent probing and seconds the app has watched: the cost the probe puts on the box.
     probe_seconds: float = 0.0
     wall_seconds: float = 0.0
@@ -33,7 +32,7 @@ class ProbeView:
     link_pending: bool = False
 
     @property
-    def duty_cycle(self) -> Optional[float]:
+    def duty_cycle(self) -> float | None:
         if self.wall_seconds <= 0:
             return None
         return min(1.0, self.probe_seconds / self.wall_seconds)
@@ -41,18 +40,18 @@ class ProbeView:
 
 @dataclass(frozen=True)
 class ViewState:
-    snapshot: Optional[Snapshot] = None
+    snapshot: Snapshot | None = None
     findings: tuple[Finding, ...] = ()
     live: bool = True
     paused: bool = False
     speed: float = 1.0
     interval_s: float = 1.0
-    recording_path: Optional[str] = None
+    recording_path: str | None = None
     ended: bool = False
     selected_gpu: int = 0  # position in snapshot.gpus
     # GPU index -> the last SPARK_SAMPLES readings (None where there was no reading).
-    rx_series: dict[int, tuple[Optional[float], ...]] = field(default_factory=dict)
-    tx_series: dict[int, tuple[Optional[float], ...]] = field(default_factory=dict)
+    rx_series: dict[int, tuple[float | None, ...]] = field(default_factory=dict)
+    tx_series: dict[int, tuple[float | None, ...]] = field(default_factory=dict)
     # The last minutes of each shown GPU's RX/TX and of the pinned share, for the overview's graphs.
     graphs: GraphHistory = field(default_factory=GraphHistory)
     notices: tuple[str, ...] = ()
@@ -61,10 +60,10 @@ class ViewState:
     # and figures whose look follows a rule (a link DEGRADED under load).
     thresholds: Thresholds = field(default_factory=Thresholds)
     # How much of each GPU's link the measured copies (attach, trace) explain; None before a snapshot.
-    traffic: Optional[TrafficExplained] = None
+    traffic: TrafficExplained | None = None
     # The attach key: its window's countdown ("attaching pid 4242: 7 s left") while one runs, and
     # whether it can start one here (live, attach possible, not --attach); --attach is on.
-    attach_status: Optional[str] = None
+    attach_status: str | None = None
     attach_usable: bool = False
     attach_all: bool = False
 
@@ -73,7 +72,7 @@ class ViewState:
         return self.snapshot.gpus if self.snapshot is not None else ()
 
     @property
-    def selected(self) -> Optional[Gpu]:
+    def selected(self) -> Gpu | None:
         gpus = self.gpus
         if not gpus:
             return None

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from ...model.traffic import CopyShare, LinkExplained, TrafficExplained
 from ...units import fmt_pct, fmt_rate, printable
@@ -38,7 +39,7 @@ class GpuCopies(NamedTuple):
     unplaced: tuple[CopyShare, ...]
 
 
-def gpu_copies(explained: Optional[TrafficExplained], gpu_index: int) -> Optional[GpuCopies]:
+def gpu_copies(explained: TrafficExplained | None, gpu_index: int) -> GpuCopies | None:
     """``gpu_index``'s part; None where no process's copies are measured (nothing to explain)."""
     if explained is None or not explained.measured:
         return None
@@ -96,7 +97,7 @@ def _unplaced_total(unplaced: Sequence[CopyShare]) -> str:
     return fmt_rate(sum(s.bytes_per_s for s in unplaced))
 
 
-def _fits(text: str, width: Optional[int]) -> bool:
+def _fits(text: str, width: int | None) -> bool:
     return not width or len(text) <= width
 
 
@@ -122,13 +123,13 @@ def row_forms(gc: GpuCopies) -> list[str]:
     return forms + [shares + (SEP + unplaced[3] if unplaced else "")]
 
 
-def row_line(gc: GpuCopies, width: Optional[int]) -> str:
+def row_line(gc: GpuCopies, width: int | None) -> str:
     """The fullest of ``row_forms`` that fits ``width`` cells (the shortest where none does)."""
     forms = row_forms(gc)
     return next((f for f in forms if _fits(f, width)), forms[-1])
 
 
-def row_lines(gc: GpuCopies, width: Optional[int]) -> list[str]:
+def row_lines(gc: GpuCopies, width: int | None) -> list[str]:
     """A line per direction with copies on this GPU (a wide row), each as full as ``width`` allows;
     the copies whose GPU cannot be known end the last one, in short (the detail has them in full)."""
     if not gc.links:
@@ -143,7 +144,7 @@ def row_lines(gc: GpuCopies, width: Optional[int]) -> list[str]:
     return out
 
 
-def line_count(gc: Optional[GpuCopies], wide: bool) -> int:
+def line_count(gc: GpuCopies | None, wide: bool) -> int:
     """The lines ``row_lines`` (``wide``) or ``row_line`` give a GPU row: its graphs leave room."""
     if gc is None:
         return 0
@@ -158,7 +159,7 @@ def brief(gc: GpuCopies) -> str:
     return "copies " + " ".join(f"{link.word} {_pct(link)}" for link in gc.links)
 
 
-def hanging(text: str, width: Optional[int], indent: int) -> list[str]:
+def hanging(text: str, width: int | None, indent: int) -> list[str]:
     """``text`` wrapped to ``width`` cells, its lines after the first ``indent`` cells in (under the
     first line's text, right of a label of that width)."""
     if not width or width <= indent + 10 or len(text) <= width - indent:

@@ -1,12 +1,10 @@
 """A text bar with an optional marker (the advisor's critical share of RAM for pinned memory)."""
 from __future__ import annotations
 
-from typing import Optional
-
 from textual.content import Content
 
 
-def bar(fraction: Optional[float], width: int, style: str, mark: Optional[float] = None) -> Content:
+def bar(fraction: float | None, width: int, style: str, mark: float | None = None) -> Content:
     """``width`` cells filled to ``fraction``; a ``┃`` at ``mark`` stays visible filled or not.
 
     At most four spans (filled, mark, empty), not one per cell: the memory panel redraws every

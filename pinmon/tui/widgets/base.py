@@ -6,7 +6,8 @@ pinmon's state lives in pinmon's own subclasses (fields set in their ``__init__`
 set on Textual's objects, and only Textual's public API is used here."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol, Sequence, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from textual.app import App
 from textual.content import Content
@@ -89,7 +90,7 @@ class FollowsHeight(WidgetMixin):
         super().__init__(*args, **kw)
         self._height_checks_left = 0
 
-    def drawn_lines(self) -> Optional[int]:  # pragma: no cover - interface
+    def drawn_lines(self) -> int | None:  # pragma: no cover - interface
         """The lines the widget draws at its width now; None while not known."""
         raise NotImplementedError
 
@@ -145,8 +146,8 @@ class TextBlock(FollowsHeight, Static):
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
-        self._text_key: Optional[tuple] = None
-        self._text_shape: Optional[tuple[int, int]] = None
+        self._text_key: tuple | None = None
+        self._text_shape: tuple[int, int] | None = None
 
     def set_text(self, content: Content | str) -> None:
         """A ``str`` is plain text, never markup: a "[cuda12]" in a message is shown, not swallowed."""
@@ -163,7 +164,7 @@ class TextBlock(FollowsHeight, Static):
         if layout and self.is_mounted:
             self.ask_layout()
 
-    def drawn_lines(self) -> Optional[int]:
+    def drawn_lines(self) -> int | None:
         width = self.content_size.width
         if not width:
             return None
@@ -187,7 +188,7 @@ class Popup(Protocol):
 PopupT = TypeVar("PopupT", bound=Popup)
 
 
-def follow_popup(popup: Optional[PopupT], *update_args: object) -> Optional[PopupT]:
+def follow_popup(popup: PopupT | None, *update_args: object) -> PopupT | None:
     """Hand the view's new figures to its open pop-up (``popup.update(*update_args)``); returns the
     pop-up while it is open, None once it has been closed (the view then forgets it)."""
     if popup is None or popup not in popup.app.screen_stack:
@@ -196,7 +197,7 @@ def follow_popup(popup: Optional[PopupT], *update_args: object) -> Optional[Popu
     return popup
 
 
-def cursor_row_key(table: DataTable[Any]) -> Optional[str]:
+def cursor_row_key(table: DataTable[Any]) -> str | None:
     """The key of the DataTable row under the cursor; None without rows or with the cursor outside."""
     if not table.row_count:
         return None

@@ -13,7 +13,7 @@ processes have gone stays a few minutes, dimmed, marked "gone". Enter opens the 
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -54,7 +54,7 @@ def table_layout(room: int) -> tuple[tuple, int]:
     return columns, max(MIN_NAME_CELLS, room - fixed)
 
 
-def share_bar(fraction: Optional[float], mark: Optional[float], style: str) -> Text:
+def share_bar(fraction: float | None, mark: float | None, style: str) -> Text:
     """``BAR_CELLS`` cells filled to ``fraction`` of the limit, ``┃`` at ``mark``; dots without a limit."""
     text = Text(" ", no_wrap=True)
     if fraction is None:
@@ -76,8 +76,8 @@ def _cell(text: str, right: bool, style: str = "") -> Text:
     return Text(text if right else " " + text, style=style, justify="right" if right else "left", no_wrap=True)
 
 
-def group_cells(g: Cgroup, severity: Optional[str], name_cells: int, columns: tuple,
-                critical_mark: Optional[float]) -> tuple[Text, ...]:
+def group_cells(g: Cgroup, severity: str | None, name_cells: int, columns: tuple,
+                critical_mark: float | None) -> tuple[Text, ...]:
     """The row's cells; ``severity``: the group's (``group_severity``)."""
     is_gone = gone(g)
     row_style = "dim" if is_gone else ""
@@ -118,15 +118,15 @@ class ContainerPanel(Vertical, CompositeView):
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
-        self.snapshot: Optional[Snapshot] = None
+        self.snapshot: Snapshot | None = None
         self.findings: tuple[Finding, ...] = ()
         self.groups: list[Cgroup] = []
-        self.severity: dict[str, Optional[str]] = {}  # a group's key -> its severity (group_severity)
-        self._shown_rows: Optional[tuple] = None
-        self._columns_for: Optional[tuple] = None
+        self.severity: dict[str, str | None] = {}  # a group's key -> its severity (group_severity)
+        self._shown_rows: tuple | None = None
+        self._columns_for: tuple | None = None
         self._columns: tuple = NARROW_COLUMNS
-        self._critical: Optional[float] = None
-        self._popup: Optional[GroupScreen] = None
+        self._critical: float | None = None
+        self._popup: GroupScreen | None = None
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="group-table", cursor_type="row", zebra_stripes=True, cell_padding=0)

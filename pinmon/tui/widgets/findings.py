@@ -9,7 +9,7 @@ and the border stay where they are whether it scrolls or not.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from textual.content import Content
 from textual.widgets import OptionList
@@ -34,7 +34,7 @@ def badge(f: Finding) -> Content:
     return Content.styled(f" {label} ", f"bold reverse {style}")
 
 
-def finding_head(f: Finding, snapshot: Optional[Snapshot], width: Optional[int]) -> Content:
+def finding_head(f: Finding, snapshot: Snapshot | None, width: int | None) -> Content:
     """Severity, what the finding is about, the rule id; the subject's short form where the full one
     would not fit ``width``."""
     def line(short: bool) -> Content:
@@ -47,15 +47,15 @@ def finding_head(f: Finding, snapshot: Optional[Snapshot], width: Optional[int])
     return line(True).truncate(width, ellipsis=True)
 
 
-def advice_rows(advice: str, width: Optional[int]) -> list[Content]:
+def advice_rows(advice: str, width: int | None) -> list[Content]:
     if not advice:
         return []
     return hanging(Content.styled("   → ", "bold $accent"), Content.styled(printable(advice), "italic"),
                    width, MAX_LINES)
 
 
-def finding_prompt(f: Finding, width: Optional[int] = None, snapshot: Optional[Snapshot] = None,
-                   advice: Optional[str] = None) -> Content:
+def finding_prompt(f: Finding, width: int | None = None, snapshot: Snapshot | None = None,
+                   advice: str | None = None) -> Content:
     """A finding's entry: its head, message and ``advice`` (its whole advice where None)."""
     rows = [finding_head(f, snapshot, width)]
     rows += hanging("   ", printable(f.message), width, MAX_LINES)
@@ -70,10 +70,10 @@ class FindingsPanel(OptionList, View):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.findings: tuple[Finding, ...] = ()  # in the order shown: a rule's findings together
-        self._shown: Optional[tuple[tuple[Finding, ...], int]] = None
-        self._snapshot: Optional[Snapshot] = None
+        self._shown: tuple[tuple[Finding, ...], int] | None = None
+        self._snapshot: Snapshot | None = None
         self._groups: list[RuleGroup] = []
-        self._popup: Optional[FindingScreen] = None
+        self._popup: FindingScreen | None = None
 
     def _text_width(self) -> int:
         """Cells an option's text has: the list's content width less the options' padding."""

@@ -6,8 +6,6 @@ width: a multi-line ``python -c`` script would otherwise fill the panel.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from textual.content import Content
 
 from ...units import fmt_bytes, fmt_link, fmt_rate, fmt_traffic, printable
@@ -25,7 +23,7 @@ DEFAULT_COMMAND_CELLS = 58
 
 
 class GpuDetail(NoLinks, TextBlock, View):
-    _state: Optional[ViewState] = None
+    _state: ViewState | None = None
 
     def on_resize(self) -> None:
         if self._state is not None:
@@ -90,7 +88,7 @@ def _state_note(state: str) -> Content:
     return Content("")
 
 
-def _method_note(method: Optional[str]) -> str:
+def _method_note(method: str | None) -> str:
     if method == "gpm":
         return "exact: GPM link bytes"
     if method == "counters":

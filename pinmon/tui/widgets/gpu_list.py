@@ -9,7 +9,7 @@ graphs make room for.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -31,7 +31,7 @@ class GpuList(Vertical, CompositeView):
         self._indices: tuple[int, ...] | None = None
         self._rows: list[GpuRow] = []
         self._empty = TextBlock("no GPUs", classes="empty")
-        self._state: Optional[ViewState] = None
+        self._state: ViewState | None = None
 
     def compose(self) -> ComposeResult:
         yield self._empty

@@ -8,9 +8,10 @@ requests of host-to-device copies as well as device-to-host data (see the help's
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar, NamedTuple
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.content import Content
 from textual.message import Message
@@ -55,8 +56,8 @@ def head_content(gpu: Gpu, selected: bool, thresholds: Thresholds) -> Content:
         (error_text(gpu, detail=False), "bold $error" if error_total(gpu) else "dim"))
 
 
-def direction_content(label: str, rate: Optional[float], link_rate: Optional[float],
-                      method: Optional[str]) -> Content:
+def direction_content(label: str, rate: float | None, link_rate: float | None,
+                      method: str | None) -> Content:
     est = method_label(method)
     pct = share(rate, link_rate)
     pct_text = "" if pct is None else fmt_pct(pct)
@@ -64,7 +65,7 @@ def direction_content(label: str, rate: Optional[float], link_rate: Optional[flo
                             (f" {est:<5}", "dim"))
 
 
-def copies_content(copies: GpuCopies, width: Optional[int], wide: bool = False) -> list[Content]:
+def copies_content(copies: GpuCopies, width: int | None, wide: bool = False) -> list[Content]:
     """What the measured copies explain of the link: one line, or with ``wide`` a line per direction;
     "copies" bold as the rate rows' labels."""
     out = []
@@ -74,7 +75,7 @@ def copies_content(copies: GpuCopies, width: Optional[int], wide: bool = False) 
     return out
 
 
-def axis_content(span_s: float, scale: Optional[float], cells: int) -> Content:
+def axis_content(span_s: float, scale: float | None, cells: int) -> Content:
     """The graphs' time axis under their columns: how long ago the left edge is, the scale, now."""
     middle = f"top: {fmt_rate(scale)}, the link's rate" if scale else "top: the peak"
     return Content(" " * RATE_CELLS) + Content.styled(axis_text(span_s, middle, cells), "dim")
@@ -88,8 +89,8 @@ class GpuRow(RowsWidget, can_focus=True):
     Focusable so Enter on the row selects the GPU and shows its detail.
     """
 
-    COMPONENT_CLASSES = {"gpu-row--spark-min", "gpu-row--spark-max"}
-    BINDINGS = [Binding("enter", "select_gpu", "Detail", show=False)]
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"gpu-row--spark-min", "gpu-row--spark-max"}
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_gpu", "Detail", show=False)]
 
     class Selected(Message):
         def __init__(self, position: int):
@@ -99,19 +100,19 @@ class GpuRow(RowsWidget, can_focus=True):
     def __init__(self, position: int, **kw: Any) -> None:
         super().__init__(**kw)
         self.position = position
-        self._data: Optional[tuple] = None
+        self._data: tuple | None = None
         # row index -> (the row, its rate column, its bars' runs, low colour, high colour)
         self._bar_rows: dict[int, tuple] = {}
         # The bars' colours and the styles they were read under; the bars of each direction as
         # text, with what they were built from: at 1 Hz the styles stay and idle bars repeat. A
         # sparkline's bars are kept by direction, a graph's by (direction, row).
-        self._colours: Optional[tuple] = None
+        self._colours: tuple | None = None
         self._bars: dict[str | tuple[str, int], tuple] = {}
         self._columns = {label: ColumnCache() for label, _ in DIRECTIONS}  # the graphs' column values
 
-    def set_gpu(self, gpu: Gpu, rx: Sequence[Optional[float]], tx: Sequence[Optional[float]],
-                selected: bool, thresholds: Thresholds, graph: Optional[GraphSpec] = None,
-                copies: Optional[GpuCopies] = None) -> None:
+    def set_gpu(self, gpu: Gpu, rx: Sequence[float | None], tx: Sequence[float | None],
+                selected: bool, thresholds: Thresholds, graph: GraphSpec | None = None,
+                copies: GpuCopies | None = None) -> None:
         """``rx``/``tx``: the sparkline's readings, newest last; ``graph``: draw a graph instead;
         ``copies``: what the measured copies explain of this GPU's link (a line of its own)."""
         data = (gpu, tuple(rx), tuple(tx), selected, thresholds, graph, copies)
@@ -163,7 +164,7 @@ class GpuRow(RowsWidget, can_focus=True):
             self._add_bars(rows, text, runs, low, high, kept[3])
         return rows
 
-    def _graph(self, rows: list[Content], gpu: Gpu, graph: GraphSpec, scale: Optional[float],
+    def _graph(self, rows: list[Content], gpu: Gpu, graph: GraphSpec, scale: float | None,
                cells: int) -> list[Content]:
         """The head, then per direction ``graph.rows`` rows of bars (the rate and the span's peak
         beside them), then the time axis. The peak, not a mean: a mean over minutes moves every

@@ -6,7 +6,7 @@ then, while the attach key's window counts down, the RAM figure (the Memory tab 
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from textual.content import Content
 
@@ -23,7 +23,7 @@ def _speed(x: float) -> str:
 class StatusHeader(NoLinks, TextBlock, View):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
-        self._state: Optional[ViewState] = None
+        self._state: ViewState | None = None
 
     def show(self, state: ViewState) -> None:
         self._state = state
@@ -34,7 +34,7 @@ class StatusHeader(NoLinks, TextBlock, View):
             set_content(self, header_content(self._state, self.content_size.width or None))
 
 
-def header_content(state: ViewState, width: Optional[int] = None) -> Content:
+def header_content(state: ViewState, width: int | None = None) -> Content:
     for compact in range(4 if state.attach_status else 3):
         content = _header(state, compact)
         if width is None or content.cell_length <= width:

@@ -15,7 +15,8 @@ of the pinned share over the last minutes follows, drawn against the critical sh
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from textual.content import Content
 
@@ -44,13 +45,13 @@ COMPACT_NODES = 4
 UNATTRIBUTED_RULE = "pinned-unattributed"
 
 
-def _level(fraction: Optional[float], warn: float, crit: float) -> str:
+def _level(fraction: float | None, warn: float, crit: float) -> str:
     if fraction is None or fraction < warn:
         return "$success"
     return "$warning" if fraction < crit else "$error"
 
 
-def pinned_level(fraction: Optional[float], t: Thresholds) -> str:
+def pinned_level(fraction: float | None, t: Thresholds) -> str:
     """The pinned bar's colour: the severity ``pinned-ram-share`` gives that share of effective RAM
     (pinned memory cannot be swapped or reclaimed; past the critical share the kernel and every
     other process fight over what is left)."""
@@ -64,7 +65,7 @@ def memory_title(t: Thresholds) -> str:
     return f"Host memory (┃ = {fmt_pct(t.pinned_ram_critical_fraction)} of RAM)"
 
 
-def explained_bytes(h: HostMemory) -> Optional[int]:
+def explained_bytes(h: HostMemory) -> int | None:
     """What the process rows explain of the kernel's count (as ``pinmon check`` prints it)."""
     if h.kernel_pinned_bytes is None or h.unattributed_pinned_bytes is None:
         return None
@@ -75,7 +76,7 @@ def unattributed_alert(findings: Sequence[Finding]) -> bool:
     return any(f.rule == UNATTRIBUTED_RULE for f in findings)
 
 
-def kernel_rows(h: HostMemory, compact: bool, alert: bool, width: Optional[int] = None) -> list[Content]:
+def kernel_rows(h: HostMemory, compact: bool, alert: bool, width: int | None = None) -> list[Content]:
     """The kernel's count, what explains it, and its split by node; none without the count. A
     compact line wider than ``width`` (the wide overview's column) takes the short labels."""
     if h.kernel_pinned_bytes is None:
@@ -108,7 +109,7 @@ def kernel_rows(h: HostMemory, compact: bool, alert: bool, width: Optional[int] 
 
 
 def memory_rows(h: HostMemory, compact: bool = False, findings: Sequence[Finding] = (),
-                width: Optional[int] = None, thresholds: Thresholds = Thresholds()) -> list[Content]:
+                width: int | None = None, thresholds: Thresholds = Thresholds()) -> list[Content]:
     # Pinned memory cannot be swapped or reclaimed; past the rule's critical share the kernel and
     # every other process fight over what is left.
     mark = thresholds.pinned_ram_critical_fraction
@@ -184,7 +185,7 @@ def _eighths(fraction: float, rows: int) -> int:
 
 
 def pinned_graph(graphs: GraphHistory, t: Thresholds, band: int, width: int,
-                 values: Optional[Sequence[Optional[float]]] = None) -> list[Content]:
+                 values: Sequence[float | None] | None = None) -> list[Content]:
     """The pinned share of effective RAM over the last minutes: ``band`` rows above the critical
     share's line (up to 100%), the line, ``band`` rows below it, and the time axis; each column the
     mean of a few readings, coloured as the pinned bar colours that share. [] without the room."""
@@ -200,7 +201,7 @@ def pinned_graph(graphs: GraphHistory, t: Thresholds, band: int, width: int,
     lower = [None if v is None else _eighths(v / mark, band) if mark > 0 else 8 * band for v in values]
     rows: list[Content] = []
 
-    def band_row(levels: Sequence[Optional[int]], r: int, bottom: bool, styles: Sequence[str]) -> Content:
+    def band_row(levels: Sequence[int | None], r: int, bottom: bool, styles: Sequence[str]) -> Content:
         out = []
         for e, style in zip(levels, styles):
             fill = None if e is None else min(8, e - 8 * r)
@@ -212,7 +213,7 @@ def pinned_graph(graphs: GraphHistory, t: Thresholds, band: int, width: int,
                 out.append((" ", ""))
         return _cell_runs(out)
 
-    label = lambda text: Content.styled(f"{text:>4} ", "dim")  # noqa: E731
+    label = lambda text: Content.styled(f"{text:>4} ", "dim")
     low_styles = [pinned_level(v, t) for v in values]
     for r in range(band - 1, -1, -1):
         rows.append(label("100%" if r == band - 1 else "") + band_row(upper, r, False, ["$error"] * cells))
@@ -226,7 +227,7 @@ def pinned_graph(graphs: GraphHistory, t: Thresholds, band: int, width: int,
 
 
 def pinned_graph_key(graphs: GraphHistory, t: Thresholds, band: int, width: int,
-                     cache: Optional[ColumnCache] = None) -> tuple:
+                     cache: ColumnCache | None = None) -> tuple:
     """What ``pinned_graph`` draws from, as far as it can change what it draws: the columns' values
     (through ``cache`` where given)."""
     cells = width - GRAPH_LABEL_CELLS
@@ -244,7 +245,7 @@ class MemoryPanel(RowsWidget, View):
         super().__init__(**kw)
         self.compact = compact
         self.graph = graph
-        self._state: Optional[ViewState] = None
+        self._state: ViewState | None = None
         self._graph_rows: tuple = (None, [])  # (what they were drawn from, the rows)
         self._graph_columns = ColumnCache()
 

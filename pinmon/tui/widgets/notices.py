@@ -6,7 +6,8 @@ would otherwise push every panel down and the last rows off an 80x24 screen.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from textual.content import Content
 from textual.widget import Widget
@@ -18,7 +19,7 @@ from .base import NoLinks, View
 MARK = ("! ", "bold $warning")
 
 
-def notice_line(notices: Sequence[str], width: Optional[int]) -> Content:
+def notice_line(notices: Sequence[str], width: int | None) -> Content:
     """One line: the first notice (printable, cut with "…" to leave room) and how many more."""
     first = printable(notices[0], 500)
     more = Content.styled(f"  +{len(notices) - 1} more (n)", "bold") if len(notices) > 1 else Content("")

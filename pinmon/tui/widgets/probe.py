@@ -7,8 +7,6 @@ ran, and a warning where other traffic shared the link (``probe_link``).
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
@@ -22,7 +20,7 @@ from ..view.state import ProbeView, ViewState
 from .base import CompositeView, NoLinks, TextBlock, View, lines, set_content
 
 
-def shared_row(result: ProbeResult) -> Optional[Content]:
+def shared_row(result: ProbeResult) -> Content | None:
     """Where other traffic clearly shared the link while the probe ran: by how much, and which
     directions' figures read low (what the other job left, not what the link gives)."""
     shared = shared_directions(result) if result.status == "ok" else {}
@@ -53,7 +51,7 @@ def link_rows(result: ProbeResult, pending: bool = False) -> list[Content]:
 SHORT_TABLE_CELLS = 60
 
 
-def result_head(result: ProbeResult, recorded: bool, width: Optional[int] = None) -> Content:
+def result_head(result: ProbeResult, recorded: bool, width: int | None = None) -> Content:
     """"quick probe, GPU 0, 2026-12-03 07:19:28, took 175.8 ms (from the recording)", shorter
     where ``width`` is less: without the date, then without the duration."""
     where = "GPU n/a" if result.gpu_index is None else f"GPU {result.gpu_index}"
@@ -68,8 +66,8 @@ def result_head(result: ProbeResult, recorded: bool, width: Optional[int] = None
     return head
 
 
-def result_rows(result: ProbeResult, link_bytes_per_s: Optional[float], recorded: bool,
-                width: Optional[int] = None) -> list[Content]:
+def result_rows(result: ProbeResult, link_bytes_per_s: float | None, recorded: bool,
+                width: int | None = None) -> list[Content]:
     """The probe's table: pinned and pageable copy rates per direction, the speedup, and the
     pinned copies' payload as a share of the link's rate (the GPU rows' share counts link bytes,
     headers included; see the help). Narrower than ``SHORT_TABLE_CELLS``: shorter headings."""
@@ -115,7 +113,7 @@ def duty_row(p: ProbeView) -> Content:
                             f" {p.count} run{'s' if p.count != 1 else ''})")
 
 
-def probe_title(live: bool, host: Optional[str] = None) -> str:
+def probe_title(live: bool, host: str | None = None) -> str:
     """The Probe tab's title: where the figures were measured. A replay's come from the host and
     the time of the recording, not from the machine that plays it."""
     if live:
@@ -127,7 +125,7 @@ class ProbePanel(Vertical, CompositeView):
     """The progress bar exists only while a probe runs: an idle ProgressBar still animates its
     indeterminate bar 15 times a second (hidden or not), the app's largest cost on an idle box."""
 
-    _bar: Optional[ProgressBar] = None
+    _bar: ProgressBar | None = None
 
     def compose(self) -> ComposeResult:
         yield TextBlock(id="probe-progress-label")
@@ -188,7 +186,7 @@ def probe_body(state: ViewState) -> list[Content]:
 class ProbeSummary(NoLinks, TextBlock, View):
     """The latest probe in a few lines, for the overview on large terminals."""
 
-    _state: Optional[ViewState] = None
+    _state: ViewState | None = None
 
     def on_resize(self) -> None:
         if self._state is not None:

@@ -17,11 +17,12 @@ Every name, user and command line is one printable line (``units.printable``).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import DataTable, Input
@@ -76,7 +77,7 @@ MAX_CELL_UPDATES = 40
 
 
 class FilterInput(Input):
-    BINDINGS = [Binding("escape", "clear_filter", "Clear filter", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "clear_filter", "Clear filter", show=False)]
 
     def action_clear_filter(self) -> None:
         self.value = ""
@@ -104,7 +105,7 @@ def _with_attached(columns: tuple) -> tuple:
 
 
 def table_layout(room: int, nodes: bool = False, groups: bool = False, vm_pinned: bool = False,
-                 width: Optional[int] = None, attached: bool = False) -> tuple[tuple, int]:
+                 width: int | None = None, attached: bool = False) -> tuple[tuple, int]:
     """The columns a table ``width`` cells wide shows (its scrollbar's gutter included: the widths the
     README and the help give), and COMMAND's width: what the others leave of ``room``, the cells
     its rows have (``width`` defaults to ``room``). ``nodes``: the host has several NUMA nodes (NODE
@@ -127,7 +128,7 @@ def table_layout(room: int, nodes: bool = False, groups: bool = False, vm_pinned
 
 
 def process_cells(p: ProcessPinned, command_cells: int = DEFAULT_COMMAND_CELLS,
-                  columns: tuple = COLUMNS, group_names: Optional[Mapping[str, str]] = None) -> tuple[Text, ...]:
+                  columns: tuple = COLUMNS, group_names: Mapping[str, str] | None = None) -> tuple[Text, ...]:
     """The row's cells for ``columns``; the command line's meaningful part (``command_brief``) cut to
     ``command_cells`` (its cell brings one space); the line under the table has it whole.
     ``group_names``: a group's key -> its name (``Cgroup.name``), for GROUP."""
@@ -146,7 +147,7 @@ def process_cells(p: ProcessPinned, command_cells: int = DEFAULT_COMMAND_CELLS,
     return tuple(_cell(values[header], right) for _, header, right, _ in columns)
 
 
-def command_line(p: Optional[ProcessPinned]) -> Content:
+def command_line(p: ProcessPinned | None) -> Content:
     """The line under the table: the highlighted process's whole command line (its CSS cuts it)."""
     if p is None:
         return Content("")
@@ -155,7 +156,7 @@ def command_line(p: Optional[ProcessPinned]) -> Content:
 
 
 class ProcessPanel(Vertical, CompositeView):
-    BINDINGS = [Binding("o", "cycle_sort", "Sort"),
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("o", "cycle_sort", "Sort"),
                 Binding("a", "attach", "Attach", tooltip="Count the highlighted process's copies for a while"
                                                          " (uprobes on its libcuda; root)")]
 
@@ -163,15 +164,15 @@ class ProcessPanel(Vertical, CompositeView):
         super().__init__(**kw)
         self.sort_index = 0
         self.processes: tuple[ProcessPinned, ...] = ()
-        self._shown_rows: Optional[tuple] = None
-        self._columns_for: Optional[tuple] = None  # (sort index, columns, COMMAND width) shown
+        self._shown_rows: tuple | None = None
+        self._columns_for: tuple | None = None  # (sort index, columns, COMMAND width) shown
         self._columns: tuple = COLUMNS
         self.multi_node = False
         self.group_names: dict[str, str] = {}
         self.vm_pinned = False
-        self.snapshot: Optional[Snapshot] = None
+        self.snapshot: Snapshot | None = None
         self.findings: tuple[Finding, ...] = ()
-        self._popup: Optional[ProcessScreen] = None
+        self._popup: ProcessScreen | None = None
         self.attach_usable = False  # the attach key can start a window here (else the app's a says why)
         self.attached_rows = False  # a row's source is "attached": SRC is wider
 
@@ -297,13 +298,13 @@ class ProcessPanel(Vertical, CompositeView):
         self._update_status(len(procs))
         self._update_command()
 
-    def highlighted_process(self) -> Optional[ProcessPinned]:
+    def highlighted_process(self) -> ProcessPinned | None:
         pid = cursor_row_key(self.query_one(DataTable))
         if pid is None:
             return None
         return next((p for p in self.processes if str(p.pid) == pid), None)
 
-    def highlighted_pid(self) -> Optional[int]:
+    def highlighted_pid(self) -> int | None:
         p = self.highlighted_process()
         return None if p is None else p.pid
 

@@ -12,7 +12,8 @@ uses for the widget's size, and the tests for what it shows.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from textual.content import Content
 from textual.geometry import Region
@@ -40,9 +41,9 @@ class RowsWidget(NoLinks, FollowsHeight, Widget):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._rows: tuple[Content, ...] = ()
-        self._joined: Optional[Content] = Content("")  # None: not joined since the rows changed
-        self._strips: Optional[list[list[Strip]]] = None  # per row, its lines at _key
-        self._key: Optional[tuple] = None  # (width, visual style) the strips were rendered with
+        self._joined: Content | None = Content("")  # None: not joined since the rows changed
+        self._strips: list[list[Strip]] | None = None  # per row, its lines at _key
+        self._key: tuple | None = None  # (width, visual style) the strips were rendered with
         self._flat: list[Strip] = []
 
     @property
@@ -103,7 +104,7 @@ class RowsWidget(NoLinks, FollowsHeight, Widget):
         """A layout pass for rows that may take another height (``FollowsHeight.ask_layout``)."""
         self.ask_layout()
 
-    def drawn_lines(self) -> Optional[int]:
+    def drawn_lines(self) -> int | None:
         """The lines the rows take at the width drawn; None where not known yet."""
         if self._strips is not None and self._key is not None and self._key[0] == self.size.width:
             return len(self._flat)

@@ -7,7 +7,7 @@ screen's compositor a render pass each refresh, and the row redraws every second
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from rich.segment import Segment
 from rich.style import Style as RichStyle
@@ -18,10 +18,10 @@ from textual.style import Style
 BARS = "▁▂▃▄▅▆▇█"
 
 
-Run = tuple[Optional[int], int]  # (bar level 0..7, or None for a blank; cells)
+Run = tuple[int | None, int]  # (bar level 0..7, or None for a blank; cells)
 
 
-def spark_runs(samples: Sequence[Optional[float]], scale_max: Optional[float], width: int) -> list[Run]:
+def spark_runs(samples: Sequence[float | None], scale_max: float | None, width: int) -> list[Run]:
     """The newest ``width`` samples as runs of equal bars (height 0..7 of ``scale_max``, None for an
     unknown sample), newest at the right edge; blanks pad the left. One pass, no list per cell: it
     runs for every GPU every second.
@@ -36,7 +36,7 @@ def spark_runs(samples: Sequence[Optional[float]], scale_max: Optional[float], w
     cells = len(BARS)
     top = cells - 1
     runs: list[Run] = []
-    level: Optional[int] = None
+    level: int | None = None
     count = width - len(recent)
     for v in recent:
         if v is None:
@@ -97,7 +97,7 @@ def spark_segments(runs: Sequence[Run], base: Style, min_color: Color, max_color
     return out
 
 
-def graph_runs(values: Sequence[Optional[float]], scale_max: Optional[float], height: int) -> list[list[Run]]:
+def graph_runs(values: Sequence[float | None], scale_max: float | None, height: int) -> list[list[Run]]:
     """A bar graph ``height`` rows tall of ``values`` (one column each, 0 .. ``scale_max``), as runs
     per row, the top row first. A column fills ``value / scale_max`` of the height in eighths of a
     row; a known value too small for one eighth draws the bottom row's lowest bar (an idle link
@@ -107,7 +107,7 @@ def graph_runs(values: Sequence[Optional[float]], scale_max: Optional[float], he
     height = max(1, height)
     scale = scale_max or max((v for v in values if v is not None), default=0.0)
     eighths_max = 8 * height
-    levels: list[Optional[int]] = []  # per column: eighths filled (0 .. 8 * height), None unknown
+    levels: list[int | None] = []  # per column: eighths filled (0 .. 8 * height), None unknown
     for v in values:
         if v is None:
             levels.append(None)
@@ -123,7 +123,7 @@ def graph_runs(values: Sequence[Optional[float]], scale_max: Optional[float], he
             rows.append([(None, len(levels))] if levels else [])  # above every bar: blank
             continue
         runs: list[Run] = []
-        level: Optional[int] = None
+        level: int | None = None
         count = 0
         for e in levels:
             if e is None:

@@ -12,8 +12,9 @@ Enter on a finding there have everything.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from textual.content import Content
 from textual.widget import Widget
@@ -33,12 +34,12 @@ INDENT = "       "
 TEXT_CHARS = 4000
 ADVICE_LEAD = "       → "
 # Each block's (message lines, advice lines) at each step of shortening; None: in full.
-STEPS: tuple[tuple[Optional[int], Optional[int]], ...] = (
+STEPS: tuple[tuple[int | None, int | None], ...] = (
     (None, None), (None, 2), (2, 1), (2, 0), (1, 0))
 SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1}
 
 
-def head(f: Finding, snapshot: Optional[Snapshot], width: int) -> Content:
+def head(f: Finding, snapshot: Snapshot | None, width: int) -> Content:
     """Severity, what the finding is about, then the rule id; the subject's short form where the
     full one would not fit."""
     def line(short: bool) -> Content:
@@ -51,7 +52,7 @@ def head(f: Finding, snapshot: Optional[Snapshot], width: int) -> Content:
     return line(True).truncate(width, ellipsis=True)
 
 
-def one_line(f: Finding, snapshot: Optional[Snapshot]) -> Content:
+def one_line(f: Finding, snapshot: Snapshot | None) -> Content:
     """A finding in one line: severity, the subject's short form, the message."""
     return Content.assemble(badge(f), " ", (finding_subject(f, snapshot, short=True), "bold"), "  ",
                             printable(f.message))
@@ -62,7 +63,7 @@ class Block:
     """What the overview shows of a rule's group: a finding (its head, message and the advice that is
     its own), or, with ``finding`` None, the advice the group's findings share."""
 
-    finding: Optional[Finding]
+    finding: Finding | None
     advice: str
     rank: int  # how severe: the least severe blocks are shortened first
 
@@ -77,7 +78,7 @@ def blocks(findings: Sequence[Finding]) -> list[Block]:
     return out
 
 
-def block_rows(b: Block, snapshot: Optional[Snapshot], width: int, step: tuple) -> list[Content]:
+def block_rows(b: Block, snapshot: Snapshot | None, width: int, step: tuple) -> list[Content]:
     message_lines, advice_lines = step
     rows = []
     if b.finding is not None:
@@ -94,7 +95,7 @@ def block_rows(b: Block, snapshot: Optional[Snapshot], width: int, step: tuple) 
 MEMO_BLOCKS = 256
 
 
-def _block_key(b: Block, snapshot: Optional[Snapshot], width: int, step: int) -> tuple:
+def _block_key(b: Block, snapshot: Snapshot | None, width: int, step: int) -> tuple:
     f = b.finding
     if f is None:
         return (None, b.advice, width, step)
@@ -102,8 +103,8 @@ def _block_key(b: Block, snapshot: Optional[Snapshot], width: int, step: int) ->
             finding_subject(f, snapshot, short=True), width, step)
 
 
-def fitted(findings: Sequence[Finding], snapshot: Optional[Snapshot], width: int, height: int,
-           memo: Optional[dict] = None) -> list[Content]:
+def fitted(findings: Sequence[Finding], snapshot: Snapshot | None, width: int, height: int,
+           memo: dict | None = None) -> list[Content]:
     """The findings in ``height`` lines: each in full where all fit, else shortened from the least
     severe up (the later first among equals), and the findings left over counted in a last line.
     ``memo``: a dict kept by the caller, where wrapped blocks are found again on the next call."""
@@ -148,7 +149,7 @@ def fitted(findings: Sequence[Finding], snapshot: Optional[Snapshot], width: int
     return out
 
 
-def advisor_title(count: Optional[int]) -> str:
+def advisor_title(count: int | None) -> str:
     """The overview's advisor panel title: how many findings, and the key to the Advisor tab."""
     if not count:
         return "Advisor"
@@ -160,7 +161,7 @@ class TopFindings(NoLinks, TextBlock, View):
         super().__init__(**kw)
         self.limit = limit
         self.detailed = detailed
-        self._state: Optional[ViewState] = None
+        self._state: ViewState | None = None
         self._memo: dict = {}  # fitted()'s wrapped blocks, kept from one refresh to the next
 
     def on_resize(self) -> None:

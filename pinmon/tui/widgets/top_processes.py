@@ -9,7 +9,7 @@ where it would have less; a wide panel gives COMMAND everything the others leave
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from textual.content import Content
 
@@ -61,7 +61,7 @@ class TopProcesses(NoLinks, TextBlock, View):
         super().__init__(**kw)
         self.limit = limit
         self.fit = fit
-        self._state: Optional[ViewState] = None
+        self._state: ViewState | None = None
 
     def on_resize(self) -> None:
         if self._state is not None:

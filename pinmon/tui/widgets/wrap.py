@@ -6,7 +6,8 @@ longer than ``max_lines`` ends in "…" (the full text is one Enter away).
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from textual.content import Content
 
@@ -17,8 +18,8 @@ ELLIPSIS = "…"
 MIN_TEXT_CELLS = 12
 
 
-def hanging(lead: Content | str, text: Content | str, width: Optional[int],
-            max_lines: Optional[int] = None) -> list[Content]:
+def hanging(lead: Content | str, text: Content | str, width: int | None,
+            max_lines: int | None = None) -> list[Content]:
     """``lead`` then ``text``, wrapped to ``width`` cells with every further line indented by the
     lead's width; at most ``max_lines`` lines, the last one ending in "…" when text was left out.
     ``width`` None or 0 (not laid out yet) or too narrow for the indent: one line, which the widget
@@ -52,7 +53,7 @@ class HangingText(TextBlock):
         self.items = tuple(items)
         self._draw(self.content_size.width if self.is_mounted else None)
 
-    def _draw(self, width: Optional[int]) -> None:
+    def _draw(self, width: int | None) -> None:
         rows: list[Content] = []
         for item in self.items:
             rows += hanging(*item, width) if isinstance(item, tuple) else [item]

@@ -120,7 +120,7 @@ def start_exporter(args, env=None):
     line = p.stderr.readline()
     if "serving" not in line:
         p.kill()
-        out, err = p.communicate(timeout=10)
+        _out, err = p.communicate(timeout=10)
         raise AssertionError(f"exporter did not start: {line}{err}")
     return p, line.split("serving ", 1)[1].split()[0]
 

@@ -11,8 +11,8 @@ import itertools
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
 
 import pytest
 
@@ -31,7 +31,7 @@ class RealCgroup:
     directory: str        # where its files are
     path: str             # its path as /proc/PID/cgroup writes it
 
-    def child(self, name: str) -> "RealCgroup":
+    def child(self, name: str) -> RealCgroup:
         if self.version == 2:
             _write(os.path.join(self.directory, "cgroup.subtree_control"), "+memory")
         d = os.path.join(self.directory, name)
@@ -63,7 +63,7 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def _own_path(version: int) -> Optional[str]:
+def _own_path(version: int) -> str | None:
     with open("/proc/self/cgroup") as f:
         v2, v1_mem, _ = parse_proc_cgroup(f.read())
     return v1_mem if version == 1 else v2
@@ -164,7 +164,7 @@ class Child:
             with contextlib.suppress(OSError):
                 f.close()
 
-    def __enter__(self) -> "Child":
+    def __enter__(self) -> Child:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -409,7 +409,7 @@ def test_with_threads_close_stops_them(no_sysfs):
 
 
 def test_counter_rate_must_be_positive():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="counter rate must be positive"):
         NvmlCollector(FakeNvml(1), counter_hz=0)
 
 

@@ -140,8 +140,7 @@ def test_collector(function, error, mode, tmp_path):
         assert [f.subject for f in findings if f.rule == "gpu-lost"] == [f"gpu{target}"]
         if metrics is not None:
             assert re.search(rf'^pinmon_gpu_up\{{gpu="{target}",.*\}} 0\.0$', metrics, re.M)
-            assert ('pinmon_finding{rule="gpu-lost",severity="critical",subject="gpu%d"} 1.0' % target
-                    in metrics)
+            assert f'pinmon_finding{{rule="gpu-lost",severity="critical",subject="gpu{target}"}} 1.0' in metrics
         return
     assert not g1.lost and not any(f.rule == "gpu-lost" for f in findings)
     if metrics is not None:

@@ -85,7 +85,7 @@ def test_start_near_the_top_of_32_bits():
 def test_reads_too_slow_miss_wraps_and_the_gap_says_so():
     fake, s = make(rx_bytes_per_s=55e9)
     run_ticks(fake, s, 10, dt_s=0.125)  # 6.9e9 bytes per gap: more than one wrap each time
-    rx, _, interval_s = s.take(0)
+    rx, _, _interval_s = s.take(0)
     assert rx < fake.gpus[0].rx_total  # lost: this is why the sampler runs at 50 Hz
     assert s.wrap_gap_s(0) == 0.125 > WRAP / 63e9
 
@@ -126,7 +126,7 @@ def test_not_supported_is_not_a_failure():
 
 def test_unsupported_byte_fields_fall_back_to_sampled():
     from tests.fakes.fake_pynvml import NVML_ERROR_NOT_SUPPORTED
-    fake, s = make(byte_counters_return=NVML_ERROR_NOT_SUPPORTED, rx_bytes_per_s=55e9,
+    _fake, s = make(byte_counters_return=NVML_ERROR_NOT_SUPPORTED, rx_bytes_per_s=55e9,
                    tx_bytes_per_s=2e9)
     assert s.method(0) == "sampled"
     assert s.take(0) is None
@@ -146,7 +146,7 @@ def test_byte_field_call_failing_at_start_falls_back_to_sampled(error):
 
 def test_no_byte_fields_and_no_throughput_means_no_method():
     from tests.fakes.fake_pynvml import NVML_ERROR_NOT_SUPPORTED
-    fake, s = make(byte_counters_return=NVML_ERROR_NOT_SUPPORTED, throughput_supported=False)
+    _fake, s = make(byte_counters_return=NVML_ERROR_NOT_SUPPORTED, throughput_supported=False)
     s.refresh_sampled()
     assert s.method(0) is None
     assert s.sampled(0) is None
@@ -244,7 +244,7 @@ def test_error_counters_read_in_one_call_about_once_a_second_one_gpu_per_tick():
 
 
 def test_whole_error_call_unsupported_gives_none_fields():
-    fake, s = make(start=False, error_counters={})
+    _fake, s = make(start=False, error_counters={})
     s.start(background=False)
     assert s.error_deltas(0) and all(v is None for v in s.error_deltas(0).values())
 
@@ -331,5 +331,5 @@ def test_a_non_nvml_exception_from_nvml_is_a_failure_not_a_crash():
 
 
 def test_rate_must_be_positive():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="counter rate must be positive"):
         PcieSampler(FakeNvml(1), [], 0)
