@@ -81,6 +81,14 @@ SOURCES: dict[str, dict] = {
     "check_probe_during_load_h200.txt": {
         "ran_on": H200, "command": "python3 -m pinmon check --probe", "commit": "f9b7c99",
         "commit_from": "committed", "note": "during the two loads of check_during_h2d_h200.json"},
+    "check_probe_h100.json": {
+        "ran_on": H100, "command": "python3 -m pinmon check --probe --json", "commit": "2f03100",
+        "commit_from": "measured", "note": "the first of three timed runs (check_probe_wall_h100.txt;"
+                                           " bash bench/gpu_batch.sh OUTDIR checkprobe)"},
+    "check_probe_wall_h100.txt": {"ran_on": H100, "note": "goal: 3 s"},
+    "oom_after_the_fact_h100.json": {
+        "ran_on": H100, "note": "a job-shaped cgroup v2 step OOM-killed by CuPy's pinned memory, then removed;"
+                                " a one-shot check reports the kill afterwards (every goal true)"},
     "check_probe_h200.json": {
         "ran_on": H200, "command": "python3 -m pinmon check --probe --json", "commit": "391018e",
         "commit_from": "committed", "note": "bash bench/h200_batch.sh OUTDIR check"},
@@ -114,6 +122,12 @@ SOURCES: dict[str, dict] = {
         "ran_on": H200, "command": "python3 bench/gpm_intervals.py OUT.json", "commit": "61520a1",
         "commit_from": "committed"},
     "gpu_tests_h200.txt": {"ran_on": H200, "note": "every test in tests/gpu (bash bench/h200_batch.sh OUTDIR gputests)"},
+    "gpu_tests_attach_register_h100.txt": {
+        "ran_on": H100, "note": "attach on real CuPy processes, and cudaHostRegister counted as registered under"
+                                " CUPTI 13 and the hooks (bash bench/gpu_batch.sh OUTDIR gpusel); the CUPTI 12"
+                                " case needs the CUDA 12 wheels (PINMON_CUPTI12_WHEELS) and was skipped"},
+    "gpu_tests_attach_app_h100.txt": {
+        "ran_on": H100, "note": "the app's attach key on a real CuPy process's row, as root"},
     "kernel_pins_h200.json": {"ran_on": H200, "command": "python3 bench/kernel_pins_h200.py OUT.json"},
     "nvml_facts_h200.json": {
         "ran_on": H200, "command": "python3 bench/research/nvml_facts.py OUT.json", "commit": "84132b1",
@@ -168,8 +182,12 @@ SOURCES: dict[str, dict] = {
         "commit_from": "committed"},
     "tui_cpu_demo_cpu.json": {"ran_on": CPU_BOX, "note": "the app on the bundled recording, A/B against the tree"
                                                           " before the tui branch (a8ffae9), one ABBA round"},
-    "tui_first_frame_h100.json": {"ran_on": H100, "note": "80x24 pty, pinmon --no-probe against nvitop 1.7.2, six"
-                                                           " runs each, ABBA"},
+    "tui_first_frame_h100.json": {"ran_on": H100, "note": "80x24 pty, pinmon --no-probe against nvitop 1.7.2, ten"
+                                                           " runs each, ABBA, bytecode compiled first: the outline"
+                                                           " before Textual (first_frame_s) and Textual's frame"},
+    "tui_cpu_abba_h100.json": {"ran_on": H100, "note": "the app's CPU at 1 Hz, 160x48, against nvitop 1.7.2's, three"
+                                                        " ABBA rounds of 25 s a leg (bash bench/gpu_batch.sh OUTDIR"
+                                                        " abba, ABBA_S=25)"},
     "tui_first_frame_cpu.json": {"ran_on": CPU_BOX, "note": "no GPU: no NVML start; A/B against the tree before the"
                                                             " tui branch (a8ffae9), ABBA"},
     "tui_frame_h200.json": {"ran_on": H200, "command": "python3 bench/tui_frame.py OUT.json"},
