@@ -42,6 +42,8 @@ SOURCES: dict[str, dict] = {
                                   " a libcuda file and no return probes"},
     "attach_cost_h100.json": {"ran_on": H100, "note": "the one-event engine: attach and detach times, the cost of a"
                               " probed call, 1 MiB pinned copy loops synchronous and asynchronous (2 rounds each)"},
+    "attach_cost_rounds_h100.json": {"ran_on": H100, "note": "attach and detach, seven rounds, and the cost of a"
+                                                               " probed call, on a CuPy process"},
     "attach_vs_cupti_h100.json": {"ran_on": H100, "note": "a paced torch workload under pinmon trace --engine cupti,"
                                   " attached too: each stream's bytes/s by attach and by CUPTI against the truth"},
     "attach_cost_cpu.json": {"ran_on": CPU_BOX, "note": "pinmon attach on the tests' stand-in libcuda (gcc): attach and"
@@ -92,6 +94,12 @@ SOURCES: dict[str, dict] = {
     "check_probe_h200.json": {
         "ran_on": H200, "command": "python3 -m pinmon check --probe --json", "commit": "391018e",
         "commit_from": "committed", "note": "bash bench/h200_batch.sh OUTDIR check"},
+    "cpu_breakdown_h100.json": {
+        "ran_on": H100, "note": "per thread of the app at 1 Hz, 160x48 (main: Textual's drawing and the views;"
+                                " the poll worker; Textual's input thread) and per part of a snapshot"},
+    "cpu_breakdown_h100.json.profile.txt": {
+        "ran_on": H100, "command": "python3 bench/cpu_breakdown.py OUT.json --parts profile", "commit": "f87ca5a",
+        "commit_from": "measured", "note": "the app's main thread under cProfile from start-up, 25 s"},
     "cpu_breakdown_h200.json": {
         "ran_on": H200, "command": "python3 bench/cpu_breakdown.py OUT.json --seconds 30 --parts threads,parts"},
     "cpu_breakdown_h200.json.profile.txt": {
