@@ -170,3 +170,55 @@ def test_the_real_app_draws_the_outline_first_then_its_frame_and_restores_the_te
             proc.wait(5)
         os.close(slave)
         os.close(master)
+
+
+def test_the_frame_guards_sigterm_and_sighup_until_the_handover(tty):
+    import signal
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    frame = ff.draw_first_frame(tty.out, tty.inp)
+    assert all(signal.getsignal(s) == frame._ended for s in before)
+    frame.handover()
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_a_signal_before_the_app_starts_gives_the_terminal_back_then_ends_pinmon(sig):
+    import fcntl
+    import signal
+    import struct
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    before = termios.tcgetattr(slave)
+    code = ("import os, signal, sys\n"
+            "from pinmon.tui.view.first_frame import draw_first_frame\n"
+            "frame = draw_first_frame()\n"
+            "assert frame is not None\n"
+            f"os.kill(os.getpid(), signal.{sig})\n"
+            "signal.pause()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=slave, stdout=slave, stderr=slave,
+                            env={**os.environ, "PYTHONPATH": ROOT}, start_new_session=True)
+    os.set_blocking(master, False)
+    out = bytearray()
+
+    def read():
+        try:
+            while chunk := os.read(master, 65536):
+                out.extend(chunk)
+        except (BlockingIOError, OSError):
+            pass
+
+    try:
+        wait_until(lambda: (read(), proc.poll() is not None)[1], timeout_s=30, what="the signal to end it")
+        read()
+        assert proc.returncode == -getattr(signal, sig)  # ended by the signal, as without the frame
+        text = out.decode("utf-8", "replace")
+        assert ff.STARTING in text and text.endswith(ff.LEAVE)
+        assert termios.tcgetattr(slave) == before
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        os.close(slave)
+        os.close(master)

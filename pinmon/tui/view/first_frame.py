@@ -4,7 +4,8 @@ alternate screen, written with a few escape sequences as soon as the command lin
 Loading Textual and composing the app take most of the time to the app's first frame (even a bare
 Textual app needs about as long again as the whole start of nvitop: docs/performance.md); this
 frame puts the app's outline on screen at once, and Textual's first frame replaces it. Keys pressed meanwhile wait in the terminal's input (echo is off until the app
-takes the terminal) and reach the app when it starts.
+takes the terminal) and reach the app when it starts; SIGTERM or SIGHUP meanwhile gives the terminal
+back before ending pinmon.
 
 Drawn only where the app itself draws: stdin and stdout terminals, and a size the app fits
 (``sizing.too_small`` says no). ``handover()`` gives the terminal's modes back just before Textual
@@ -13,8 +14,10 @@ takes the terminal; ``abandon()`` leaves the alternate screen where the app neve
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from typing import TextIO
+import threading
+from typing import Any, TextIO
 
 from .sizing import too_small
 
@@ -45,6 +48,11 @@ def frame_text(width: int, height: int) -> str | None:
             + "\x1b[2;1H" + rule + "\x1b[3;3H" + STARTING)
 
 
+# Signals whose default ends pinmon before Textual has its own handlers: while the frame shows, they
+# first give the terminal back (its modes, the normal screen), then end pinmon as they would have.
+ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 class FirstFrame:
     """A frame on screen until the app takes the terminal: ``handover`` gives it to Textual, which
     leaves the alternate screen itself at exit; ``abandon`` leaves it where Textual never took it
@@ -55,6 +63,31 @@ class FirstFrame:
         self.fd = fd
         self.saved_modes = saved_modes
         self.shown = True
+        self._handlers: dict[int, Any] = {}
+
+    def guard_signals(self) -> None:
+        """SIGTERM and SIGHUP, where they would end pinmon (their default), give the terminal back first.
+        Only from the main thread (Python's rule for handlers); elsewhere nothing changes."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in ENDING_SIGNALS:
+            try:
+                if signal.getsignal(sig) is signal.SIG_DFL:
+                    self._handlers[sig] = signal.signal(sig, self._ended)
+            except (OSError, ValueError):
+                pass
+
+    def _ended(self, signum: int, _frame: object) -> None:
+        self.abandon()
+        os.kill(os.getpid(), signum)  # the default action, now restored: pinmon ends as it would have
+
+    def release_signals(self) -> None:
+        handlers, self._handlers = self._handlers, {}
+        for sig, previous in handlers.items():
+            try:
+                signal.signal(sig, previous)
+            except (OSError, ValueError):
+                pass
 
     def restore_modes(self) -> None:
         if self.saved_modes is None or self.fd is None:
@@ -68,13 +101,15 @@ class FirstFrame:
             pass
 
     def handover(self) -> None:
-        """The terminal's modes back as they were, for Textual to save and restore them itself; its
-        screen is Textual's from now on."""
+        """The terminal's modes and the signals' handlers back as they were, for Textual to save and
+        restore them itself; its screen is Textual's from now on."""
+        self.release_signals()
         self.restore_modes()
         self.shown = False
 
     def abandon(self) -> None:
-        """The app did not start: the modes, the normal screen and the cursor back."""
+        """The app did not start: the signals' handlers, the modes, the normal screen and the cursor back."""
+        self.release_signals()
         self.restore_modes()
         if not self.shown:
             return
@@ -108,7 +143,9 @@ def draw_first_frame(out: TextIO | None = None, inp: TextIO | None = None) -> Fi
     except (OSError, ValueError):
         FirstFrame(out, fd, saved).restore_modes()
         return None
-    return FirstFrame(out, fd, saved)
+    frame = FirstFrame(out, fd, saved)
+    frame.guard_signals()
+    return frame
 
 
 def quiet_input(fd: int) -> list | None:
