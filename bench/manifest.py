@@ -42,6 +42,8 @@ SOURCES: dict[str, dict] = {
                                   " a libcuda file and no return probes"},
     "attach_cost_h100.json": {"ran_on": H100, "note": "the one-event engine: attach and detach times, the cost of a"
                               " probed call, 1 MiB pinned copy loops synchronous and asynchronous (2 rounds each)"},
+    "attach_cpu_h100.json": {"ran_on": H100, "note": "pinmon's CPU while attached to a CuPy process making 10,000"
+                                                       " probed calls a second, 20 s, binary pages"},
     "attach_cost_rounds_h100.json": {"ran_on": H100, "note": "attach and detach, seven rounds, and the cost of a"
                                                                " probed call, on a CuPy process"},
     "attach_vs_cupti_h100.json": {"ran_on": H100, "note": "a paced torch workload under pinmon trace --engine cupti,"
