@@ -222,3 +222,14 @@ def test_a_signal_before_the_app_starts_gives_the_terminal_back_then_ends_pinmon
             proc.wait(5)
         os.close(slave)
         os.close(master)
+
+
+def test_a_terminal_that_cannot_encode_the_frame_gets_none_and_its_modes_back(tty):
+    before = termios.tcgetattr(tty.slave)
+    latin1 = os.fdopen(os.dup(tty.slave), "w", encoding="latin-1")
+    try:
+        assert ff.draw_first_frame(latin1, tty.inp) is None  # "━" has no latin-1 byte
+        assert tty.written() == ""
+        assert termios.tcgetattr(tty.slave) == before
+    finally:
+        latin1.close()
