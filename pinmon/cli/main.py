@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 # The schema of each command's --json output; an error is printed in the same envelope.
 JSON_SCHEMAS: dict[str, str | None] = {name: module.JSON_SCHEMA for name, module in COMMANDS.items()
-                                           if hasattr(module, "JSON_SCHEMA")}
+                                       if hasattr(module, "JSON_SCHEMA")}
 
 
 def build_parser() -> CliParser:
@@ -77,6 +77,7 @@ def run_default(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_live_app(settings: Settings, attach_all: bool, frame: FirstFrame | None) -> int:
+    """The app on the live collector, opened on its reading thread; ``frame`` the outline on screen."""
     from ..collect.attached import AttachedSource, RequestedWindows
     from ..model.source import OpenedOnFirstRead
     from .attaching import continuous
