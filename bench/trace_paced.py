@@ -309,7 +309,8 @@ def run_engine(engine: str, libs: list, seconds: float, wheels: dict | None) -> 
     cupti = final.get("cupti") or {}
     if cupti:
         row["cupti"] = {k: cupti.get(k) for k in ("version", "major", "state", "record_path", "record_path_error",
-                                                    "dropped_records", "records", "record_errors")}
+                                                    "dropped_records", "records", "record_errors",
+                                                    "registrations_error", "registrations_notes")}
     return row
 
 

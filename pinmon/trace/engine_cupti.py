@@ -52,6 +52,9 @@ KINDS = ("MEMCPY", "MEMORY2", "CONTEXT")
 # of callback ids (cudaHostRegister_v4000; cuMemHostRegister, cuMemHostRegister_v2).
 REGISTER_PREFIX = {"RUNTIME": "cudaHostRegister", "DRIVER": "cuMemHostRegister"}
 NOT_CALLS = ("INVALID", "SIZE", "FORCE_INT")  # members of the callback id enums that name no call
+# Calls of one API kind CUPTI may refuse to switch off (a callback id its library does not know)
+# before the kind is given up: each one left on costs a record per call of it, read and ignored.
+MAX_SWITCH_REFUSALS = 16
 # Imported by programs that do CUDA work: arming on their import comes before that work. numba
 # counts only with its CUDA part (plain numba is a CPU compiler). pinmon trace's bootstrap starts the
 # tracer on the same list (bootstrap/sitecustomize.py TRIGGERS).
@@ -112,8 +115,10 @@ class CuptiEngine:
         self.record_path: str | None = None
         self.raw_error: str | None = None
         self._raw: RawCallbacks | None = None
-        # Why registered ranges are not told apart (then registered bytes stay the hooks'), or None.
+        # Why registered ranges are not told apart (then registered bytes stay the hooks'), or None;
+        # and what is told apart only in part (an API kind that did not work, calls left on).
         self.registrations_error: str | None = None
+        self.registrations_notes: list[str] = []
 
     # --- arming ---------------------------------------------------------------------------
 
@@ -174,41 +179,74 @@ class CuptiEngine:
 
         CUPTI records every call of an enabled API kind but those switched off one by one (the cost of
         the others' records would be one per CUDA call), so each other call is switched off after the
-        kind is on. If any step fails, the API kinds go off again, registered ranges are not told
-        apart, and the report's registered bytes stay the hooks'."""
+        kind is on. Each kind stands alone: a kind whose switches cannot be set (a cupti-python without
+        them, a CUPTI that refuses them) goes off again and is named in ``registrations_notes``, and
+        the other kind's register calls are still told apart. A few calls CUPTI will not switch off
+        (up to ``MAX_SWITCH_REFUSALS`` a kind: their records come and are ignored) are counted there
+        too. Where neither kind works, registered ranges are not told apart (``registrations_error``)
+        and the report's registered bytes stay the hooks'."""
         calls: set[tuple[int, int]] = set()
-        try:
-            apis: tuple[tuple[str, int, CallbackIds, Callable[[int, int], None]], ...] = (
-                ("RUNTIME", KIND_RUNTIME, c.runtime_api_trace_cbid, c.activity_enable_runtime_api),
-                ("DRIVER", KIND_DRIVER, c.driver_api_trace_cbid, c.activity_enable_driver_api))
-            for kind_name, kind, ids, switch in apis:
-                if int(_kind(c, kind_name)) != kind:
-                    raise ValueError(f"ActivityKind.{kind_name} is not {kind}")
-                c.activity_enable(kind)
-                self.enabled.append(kind_name)
-                prefix = REGISTER_PREFIX[kind_name]
-                for member in ids:
-                    if member.name.startswith(NOT_CALLS):
-                        continue
-                    keep = member.name.startswith(prefix)
-                    switch(int(member), 1 if keep else 0)
-                    if keep:
-                        calls.add((kind, int(member)))
-            if not calls:
-                raise LookupError("cupti-python names no call that registers host memory")
-        except Exception as e:
-            for kind_name in REGISTER_PREFIX:
-                if kind_name in self.enabled:
-                    self.enabled.remove(kind_name)
-                    try:
-                        c.activity_disable(_kind(c, kind_name))
-                    except Exception:
-                        pass
-            self.registrations_error = f"registered ranges not told apart: {describe_error(c, e)}"
+        notes: list[str] = []
+        errors: list[str] = []
+        for kind_name, kind in (("RUNTIME", KIND_RUNTIME), ("DRIVER", KIND_DRIVER)):
+            try:
+                found, refused = self._select_kind(c, kind_name, kind)
+            except Exception as e:
+                self._api_kind_off(c, kind_name)
+                errors.append(f"{kind_name.lower()} API: {describe_error(c, e)}")
+                continue
+            calls |= found
+            if refused:
+                notes.append(f"{kind_name.lower()} API: {refused} calls' records could not be switched off")
+        self.registrations_notes = notes + [f"{e}: its register calls are counted as allocations"
+                                            for e in errors] if calls else []
+        if not calls:
+            self.registrations_error = ("registered ranges not told apart: "
+                                        + ("; ".join(errors) or "cupti-python names no call that registers host memory"))
             return
         self.registrations_error = None
         if self.figures is not None:
             self.figures.track_registrations(frozenset(calls))
+
+    def _select_kind(self, c: Cupti, kind_name: str, kind: int) -> tuple[set[tuple[int, int]], int]:
+        """One API kind on, its register calls kept and its other calls switched off: (the register
+        calls, how many others CUPTI would not switch off). Raises where the kind cannot be used."""
+        ids: CallbackIds = c.runtime_api_trace_cbid if kind_name == "RUNTIME" else c.driver_api_trace_cbid
+        switch: Callable[[int, int], None] = (c.activity_enable_runtime_api if kind_name == "RUNTIME"
+                                              else c.activity_enable_driver_api)
+        if int(_kind(c, kind_name)) != kind:
+            raise ValueError(f"ActivityKind.{kind_name} is not {kind}")
+        c.activity_enable(kind)
+        self.enabled.append(kind_name)
+        prefix = REGISTER_PREFIX[kind_name]
+        calls: set[tuple[int, int]] = set()
+        refused = 0
+        for member in ids:
+            if member.name.startswith(NOT_CALLS):
+                continue
+            keep = member.name.startswith(prefix)
+            try:
+                switch(int(member), 1 if keep else 0)
+            except Exception:
+                if keep:
+                    raise  # the register call itself: this kind tells nothing apart
+                refused += 1
+                if refused > MAX_SWITCH_REFUSALS:
+                    raise
+                continue
+            if keep:
+                calls.add((kind, int(member)))
+        if not calls:
+            raise LookupError(f"cupti-python names no {kind_name.lower()} call that registers host memory")
+        return calls, refused
+
+    def _api_kind_off(self, c: Cupti, kind_name: str) -> None:
+        if kind_name in self.enabled:
+            self.enabled.remove(kind_name)
+            try:
+                c.activity_disable(_kind(c, kind_name))
+            except Exception:
+                pass
 
     def _raw_callbacks(self, c: Cupti) -> RawCallbacks | None:
         """The fast record path (``cupti_raw``), or None (then ``cupti-python``'s record objects)."""
@@ -380,6 +418,7 @@ class CuptiEngine:
                             "limit": MAX_OUTSTANDING, "refused": self.refused},
                    device_buffers=dict(self.attributes), record_path=self.record_path,
                    record_path_error=self.raw_error, registrations_error=self.registrations_error,
+                   registrations_notes=list(self.registrations_notes),
                    raw_walk_mismatches=None if self._raw is None else self._raw.parser.walk_mismatches,
                    raw_callback_errors=None if self._raw is None else self._raw.callback_errors,
                    devices={str(k): {"pci_bus_id": v} for k, v in sorted(self.devices.items())})

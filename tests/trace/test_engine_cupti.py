@@ -409,7 +409,35 @@ def test_without_api_records_registrations_are_not_told_apart(fake):
     assert fake.enabled == {1, 9, 49}  # the API kinds went off again: no record of every call
     rep = eng.report()
     assert rep["pinned"]["registered_bytes"] is None
-    assert rep["registrations_error"].startswith("registered ranges not told apart: cuptiError")
+    assert rep["registrations_error"].startswith("registered ranges not told apart: runtime API: cuptiError")
+    assert "; driver API: cuptiError" in rep["registrations_error"]
+
+
+def test_a_few_calls_cupti_will_not_switch_off_leave_registrations_told_apart(fake):
+    """A CUPTI whose table lacks a callback id of the enum (a newer name than its library): that
+    call's records keep coming and are ignored; the register calls are still told apart."""
+    fake.refuse_api_switch.update({(5, 31), (4, 276)})  # cudaMemcpy, cuMemcpyHtoD_v2
+    eng = engine_with(fake)
+    assert eng.arm() and fake.enabled == ARMED_KINDS
+    rep = eng.report()
+    assert rep["registrations_error"] is None and rep["pinned"]["registered_bytes"] == 0
+    assert rep["registrations_notes"] == ["runtime API: 1 calls' records could not be switched off",
+                                          "driver API: 1 calls' records could not be switched off"]
+    fake._emit(R.api(cbid=31, correlation_id=3))                            # cudaMemcpy: ignored
+    fake._emit(R.api(cbid=152, correlation_id=7))                           # cudaHostRegister
+    fake._emit(R.memory(nbytes=2 * MIB, correlation_id=7, address=0x1000, timestamp=fake.get_timestamp()))
+    eng.flush()
+    assert eng.report()["pinned"]["registered_bytes"] == 2 * MIB
+
+
+def test_a_register_call_cupti_will_not_record_gives_up_that_api_kind_only(fake):
+    fake.refuse_api_switch.add((4, 301))  # cuMemHostRegister
+    eng = engine_with(fake)
+    assert eng.arm() and fake.enabled == {1, 9, 49, 5}  # the driver API kind went off again
+    rep = eng.report()
+    assert rep["registrations_error"] is None
+    assert rep["registrations_notes"] == [
+        "driver API: cuptiError: ERROR_INVALID_PARAMETER: its register calls are counted as allocations"]
 
 
 def test_resume_after_a_profiler_asks_for_the_register_calls_again(fake):
@@ -428,6 +456,16 @@ def test_resume_after_a_profiler_asks_for_the_register_calls_again(fake):
 
 def test_a_cupti_python_without_per_call_switches_still_arms(fake, monkeypatch):
     monkeypatch.delattr(fake, "activity_enable_driver_api")
+    monkeypatch.delattr(fake, "activity_enable_runtime_api")
     eng = engine_with(fake)
     assert eng.arm() and eng.state == "armed" and fake.enabled == {1, 9, 49}
     assert "AttributeError" in eng.report()["registrations_error"]
+
+
+def test_a_cupti_python_without_the_driver_switches_tells_runtime_registrations_apart(fake, monkeypatch):
+    monkeypatch.delattr(fake, "activity_enable_driver_api")
+    eng = engine_with(fake)
+    assert eng.arm() and fake.enabled == {1, 9, 49, 5}
+    rep = eng.report()
+    assert rep["registrations_error"] is None and rep["pinned"]["registered_bytes"] == 0
+    assert "driver API: AttributeError" in rep["registrations_notes"][0]

@@ -2,7 +2,8 @@
 buffer protocol (a buffer is requested before records go in; flushing hands filled buffers to the
 completion callback), and knobs for tests: ``_emit(record)``, ``fail_enable`` / ``fail_register``
 (a ``Result`` status to raise), the env var ``FAKE_CUPTI_FAIL`` (a status raised by activity_enable),
-``fail_api_switch`` (a status raised by the per-call switches of API records).
+``fail_api_switch`` (a status raised by the per-call switches of API records; ``refuse_api_switch``: the
+(kind, cbid) pairs whose switch alone raises).
 
 Driver and runtime API records (kinds DRIVER and RUNTIME) are written while their kind is on, except
 for a call switched off with ``activity_enable_driver_api`` / ``activity_enable_runtime_api``; the
@@ -94,6 +95,7 @@ calls = []
 fail_enable = int(os.environ.get("FAKE_CUPTI_FAIL", "0")) or None
 fail_register = None
 fail_api_switch = None
+refuse_api_switch = set()  # (activity kind, cbid) whose per-call switch raises ERROR_INVALID_PARAMETER
 api_switches = {}  # (activity kind, cbid) -> on, as the per-call switches left them
 dropped = 0
 _open = None      # (capacity, [records]) the buffer CUPTI is filling
@@ -106,6 +108,7 @@ def reset():
     enabled.clear()
     calls.clear()
     api_switches.clear()
+    refuse_api_switch.clear()
     fail_enable = fail_register = fail_api_switch = None
     dropped = 0
     _open = None
@@ -136,6 +139,8 @@ def _switch(kind, cbid, enable):
     calls.append(("api", kind, int(cbid), int(enable)))
     if fail_api_switch:
         raise cuptiError(fail_api_switch)
+    if (kind, int(cbid)) in refuse_api_switch:
+        raise cuptiError(Result.ERROR_INVALID_PARAMETER)
     api_switches[(kind, int(cbid))] = bool(enable)
 
 
