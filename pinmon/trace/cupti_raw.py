@@ -338,3 +338,25 @@ class RawCallbacks:
     @property
     def outstanding(self) -> int:
         return len(self._buffers)
+
+    # An activity kind switched through libcupti itself, for a kind whose records this path reads but
+    # cupti-python will not enable (12.8 refuses the API kinds: it has no record objects for them).
+
+    def enable_kind(self, kind: int) -> None:
+        self._call("cuptiActivityEnable", kind)
+
+    def disable_kind(self, kind: int) -> None:
+        self._call("cuptiActivityDisable", kind)
+
+    def switch_api_call(self, kind: int, cbid: int, enable: int) -> None:
+        """One call's records of API kind ``kind`` (driver or runtime) on or off."""
+        name = "cuptiActivityEnableRuntimeApi" if kind == KIND_RUNTIME else "cuptiActivityEnableDriverApi"
+        self._call(name, cbid, enable, argtypes=[ctypes.c_uint32, ctypes.c_uint8])
+
+    def _call(self, name: str, *args: int, argtypes: list | None = None) -> None:
+        func = getattr(self.lib, name)  # AttributeError: a libcupti without it
+        func.argtypes = argtypes or [ctypes.c_int]
+        func.restype = ctypes.c_int
+        status = func(*args)
+        if status != CUPTI_SUCCESS:
+            raise OSError(f"{name} returned {status}")

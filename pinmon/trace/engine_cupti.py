@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from .cupti_figures import KIND_CONTEXT, KIND_MEMCPY, KIND_MEMORY2, CuptiFigures
@@ -119,6 +120,7 @@ class CuptiEngine:
         # and what is told apart only in part (an API kind that did not work, calls left on).
         self.registrations_error: str | None = None
         self.registrations_notes: list[str] = []
+        self._raw_enabled: set[str] = set()  # API kinds turned on through libcupti (cupti-python 12.8)
 
     # --- arming ---------------------------------------------------------------------------
 
@@ -216,7 +218,17 @@ class CuptiEngine:
                                               else c.activity_enable_driver_api)
         if int(_kind(c, kind_name)) != kind:
             raise ValueError(f"ActivityKind.{kind_name} is not {kind}")
-        c.activity_enable(kind)
+        raw = self._raw
+        try:
+            c.activity_enable(kind)
+        except NotImplementedError:
+            # cupti-python 12.8 enables only the kinds it has record objects for; the raw path reads
+            # API records itself, so libcupti is asked directly, and the per-call switches with it.
+            if raw is None:
+                raise
+            raw.enable_kind(kind)
+            self._raw_enabled.add(kind_name)
+            switch = partial(raw.switch_api_call, kind)
         self.enabled.append(kind_name)
         prefix = REGISTER_PREFIX[kind_name]
         calls: set[tuple[int, int]] = set()
@@ -243,10 +255,18 @@ class CuptiEngine:
     def _api_kind_off(self, c: Cupti, kind_name: str) -> None:
         if kind_name in self.enabled:
             self.enabled.remove(kind_name)
-            try:
-                c.activity_disable(_kind(c, kind_name))
-            except Exception:
-                pass
+            self._kind_off(c, kind_name)
+
+    def _kind_off(self, c: Cupti | None, name: str) -> None:
+        """One activity kind off, through libcupti where it was turned on that way."""
+        try:
+            if name in self._raw_enabled and self._raw is not None:
+                self._raw_enabled.discard(name)
+                self._raw.disable_kind(KIND_RUNTIME if name == "RUNTIME" else KIND_DRIVER)
+            elif c is not None:
+                c.activity_disable(_kind(c, name))
+        except Exception:
+            pass
 
     def _raw_callbacks(self, c: Cupti) -> RawCallbacks | None:
         """The fast record path (``cupti_raw``), or None (then ``cupti-python``'s record objects)."""
@@ -267,11 +287,7 @@ class CuptiEngine:
     def _disable(self) -> None:
         c = self.cupti
         for name in reversed(self.enabled):
-            try:
-                if c is not None:
-                    c.activity_disable(_kind(c, name))
-            except Exception:
-                pass
+            self._kind_off(c, name)
         self.enabled = []
 
     def _fail(self, notice: str) -> bool:

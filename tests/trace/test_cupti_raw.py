@@ -193,6 +193,34 @@ class FakeLib:
         self.request = self.complete = None
 
 
+def test_kinds_and_api_calls_switched_through_libcupti_itself():
+    """For kinds cupti-python 12.8 will not enable: libcupti's own switches, a status other than
+    success raised, a library without them an AttributeError."""
+    lib, asked = FakeLib(), []
+
+    def entry(name, status=0):
+        def call(*args):
+            asked.append((name, *args))
+            return status
+        return call
+
+    for name in ("cuptiActivityEnable", "cuptiActivityDisable", "cuptiActivityEnableRuntimeApi"):
+        setattr(lib, name, entry(name))
+    lib.cuptiActivityEnableDriverApi = entry("cuptiActivityEnableDriverApi", status=1)  # INVALID_PARAMETER
+    cb = RawCallbacks(lib, layouts_of(FAKE_CUPTI), lambda: 0, lambda parsed: None)
+    cb.enable_kind(5)
+    cb.switch_api_call(5, 152, 1)
+    cb.disable_kind(5)
+    assert asked == [("cuptiActivityEnable", 5), ("cuptiActivityEnableRuntimeApi", 152, 1),
+                     ("cuptiActivityDisable", 5)]
+    assert lib.cuptiActivityEnableRuntimeApi.argtypes == [ctypes.c_uint32, ctypes.c_uint8]
+    with pytest.raises(OSError, match="cuptiActivityEnableDriverApi returned 1"):
+        cb.switch_api_call(4, 276, 0)
+    del lib.cuptiActivityEnable
+    with pytest.raises(AttributeError):
+        cb.enable_kind(4)
+
+
 def test_callbacks_hand_out_aligned_buffers_and_feed_parsed_records():
     lib, got = FakeLib(), []
     budget = [2]

@@ -469,3 +469,62 @@ def test_a_cupti_python_without_the_driver_switches_tells_runtime_registrations_
     rep = eng.report()
     assert rep["registrations_error"] is None and rep["pinned"]["registered_bytes"] == 0
     assert "driver API: AttributeError" in rep["registrations_notes"][0]
+
+
+class RawLib:
+    """The raw record path's hold on libcupti (``cupti_raw.RawCallbacks``), recording what is asked of it."""
+
+    class parser:
+        walk_mismatches = 0
+
+    callback_errors = 0
+
+    def __init__(self, fake):
+        self.fake = fake
+        self.engine = None
+        self.kinds: set[int] = set()
+        self.switches: dict[tuple[int, int], bool] = {}
+
+    def register(self):
+        # The fake hands out record objects: the engine's own object callbacks stand in for the pages.
+        self.fake.activity_register_callbacks(self.engine._requested, self.engine._completed)
+
+    # What is asked here reaches the same CUPTI (the fake's state) as cupti-python's calls do.
+    def enable_kind(self, kind):
+        self.kinds.add(kind)
+        self.fake.enabled.add(kind)
+
+    def disable_kind(self, kind):
+        self.kinds.discard(kind)
+        self.fake.enabled.discard(kind)
+
+    def switch_api_call(self, kind, cbid, enable):
+        self.switches[(kind, cbid)] = self.fake.api_switches[(kind, cbid)] = bool(enable)
+
+
+def test_api_kinds_cupti_python_will_not_enable_go_through_libcupti_on_the_raw_path(fake, monkeypatch):
+    """cupti-python 12.8 refuses to enable the API kinds (NotImplementedError: it has no record objects
+    for them); the raw path reads their records itself, so libcupti is asked directly."""
+    raw = RawLib(fake)
+    monkeypatch.setattr(CuptiEngine, "_raw_callbacks", lambda self, c: raw)
+    fake.unsupported_kinds.update({4, 5})
+    eng = raw.engine = engine_with(fake)
+    assert eng.arm() and fake.enabled == ARMED_KINDS and raw.kinds == {4, 5}
+    assert raw.switches[(5, 152)] and not raw.switches[(5, 31)] and not raw.switches[(4, 276)]
+    rep = eng.report()
+    assert rep["registrations_error"] is None and rep["registrations_notes"] == []
+    fake._emit(R.api(cbid=152, correlation_id=7))
+    fake._emit(R.memory(nbytes=2 * MIB, correlation_id=7, address=0x1000, timestamp=fake.get_timestamp()))
+    eng.flush()
+    assert eng.report()["pinned"]["registered_bytes"] == 2 * MIB
+    eng.close()
+    assert raw.kinds == set() and fake.enabled == set()  # turned off the way they were turned on
+
+
+def test_without_the_raw_path_api_kinds_cupti_python_refuses_are_named(fake):
+    fake.unsupported_kinds.add(5)
+    eng = engine_with(fake)
+    assert eng.arm() and fake.enabled == {1, 9, 49, 4}
+    assert eng.report()["registrations_notes"] == [
+        "runtime API: NotImplementedError: Activity Kind RUNTIME not supported: its register calls are counted"
+        " as allocations"]

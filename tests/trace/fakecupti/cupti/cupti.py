@@ -3,7 +3,8 @@ buffer protocol (a buffer is requested before records go in; flushing hands fill
 completion callback), and knobs for tests: ``_emit(record)``, ``fail_enable`` / ``fail_register``
 (a ``Result`` status to raise), the env var ``FAKE_CUPTI_FAIL`` (a status raised by activity_enable),
 ``fail_api_switch`` (a status raised by the per-call switches of API records; ``refuse_api_switch``: the
-(kind, cbid) pairs whose switch alone raises).
+(kind, cbid) pairs whose switch alone raises; ``unsupported_kinds``: kinds ``activity_enable`` refuses
+with NotImplementedError, as cupti-python 12.8 refuses the API kinds).
 
 Driver and runtime API records (kinds DRIVER and RUNTIME) are written while their kind is on, except
 for a call switched off with ``activity_enable_driver_api`` / ``activity_enable_runtime_api``; the
@@ -96,6 +97,7 @@ fail_enable = int(os.environ.get("FAKE_CUPTI_FAIL", "0")) or None
 fail_register = None
 fail_api_switch = None
 refuse_api_switch = set()  # (activity kind, cbid) whose per-call switch raises ERROR_INVALID_PARAMETER
+unsupported_kinds = set()  # activity kinds activity_enable refuses (cupti-python 12.8: the API kinds)
 api_switches = {}  # (activity kind, cbid) -> on, as the per-call switches left them
 dropped = 0
 _open = None      # (capacity, [records]) the buffer CUPTI is filling
@@ -109,6 +111,7 @@ def reset():
     calls.clear()
     api_switches.clear()
     refuse_api_switch.clear()
+    unsupported_kinds.clear()
     fail_enable = fail_register = fail_api_switch = None
     dropped = 0
     _open = None
@@ -125,6 +128,8 @@ def activity_register_callbacks(requested, completed):
 
 def activity_enable(kind):
     calls.append(("enable", int(kind)))
+    if int(kind) in unsupported_kinds:
+        raise NotImplementedError(f"Activity Kind {ActivityKind(int(kind)).name} not supported")
     if fail_enable:
         raise cuptiError(fail_enable)
     enabled.add(int(kind))
