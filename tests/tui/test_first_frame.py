@@ -175,11 +175,36 @@ def test_the_real_app_draws_the_outline_first_then_its_frame_and_restores_the_te
 def test_the_frame_guards_sigterm_and_sighup_until_the_handover(tty):
     import signal
 
-    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
-    frame = ff.draw_first_frame(tty.out, tty.inp)
-    assert all(signal.getsignal(s) == frame._ended for s in before)
-    frame.handover()
-    assert {s: signal.getsignal(s) for s in before} == before
+    sigs = (signal.SIGTERM, signal.SIGHUP)
+    saved = {s: signal.getsignal(s) for s in sigs}  # a test run may have its own handlers there
+    try:
+        for s in sigs:
+            signal.signal(s, signal.SIG_DFL)  # as a fresh pinmon has them
+        frame = ff.draw_first_frame(tty.out, tty.inp)
+        assert all(signal.getsignal(s) == frame._ended for s in sigs)
+        frame.handover()
+        assert all(signal.getsignal(s) == signal.SIG_DFL for s in sigs)
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+def test_a_handler_already_there_is_left_alone(tty):
+    import signal
+
+    saved = signal.getsignal(signal.SIGTERM)
+
+    def mine(signum, frame):
+        pass
+
+    try:
+        signal.signal(signal.SIGTERM, mine)
+        frame = ff.draw_first_frame(tty.out, tty.inp)
+        assert signal.getsignal(signal.SIGTERM) is mine
+        frame.handover()
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, saved)
 
 
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
