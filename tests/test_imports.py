@@ -8,6 +8,7 @@ import that dodges a cycle at load time is still a cycle in the design.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 
 import pytest
@@ -321,20 +322,27 @@ def test_the_collectors_load_no_tracer_code():
 
 def _textual_private_names(cls) -> set[str]:
     """The private names Textual's classes in ``cls``'s bases define or set on their instances."""
+    names: set[str] = set()
+    for base in cls.__mro__:
+        if base.__module__.startswith("textual"):
+            names |= _private_names_of(base)
+    return names
+
+
+@functools.cache
+def _private_names_of(base: type) -> frozenset[str]:
+    """One Textual class's private names (its source read once: ``inspect.getsource`` parses the
+    whole module each time, and every widget of the app shares Widget and DOMNode)."""
     import inspect
     import re
 
-    names: set[str] = set()
-    for base in cls.__mro__:
-        if not base.__module__.startswith("textual"):
-            continue
-        names.update(n for n in vars(base) if n.startswith("_") and not n.endswith("__"))
-        try:
-            source = inspect.getsource(base)
-        except (OSError, TypeError):
-            continue
-        names.update(re.findall(r"self\.(_[A-Za-z]\w*)\b", source))
-    return names
+    names = {n for n in vars(base) if n.startswith("_") and not n.endswith("__")}
+    try:
+        source = inspect.getsource(base)
+    except (OSError, TypeError):
+        return frozenset(names)
+    names.update(re.findall(r"self\.(_[A-Za-z]\w*)\b", source))
+    return frozenset(names)
 
 
 def test_the_tui_reads_and_sets_no_private_attribute_of_textual():
