@@ -441,6 +441,23 @@ def test_record_duration_bounds_the_run(tmp_path, capsys, monkeypatch, interval,
     assert f"recorded {count} {noun} to" in capsys.readouterr().err
 
 
+def test_record_gives_the_signals_back_when_it_ends(tmp_path, monkeypatch):
+    """Its handlers serve the recording only: once it is closed, SIGTERM, SIGHUP and Ctrl-C do what
+    they did before (for a program that runs ``main`` and goes on)."""
+    import signal
+
+    from pinmon.cli.commands import record
+
+    clock = _FakeClock()
+    monkeypatch.setattr(record, "time", clock)
+    monkeypatch.setattr(record, "wait_for_stop", lambda stop, seconds: clock.sleep(seconds))
+    monkeypatch.setattr("pinmon.collect.live.LiveCollector", _FakeLiveCollector)
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    before = {s: signal.getsignal(s) for s in sigs}
+    assert main(["record", "-o", str(tmp_path / "r.jsonl"), "--duration", "2"]) == 0
+    assert {s: signal.getsignal(s) for s in sigs} == before
+
+
 def catches(pid: int, sig: int) -> bool:
     """Whether process ``pid`` has a handler for ``sig`` (its SigCgt mask in /proc)."""
     with open(f"/proc/{pid}/status") as f:

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from types import FrameType
+from typing import Any
 
 from ..attaching import ATTACH_HELP
 from ..common import UsageError, duration_arg, plural
@@ -32,16 +33,26 @@ def add_parser(sub: Commands) -> None:
     r.add_argument("--attach", action="store_true", help=ATTACH_HELP + ", a window each interval")
 
 
-def _install_stop_signals(stop: threading.Event) -> None:
+def _install_stop_signals(stop: threading.Event) -> dict[int, Any]:
     """Ctrl-C, SIGTERM and SIGHUP set ``stop``: the wait for the next snapshot ends at once, and no
-    snapshot or write is cut in the middle."""
+    snapshot or write is cut in the middle. Returns the handlers they replaced."""
     def handler(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
+    previous: dict[int, Any] = {}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
-            signal.signal(sig, handler)
+            previous[sig] = signal.signal(sig, handler)
         except (ValueError, OSError):
+            pass
+    return previous
+
+
+def _restore_signals(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        try:
+            signal.signal(sig, handler)
+        except (ValueError, OSError, TypeError):
             pass
 
 
@@ -60,7 +71,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     except RecordingError as e:
         raise UsageError(str(e)) from None
     stop = threading.Event()
-    _install_stop_signals(stop)
+    previous = _install_stop_signals(stop)
     start = time.monotonic()
     deadline = None if args.duration is None else start + args.duration
     attacher = continuous(interval) if args.attach else None
@@ -87,6 +98,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         if attacher is not None:
             attacher.stop()  # the probes out of the targets before pinmon exits
+        _restore_signals(previous)  # the recording is closed: a signal now does what it did before
     where = "standard output" if args.output == "-" else args.output
     print(f"recorded {plural(rec.count, 'snapshot')} to {where}", file=sys.stderr)
     return 0
