@@ -50,3 +50,6 @@ def pytest_collection_modifyitems(config, items):
 def pytest_configure(config):
     # A run that leaves pinmon-* entries in the temporary directory fails (tests/tmp_leftovers.py).
     config.pluginmanager.import_plugin("tests.tmp_leftovers")
+    # The stand-in libcuda and a child process calling it (``lib``, ``child``), for the attach tests
+    # under tests/attach, tests/cli and tests/tui.
+    config.pluginmanager.import_plugin("tests.attach.standin")

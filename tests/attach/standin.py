@@ -1,5 +1,7 @@
-"""The attach tests' set-up: the stand-in libcuda built with gcc, the reasons to skip, and a child
-process (``child.py``) that calls it on command."""
+"""The attach tests' set-up: the stand-in libcuda built with gcc, the reasons to skip, a child
+process (``child.py``) that calls it on command, the fixtures that give both (``lib``, ``child``:
+``tests/conftest.py`` loads this module as a plugin, so every test may ask for them), ``CUDA`` (every process counts as a CUDA one: the child maps no
+NVIDIA device) and ``ours``/``mine`` (pinmon's groups and instances left in tracefs)."""
 from __future__ import annotations
 
 import json
@@ -7,6 +9,8 @@ import os
 import shutil
 import subprocess
 import sys
+
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "standin_libcuda.c")
@@ -28,6 +32,41 @@ def why_not() -> str | None:
     if not fs.has_uprobes:
         return "attach tests need a kernel with uprobe events (CONFIG_UPROBE_EVENTS)"
     return None
+
+
+CUDA = lambda pid, maps: True  # the stand-in's child maps no NVIDIA device
+
+
+def ours(fs=None) -> tuple[set[str], set[str]]:
+    """Every group and instance named like pinmon's, on this machine now."""
+    from pinmon.attach.probes import listed_events
+    from pinmon.attach.tracefs import open_tracefs
+
+    fs = fs or open_tracefs()
+    groups = {g for g in listed_events(fs) if g.startswith("pinmon_")}
+    instances = {n for n in os.listdir(fs.path("instances")) if n.startswith("pinmon_")}
+    return groups, instances
+
+
+def mine() -> tuple[bool, bool]:
+    """Whether this process's group and instance are there."""
+    g = f"pinmon_{os.getpid()}"
+    groups, instances = ours()
+    return g in groups, g in instances
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    """The stand-in libcuda, built once a module."""
+    return build(str(tmp_path_factory.mktemp("standin")))
+
+
+@pytest.fixture
+def child(lib):
+    """A child process that has loaded the stand-in, closed after the test."""
+    c = Child(lib)
+    yield c
+    c.close()
 
 
 def build(directory: str, source: str = SOURCE, name: str = "libcuda.so.1") -> str:

@@ -8,8 +8,7 @@ import pytest
 from pinmon.advise import advise
 from pinmon.attach import AttachOutcome, AttachSession
 from pinmon.collect.attached import merge_attached
-from tests.attach.standin import Child, build, why_not
-from tests.attach.test_attach_live import CUDA, mine
+from tests.attach.standin import CUDA, Child, mine, why_not
 from tests.factories import gpu, snapshot
 
 WHY = why_not()
@@ -17,10 +16,6 @@ pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark
               pytest.mark.hardening]
 TIB = 1 << 40
 
-
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return build(str(tmp_path_factory.mktemp("standin")))
 
 
 def rows_of(r, gpus=()):

@@ -20,39 +20,13 @@ from pinmon.attach.classify import PAGEABLE, PINNED, WRITE_COMBINED
 from pinmon.attach.probes import listed_events
 from pinmon.attach.symbols import read_symbols
 from pinmon.attach.tracefs import open_tracefs
-from tests.attach.standin import Child, build, why_not
+from tests.attach.standin import CUDA, Child, mine, ours, why_not
 
 WHY = why_not()
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.xdist_group("tracefs")]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MIB = 1 << 20
-CUDA = lambda pid, maps: True  # the stand-in's child maps no NVIDIA device
 
-
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return build(str(tmp_path_factory.mktemp("standin")))
-
-
-@pytest.fixture
-def child(lib):
-    c = Child(lib)
-    yield c
-    c.close()
-
-
-def ours(fs=None):
-    """Every group and instance named like pinmon's, on this machine now."""
-    fs = fs or open_tracefs()
-    groups = {g for g in listed_events(fs) if g.startswith("pinmon_")}
-    instances = {n for n in os.listdir(fs.path("instances")) if n.startswith("pinmon_")}
-    return groups, instances
-
-
-def mine():
-    g = f"pinmon_{os.getpid()}"
-    groups, instances = ours()
-    return g in groups, g in instances
 
 
 @pytest.mark.parametrize("reader", ["raw", "text"])

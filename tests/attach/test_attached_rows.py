@@ -11,25 +11,13 @@ from pinmon.attach import Attacher, AttachPolicy, AttachSession
 from pinmon.cli.commands.attach import json_doc, report_of
 from pinmon.collect.attached import merge_attached
 from pinmon.model import Finding
-from tests.attach.standin import Child, build, why_not
-from tests.attach.test_attach_live import CUDA, mine
+from tests.attach.standin import CUDA, mine, why_not
 from tests.factories import copies, process, snapshot, stat
 
 WHY = why_not()
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.xdist_group("tracefs")]
 MIB = 1 << 20
 
-
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return build(str(tmp_path_factory.mktemp("standin")))
-
-
-@pytest.fixture
-def child(lib):
-    c = Child(lib)
-    yield c
-    c.close()
 
 
 def attach_rows(child, calls, rows=(), window=0.3):

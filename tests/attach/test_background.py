@@ -9,25 +9,13 @@ import pytest
 
 from pinmon.attach import Attacher, AttachError, AttachPolicy, AttachSession, Budget
 from pinmon.attach.classify import PINNED
-from tests.attach.standin import Child, build, why_not
-from tests.attach.test_attach_live import CUDA, mine
+from tests.attach.standin import CUDA, Child, mine, why_not
 from tests.waiting import wait_until
 
 WHY = why_not()
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.xdist_group("tracefs")]
 MIB = 1 << 20
 
-
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return build(str(tmp_path_factory.mktemp("standin")))
-
-
-@pytest.fixture
-def child(lib):
-    c = Child(lib)
-    yield c
-    c.close()
 
 
 def wait_for(predicate, seconds=20.0):

@@ -19,17 +19,12 @@ import pytest
 from pinmon.attach import Attacher, AttachOutcome, AttachPolicy
 from pinmon.cli import attaching
 from pinmon.cli.main import main
-from tests.attach.standin import Child, build, why_not
+from tests.attach.standin import CUDA, Child, why_not
 
 WHY = why_not()
 REAL = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.xdist_group("tracefs")]
 MIB = 1 << 20
-CUDA = lambda pid, maps: True  # the stand-in's child maps no NVIDIA device
 
-
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return build(str(tmp_path_factory.mktemp("standin")))
 
 
 @pytest.fixture

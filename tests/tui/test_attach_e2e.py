@@ -15,8 +15,7 @@ import pytest
 from pinmon.cli.attaching import key_window
 from pinmon.collect.attached import RequestedWindows, merge_attached
 from pinmon.tui.screens.process import ProcessScreen
-from tests.attach.standin import Child, build, why_not
-from tests.attach.test_attach_live import CUDA, mine
+from tests.attach.standin import CUDA, mine, why_not
 from tests.factories import GIB, process
 
 from .fakes import FakeSource
@@ -44,17 +43,6 @@ class ChildOnTheBox(FakeSource):
         rows, notices = merge_attached([row, *snap.processes], self.windows.latest(), gpus=snap.gpus)
         return dataclasses.replace(snap, processes=tuple(rows), notices=snap.notices + tuple(notices))
 
-
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return build(str(tmp_path_factory.mktemp("standin")))
-
-
-@pytest.fixture
-def child(lib):
-    c = Child(lib)
-    yield c
-    c.close()
 
 
 async def test_a_attaches_the_row_for_real_and_its_copies_reach_the_row_and_pop_up(child):
