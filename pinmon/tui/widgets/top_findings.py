@@ -26,7 +26,7 @@ from ..view.finding_subject import finding_subject
 from ..view.format import COLLECTING
 from ..view.state import ViewState
 from .base import NoLinks, TextBlock, View, lines, set_content
-from .findings import badge
+from .findings import badge, finding_head
 from .wrap import hanging
 
 INDENT = "       "
@@ -37,19 +37,6 @@ ADVICE_LEAD = "       → "
 STEPS: tuple[tuple[int | None, int | None], ...] = (
     (None, None), (None, 2), (2, 1), (2, 0), (1, 0))
 SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1}
-
-
-def head(f: Finding, snapshot: Snapshot | None, width: int) -> Content:
-    """Severity, what the finding is about, then the rule id; the subject's short form where the
-    full one would not fit."""
-    def line(short: bool) -> Content:
-        return Content.assemble(badge(f), " ", (finding_subject(f, snapshot, short), "bold"),
-                                ("  " + printable(f.rule, 60), "dim"))
-
-    full = line(False)
-    if not width or full.cell_length <= width:
-        return full
-    return line(True).truncate(width, ellipsis=True)
 
 
 def one_line(f: Finding, snapshot: Snapshot | None) -> Content:
@@ -82,7 +69,7 @@ def block_rows(b: Block, snapshot: Snapshot | None, width: int, step: tuple) -> 
     message_lines, advice_lines = step
     rows = []
     if b.finding is not None:
-        rows.append(head(b.finding, snapshot, width))
+        rows.append(finding_head(b.finding, snapshot, width))
         rows += hanging(INDENT, printable(b.finding.message, TEXT_CHARS), width, message_lines)
     if b.advice and advice_lines != 0:
         rows += hanging(Content.styled(ADVICE_LEAD, "bold $accent"),
