@@ -64,14 +64,17 @@ class Pty:
         self.inp = os.fdopen(os.dup(self.slave), "r", encoding="utf-8")
         os.set_blocking(self.master, False)
 
-    def written(self) -> str:
+    def written_bytes(self) -> bytes:
         data = b""
         try:
             while chunk := os.read(self.master, 65536):
                 data += chunk
         except (BlockingIOError, OSError):
             pass
-        return data.decode("utf-8", "replace")
+        return data
+
+    def written(self) -> str:
+        return self.written_bytes().decode("utf-8", "replace")
 
     def close(self):
         for f in (self.out, self.inp):
@@ -85,6 +88,42 @@ def tty():
     p = Pty()
     yield p
     p.close()
+
+
+class PtyProcess:
+    """``argv`` run on a new 80x24 pseudo-terminal, its controlling terminal, from ``/`` (nothing of the
+    working directory on its path); ``before`` the terminal's modes at the start, ``text()`` all it
+    wrote so far."""
+
+    def __init__(self, argv, env=None):
+        import fcntl
+
+        self.pty = Pty()
+        self.before = termios.tcgetattr(self.pty.slave)
+        self.out = bytearray()
+        slave = self.pty.slave
+
+        def controlling_tty():
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        env = {**os.environ, "TERM": "xterm-256color", "PYTHONPATH": ROOT, **(env or {})}
+        env.pop("COLUMNS", None)
+        env.pop("LINES", None)
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd="/",
+                                     start_new_session=True, preexec_fn=controlling_tty)
+
+    def text(self) -> str:
+        self.out.extend(self.pty.written_bytes())
+        return self.out.decode("utf-8", "replace")
+
+    def modes(self) -> list:
+        return termios.tcgetattr(self.pty.slave)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.pty.close()
 
 
 def test_echo_is_off_while_it_shows_and_back_after_the_handover(tty):
@@ -127,49 +166,20 @@ def test_an_error_before_the_app_starts_gives_the_terminal_back(tty, monkeypatch
 
 @pytest.mark.parametrize("argv", [["demo", "--speed", "1"], ["--no-probe", "--interval", "1"]], ids=["demo", "live"])
 def test_the_real_app_draws_the_outline_first_then_its_frame_and_restores_the_terminal(tmp_path, argv):
-    import fcntl
-    import struct
-
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    before = termios.tcgetattr(slave)
-    env = {**os.environ, "TERM": "xterm-256color", "PYTHONPATH": ROOT, "HOME": str(tmp_path)}
-    env.pop("COLUMNS", None)
-    env.pop("LINES", None)
-
-    def controlling_tty():
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-    proc = subprocess.Popen([sys.executable, "-m", "pinmon", *argv], stdin=slave, stdout=slave, stderr=slave,
-                            env=env, cwd=str(tmp_path), start_new_session=True, preexec_fn=controlling_tty)
-    os.set_blocking(master, False)
-    out = bytearray()
-
-    def read() -> str:
-        try:
-            while chunk := os.read(master, 65536):
-                out.extend(chunk)
-        except (BlockingIOError, OSError):
-            pass
-        return out.decode("utf-8", "replace")
-
+    app = PtyProcess([sys.executable, "-m", "pinmon", *argv], env={"HOME": str(tmp_path)})
     try:
-        wait_until(lambda: "q Quit" in shown(read()), timeout_s=60, what="the app's own frame")
-        text = read()
+        wait_until(lambda: "q Quit" in shown(app.text()), timeout_s=60, what="the app's own frame")
+        text = app.text()
         assert text.startswith(ff.ENTER)
         assert text.index(ff.STARTING) < text.index("Quit")  # the outline, then the app's frame
-        os.write(master, b"q")
-        wait_until(lambda: proc.poll() is not None, timeout_s=30, what="the app to quit on q",
+        os.write(app.pty.master, b"q")
+        wait_until(lambda: app.proc.poll() is not None, timeout_s=30, what="the app to quit on q",
                    retry_on=(OSError,))
-        read()
-        assert proc.returncode == 0
-        assert termios.tcgetattr(slave) == before  # echo and the line discipline as they were
+        app.text()
+        assert app.proc.returncode == 0
+        assert app.modes() == app.before  # echo and the line discipline as they were
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
-        os.close(slave)
-        os.close(master)
+        app.close()
 
 
 def test_the_frame_guards_sigterm_and_sighup_until_the_handover(tty):
@@ -209,44 +219,24 @@ def test_a_handler_already_there_is_left_alone(tty):
 
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
 def test_a_signal_before_the_app_starts_gives_the_terminal_back_then_ends_pinmon(sig):
-    import fcntl
     import signal
-    import struct
 
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    before = termios.tcgetattr(slave)
     code = ("import os, signal, sys\n"
             "from pinmon.tui.view.first_frame import draw_first_frame\n"
             "frame = draw_first_frame()\n"
             "assert frame is not None\n"
             f"os.kill(os.getpid(), signal.{sig})\n"
             "signal.pause()\n")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=slave, stdout=slave, stderr=slave,
-                            env={**os.environ, "PYTHONPATH": ROOT}, start_new_session=True)
-    os.set_blocking(master, False)
-    out = bytearray()
-
-    def read():
-        try:
-            while chunk := os.read(master, 65536):
-                out.extend(chunk)
-        except (BlockingIOError, OSError):
-            pass
-
+    child = PtyProcess([sys.executable, "-c", code])
     try:
-        wait_until(lambda: (read(), proc.poll() is not None)[1], timeout_s=30, what="the signal to end it")
-        read()
-        assert proc.returncode == -getattr(signal, sig)  # ended by the signal, as without the frame
-        text = out.decode("utf-8", "replace")
+        wait_until(lambda: (child.text(), child.proc.poll() is not None)[1], timeout_s=30,
+                   what="the signal to end it")
+        text = child.text()
+        assert child.proc.returncode == -getattr(signal, sig)  # ended by the signal, as without the frame
         assert ff.STARTING in text and text.endswith(ff.LEAVE)
-        assert termios.tcgetattr(slave) == before
+        assert child.modes() == child.before
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
-        os.close(slave)
-        os.close(master)
+        child.close()
 
 
 def test_a_terminal_that_cannot_encode_the_frame_gets_none_and_its_modes_back(tty):
