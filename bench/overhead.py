@@ -160,6 +160,12 @@ def measure(argv: list[str], seconds: float, *, pty_size=None, env=None, during=
         stop_spawned(p, master, stop)
 
 
+def imports(py: str, module: str, env: dict) -> bool:
+    """Whether ``module`` imports in the interpreter ``py`` with ``env``, run from ``/`` (a module of
+    the working directory does not count)."""
+    return subprocess.run([py, "-c", f"import {module}"], env=env, capture_output=True, cwd="/").returncode == 0
+
+
 def child_env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(x for x in (env.get("PYTHONPATH"), ROOT) if x)
@@ -197,8 +203,7 @@ def part_program(name: str, seconds: float) -> dict:
         return measure([py, "-m", "pinmon", "export", "--listen", EXPORT_LISTEN, "--interval", "1"], seconds,
                        env=env, during=scrape)
     if name == "nvitop":
-        probe = subprocess.run([py, "-c", "import nvitop"], env=env, capture_output=True)
-        if probe.returncode != 0:
+        if not imports(py, "nvitop", env):
             return {"skipped": "nvitop does not import"}
         return measure([py, "-m", "nvitop", "--interval", "1"], seconds, pty_size=(160, 48), env=env)
     if name == "dmon":

@@ -20,13 +20,12 @@ import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from overhead import child_env, measure  # the same process-tree accounting
+from overhead import child_env, imports, measure  # the same process-tree accounting
 
 from provenance import portable_argv, provenance
 
@@ -55,7 +54,7 @@ def main(argv=None) -> int:
     result: dict = {"provenance": provenance(), "size": args.size, "seconds": args.seconds, "order": "ABBA",
                     "tree": os.path.basename(os.path.abspath(args.tree)) if args.tree else None,
                     "argv": {}, "rounds": [], "skipped": {}}
-    if "nvitop" in wanted and subprocess.run([py, "-c", "import nvitop"], env=env, capture_output=True).returncode:
+    if "nvitop" in wanted and not imports(py, "nvitop", env):
         wanted.remove("nvitop")
         result["skipped"]["nvitop"] = "nvitop does not import here"
     a, b = (wanted + wanted)[:2]  # pinmon alone: its runs still come in pairs

@@ -42,6 +42,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+from overhead import imports
+
 from provenance import portable_argv, provenance
 
 # Escape sequences (CSI, OSC, two-byte ESC x) taken out of the output, leaving the text written.
@@ -195,11 +197,9 @@ def main(argv=None) -> int:
     result: dict = {"provenance": provenance(), "size": f"{size[0]}x{size[1]}", "nvml_gpus": nvml_gpus(),
                     "tree": os.path.basename(os.path.abspath(args.tree)) if args.tree else None,
                     "order": "ABBA", "programs": {}, "skipped": {}}
-    if "nvitop" in wanted:
-        check = subprocess.run([py, "-c", "import nvitop"], env=env, capture_output=True)
-        if check.returncode != 0:
-            wanted.remove("nvitop")
-            result["skipped"]["nvitop"] = "nvitop does not import here"
+    if "nvitop" in wanted and not imports(py, "nvitop", env):
+        wanted.remove("nvitop")
+        result["skipped"]["nvitop"] = "nvitop does not import here"
     result["bytecode"] = {"mode": args.bytecode, "PYTHONDONTWRITEBYTECODE_was_set": no_cache_set}
     if args.bytecode == "compiled":
         result["bytecode"]["compiled"] = compile_imports(py, env, [n for n in wanted if n != "pinmon_tree"], args)
