@@ -9,13 +9,10 @@ show its row with source attached, its pinned copies of 64 MiB, and GPU's RX lin
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
 
 import pytest
 
-from tests.gpu.test_attach_gpu import CHILD, ROOT, real_libcuda
+from tests.gpu.test_attach_gpu import start_child
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(os.geteuid() != 0, reason="attach needs root")]
 WINDOW_S = 4.0
@@ -31,12 +28,7 @@ async def test_a_on_a_cuda_process_row_shows_its_copies(tmp_path):
     from tests.tui.test_app import make_app
     from tests.tui.util import screen_text, wait_for
 
-    lcdir = tmp_path / "lcdir"
-    lcdir.mkdir()
-    shutil.copy2(real_libcuda(), lcdir / "libcuda.so.1")
-    env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(x for x in (str(lcdir), os.environ.get("LD_LIBRARY_PATH"))
-                                                         if x))
-    p = subprocess.Popen([sys.executable, "-c", CHILD, "60"], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    p = start_child(tmp_path, 60)
     windows = RequestedWindows()
     source = LiveCollector(interval_s=1.0, attached=windows, oom_lookback_s=0)
     try:

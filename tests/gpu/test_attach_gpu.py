@@ -49,16 +49,22 @@ def real_libcuda() -> str:
     pytest.skip("libcuda.so.1 is not mapped here")
 
 
-def test_attach_counts_pinned_copies_and_explains_the_link(tmp_path, capsys):
-    pytest.importorskip("cupy")
-    from pinmon.cli.main import main
-
+def start_child(tmp_path, seconds: int) -> subprocess.Popen:
+    """``CHILD`` for ``seconds``, loading the machine's libcuda from a copy on a local disk."""
     lcdir = tmp_path / "lcdir"
     lcdir.mkdir()
     shutil.copy2(real_libcuda(), lcdir / "libcuda.so.1")
     env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(x for x in (str(lcdir), os.environ.get("LD_LIBRARY_PATH"))
                                                          if x))
-    p = subprocess.Popen([sys.executable, "-c", CHILD, "20"], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    return subprocess.Popen([sys.executable, "-c", CHILD, str(seconds)], stdout=subprocess.PIPE, text=True, env=env,
+                            cwd=ROOT)
+
+
+def test_attach_counts_pinned_copies_and_explains_the_link(tmp_path, capsys):
+    pytest.importorskip("cupy")
+    from pinmon.cli.main import main
+
+    p = start_child(tmp_path, 20)
     try:
         assert p.stdout.readline().strip() == "ready"
         code = main(["attach", str(p.pid), "--seconds", "4", "--json"])
