@@ -151,13 +151,7 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
         if key not in TOP_LEVEL_KEYS:
             raise ConfigError(f"{where}: unknown key {key}{_hint(key, TOP_LEVEL_KEYS)}")
 
-    interval_s = DEFAULT_INTERVAL_S
-    if "interval" in doc:
-        v = doc["interval"]
-        if not _is_number(v) or not (MIN_INTERVAL_S <= v <= MAX_INTERVAL_S):
-            raise ConfigError(f"{where}: interval must be a number of seconds from {MIN_INTERVAL_S:g}"
-                              f" to {MAX_INTERVAL_S:g}, got {_show(v)}")
-        interval_s = float(v)
+    interval_s = _seconds(doc, "interval", DEFAULT_INTERVAL_S, MIN_INTERVAL_S, MAX_INTERVAL_S, where)
 
     app_probes = "auto"
     if "app_probes" in doc:
@@ -166,21 +160,9 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
             raise ConfigError(f"{where}: app_probes must be one of {', '.join(map(_show, APP_PROBES))},"
                               f" got {_show(v)}")
         app_probes = v
-    oom_lookback_s = DEFAULT_OOM_LOOKBACK_S
-    if "oom_lookback" in doc:
-        v = doc["oom_lookback"]
-        if not _is_number(v) or not (0 <= v <= MAX_DURATION_S):
-            raise ConfigError(f"{where}: oom_lookback must be a number of seconds from 0 (off) to"
-                              f" {MAX_DURATION_S:.0f} (366 days), got {_show(v)}")
-        oom_lookback_s = float(v)
-
-    attach_window_s = DEFAULT_ATTACH_WINDOW_S
-    if "attach_window" in doc:
-        v = doc["attach_window"]
-        if not _is_number(v) or not (MIN_ATTACH_S <= v <= MAX_ATTACH_S):
-            raise ConfigError(f"{where}: attach_window must be a number of seconds from {MIN_ATTACH_S:g} to"
-                              f" {MAX_ATTACH_S:g}, got {_show(v)}")
-        attach_window_s = float(v)
+    oom_lookback_s = _seconds(doc, "oom_lookback", DEFAULT_OOM_LOOKBACK_S, 0, MAX_DURATION_S, where,
+                              low_words="0 (off)", high_words=f"{MAX_DURATION_S:.0f} (366 days)")
+    attach_window_s = _seconds(doc, "attach_window", DEFAULT_ATTACH_WINDOW_S, MIN_ATTACH_S, MAX_ATTACH_S, where)
 
     thresholds = Thresholds()
     if "thresholds" in doc:
@@ -202,6 +184,19 @@ def parse_config(data: bytes | str, path: str = "<string>") -> Config:
 
     return Config(interval_s=interval_s, app_probes=app_probes, thresholds=thresholds, disabled_rules=disabled,
                   oom_lookback_s=oom_lookback_s, attach_window_s=attach_window_s, path=path)
+
+
+def _seconds(doc: dict[str, Any], key: str, default: float, low: float, high: float, where: str,
+             low_words: str | None = None, high_words: str | None = None) -> float:
+    """``doc[key]``, a number of seconds from ``low`` to ``high`` (said as ``low_words``/``high_words``
+    where given), as a float; ``default`` without the key."""
+    if key not in doc:
+        return default
+    v = doc[key]
+    if not _is_number(v) or not (low <= v <= high):
+        raise ConfigError(f"{where}: {key} must be a number of seconds from {low_words or f'{low:g}'} to"
+                          f" {high_words or f'{high:g}'}, got {_show(v)}")
+    return float(v)
 
 
 def _thresholds(table: dict[str, Any], where: str) -> Thresholds:
