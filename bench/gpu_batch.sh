@@ -9,7 +9,8 @@
 #             six libraries, and beside pinmon trace --engine cupti on one workload (~6 min)
 #   attachacc, attachcost, vscupti   the attach part's three runs one at a time (ACC_S: accuracy window,
 #             COST_ROUNDS: rounds of the cost parts)
-#   gpusel    the GPU tests of attach and of registered memory under each tracer engine
+#   gpusel    the GPU tests of attach (CLI and app) and of registered memory under each tracer engine,
+#             CUPTI 12 included where .whl12 holds the CUDA 12 wheels
 #   oom       a job-shaped cgroup OOM-killed by its pinned memory, reported after the cgroup is gone (~1 min)
 #   gputests  the tests marked gpu (pytest -m gpu tests/gpu), tail of the output (~2 min)
 #   checkprobe  `pinmon check --probe --json`, three timed runs (goal: 3 s)
@@ -59,8 +60,11 @@ vscupti)
   timeout 200 python3 bench/attach_accuracy.py "$out/attach_vs_cupti_$card.json" --vs-cupti torch --window 10 2>&1 | tail -6;;
 gpusel)
   part gpusel
-  { echo "# python3 -m pytest -q -m gpu tests/gpu/test_attach_gpu.py tests/gpu/test_trace_register_gpu.py, $(python3 bench/provenance.py --line)"
-    timeout 300 python3 -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu/test_attach_gpu.py tests/gpu/test_trace_register_gpu.py 2>&1 | tail -25; } > "$out/gpu_tests_attach_register_$card.txt"
+  # The CUDA 12 wheels (.whl12, bench/README.md) let the registered-memory test run under CUPTI 12 too.
+  w12=""; ls .whl12/*.whl >/dev/null 2>&1 && w12="PINMON_CUPTI12_WHEELS=.whl12 "
+  sel="tests/gpu/test_attach_gpu.py tests/gpu/test_attach_app_gpu.py tests/gpu/test_trace_register_gpu.py"
+  { echo "# ${w12}python3 -m pytest -q -m gpu $sel, $(python3 bench/provenance.py --line)"
+    env ${w12:+PINMON_CUPTI12_WHEELS=$PWD/.whl12} timeout 400 python3 -m pytest -q -rs -p no:cacheprovider -m gpu $sel 2>&1 | tail -25; } > "$out/gpu_tests_attach_register_$card.txt"
   cat "$out/gpu_tests_attach_register_$card.txt";;
 oom)
   part oom
