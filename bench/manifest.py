@@ -133,9 +133,9 @@ SOURCES: dict[str, dict] = {
         "commit_from": "committed"},
     "gpu_tests_h200.txt": {"ran_on": H200, "note": "every test in tests/gpu (bash bench/h200_batch.sh OUTDIR gputests)"},
     "gpu_tests_attach_register_h100.txt": {
-        "ran_on": H100, "note": "attach on real CuPy processes, and cudaHostRegister counted as registered under"
-                                " CUPTI 13 and the hooks (bash bench/gpu_batch.sh OUTDIR gpusel); the CUPTI 12"
-                                " case needs the CUDA 12 wheels (PINMON_CUPTI12_WHEELS) and was skipped"},
+        "ran_on": H100, "note": "attach on real CuPy processes (CLI and the app's key), and cudaHostRegister"
+                                " counted as registered under CUPTI 12, CUPTI 13 and the hooks (bash"
+                                " bench/gpu_batch.sh OUTDIR gpusel, with the CUDA 12 wheels in .whl12)"},
     "gpu_tests_attach_app_h100.txt": {
         "ran_on": H100, "note": "the app's attach key on a real CuPy process's row, as root"},
     "kernel_pins_h200.json": {"ran_on": H200, "command": "python3 bench/kernel_pins_h200.py OUT.json"},
