@@ -1,9 +1,10 @@
 """Where pinmon's CPU goes: per thread of the live programs, and per part of one snapshot.
 
-- ``threads``: the TUI (``pinmon --no-probe`` on a 160x48 pseudo-terminal) and a 1 Hz collect loop
-  run for ``--seconds`` each after a 3 s warm-up; each thread's user+system seconds over the window
-  (psutil ``Process.threads()``), the main thread named as such (in the TUI it draws the screen; the
-  collection runs in a worker thread, the byte/error counters in their own).
+- ``threads``: the TUI (``pinmon --no-probe`` on a 160x48 pseudo-terminal), a 1 Hz collect loop and,
+  where it imports, nvitop at 1 Hz run for ``--seconds`` each after a 3 s warm-up; each thread's CPU
+  seconds over the window (the scheduler's nanoseconds, else user+system ticks), the main thread named
+  as such (in the TUI it draws the screen; the collection runs in a worker thread, the byte/error
+  counters in their own).
 - ``parts``: in this process, ``--snapshots`` calls of each part of ``LiveCollector.snapshot()``
   (host memory, NVML read, /proc scan, tracer reports), CPU time per call (``time.thread_time``).
 - ``profile``: the TUI's main thread under cProfile for ``--seconds``; the top functions by own
@@ -31,7 +32,7 @@ import psutil
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from overhead import COLLECT_LOOP, WARMUP_S, spawn, stop_spawned  # the same programs as overhead.py
+from overhead import COLLECT_LOOP, WARMUP_S, imports, spawn, stop_spawned  # the same programs as overhead.py
 
 from provenance import portable_argv, provenance
 
@@ -46,7 +47,17 @@ def _env(tree: str) -> dict:
 
 
 def _thread_times(proc: psutil.Process) -> dict[int, float]:
-    return {t.id: t.user_time + t.system_time for t in proc.threads()}
+    """CPU seconds of each thread: the scheduler's nanosecond count (``/proc/PID/task/TID/schedstat``,
+    its first field) where the kernel has it, else user+system time in clock ticks (10 ms: over a
+    30 s window a thread at 0.2% is 6 ticks, too coarse to compare two versions)."""
+    out: dict[int, float] = {}
+    for t in proc.threads():
+        try:
+            with open(f"/proc/{proc.pid}/task/{t.id}/schedstat") as f:
+                out[t.id] = int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            out[t.id] = t.user_time + t.system_time
+    return out
 
 
 def _wakeups(proc: psutil.Process) -> dict[int, int]:
@@ -88,11 +99,16 @@ def thread_cpu(argv: list[str], seconds: float, env: dict, pty_size=None, cwd: s
 
 
 def part_threads(seconds: float, tree: str) -> dict:
+    """The app, a bare collect loop and, where it imports, nvitop at 1 Hz on the same pty size:
+    where each one's CPU goes, thread by thread."""
     py, env = sys.executable, _env(tree)
-    return {
+    out = {
         "tui": thread_cpu([py, "-m", "pinmon", "--interval", "1", "--no-probe"], seconds, env, PTY_SIZE, tree),
         "collect": thread_cpu([py, "-c", COLLECT_LOOP, "gpm"], seconds, env, cwd=tree),
     }
+    if imports(py, "nvitop", env):
+        out["nvitop"] = thread_cpu([py, "-m", "nvitop", "--interval", "1"], seconds, env, PTY_SIZE, tree)
+    return out
 
 
 def part_parts(snapshots: int, tree: str) -> dict:

@@ -22,9 +22,10 @@ from ...model import Gpu
 from ...units import fmt_link, fmt_pct, fmt_rate, printable, share
 from ..view.format import COLLECTING, error_text, error_total, link_state, method_label
 from ..view.history import ColumnCache, GraphHistory, per_column_for
+from ..view.memo import Memo
 from ..view.traffic import GpuCopies, row_line, row_lines
 from .rows import RowsWidget
-from .sparkline import Run, axis_text, graph_runs, runs_content, spark_runs, spark_segments
+from .sparkline import Run, axis_text, graph_levels, level_runs, runs_content, spark_runs, spark_segments
 
 _LINK_STYLE = {"degraded": "bold $warning", "downshift": "dim", "full": "", "unknown": "dim", "lost": "bold $error"}
 _LINK_NOTE = {"degraded": " DEGRADED", "downshift": " idle"}
@@ -56,13 +57,41 @@ def head_content(gpu: Gpu, selected: bool, thresholds: Thresholds) -> Content:
         (error_text(gpu, detail=False), "bold $error" if error_total(gpu) else "dim"))
 
 
-def direction_content(label: str, rate: float | None, link_rate: float | None,
-                      method: str | None) -> Content:
-    est = method_label(method)
+def direction_parts(label: str, rate: float | None, link_rate: float | None,
+                    method: str | None) -> tuple[str, str, str, str]:
+    """The rate column's text as it will read: what its Content is built from (``direction_from``)."""
     pct = share(rate, link_rate)
     pct_text = "" if pct is None else fmt_pct(pct)
-    return Content.assemble((label, "bold"), f" {fmt_rate(rate):>10} ", (f"{pct_text:>4}", ""),
-                            (f" {est:<5}", "dim"))
+    return label, f" {fmt_rate(rate):>10} ", f"{pct_text:>4}", f" {method_label(method):<5}"
+
+
+def direction_from(parts: tuple[str, str, str, str]) -> Content:
+    label, rate, pct, est = parts
+    return Content.assemble((label, "bold"), rate, (pct, ""), (est, "dim"))
+
+
+def direction_content(label: str, rate: float | None, link_rate: float | None,
+                      method: str | None) -> Content:
+    return direction_from(direction_parts(label, rate, link_rate, method))
+
+
+def rate_column(parts: tuple[str, ...]) -> Content:
+    """A bars row's rate column from its parts (``GpuRow._rate_text``), cut or padded to its cells."""
+    if len(parts) == 4:
+        label, rate, pct, est = parts
+        text = direction_from((label, rate, pct, est))
+    elif parts:
+        text = Content.assemble((parts[0], "dim"), parts[1])
+    else:
+        text = Content("")
+    return text.truncate(RATE_CELLS, pad=True)
+
+
+def head_key(gpu: Gpu, selected: bool, thresholds: Thresholds) -> tuple:
+    """What ``head_content`` reads of its arguments: the head line is built again only when it changes."""
+    total = error_total(gpu)
+    return (selected, gpu.index, gpu.name, gpu.lost, gpu.link, link_state(gpu, thresholds),
+            error_text(gpu, detail=False), bool(total))
 
 
 def copies_content(copies: GpuCopies, width: int | None, wide: bool = False) -> list[Content]:
@@ -109,6 +138,14 @@ class GpuRow(RowsWidget, can_focus=True):
         self._colours: tuple | None = None
         self._bars: dict[str | tuple[str, int], tuple] = {}
         self._columns = {label: ColumnCache() for label, _ in DIRECTIONS}  # the graphs' column values
+        # The row's pieces (head, rate texts, graph runs, whole rows), each built again only when
+        # what it reads changed: at 1 Hz most of them did not (view/memo.py).
+        self._memo = Memo()
+        # Per row index, its rate text and bars and the row joined from them (held, so the
+        # identity of what was kept is the identity of what it was built from).
+        self._bar_pieces: dict[int, tuple[Content, Content, Content]] = {}
+        # Per row index, the rate column's strip with the text and styles it was rendered from.
+        self._rate_strips: dict[int, tuple[Content, int, object, Strip]] = {}
 
     def set_gpu(self, gpu: Gpu, rx: Sequence[float | None], tx: Sequence[float | None],
                 selected: bool, thresholds: Thresholds, graph: GraphSpec | None = None,
@@ -131,9 +168,8 @@ class GpuRow(RowsWidget, can_focus=True):
         if self._data is None:
             return [Content.styled(COLLECTING, "dim")]
         gpu, rx, tx, selected, thresholds, graph, copies = self._data
-        head = head_content(gpu, selected, thresholds)
-        if focused:
-            head = head.stylize_before("bold")
+        head = self._memo.get("head", (head_key(gpu, selected, thresholds), focused),
+                              self._head, gpu, selected, thresholds, focused)
         if gpu.lost:
             return [head]
         link_rate = gpu.link.theoretical_bytes_per_s
@@ -156,7 +192,7 @@ class GpuRow(RowsWidget, can_focus=True):
                                                         spark_cells)
         low, high = self._spark_colours()
         for (label, field), series in zip(DIRECTIONS, (rx, tx)):
-            text = direction_content(label, getattr(p, field), link_rate, p.method).truncate(RATE_CELLS, pad=True)
+            text = self._rate_text((label, 0), direction_parts(label, getattr(p, field), link_rate, p.method))
             runs = spark_runs(series, scale, spark_cells)
             kept = self._bars.get(label)
             if kept is None or kept[:3] != (runs, low, high):
@@ -174,27 +210,47 @@ class GpuRow(RowsWidget, can_focus=True):
         span = per_column * cells  # readings the graph covers
         colours = self._row_colours(graph.rows)
         p = gpu.pcie
+        memo = self._memo
         for (label, field), by_gpu in zip(DIRECTIONS, (h.rx, h.tx)):
             series = by_gpu.get(gpu.index, ())
             values = self._columns[label].values(series, h.first_index, per_column, cells)
             peak = max((v for v in series[-span:] if v is not None), default=None)
-            texts = [direction_content(label, getattr(p, field), gpu.link.theoretical_bytes_per_s, p.method),
-                     Content.assemble(("  peak ", "dim"), fmt_rate(peak))]
-            for r, runs in enumerate(graph_runs(values, scale, graph.rows)):
-                text = (texts[r] if r < len(texts) else Content("")).truncate(RATE_CELLS, pad=True)
+            parts = [direction_parts(label, getattr(p, field), gpu.link.theoretical_bytes_per_s, p.method),
+                     ("  peak ", fmt_rate(peak))]
+            levels = graph_levels(values, scale, graph.rows)
+            # Runs per row from the bar heights: at 1 Hz most seconds leave every height as it was.
+            all_runs = memo.get(("runs", label), (levels, graph.rows), level_runs, levels, graph.rows)
+            for r, runs in enumerate(all_runs):
+                text = self._rate_text((label, r), parts[r] if r < len(parts) else ())
                 colour = colours[graph.rows - 1 - r]
                 key = (label, r)
                 kept = self._bars.get(key)
                 if kept is None or kept[:3] != (runs, colour, colour):
                     kept = self._bars[key] = (runs, colour, colour, runs_content(runs, colour, colour))
                 self._add_bars(rows, text, runs, colour, colour, kept[3])
-        rows.append(axis_content(span * h.interval_s, scale, cells))
+        axis_key = (span * h.interval_s, scale, cells)
+        rows.append(memo.get("axis", axis_key, axis_content, *axis_key))
         return rows
+
+    def _head(self, gpu: Gpu, selected: bool, thresholds: Thresholds, focused: bool) -> Content:
+        head = head_content(gpu, selected, thresholds)
+        return head.stylize_before("bold") if focused else head
+
+    def _rate_text(self, slot: tuple[str, int], parts: tuple[str, ...]) -> Content:
+        """The rate column of a bars row, cut or padded to its cells: a direction's rate
+        (``direction_parts``), the peak (two parts: label, figure) or nothing."""
+        return self._memo.get(("rate", *slot), parts, rate_column, parts)
 
     def _add_bars(self, rows: list[Content], text: Content, runs: Sequence[Run], low: Color, high: Color,
                   bars: Content) -> None:
-        row = text + bars
-        self._bar_rows[len(rows)] = (row, text, runs, low, high)
+        index = len(rows)
+        kept = self._bar_pieces.get(index)
+        if kept is not None and kept[0] is text and kept[1] is bars:
+            row = kept[2]  # the same two pieces: the same row, which the widget then finds unchanged
+        else:
+            row = text + bars
+            self._bar_pieces[index] = (text, bars, row)
+        self._bar_rows[index] = (row, text, runs, low, high)
         rows.append(row)
 
     def _row_colours(self, count: int) -> list:
@@ -221,10 +277,17 @@ class GpuRow(RowsWidget, can_focus=True):
                 or not (bars[0] is row or bars[0].is_same(row))):  # kept: an update found no change
             return super()._render_row(index, row, width)
         _, text, runs, low, high = bars
-        rate = super()._render_row(index, text, width)
-        if len(rate) != 1 or rate[0].cell_length != RATE_CELLS:
-            return super()._render_row(index, row, width)
-        return [Strip.join([rate[0], Strip(spark_segments(runs, self.visual_style, low, high))])]
+        style = self.visual_style
+        kept = self._rate_strips.get(index)
+        if kept is not None and kept[0] is text and kept[1] == width and kept[2] is style:
+            rate_strip = kept[3]  # a row whose bars alone changed: its rate column as it was drawn
+        else:
+            rate = super()._render_row(index, text, width)
+            if len(rate) != 1 or rate[0].cell_length != RATE_CELLS:
+                return super()._render_row(index, row, width)
+            rate_strip = rate[0]
+            self._rate_strips[index] = (text, width, style, rate_strip)
+        return [Strip.join([rate_strip, Strip(spark_segments(runs, style, low, high))])]
 
     def on_mount(self) -> None:
         self._draw()

@@ -97,17 +97,13 @@ def spark_segments(runs: Sequence[Run], base: Style, min_color: Color, max_color
     return out
 
 
-def graph_runs(values: Sequence[float | None], scale_max: float | None, height: int) -> list[list[Run]]:
-    """A bar graph ``height`` rows tall of ``values`` (one column each, 0 .. ``scale_max``), as runs
-    per row, the top row first. A column fills ``value / scale_max`` of the height in eighths of a
-    row; a known value too small for one eighth draws the bottom row's lowest bar (an idle link
-    looks idle, not absent), an unknown one (None) draws blanks in every row.
-
-    Without a scale the graph scales to the values' peak, as ``spark_runs`` does."""
-    height = max(1, height)
+def graph_levels(values: Sequence[float | None], scale_max: float | None, height: int) -> tuple[int | None, ...]:
+    """Per column of a bar graph ``height`` rows tall, the eighths of a row it fills (0 ..
+    ``8 * height``) at ``value / scale_max``, None for an unknown value. Without a scale the graph
+    scales to the values' peak, as ``spark_runs`` does."""
+    eighths_max = 8 * max(1, height)
     scale = scale_max or max((v for v in values if v is not None), default=0.0)
-    eighths_max = 8 * height
-    levels: list[int | None] = []  # per column: eighths filled (0 .. 8 * height), None unknown
+    levels: list[int | None] = []
     for v in values:
         if v is None:
             levels.append(None)
@@ -116,6 +112,14 @@ def graph_runs(values: Sequence[float | None], scale_max: float | None, height: 
             levels.append(eighths_max if ratio >= 1 or ratio != ratio else int(ratio * eighths_max) if ratio > 0 else 0)
         else:
             levels.append(0)
+    return tuple(levels)
+
+
+def level_runs(levels: Sequence[int | None], height: int) -> list[list[Run]]:
+    """The graph of ``graph_levels`` as runs per row, the top row first. A known level too small for
+    one eighth draws the bottom row's lowest bar (an idle link looks idle, not absent), an unknown
+    one blanks in every row."""
+    height = max(1, height)
     rows: list[list[Run]] = []
     top = max((e for e in levels if e is not None), default=0)
     for r in range(height - 1, -1, -1):  # r: rows above the bottom one
@@ -141,6 +145,12 @@ def graph_runs(values: Sequence[float | None], scale_max: float | None, height: 
             runs.append((level, count))
         rows.append(runs)
     return rows
+
+
+def graph_runs(values: Sequence[float | None], scale_max: float | None, height: int) -> list[list[Run]]:
+    """A bar graph ``height`` rows tall of ``values`` (one column each, 0 .. ``scale_max``), as runs
+    per row, the top row first (``graph_levels``, then ``level_runs``)."""
+    return level_runs(graph_levels(values, scale_max, height), height)
 
 
 def axis_text(span_s: float, middle: str, cells: int) -> str:
