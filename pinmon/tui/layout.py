@@ -93,6 +93,18 @@ class Column(Vertical):
     BLANK = True
 
 
+class Slot(Container):
+    """A panel's own place in its column, the panel's size exactly.
+
+    Textual repaints a partial update as one rectangle around the changed lines, and in it every
+    line of every widget whose *parent* meets the rectangle, the widget itself met or not: a panel
+    stacked under the GPUs in the same column was drawn again each second for the GPU rows' rates.
+    In a slot of its own the panel's parent is the slot, which meets the rectangle only where the
+    panel does; the slot itself is ``BLANK`` (plain background, not rendered)."""
+
+    BLANK = True
+
+
 def compose_main(thresholds: Thresholds) -> ComposeResult:
     with MainTabs(StatusHeader(id="status"), NoticeBar(id="notices"), initial="overview", id="tabs"):
         with Pane(TABS[0][1], id="overview"):
@@ -116,7 +128,8 @@ def compose_main(thresholds: Thresholds) -> ComposeResult:
         with Pane(TABS[6][1], id="containers"):
             yield _titled(ContainerPanel(id="container-panel"), containers_title(thresholds))
     # The palette stays on ctrl+p; its footer entry would push keys off an 80-column footer.
-    yield Footer(compact=True, show_command_palette=False)
+    with Slot(id="footer-slot"):
+        yield Footer(compact=True, show_command_palette=False)
 
 
 def _overview_narrow(thresholds: Thresholds) -> ComposeResult:
@@ -143,16 +156,18 @@ def _overview_wide(thresholds: Thresholds) -> ComposeResult:
         with Vertical(id="ov-gpus", classes="panel") as box:
             box.border_title = "GPUs: RX/TX link bytes, last minutes; % of link rate"
             yield BareGpuList(classes="wide-only")
-        with Vertical(id="ov-findings", classes="panel") as box:
+        with Slot(id="ov-findings-slot"), Vertical(id="ov-findings", classes="panel") as box:
             box.border_title = advisor_title(None)
             yield TopFindings(limit=12, detailed=True, classes="wide-only")
     with Column(id="ov-right", classes="wide-only"):
         yield _titled(MemoryPanel(compact=True, graph=True, id="ov-memory", classes="panel wide-only"),
                       memory_title(thresholds))
-        with Vertical(id="ov-processes", classes="panel") as box:
+        with Slot(id="ov-processes-slot"), Vertical(id="ov-processes", classes="panel") as box:
             box.border_title = "Pinned memory by process (4: table)"
             yield TopProcesses(limit=30, fit=True, classes="wide-only")
-        yield _titled(ProbeSummary(id="ov-probe", classes="panel wide-only"), "Probe (5: detail; % of link: payload)")
+        with Slot(id="ov-probe-slot"):
+            yield _titled(ProbeSummary(id="ov-probe", classes="panel wide-only"),
+                          "Probe (5: detail; % of link: payload)")
 
 
 def pane_of(widget: DOMNode) -> str | None:
