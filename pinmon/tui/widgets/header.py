@@ -13,25 +13,28 @@ from textual.content import Content
 from ...units import fmt_bytes, printable
 from ..view.format import fmt_time
 from ..view.state import ViewState
-from .base import NoLinks, TextBlock, View, set_content
+from .base import View
+from .rows import RowsWidget
 
 
 def _speed(x: float) -> str:
     return f"{x:g}x"
 
 
-class StatusHeader(NoLinks, TextBlock, View):
+class StatusHeader(RowsWidget, View):
+    """One row, redrawn on its own each second as the clock moves (``RowsWidget``)."""
+
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._state: ViewState | None = None
 
     def show(self, state: ViewState) -> None:
         self._state = state
-        set_content(self, header_content(state, self.content_size.width or None))
+        self.set_rows([header_content(state, self.content_size.width or None)])
 
     def on_resize(self) -> None:
         if self._state is not None:
-            set_content(self, header_content(self._state, self.content_size.width or None))
+            self.set_rows([header_content(self._state, self.content_size.width or None)])
 
 
 def header_content(state: ViewState, width: int | None = None) -> Content:

@@ -15,13 +15,90 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual.content import Content
 from textual.geometry import Region
 from textual.strip import Strip
+from textual.style import Style
 from textual.visual import Visual
 from textual.widget import Widget
 
 from .base import FollowsHeight, NoLinks, lines
+
+# Rich styles kept per widget (span style, column, line) before the cache starts again: enough for
+# every span of a panel's lines, a bound for text whose spans move about.
+LINE_STYLES_KEPT = 1024
+
+
+class LineStyles:
+    """The rich style of each span a widget's lines draw, with its text offset (the "offset" meta
+    mouse selection reads), kept while the widget's base style stays: at 1 Hz the same spans
+    come back at the same columns with other digits in them."""
+
+    def __init__(self) -> None:
+        self._base: Style | None = None
+        self._parsed: dict[str | Style, Style | None] = {}
+        self._rich: dict[tuple, RichStyle] = {}
+
+    def get(self, base: Style, style: str | Style | None, x: int, y: int) -> RichStyle | None:
+        if base is not self._base or len(self._rich) > LINE_STYLES_KEPT:
+            self._base, self._parsed, self._rich = base, {}, {}
+        key = (style, x, y)
+        rich = self._rich.get(key)
+        if rich is None:
+            if style is None:
+                combined = base
+            else:
+                parsed = self._parsed.get(style, False)
+                if parsed is False:
+                    parsed = self._parsed[style] = _parse(style)
+                if parsed is None:
+                    return None
+                combined = base + parsed
+            rich = self._rich[key] = combined.rich_style_with_offset(x, y)
+        return rich
+
+
+def _parse(style: str | Style) -> Style | None:
+    """A span's style as Textual reads it; None for one only a widget can resolve (a component class)."""
+    if isinstance(style, Style):
+        return style
+    if style.startswith("."):
+        return None
+    try:
+        return Style.parse(style)
+    except Exception:
+        return None
+
+
+def line_strip(row: Content, y: int, base: Style, styles: LineStyles) -> Strip | None:
+    """One line of text drawn straight to segments: what Textual's text pipeline draws for a
+    left-aligned line that fits (each span's style on the base, the offset of its first character
+    for selection) without its wrapping, alignment and per-line set-up, which cost more than the
+    rest of a panel's second. None where the row needs that pipeline: a tab, overlapping spans
+    (Textual combines them), a style it cannot read here."""
+    text = row.plain
+    if "\t" in text or "\n" in text:
+        return None
+    segments: list[Segment] = []
+    pos = 0
+    for span in sorted(row.spans, key=lambda sp: sp.start):
+        start, end = max(span.start, 0), min(span.end, len(text))
+        if start < pos:
+            return None  # overlapping spans: Textual stacks their styles
+        if start >= end:
+            continue
+        if start > pos:
+            segments.append(Segment(text[pos:start], styles.get(base, None, pos, y)))
+        rich = styles.get(base, span.style, start, y)
+        if rich is None:
+            return None
+        segments.append(Segment(text[start:end], rich))
+        pos = end
+    if pos < len(text) or not segments:
+        segments.append(Segment(text[pos:], styles.get(base, None, pos, y)))
+    return Strip(segments, row.cell_length)
 
 
 def as_rows(content: Content | str) -> tuple[Content, ...]:
@@ -45,6 +122,7 @@ class RowsWidget(NoLinks, FollowsHeight, Widget):
         self._strips: list[list[Strip]] | None = None  # per row, its lines at _key
         self._key: tuple | None = None  # (width, visual style) the strips were rendered with
         self._flat: list[Strip] = []
+        self._line_styles = LineStyles()
 
     @property
     def rows(self) -> tuple[Content, ...]:
@@ -139,6 +217,10 @@ class RowsWidget(NoLinks, FollowsHeight, Widget):
         # reads: a row that fits on one line (or is cut, never wrapped) gets its line number put
         # in; a row that may wrap is rendered below ``index`` empty lines (one strip each,
         # dropped), so its later lines keep their columns.
+        if row.cell_length <= width and self.styles.text_align in ("left", "start"):
+            strip = line_strip(row, index, self.visual_style, self._line_styles)
+            if strip is not None:
+                return [strip]
         if not index:
             return Visual.to_strips(self, row, width, None, self.visual_style)
         if row.cell_length <= width or getattr(self.styles, "text_wrap", "wrap") == "nowrap":
