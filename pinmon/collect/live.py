@@ -145,6 +145,7 @@ class LiveCollector:
         return out
 
     def close(self) -> None:
+        self.scanner.close()
         self.pinned.close()
         self.groups.close()
         self.oom.close()

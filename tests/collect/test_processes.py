@@ -2,6 +2,8 @@
 import os
 import shutil
 
+import pytest
+
 from pinmon.collect.processes.scan import ProcessScanner, scan_notice
 from pinmon.collect.rawfile import READ_CHUNK
 
@@ -269,3 +271,64 @@ def test_denied_processes_are_named_by_their_comm_printable_and_few(tmp_path, mo
     res = ProcessScanner(proc_root=root).scan()
     note = scan_notice(res, euid=0)
     assert "pid 10 (evil\\x1b[2J), pid 11 (job11)" in note and "and 3 more" in note and "\x1b" not in note
+
+
+def test_statm_reader_reads_each_process_again_through_its_open_file_and_lets_gone_ones_go():
+    """The live /proc's statm files stay open between scans: a read from the start gives the size as
+    it is now; a process that exits fails the next read and its file is closed; the cap holds."""
+    import mmap
+    import subprocess
+
+    from pinmon.collect.processes.scan import StatmReader, read_statm_size
+
+    reader = StatmReader(kept=2)
+    me = os.getpid()
+
+    def agrees(pid: int) -> bool:
+        """The kept file reads what a fresh open reads, once the process is done starting (its
+        exec changes the size meanwhile)."""
+        return any(read_statm_size(pid) == reader.size(pid) == read_statm_size(pid) for _ in range(1000))
+
+    before = reader.size(me)
+    grown = mmap.mmap(-1, 64 << 20)  # 64 MiB more address space
+    try:
+        assert reader.size(me) == read_statm_size(me) != before
+    finally:
+        grown.close()
+    assert len(reader) == 1
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert agrees(child.pid)
+        assert len(reader) == 2
+        third = subprocess.Popen(["sleep", "30"])
+        try:
+            assert agrees(third.pid)  # past the cap: read by path
+            assert len(reader) == 2
+        finally:
+            third.kill()
+            third.wait()
+    finally:
+        child.kill()
+        child.wait()
+    with pytest.raises(OSError, match="No such file"):
+        reader.size(child.pid)  # gone: its kept file fails, and no new one opens
+    assert len(reader) == 1
+    reader.keep_only(set())
+    assert len(reader) == 0
+    reader.size(me)
+    reader.close()
+    assert len(reader) == 0
+
+
+def test_a_scan_of_the_live_proc_keeps_no_file_of_a_kernel_thread_or_a_gone_pid():
+    from pinmon.collect.processes.scan import ProcessScanner
+
+    scanner = ProcessScanner()
+    try:
+        scanner.scan()
+        kept = scanner._statm._fds  # the reader's own table: which pids have a file open
+        assert os.getpid() in kept
+        assert not [pid for pid in kept if scanner._no_mm.get(pid)], "a kernel thread's statm kept open"
+    finally:
+        scanner.close()
+    assert not scanner._statm._fds

@@ -94,6 +94,64 @@ def read_statm_size(pid: int, proc_root: str = "/proc") -> bytes:
         os.close(fd)
 
 
+# Open statm files kept at most (one descriptor each), far under the usual limit of 1,024.
+STATM_FDS_KEPT = 256
+
+
+class StatmReader:
+    """``read_statm_size`` for the live /proc, each process's statm kept open between scans and read
+    again from its start (``pread``): the kernel builds the line anew on each read, and an open and
+    a close per process per second were most of that read's cost. A descriptor outlives its
+    process: its read then fails (ESRCH), and the pid, maybe reused, is opened afresh."""
+
+    def __init__(self, proc_root: str = "/proc", kept: int = STATM_FDS_KEPT):
+        self.proc_root = proc_root
+        self.kept = kept
+        self._fds: dict[int, int] = {}
+
+    def size(self, pid: int) -> bytes:
+        fd = self._fds.get(pid)
+        if fd is not None:
+            try:
+                return os.pread(fd, 256, 0).split(b" ", 1)[0]
+            except OSError:
+                self._drop(pid)  # that process is gone: the pid may be another's now
+        if len(self._fds) >= self.kept:
+            return read_statm_size(pid, self.proc_root)
+        fd = _open_proc(pid, "statm", self.proc_root)
+        try:
+            size = os.pread(fd, 256, 0).split(b" ", 1)[0]
+        except OSError:
+            os.close(fd)
+            raise
+        self._fds[pid] = fd
+        return size
+
+    def keep_only(self, pids: set[int]) -> None:
+        """Close the descriptors of pids no longer listed."""
+        for pid in [p for p in self._fds if p not in pids]:
+            self._drop(pid)
+
+    def forget(self, pid: int) -> None:
+        """Close ``pid``'s statm if kept (a kernel thread's, read once per re-check)."""
+        self._drop(pid)
+
+    def _drop(self, pid: int) -> None:
+        fd = self._fds.pop(pid, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        for pid in list(self._fds):
+            self._drop(pid)
+
+    def __len__(self) -> int:
+        return len(self._fds)
+
+
 def _comm(pid: int, proc_root: str) -> str:
     """A process's name from /proc/PID/comm (readable when its maps are not), printable, short."""
     try:
@@ -155,6 +213,14 @@ class ProcessScanner:
         self._owner: dict[int, tuple[int, float]] = {}
         self._clock = clock
         self._mem_total: int | None = None
+        # The live /proc's statm files stay open between scans; a tree of files (tests, a
+        # container's) is read by path, as its files may be swapped for others between scans.
+        self._statm = StatmReader(proc_root) if proc_root == "/proc" else None
+
+    def close(self) -> None:
+        """Close the statm files kept open (``StatmReader``); a later scan opens them again."""
+        if self._statm is not None:
+            self._statm.close()
 
     def _pids(self) -> list[int]:
         if self.only_pids is not None:
@@ -203,11 +269,14 @@ class ProcessScanner:
                 continue
             statm = None
             try:
-                statm = read_statm_size(pid, self.proc_root)
+                statm = (read_statm_size(pid, self.proc_root) if self._statm is None
+                         else self._statm.size(pid))
             except OSError:
                 pass  # gone (the maps read below counts it), or no statm to read: read the maps
             if statm == b"0":
                 no_mm[pid] = now + _recheck_after_s(pid)  # no address space: no maps to read
+                if self._statm is not None:
+                    self._statm.forget(pid)  # not read again before its re-check: no file kept
                 result.scanned += 1
                 continue
             if statm is not None:
@@ -260,6 +329,8 @@ class ProcessScanner:
         self._plain = plain
         self._no_mm = no_mm
         self._owner = owners
+        if self._statm is not None:
+            self._statm.keep_only(set(pids))
         # Kept for CUDA processes, and for a while for other live ones described on request (a
         # traced process whose maps show no CUDA yet); a pid that is gone is forgotten.
         listed = set(pids)

@@ -153,8 +153,12 @@ class ColumnCache:
         newest = last // per_column
         oldest_kept = -(-first_index // per_column)  # the first group that starts inside the history
         done = self._done
-        out: list[float | None] = []
-        for group in range(newest - width + 1, newest + 1):
+        start = newest - width + 1
+        # Columns wholly before the oldest reading kept (a graph still filling, the first minutes
+        # of a session): blank, with no arithmetic per column.
+        blank = min(width, max(0, first_index // per_column - start))
+        out: list[float | None] = [None] * blank
+        for group in range(start + blank, newest + 1):
             if group >= oldest_kept and group in done:  # (an older one is losing readings)
                 out.append(done[group])
                 continue

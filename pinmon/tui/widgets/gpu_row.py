@@ -214,7 +214,8 @@ class GpuRow(RowsWidget, can_focus=True):
         for (label, field), by_gpu in zip(DIRECTIONS, (h.rx, h.tx)):
             series = by_gpu.get(gpu.index, ())
             values = self._columns[label].values(series, h.first_index, per_column, cells)
-            peak = max((v for v in series[-span:] if v is not None), default=None)
+            known = [v for v in series[-span:] if v is not None]
+            peak = max(known) if known else None
             parts = [direction_parts(label, getattr(p, field), gpu.link.theoretical_bytes_per_s, p.method),
                      ("  peak ", fmt_rate(peak))]
             levels = graph_levels(values, scale, graph.rows)
