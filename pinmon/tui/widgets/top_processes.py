@@ -16,6 +16,7 @@ from textual.content import Content
 from ...model import ProcessPinned
 from ...units import fmt_bytes, printable
 from ..view.format import COLLECTING, SORT_COLUMNS, command_brief, sort_processes, user_text
+from ..view.memo import Memo
 from ..view.state import ViewState
 from .base import NoLinks, TextBlock, View, lines, set_content
 
@@ -62,6 +63,9 @@ class TopProcesses(NoLinks, TextBlock, View):
         self.limit = limit
         self.fit = fit
         self._state: ViewState | None = None
+        # The list as text, built again only when the rows or the room change (at 1 Hz the same
+        # processes mostly hold the same memory: equal rows, the same text).
+        self._memo = Memo()
 
     def on_resize(self) -> None:
         if self._state is not None:
@@ -84,11 +88,17 @@ class TopProcesses(NoLinks, TextBlock, View):
             set_content(self, Content.styled("no CUDA processes with pinned memory", "dim"))
             return
         room = self._room()
-        shown = room if len(procs) <= room else max(0, room - 1)  # the last row says how many more
         width = self.content_size.width if self.is_mounted and self.content_size.width else DEFAULT_WIDTH
-        columns, command_cells = columns_for(width)
-        rows = [header_line(columns)]
-        rows += [process_line(p, columns, command_cells) for p in sort_processes(procs, SORT_COLUMNS[0])[:shown]]
-        if len(procs) > shown:
-            rows.append(Content.styled(f"… {len(procs) - shown} more (4: Processes)", "dim"))
-        set_content(self, lines(*rows))
+        set_content(self, self._memo.get("list", (procs, room, width), process_list, procs, room, width))
+
+
+def process_list(procs: tuple[ProcessPinned, ...], room: int, width: int) -> Content:
+    """The header and the rows of the processes holding the most, in ``room`` rows at most (the last
+    then saying how many more) and ``width`` cells."""
+    shown = room if len(procs) <= room else max(0, room - 1)  # the last row says how many more
+    columns, command_cells = columns_for(width)
+    rows = [header_line(columns)]
+    rows += [process_line(p, columns, command_cells) for p in sort_processes(procs, SORT_COLUMNS[0])[:shown]]
+    if len(procs) > shown:
+        rows.append(Content.styled(f"… {len(procs) - shown} more (4: Processes)", "dim"))
+    return lines(*rows)
