@@ -332,3 +332,30 @@ def test_a_scan_of_the_live_proc_keeps_no_file_of_a_kernel_thread_or_a_gone_pid(
     finally:
         scanner.close()
     assert not scanner._statm._fds
+
+
+def test_a_plain_process_whose_statm_stays_open_is_re_read_less_often(monkeypatch):
+    """With its statm kept open a reused pid fails the kept read, so the periodic re-read of a
+    process with no NVIDIA mapping (unchanged size) comes HELD_RECHECK_FACTOR times less often."""
+    from pinmon.collect.processes import scan as mod
+
+    me = os.getpid()
+    now = [1000.0]
+    reads = []
+    real = mod.read_maps
+    monkeypatch.setattr(mod, "read_maps", lambda pid, root="/proc": reads.append(pid) or real(pid, root))
+    # The size read through the kept file, as one that stays: this process may map more meanwhile.
+    real_size = mod.StatmReader.size
+    monkeypatch.setattr(mod.StatmReader, "size", lambda self, pid: (real_size(self, pid), b"4242")[1])
+    scanner = mod.ProcessScanner(pids=[me], clock=lambda: now[0])
+    try:
+        scanner.scan()
+        assert reads == [me] and scanner._statm.holds(me)
+        now[0] += mod.PLAIN_RECHECK_S + 1  # past the plain re-check of a pid read by path
+        scanner.scan()
+        assert reads == [me]
+        now[0] += mod.PLAIN_RECHECK_S * mod.HELD_RECHECK_FACTOR
+        scanner.scan()
+        assert reads == [me, me]
+    finally:
+        scanner.close()

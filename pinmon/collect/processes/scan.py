@@ -15,7 +15,9 @@ process whose maps had no NVIDIA device mapping is re-read only when the size in
 files and gigabytes of address space, which moves that first figure (total program size). A full
 re-read every
 ``PLAIN_RECHECK_S`` (staggered by pid) covers a mapping swapped for one of the very same size and a
-pid reused between two scans.
+pid reused between two scans. The live /proc's statm files stay open between scans (``StatmReader``):
+a reused pid then fails the kept file's read and is read afresh, and the re-read of such a process
+comes ``HELD_RECHECK_FACTOR`` times less often.
 
 Most pids on a many-core server are kernel threads (per-CPU workers: a hundred or more on 16 cores).
 They have no address space (a size of 0 in statm, as a zombie has) and never will: each is skipped
@@ -50,6 +52,10 @@ _NVIDIA_MARK = b"/dev/nvidia"
 DESCRIBE_TTL_S = 10.0
 # A non-CUDA process with an unchanged statm has its maps read again at least this often.
 PLAIN_RECHECK_S = 30.0
+# ... and this many times less often while its statm stays open (``StatmReader``): a reused pid then
+# fails the kept file's read and is read afresh, so the re-read covers only a mapping swapped for
+# one of the very same size.
+HELD_RECHECK_FACTOR = 4
 # The scan notice names at most this many pids whose estimate was capped.
 CAPPED_PIDS_SHOWN = 5
 
@@ -131,6 +137,9 @@ class StatmReader:
         """Close the descriptors of pids no longer listed."""
         for pid in [p for p in self._fds if p not in pids]:
             self._drop(pid)
+
+    def holds(self, pid: int) -> bool:
+        return pid in self._fds
 
     def forget(self, pid: int) -> None:
         """Close ``pid``'s statm if kept (a kernel thread's, read once per re-check)."""
@@ -217,6 +226,11 @@ class ProcessScanner:
         # container's) is read by path, as its files may be swapped for others between scans.
         self._statm = StatmReader(proc_root) if proc_root == "/proc" else None
 
+    def _plain_recheck_s(self, pid: int) -> float:
+        """When a process with no NVIDIA mapping has its maps read again though its size stayed."""
+        held = self._statm is not None and self._statm.holds(pid)
+        return _recheck_after_s(pid) * (HELD_RECHECK_FACTOR if held else 1)
+
     def close(self) -> None:
         """Close the statm files kept open (``StatmReader``); a later scan opens them again."""
         if self._statm is not None:
@@ -302,7 +316,7 @@ class ProcessScanner:
             # Cheap test before parsing: most processes on a box are not CUDA processes.
             if _NVIDIA_MARK not in text:
                 if statm is not None:
-                    plain[pid] = (statm, now + _recheck_after_s(pid))
+                    plain[pid] = (statm, now + self._plain_recheck_s(pid))
                 continue
             digest = (len(text), hash(text))
             last = self._previous.get(pid)
@@ -318,7 +332,7 @@ class ProcessScanner:
                 # A /dev/nvidia* path but no NVIDIA device behind it (a planted file): read again
                 # when its address space changes, as a process that maps none.
                 if statm is not None:
-                    plain[pid] = (statm, now + _recheck_after_s(pid))
+                    plain[pid] = (statm, now + self._plain_recheck_s(pid))
                 continue
             current[pid] = (digest, est)
             row = self._row(pid, est, None if last is None else last[1].ranges, now, mem_total_bytes)
