@@ -99,6 +99,7 @@ class PinmonApp(App[int]):
         self._install_signal_handlers = install_signal_handlers
         self.hangup_watchdog: threading.Timer | None = None
         self._views: list[View] = []
+        self._tabbed: TabbedContent | None = None
         self._view_pane: dict[int, str | None] = {}
         self._main_screen: Screen | None = None
         self._filter_on_activate = False
@@ -125,6 +126,7 @@ class PinmonApp(App[int]):
 
     def on_mount(self) -> None:
         self._main_screen = self.screen
+        self._tabbed = self.screen.query_one(TabbedContent)  # looked up each second otherwise
         self._views = [w for w in self.screen.query("*") if isinstance(w, View)]
         self._view_pane = {id(w): pane_of(w) for w in self._views}
         self.session.start()
@@ -235,6 +237,8 @@ class PinmonApp(App[int]):
         return screen.query_one(selector)
 
     def _tabs(self) -> TabbedContent:
+        if self._tabbed is not None:
+            return self._tabbed
         return self.main_widget(TabbedContent)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -6,6 +6,7 @@ then, while the attach key's window counts down, the RAM figure (the Memory tab 
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from textual.content import Content
@@ -46,31 +47,49 @@ def header_content(state: ViewState, width: int | None = None) -> Content:
 
 
 def _header(state: ViewState, compact: int) -> Content:
+    snap = state.snapshot
+    h = snap.host if snap is not None else None
+    head = _head(state.live, state.attach_all, state.speed, state.ended, state.paused,
+                 None if h is None else printable(h.hostname, 64),
+                 None if h is None else (h.effective_mem_limit_bytes or h.mem_total_bytes),
+                 0 if snap is None else len(snap.gpus), state.interval_s, compact)
+    tail = _tail(state.attach_status, state.recording_path)
+    if snap is None:
+        return head + tail
+    return head + Content.styled(fmt_time(snap.time, with_date=compact < 2), "bold") + tail
+
+
+@functools.lru_cache(maxsize=32)
+def _head(live: bool, attach_all: bool, speed: float, ended: bool, paused: bool, host: str | None,
+          effective: int | None, gpus: int, interval_s: float, compact: int) -> Content:
+    """The line up to the snapshot's time, which alone moves each second: built once per change."""
     parts: list[Content | tuple[str, str] | str] = []
-    if state.live:
+    if live:
         parts.append((" LIVE ", "bold reverse $success"))
-        if state.attach_all:
+        if attach_all:
             parts += [" ", (" ATTACH ", "bold reverse $accent")]
     else:
-        parts.append((f" REPLAY {_speed(state.speed)} ", "bold reverse $warning"))
-    if state.ended:
+        parts.append((f" REPLAY {_speed(speed)} ", "bold reverse $warning"))
+    if ended:
         parts.append((" END OF RECORDING ", "bold reverse $error"))
-    elif state.paused:
+    elif paused:
         parts.append((" PAUSED ", "bold reverse $error"))
-    snap = state.snapshot
-    if snap is None:
+    if host is None:
         parts.append(("  collecting the first snapshot…", "dim"))
     else:
-        h = snap.host
-        effective = h.effective_mem_limit_bytes or h.mem_total_bytes
-        n = len(snap.gpus)
-        parts += [" ", (printable(h.hostname, 64), "bold"),
-                  f"  {n} GPU{'s' if n != 1 else ''}",
+        parts += [" ", (host, "bold"),
+                  f"  {gpus} GPU{'s' if gpus != 1 else ''}",
                   f"  RAM {fmt_bytes(effective)}" if compact < 3 else "",
-                  f"  {'every ' if compact < 1 else ''}{state.interval_s:g} s",
-                  "  ", (fmt_time(snap.time, with_date=compact < 2), "bold")]
-    if state.attach_status:
-        parts += ["  ", (state.attach_status, "bold $accent")]
-    if state.recording_path:
-        parts += ["  ", (" REC ", "bold reverse $error"), " ", printable(state.recording_path)]
+                  f"  {'every ' if compact < 1 else ''}{interval_s:g} s",
+                  "  "]
+    return Content.assemble(*parts)
+
+
+@functools.lru_cache(maxsize=32)
+def _tail(attach_status: str | None, recording_path: str | None) -> Content:
+    parts: list[tuple[str, str] | str] = []
+    if attach_status:
+        parts += ["  ", (attach_status, "bold $accent")]
+    if recording_path:
+        parts += ["  ", (" REC ", "bold reverse $error"), " ", printable(recording_path)]
     return Content.assemble(*parts)
