@@ -114,19 +114,29 @@ def fitted(findings: Sequence[Finding], snapshot: Snapshot | None, width: int, h
             rows = memo[key] = block_rows(shown[i], snapshot, width, STEPS[steps[i]])
         return rows
 
-    def total(count: int) -> int:
-        more = any(b.finding is not None for b in shown[count:])
-        return sum(len(rows_of(i)) for i in range(count)) + (1 if more else 0)
-
+    # Lines per block at its step, and their running sum over the blocks shown: each step below
+    # changes one block's count (summing them all again at each step made the panel's cost grow
+    # with the square of the findings, every second).
+    lengths = [len(rows_of(i)) for i in range(len(shown))]
+    # findings_from[k]: whether a finding (not a shared advice) is among the blocks from k on.
+    findings_from = [False] * (len(shown) + 1)
+    for k in range(len(shown) - 1, -1, -1):
+        findings_from[k] = findings_from[k + 1] or shown[k].finding is not None
     count = len(shown)
-    while total(count) > height:
+    lines_shown = sum(lengths)
+    while lines_shown + (1 if findings_from[count] else 0) > height:
         # A step off the least severe block still shown that can be shortened (among equals, the
         # least shortened, then the later), else one block fewer.
         open_ = [i for i in range(count) if steps[i] < len(STEPS) - 1]
         if open_:
-            steps[min(open_, key=lambda i: (shown[i].rank, steps[i], -i))] += 1
+            i = min(open_, key=lambda i: (shown[i].rank, steps[i], -i))
+            steps[i] += 1
+            lines_shown -= lengths[i]
+            lengths[i] = len(rows_of(i))
+            lines_shown += lengths[i]
         elif count > 1:
             count -= 1
+            lines_shown -= lengths[count]
         else:
             break
     out = [row for i in range(count) for row in rows_of(i)]
