@@ -163,8 +163,11 @@ def printable(text: str | None, max_len: int = 200) -> str:
         return NA
     # Every character becomes at least one: the first max_len + 1 decide the result, however long
     # the text (a 128 KiB argv[0] costs no more than a short one).
+    head = str(text)[: max_len + 1]
+    if head.isprintable():  # the common case, checked in C: nothing to replace
+        return head if len(head) <= max_len else head[:max(0, max_len - 1)] + "…"
     out = []
-    for ch in str(text)[: max_len + 1]:
+    for ch in head:
         if ch in "\r\n\t\v\f":
             out.append(" ")
         elif ch.isprintable():

@@ -51,5 +51,10 @@ def test_fitted_chooses_as_the_definition_does():
                          message="pinned " + "x" * rng.randint(5, 160))
                  for _ in range(rng.randint(1, 14))]
         width, height = rng.randint(20, 120), rng.randint(1, 40)
-        got = [r.plain for r in fitted(found, snapshot, width, height, {})]
-        assert got == [r.plain for r in by_definition(found, snapshot, width, height)], (width, height)
+        want = [r.plain for r in by_definition(found, snapshot, width, height)]
+        memo: dict = {}
+        assert [r.plain for r in fitted(found, snapshot, width, height, memo)] == want, (width, height)
+        # Again with the blocks it kept: the same lines; in another height, that height's.
+        assert [r.plain for r in fitted(found, snapshot, width, height, memo)] == want
+        other = [r.plain for r in by_definition(found, snapshot, width, height + 3)]
+        assert [r.plain for r in fitted(found, snapshot, width, height + 3, memo)] == other

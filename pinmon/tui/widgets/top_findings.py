@@ -90,6 +90,12 @@ def _block_key(b: Block, snapshot: Snapshot | None, width: int, step: int) -> tu
             finding_subject(f, snapshot, short=True), width, step)
 
 
+def _block_keys(b: Block, snapshot: Snapshot | None, width: int) -> list[tuple]:
+    """``_block_key`` of the block at each step: its subject looked up once, not once a step."""
+    first = _block_key(b, snapshot, width, 0)
+    return [(*first[:-1], step) for step in range(len(STEPS))]
+
+
 def fitted(findings: Sequence[Finding], snapshot: Snapshot | None, width: int, height: int,
            memo: dict | None = None) -> list[Content]:
     """The findings in ``height`` lines: each in full where all fit, else shortened from the least
@@ -102,13 +108,15 @@ def fitted(findings: Sequence[Finding], snapshot: Snapshot | None, width: int, h
     memo = {} if memo is None else memo
     if len(memo) > MEMO_BLOCKS:
         memo.clear()
-    keys: dict[tuple[int, int], tuple] = {}
+    keys: dict[int, list[tuple]] = {i: _block_keys(b, snapshot, width) for i, b in enumerate(shown)}
+    # The same blocks (text, subject, width) in the same height: the same lines as the last time.
+    whole = ("fitted", tuple(k[0] for k in keys.values()), height)
+    kept = memo.get(whole)
+    if kept is not None:
+        return kept
 
     def rows_of(i: int) -> list[Content]:
-        at = (i, steps[i])
-        key = keys.get(at)
-        if key is None:
-            key = keys[at] = _block_key(shown[i], snapshot, width, steps[i])
+        key = keys[i][steps[i]]
         rows = memo.get(key)
         if rows is None:
             rows = memo[key] = block_rows(shown[i], snapshot, width, STEPS[steps[i]])
@@ -143,6 +151,7 @@ def fitted(findings: Sequence[Finding], snapshot: Snapshot | None, width: int, h
     left = sum(1 for b in shown[count:] if b.finding is not None)
     if left:
         out.append(Content.styled(f"… {left} more (6: Advisor)", "dim"))
+    memo[whole] = out
     return out
 
 
