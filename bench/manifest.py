@@ -99,6 +99,10 @@ SOURCES: dict[str, dict] = {
     "cpu_breakdown_h100.json": {
         "ran_on": H100, "note": "per thread of the app at 1 Hz, 160x48 (main: Textual's drawing and the views;"
                                 " the poll worker; Textual's input thread) and per part of a snapshot"},
+    "cpu_breakdown_threads_h100.json": {
+        "ran_on": H100, "command": "python3 bench/cpu_breakdown.py OUT.json --seconds 25 --parts threads",
+        "note": "per thread, in the scheduler's nanoseconds: the app, a bare 1 Hz collect loop and nvitop 1.7.2"
+                " at 1 Hz on a 160x48 pty"},
     "cpu_breakdown_h100.json.profile.txt": {
         "ran_on": H100, "command": "python3 bench/cpu_breakdown.py OUT.json --parts profile", "commit": "f87ca5a",
         "commit_from": "measured", "note": "the app's main thread under cProfile from start-up, 25 s"},
@@ -198,6 +202,8 @@ SOURCES: dict[str, dict] = {
     "tui_cpu_abba_h100.json": {"ran_on": H100, "note": "the app's CPU at 1 Hz, 160x48, against nvitop 1.7.2's, three"
                                                         " ABBA rounds of 25 s a leg (bash bench/gpu_batch.sh OUTDIR"
                                                         " abba, ABBA_S=25)"},
+    "tui_cpu_abba_h200.json": {"ran_on": H200, "note": "as tui_cpu_abba_h100.json, on an H200 box (bash"
+                                                        " bench/gpu_batch.sh OUTDIR abba, ABBA_S=25)"},
     "tui_first_frame_cpu.json": {"ran_on": CPU_BOX, "note": "no GPU: no NVML start; A/B against the tree before the"
                                                             " tui branch (a8ffae9), ABBA"},
     "tui_frame_h200.json": {"ran_on": H200, "command": "python3 bench/tui_frame.py OUT.json"},
