@@ -5,9 +5,9 @@ Parts (``--parts``, default all):
   after another (sequentially, so they never share cores), for ``--seconds`` at a 1 s refresh:
   (a) a ``pinmon check``-style loop (LiveCollector snapshot every 1 s), (b) ``pinmon --no-probe`` live
   app on a pseudo-terminal, (c) ``pinmon export`` scraped every 15 s, (d) ``nvitop`` on a
-  pseudo-terminal (where it imports), (e) ``nvidia-smi dmon -s t -d 1``. CPU share: user+system
-  seconds of the process tree (psutil) over the window after a 3 s warm-up, divided by the window
-  (1.0 = one core). RSS: peak of the tree's summed RSS, sampled every second.
+  pseudo-terminal (where it imports), (e) ``nvidia-smi dmon -s t -d 1``. CPU share: the CPU seconds
+  of the process tree over the window after a 3 s warm-up (as root, counted by a cgroup of its own to
+  the microsecond: ``cpu_meter.py``; else user+system ticks), divided by the window (1.0 = one core). RSS: peak of the tree's summed RSS, sampled every second.
 - ``accuracy``: a CuPy pinned host-to-device copy loop moves a counted number of bytes, steadily and
   in 0.2 s bursts every 0.7 s; two collectors read at once, one with GPM (the default on Hopper)
   and one with the byte counters; each 1 s interval's RX link bytes of each are set against the
@@ -38,6 +38,8 @@ import psutil
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_meter import CpuMeter
+
 from provenance import portable_argv, provenance
 
 PARTS = ("collect", "collect_counters", "tui", "export", "nvitop", "dmon", "accuracy", "scale")
@@ -137,12 +139,13 @@ def measure(argv: list[str], seconds: float, *, pty_size=None, env=None, during=
     """Run ``argv`` for warm-up + ``seconds``; CPU share and peak RSS of its tree over the window."""
     p, master, stop = spawn(argv, env, pty_size)
     proc = psutil.Process(p.pid)
-    out = {"argv": portable_argv(argv)}
+    meter = CpuMeter(p.pid)  # nanoseconds from a cgroup of its own where root can make one
+    out = {"argv": portable_argv(argv), "cpu_meter": meter.kind}
     try:
         time.sleep(WARMUP_S)
         if p.poll() is not None:
             return {**out, "error": f"exited during warm-up with code {p.returncode}"}
-        c0, w0 = tree_cpu_s(proc), time.monotonic()
+        c0, w0 = meter.read(), time.monotonic()
         peak = tree_rss(proc)
         next_scrape = w0
         while time.monotonic() - w0 < seconds and p.poll() is None:
@@ -152,12 +155,13 @@ def measure(argv: list[str], seconds: float, *, pty_size=None, env=None, during=
             time.sleep(1.0)
             peak = max(peak, tree_rss(proc))
         wall = time.monotonic() - w0
-        cpu = tree_cpu_s(proc) - c0
+        cpu = meter.read() - c0
         out.update(cpu_share=cpu / wall, cpu_s=cpu, window_s=wall, peak_rss_mib=peak / MIB,
                    exited=p.poll())
         return out
     finally:
         stop_spawned(p, master, stop)
+        meter.close()
 
 
 def imports(py: str, module: str, env: dict) -> bool:

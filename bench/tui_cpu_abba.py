@@ -1,8 +1,10 @@
 """CPU of the terminal app against nvitop at 1 Hz, in ABBA order: pinmon, nvitop, nvitop, pinmon.
 
 Each run is one program alone on a pseudo-terminal of ``--size`` (160x48: the wide layout, graphs on),
-its output drained as a terminal would, measured as ``overhead.py`` measures (user+system seconds of
-the process tree over ``--seconds`` after a 3 s warm-up, over the window; 1.0 = one core). A round is
+its output drained as a terminal would, measured as ``overhead.py`` measures (the CPU seconds of the
+process tree over ``--seconds`` after a 3 s warm-up, over the window; 1.0 = one core): as root, to the
+microsecond from a cgroup of the run's own (``cpu_meter.py``; each run records its ``cpu_meter``), else in
+10 ms ticks. A round is
 A B B A; ``--rounds`` of them. ABBA puts a drift of the machine (a virtual machine's neighbours, its
 clock) on both programs alike; each round gives a ratio of the two programs' mean shares.
 
