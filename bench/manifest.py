@@ -200,8 +200,10 @@ SOURCES: dict[str, dict] = {
                                                            " runs each, ABBA, bytecode compiled first: the outline"
                                                            " before Textual (first_frame_s) and Textual's frame"},
     "tui_cpu_abba_h100.json": {"ran_on": H100, "note": "the app's CPU at 1 Hz, 160x48, against nvitop 1.7.2's, three"
-                                                        " ABBA rounds of 25 s a leg (bash bench/gpu_batch.sh OUTDIR"
-                                                        " abba, ABBA_S=25)"},
+                                                        " ABBA rounds of 15 s a leg, each run's CPU from a cgroup of"
+                                                        " its own (bash bench/gpu_batch.sh OUTDIR abba, ABBA_S=15)"},
+    "tui_cpu_abba_ticks_h100.json": {"ran_on": H100, "note": "as tui_cpu_abba_h100.json with 25 s legs, each run's CPU"
+                                                              " in 10 ms clock ticks (ABBA_S=25)"},
     "tui_cpu_abba_h200.json": {"ran_on": H200, "note": "as tui_cpu_abba_h100.json, on an H200 box (bash"
                                                         " bench/gpu_batch.sh OUTDIR abba, ABBA_S=25)"},
     "tui_first_frame_cpu.json": {"ran_on": CPU_BOX, "note": "no GPU: no NVML start; A/B against the tree before the"
