@@ -23,6 +23,9 @@ for i in range(0, {n}, mmap.PAGESIZE):
 """
 
 
+# Pins pages: one worker runs every test that pins or reads the host-wide pinned count, one at a time
+# (test_kernel_pins.py measures that count moving by exactly its own pages).
+@pytest.mark.xdist_group("host-pinned-pages")
 def test_a_group_pinning_most_of_its_limit_is_critical_while_the_host_is_ok():
     pinned, limit = 64 * MIB, 96 * MIB
     snap, pid = pinned_in_docker_scope(CID, pinned, limit)
@@ -42,6 +45,7 @@ def test_a_group_pinning_most_of_its_limit_is_critical_while_the_host_is_ok():
     assert "pinned-unattributed" not in {f.rule for f in findings}
 
 
+@pytest.mark.xdist_group("host-pinned-pages")
 def test_an_oom_kill_in_a_group_that_pinned_is_critical():
     with memory_cgroup(48 * MIB) as cg:
         with Child(PIN_AND_WAIT.format(n=32 * MIB, then=GROW.format(n=64 * MIB))) as child:
