@@ -19,16 +19,18 @@ V2_ROOT = "/sys/fs/cgroup"
 V1_CPUACCT = ("/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpu,cpuacct")
 
 
-def _tree(proc: psutil.Process) -> list[psutil.Process]:
+def process_tree(proc: psutil.Process) -> list[psutil.Process]:
+    """``proc`` and its descendants (only ``proc`` where they cannot be listed)."""
     try:
         return [proc, *proc.children(recursive=True)]
     except psutil.Error:
         return [proc]
 
 
-def tree_ticks_s(proc: psutil.Process) -> float:
+def tree_cpu_s(proc: psutil.Process) -> float:
+    """User+system seconds of the tree, in clock ticks."""
     total = 0.0
-    for p in _tree(proc):
+    for p in process_tree(proc):
         try:
             t = p.cpu_times()
             total += t.user + t.system
@@ -49,7 +51,7 @@ class CpuMeter:
         self.proc = psutil.Process(pid)
         self.kind = "ticks"
         self.path: str | None = None
-        self._read = lambda: tree_ticks_s(self.proc)
+        self._read = lambda: tree_cpu_s(self.proc)
         name = f"pinmon-bench-{os.getpid()}-{pid}-{time.monotonic_ns()}"
         if os.geteuid() != 0:
             return

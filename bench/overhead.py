@@ -38,7 +38,7 @@ import psutil
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cpu_meter import CpuMeter
+from cpu_meter import CpuMeter, process_tree
 
 from provenance import portable_argv, provenance
 
@@ -50,27 +50,9 @@ MIB = 1 << 20
 
 # --- measuring a process tree --------------------------------------------------------------------
 
-def _tree(proc: psutil.Process) -> list:
-    try:
-        return [proc, *proc.children(recursive=True)]
-    except psutil.Error:
-        return [proc]
-
-
-def tree_cpu_s(proc: psutil.Process) -> float:
-    total = 0.0
-    for p in _tree(proc):
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            pass
-    return total
-
-
 def tree_rss(proc: psutil.Process) -> int:
     total = 0
-    for p in _tree(proc):
+    for p in process_tree(proc):
         try:
             total += p.memory_info().rss
         except psutil.Error:

@@ -26,7 +26,8 @@ import psutil
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from overhead import tree_cpu_s, tree_rss  # the same process-tree accounting
+from cpu_meter import tree_cpu_s  # the same process-tree accounting
+from overhead import tree_rss
 
 from provenance import portable_argv, provenance
 

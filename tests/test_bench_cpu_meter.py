@@ -19,7 +19,8 @@ BURN = ("import threading, time\n"
 
 
 def _spawn():
-    return subprocess.Popen([sys.executable, "-c", BURN], stdout=subprocess.PIPE, text=True)
+    # -I and cwd "/": nothing of a writable working directory is imported by the child.
+    return subprocess.Popen([sys.executable, "-I", "-c", BURN], stdout=subprocess.PIPE, text=True, cwd="/")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a cgroup of its own needs root")

@@ -117,21 +117,18 @@ class StatmReader:
 
     def size(self, pid: int) -> bytes:
         fd = self._fds.get(pid)
-        if fd is not None:
-            try:
-                return os.pread(fd, 256, 0).split(b" ", 1)[0]
-            except OSError:
-                self._drop(pid)  # that process is gone: the pid may be another's now
-        if len(self._fds) >= self.kept:
-            return read_statm_size(pid, self.proc_root)
-        fd = _open_proc(pid, "statm", self.proc_root)
+        kept = fd is not None
+        if fd is None:
+            if len(self._fds) >= self.kept:
+                return read_statm_size(pid, self.proc_root)
+            fd = self._fds[pid] = _open_proc(pid, "statm", self.proc_root)
         try:
-            size = os.pread(fd, 256, 0).split(b" ", 1)[0]
+            return os.pread(fd, 256, 0).split(b" ", 1)[0]
         except OSError:
-            os.close(fd)
-            raise
-        self._fds[pid] = fd
-        return size
+            self._drop(pid)
+            if not kept:
+                raise
+            return self.size(pid)  # that process is gone: the pid, maybe another's now, afresh
 
     def keep_only(self, pids: set[int]) -> None:
         """Close the descriptors of pids no longer listed."""
