@@ -2,8 +2,10 @@
 
 ``io_uring_register(IORING_REGISTER_BUFFERS)`` pins the buffer's pages with ``pin_user_pages``
 (FOLL_PIN), exactly as the CUDA driver pins for ``cudaHostAlloc`` and ``cudaHostRegister``, so the
-kernel's ``nr_foll_pin_acquired`` rises by the buffer's pages. Closing the ring unpins them
-(asynchronously, within about a second). The buffer is a private anonymous mapping with huge pages
+kernel's ``nr_foll_pin_acquired`` rises by the buffer's pages. ``close`` unregisters them first
+(``IORING_UNREGISTER_BUFFERS``), which unpins them before it returns: closing the ring alone unpins
+them asynchronously, in the kernel's ring teardown, which a loaded box was seen to delay past the
+next measurement. The buffer is a private anonymous mapping with huge pages
 turned off: io_uring keeps one pin per huge page when it coalesces a huge-page buffer, which would
 not be one pin per 4 KiB page.
 
@@ -21,6 +23,7 @@ import os
 SYS_IO_URING_SETUP = 425
 SYS_IO_URING_REGISTER = 427
 IORING_REGISTER_BUFFERS = 0
+IORING_UNREGISTER_BUFFERS = 1
 _PARAMS_BYTES = 120  # sizeof(struct io_uring_params)
 
 
@@ -82,9 +85,13 @@ class PinnedBuffer:
                    ctypes.c_uint(IORING_REGISTER_BUFFERS), ctypes.byref(iov), ctypes.c_uint(1))
 
     def close(self) -> None:
-        """Close the ring (the kernel then unpins, asynchronously) and unmap the buffer."""
+        """Unpin the buffer (synchronously), close the ring and unmap the buffer."""
         ring, self._ring = self._ring, -1
         if ring >= 0:
+            if self._map is not None:
+                # Fails (ENXIO) where nothing was registered: the close below is all there is then.
+                self._syscall(ctypes.c_long(SYS_IO_URING_REGISTER), ctypes.c_int(ring),
+                              ctypes.c_uint(IORING_UNREGISTER_BUFFERS), None, ctypes.c_uint(0))
             os.close(ring)
         self._anchor = None  # the export must go before the mapping can close
         m, self._map = self._map, None
