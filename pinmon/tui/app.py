@@ -22,6 +22,8 @@ from typing import Any, TypeVar, overload
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
+from textual.driver import Driver
+from textual.drivers.linux_driver import LinuxDriver
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
@@ -33,6 +35,7 @@ from ..model.source import Source
 from ..units import printable
 from .keys import BINDINGS, palette_commands
 from .layout import MainScreen, compose_main, pane_of
+from .quiet_input import QuietInputDriver
 from .screens.help import HelpScreen
 from .screens.notices import NoticesScreen
 from .screens.process import AttachRequested
@@ -115,6 +118,15 @@ class PinmonApp(App[int]):
         self.attach_done = threading.Event()
         self.attach_done.set()
         self._attach_timer: Timer | None = None
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's choice, except that its Linux terminal driver becomes ``QuietInputDriver``
+        (the same driver, its input thread asleep while no key comes). A driver named in
+        ``TEXTUAL_DRIVER`` (Textual's setting) is used as it is."""
+        chosen = super().get_driver_class()
+        if chosen is LinuxDriver and not os.environ.get("TEXTUAL_DRIVER"):
+            return QuietInputDriver
+        return chosen
 
     # --- layout ------------------------------------------------------------------------------
 

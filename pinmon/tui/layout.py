@@ -19,10 +19,10 @@ from textual.containers import Container, Vertical, VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import ContentSwitcher, Footer, TabbedContent, TabPane
 
 from ..advise.thresholds import Thresholds
-from .textual_compat import CONTENT_TABS
+from .textual_compat import CONTENT_TABS, draw_as_blank
 from .view.first_frame import TABS
 from .widgets.containers import ContainerPanel, containers_title
 from .widgets.findings import FindingsPanel
@@ -65,12 +65,22 @@ class MainTabs(TabbedContent):
     def compose(self) -> ComposeResult:
         placed = False
         for widget in super().compose():
+            if isinstance(widget, CONTENT_TABS):
+                draw_as_blank(widget)  # its tabs are its children: on_mount says why
             yield widget
             if not placed and isinstance(widget, CONTENT_TABS):
                 placed = True
                 yield from self._between
         if not placed:
             yield from self._between
+
+    def on_mount(self) -> None:
+        # The strip's outer box and the panes' switcher only hold others: drawn as plain background,
+        # as the containers here are (each second's update took in both: their parent, this
+        # widget, meets the changed rows). The switcher is composed inside Textual's compose.
+        for child in self.children:
+            if isinstance(child, ContentSwitcher):
+                draw_as_blank(child)
 
 
 class Pane(TabPane):

@@ -9,6 +9,8 @@ what pinmon does where a release lacks it.
    and the lines follow the panes.
 2. ``BLANK`` containers: Textual's switch for widgets that draw only their background; a release
    without it ignores the attribute and renders the containers as before (``HONOURS_BLANK``).
+   ``draw_as_blank`` turns it on for one widget that Textual builds itself (the tab strip's box,
+   the panes' switcher): Textual reads the switch from the widget (``self.BLANK``).
 """
 from __future__ import annotations
 
@@ -23,3 +25,10 @@ except Exception:  # moved: no type matches, the status line follows the panes
     CONTENT_TABS = type("NoContentTabs", (), {})
 
 HONOURS_BLANK = hasattr(Widget, "BLANK")
+
+
+def draw_as_blank(widget: Widget) -> None:
+    """``BLANK`` for this widget alone, where the release has the switch: a widget that only holds
+    others, with no border or text of its own (tests/tui/test_frame_cost.py checks each one)."""
+    if HONOURS_BLANK:
+        widget.BLANK = True  # type: ignore[misc]  # the class default, shadowed on this instance

@@ -1,5 +1,6 @@
 """The real app (``run_app``: its signal handlers) on whatever terminal this runs
-on, fed by the test fakes, writing what reaches it to a log: one line per key, paste and resize.
+on, fed by the test fakes, writing what reaches it to a log: one line per key, paste and resize, and
+the native id of the driver's input thread.
 
 Usage: python tests/tui/pty_app.py LOG   (run by tests/tui/test_pty_session.py on a pseudo-terminal)
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -24,6 +26,9 @@ def main(log_path: str) -> int:
 
         def on_mount(self) -> None:
             super().on_mount()
+            for thread in threading.enumerate():  # the driver's, started before the app mounts
+                if thread.name == "textual-input":
+                    log.write(f"input_thread {thread.native_id}\n")
             log.write("mounted\n")
 
         async def on_event(self, event) -> None:

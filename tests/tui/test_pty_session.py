@@ -3,8 +3,9 @@ after a quiet spell, a resize, a paste, SIGTSTP then fg (SIGCONT), Ctrl-Z then f
 and a closed terminal (SIGHUP with SIGCONT). Every key typed arrives exactly once, and the app ends
 within seconds of the hang-up.
 
-The app runs on Textual's own driver; .ci/run runs the TUI tests on the oldest Textual allowed as
-well as the newest.
+The app runs on its own driver (``QuietInputDriver``: Textual's, its input thread asleep while the
+terminal is quiet) and, as a user may choose with ``TEXTUAL_DRIVER``, on Textual's; .ci/run runs the
+TUI tests on the oldest Textual allowed as well as the newest.
 """
 from __future__ import annotations
 
@@ -99,11 +100,27 @@ class Session:
         os.close(self.master)
 
 
-@pytest.fixture
-def session(tmp_path):
-    s = Session(tmp_path, {})
+QUIET_SPELL_S = 2.0
+# Textual's input thread wakes every 0.1 s (20 times in the spell); parked, it wakes for nothing.
+PARKED_MAX_WAKEUPS = 2
+STOCK_DRIVER = "textual.drivers.linux_driver:LinuxDriver"
+
+
+@pytest.fixture(params=["quiet", "stock"])
+def session(tmp_path, request):
+    s = Session(tmp_path, {"TEXTUAL_DRIVER": STOCK_DRIVER} if request.param == "stock" else {})
+    s.driver = request.param
     yield s
     s.close()
+
+
+def voluntary_switches(pid: int, tid: int) -> int:
+    """How many times the thread has gone to sleep and been woken (the kernel's count)."""
+    with open(f"/proc/{pid}/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches in the thread's status")
 
 
 def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
@@ -112,9 +129,20 @@ def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
 
     s.type(b"x")
     s.wait_line("key x")
-    time.sleep(2.5)  # not a wait: a quiet spell, after which the next key must still arrive
+    (tid,) = [int(line.split()[1]) for line in s.lines() if line.startswith("input_thread ")]
+    time.sleep(1.5)  # not a wait: a quiet spell, after which the next key must still arrive
+    before = voluntary_switches(s.proc.pid, tid)
+    time.sleep(QUIET_SPELL_S)
+    wakeups = voluntary_switches(s.proc.pid, tid) - before
+    if s.driver == "quiet":
+        assert wakeups <= PARKED_MAX_WAKEUPS, f"the parked input thread woke {wakeups} times"
+    else:  # the comparison that shows the count can tell the two apart
+        assert wakeups >= QUIET_SPELL_S / 0.1 / 2
     s.type(b"y")
     s.wait_line("key y")
+    time.sleep(1.5)  # parked again: a lone Esc, the first byte after, is still told from a sequence
+    s.type(b"\x1b")
+    s.wait_line("key escape")
 
     s.set_size(100, 30)  # the kernel sends SIGWINCH to the terminal's foreground process group
     s.wait_line("resize 100x30")
@@ -143,7 +171,7 @@ def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
     s.type(b"j")
     s.wait_line("key j")
 
-    typed = ["x", "y", "up", "v", "w", "k", "j"]
+    typed = ["x", "y", "escape", "up", "v", "w", "k", "j"]
     keys = [line[4:] for line in s.lines() if line.startswith("key ")]
     assert [k for k in keys if k != "ctrl+z"] == typed  # each once, in order: none lost, none twice
 
