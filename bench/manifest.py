@@ -100,7 +100,7 @@ SOURCES: dict[str, dict] = {
         "ran_on": H100, "note": "per thread of the app at 1 Hz, 160x48 (main: Textual's drawing and the views;"
                                 " the poll worker; Textual's input thread) and per part of a snapshot"},
     "cpu_breakdown_threads_h100.json": {
-        "ran_on": H100, "command": "python3 bench/cpu_breakdown.py OUT.json --seconds 25 --parts threads",
+        "ran_on": H100, "command": "python3 bench/cpu_breakdown.py OUT.json --seconds 20 --parts threads",
         "note": "per thread, in the scheduler's nanoseconds: the app, a bare 1 Hz collect loop and nvitop 1.7.2"
                 " at 1 Hz on a 160x48 pty"},
     "cpu_breakdown_h100.json.profile.txt": {
@@ -200,10 +200,13 @@ SOURCES: dict[str, dict] = {
                                                            " runs each, ABBA, bytecode compiled first: the outline"
                                                            " before Textual (first_frame_s) and Textual's frame"},
     "tui_cpu_abba_h100.json": {"ran_on": H100, "note": "the app's CPU at 1 Hz, 160x48, against nvitop 1.7.2's, three"
-                                                        " ABBA rounds of 15 s a leg, each run's CPU from a cgroup of"
-                                                        " its own (bash bench/gpu_batch.sh OUTDIR abba, ABBA_S=15)"},
-    "tui_cpu_abba_ticks_h100.json": {"ran_on": H100, "note": "as tui_cpu_abba_h100.json with 25 s legs, each run's CPU"
-                                                              " in 10 ms clock ticks (ABBA_S=25)"},
+                                                        " ABBA rounds of 25 s a leg, each run's CPU from a cgroup of"
+                                                        " its own (bash bench/gpu_batch.sh OUTDIR abba, ABBA_S=25)"},
+    "tui_cpu_abba_20s_h100.json": {"ran_on": H100, "note": "as tui_cpu_abba_h100.json with 20 s legs, the run before"
+                                                            " it on the same box (ABBA_S=20)"},
+    "tui_cpu_abba_boot_h100.json": {"ran_on": H100, "note": "as tui_cpu_abba_20s_h100.json, started seconds after the"
+                                                             " box had booted: two of the app's six runs far over"
+                                                             " the others (0.88%, 1.13% against 0.59-0.66%)"},
     "tui_cpu_abba_h200.json": {"ran_on": H200, "note": "as tui_cpu_abba_h100.json, on an H200 box (bash"
                                                         " bench/gpu_batch.sh OUTDIR abba, ABBA_S=25)"},
     "tui_first_frame_cpu.json": {"ran_on": CPU_BOX, "note": "no GPU: no NVML start; A/B against the tree before the"
