@@ -154,6 +154,7 @@ def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
     s.type(b"v")
     s.wait_line("key v")
 
+    time.sleep(1.5)  # parked: the suspend below must wake the input thread to stop it
     for how, key in ((lambda: os.kill(s.proc.pid, signal.SIGTSTP), "w"), (lambda: s.type(b"\x1a"), "k")):
         how()  # SIGTSTP from outside, then Ctrl-Z typed: the app stops itself
         s.wait(lambda: s.state() == "T", "stopped")
@@ -178,3 +179,15 @@ def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
     os.killpg(s.proc.pid, signal.SIGHUP)  # the terminal closes: SIGHUP, then SIGCONT, to the session
     os.killpg(s.proc.pid, signal.SIGCONT)
     s.wait(lambda: s.proc.poll() is not None, "the app's exit after the hang-up")
+
+
+def test_q_after_a_quiet_spell_ends_the_app_at_once(session):
+    s = session
+    s.wait_line("mounted")
+    time.sleep(1.5)  # the input thread parked (on the quiet driver): q must still be read, and the
+    # stop must wake the parked wait rather than leave the app waiting on its input thread
+    started = time.monotonic()
+    s.type(b"q")
+    s.wait(lambda: s.proc.poll() is not None, "the app's exit after q")
+    assert s.proc.returncode == 0 and time.monotonic() - started < 3.0
+    assert "key q" in s.lines()
