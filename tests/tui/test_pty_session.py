@@ -132,7 +132,7 @@ def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
     (tid,) = [int(line.split()[1]) for line in s.lines() if line.startswith("input_thread ")]
     time.sleep(1.5)  # not a wait: a quiet spell, after which the next key must still arrive
     before = voluntary_switches(s.proc.pid, tid)
-    time.sleep(QUIET_SPELL_S)
+    time.sleep(QUIET_SPELL_S)  # not a wait: the spell over which the wake-ups are counted
     wakeups = voluntary_switches(s.proc.pid, tid) - before
     if s.driver == "quiet":
         assert wakeups <= PARKED_MAX_WAKEUPS, f"the parked input thread woke {wakeups} times"
@@ -140,7 +140,7 @@ def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
         assert wakeups >= QUIET_SPELL_S / 0.1 / 2
     s.type(b"y")
     s.wait_line("key y")
-    time.sleep(1.5)  # parked again: a lone Esc, the first byte after, is still told from a sequence
+    time.sleep(1.5)  # not a wait: parked again, a lone Esc (the first byte after) is still told from a sequence
     s.type(b"\x1b")
     s.wait_line("key escape")
 
@@ -154,7 +154,7 @@ def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
     s.type(b"v")
     s.wait_line("key v")
 
-    time.sleep(1.5)  # parked: the suspend below must wake the input thread to stop it
+    time.sleep(1.5)  # not a wait: parked, the suspend below must wake the input thread to stop it
     for how, key in ((lambda: os.kill(s.proc.pid, signal.SIGTSTP), "w"), (lambda: s.type(b"\x1a"), "k")):
         how()  # SIGTSTP from outside, then Ctrl-Z typed: the app stops itself
         s.wait(lambda: s.state() == "T", "stopped")
@@ -184,8 +184,9 @@ def test_a_terminal_session_loses_no_key_and_a_hang_up_ends_the_app(session):
 def test_q_after_a_quiet_spell_ends_the_app_at_once(session):
     s = session
     s.wait_line("mounted")
-    time.sleep(1.5)  # the input thread parked (on the quiet driver): q must still be read, and the
-    # stop must wake the parked wait rather than leave the app waiting on its input thread
+    # The input thread parked (on the quiet driver): q must still be read, and the stop must wake the
+    # parked wait rather than leave the app waiting on its input thread.
+    time.sleep(1.5)  # not a wait: a quiet spell
     started = time.monotonic()
     s.type(b"q")
     s.wait(lambda: s.proc.poll() is not None, "the app's exit after q")

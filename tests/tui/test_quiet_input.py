@@ -72,7 +72,7 @@ def test_a_parked_wait_ends_on_input_and_on_a_stop():
         result = []
         waiter = threading.Thread(target=lambda: result.append(gate.wait_for_input(r)))
         waiter.start()
-        time.sleep(0.2)
+        time.sleep(0.2)  # not a wait: nothing is to happen, the waiter must still block after it
         assert waiter.is_alive()  # nothing to read: it blocks, with no timeout
         gate.set()  # Textual's disable_input
         waiter.join(2)
@@ -92,7 +92,7 @@ def test_a_stop_left_unread_does_not_wake_the_next_park():
         result = []
         waiter = threading.Thread(target=lambda: result.append(gate.wait_for_input(r)), daemon=True)
         waiter.start()
-        time.sleep(0.2)
+        time.sleep(0.2)  # not a wait: nothing is to happen, the waiter must still block after it
         assert waiter.is_alive() and result == []
         os.write(w, b"k")
         waiter.join(2)
