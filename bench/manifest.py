@@ -204,6 +204,9 @@ SOURCES: dict[str, dict] = {
                                                         " its own (bash bench/gpu_batch.sh OUTDIR abba, ABBA_S=25)"},
     "tui_cpu_abba_20s_h100.json": {"ran_on": H100, "note": "as tui_cpu_abba_h100.json with 20 s legs, the run before"
                                                             " it on the same box (ABBA_S=20)"},
+    "tui_cpu_abba_15s_h100.json": {"ran_on": H100, "note": "as tui_cpu_abba_h100.json with 15 s legs, on another"
+                                                            " H100 box, the test changes after 3d7423a added"
+                                                            " (ABBA_S=15)"},
     "tui_cpu_abba_boot_h100.json": {"ran_on": H100, "note": "as tui_cpu_abba_20s_h100.json, started seconds after the"
                                                              " box had booted: two of the app's six runs far over"
                                                              " the others (0.88%, 1.13% against 0.59-0.66%)"},
