@@ -207,9 +207,10 @@ SOURCES: dict[str, dict] = {
     "tui_cpu_abba_15s_h100.json": {"ran_on": H100, "note": "as tui_cpu_abba_h100.json with 15 s legs, on another"
                                                             " H100 box, the test changes after 3d7423a added"
                                                             " (ABBA_S=15)"},
-    "tui_cpu_abba_boot_h100.json": {"ran_on": H100, "note": "as tui_cpu_abba_20s_h100.json, started seconds after the"
-                                                             " box had booted: two of the app's six runs far over"
-                                                             " the others (0.88%, 1.13% against 0.59-0.66%)"},
+    "tui_cpu_abba_boot_h100.json": {"ran_on": H100, "note": "as tui_cpu_abba_20s_h100.json, the first run on that box,"
+                                                             " started as it booted: two of the app's six runs far"
+                                                             " over the others (0.88%, 1.13% against 0.59-0.66%),"
+                                                             " cause not found"},
     "tui_cpu_abba_h200.json": {"ran_on": H200, "note": "as tui_cpu_abba_h100.json, on an H200 box (bash"
                                                         " bench/gpu_batch.sh OUTDIR abba, ABBA_S=25)"},
     "tui_first_frame_cpu.json": {"ran_on": CPU_BOX, "note": "no GPU: no NVML start; A/B against the tree before the"
