@@ -105,7 +105,8 @@ STATM_FDS_KEPT = 256
 
 
 class StatmReader:
-    """``read_statm_size`` for the live /proc, each process's statm kept open between scans and read
+    """``read_statm_size`` for the live /proc, each process's statm kept open between scans (up to
+    ``kept`` of them; with none kept, each read opens the file afresh, as for a tree of files) and read
     again from its start (``pread``): the kernel builds the line anew on each read, and an open and
     a close per process per second were most of that read's cost. A descriptor outlives its
     process: its read then fails (ESRCH), and the pid, maybe reused, is opened afresh."""
@@ -220,18 +221,16 @@ class ProcessScanner:
         self._clock = clock
         self._mem_total: int | None = None
         # The live /proc's statm files stay open between scans; a tree of files (tests, a
-        # container's) is read by path, as its files may be swapped for others between scans.
-        self._statm = StatmReader(proc_root) if proc_root == "/proc" else None
+        # container's) is read by path (none kept), as its files may be swapped for others between scans.
+        self._statm = StatmReader(proc_root, kept=STATM_FDS_KEPT if proc_root == "/proc" else 0)
 
     def _plain_recheck_s(self, pid: int) -> float:
         """When a process with no NVIDIA mapping has its maps read again though its size stayed."""
-        held = self._statm is not None and self._statm.holds(pid)
-        return _recheck_after_s(pid) * (HELD_RECHECK_FACTOR if held else 1)
+        return _recheck_after_s(pid) * (HELD_RECHECK_FACTOR if self._statm.holds(pid) else 1)
 
     def close(self) -> None:
         """Close the statm files kept open (``StatmReader``); a later scan opens them again."""
-        if self._statm is not None:
-            self._statm.close()
+        self._statm.close()
 
     def _pids(self) -> list[int]:
         if self.only_pids is not None:
@@ -280,14 +279,12 @@ class ProcessScanner:
                 continue
             statm = None
             try:
-                statm = (read_statm_size(pid, self.proc_root) if self._statm is None
-                         else self._statm.size(pid))
+                statm = self._statm.size(pid)
             except OSError:
                 pass  # gone (the maps read below counts it), or no statm to read: read the maps
             if statm == b"0":
                 no_mm[pid] = now + _recheck_after_s(pid)  # no address space: no maps to read
-                if self._statm is not None:
-                    self._statm.forget(pid)  # not read again before its re-check: no file kept
+                self._statm.forget(pid)  # not read again before its re-check: no file kept
                 result.scanned += 1
                 continue
             if statm is not None:
@@ -340,11 +337,10 @@ class ProcessScanner:
         self._plain = plain
         self._no_mm = no_mm
         self._owner = owners
-        if self._statm is not None:
-            self._statm.keep_only(set(pids))
+        listed = set(pids)
+        self._statm.keep_only(listed)
         # Kept for CUDA processes, and for a while for other live ones described on request (a
         # traced process whose maps show no CUDA yet); a pid that is gone is forgotten.
-        listed = set(pids)
         self._described = {pid: d for pid, d in self._described.items()
                            if pid in current or (pid in listed and now - d[0] < DESCRIBE_TTL_S)}
         return result
