@@ -65,8 +65,6 @@ class MainTabs(TabbedContent):
     def compose(self) -> ComposeResult:
         placed = False
         for widget in super().compose():
-            if isinstance(widget, CONTENT_TABS):
-                draw_as_blank(widget)  # its tabs are its children: on_mount says why
             yield widget
             if not placed and isinstance(widget, CONTENT_TABS):
                 placed = True
@@ -75,11 +73,11 @@ class MainTabs(TabbedContent):
             yield from self._between
 
     def on_mount(self) -> None:
-        # The strip's outer box and the panes' switcher only hold others: drawn as plain background,
-        # as the containers here are (each second's update took in both: their parent, this
-        # widget, meets the changed rows). The switcher is composed inside Textual's compose.
+        # The strip's outer box and the panes' switcher (both built by Textual's compose) only hold
+        # others: drawn as plain background, as the containers here are (each second's update took
+        # in both: their parent, this widget, meets the changed rows).
         for child in self.children:
-            if isinstance(child, ContentSwitcher):
+            if isinstance(child, (CONTENT_TABS, ContentSwitcher)):
                 draw_as_blank(child)
 
 

@@ -21,6 +21,7 @@ import os
 import select
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from textual.drivers.linux_driver import LinuxDriver
@@ -35,7 +36,7 @@ class InputGate(threading.Event):
     """``exit_event`` for ``QuietInputDriver``: the real stop flag, plus "quiet, park now" for the
     input thread alone, and a pipe whose byte wakes a parked wait when the flag is set."""
 
-    def __init__(self, park_after_s: float = PARK_AFTER_S, clock: Any = time.monotonic) -> None:
+    def __init__(self, park_after_s: float = PARK_AFTER_S, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.park_after_s = park_after_s
         self._clock = clock
@@ -122,11 +123,12 @@ class QuietInputDriver(LinuxDriver):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.exit_event = InputGate()
+        self._gate = InputGate()
+        self.exit_event = self._gate
 
     def run_input_thread(self) -> None:
-        gate = self.exit_event
-        if not isinstance(gate, InputGate):  # replaced by someone else: Textual's own loop
+        gate = self._gate
+        if self.exit_event is not gate:  # replaced by someone else: Textual's own loop, which never parks
             super().run_input_thread()
             return
         gate.input_thread_started()
@@ -136,13 +138,9 @@ class QuietInputDriver(LinuxDriver):
                 return
 
     def process_message(self, message: Message) -> None:
-        gate = self.exit_event
-        if isinstance(gate, InputGate):
-            gate.touch()
+        self._gate.touch()
         super().process_message(message)
 
     def close(self) -> None:
         super().close()
-        gate = self.exit_event
-        if isinstance(gate, InputGate):
-            gate.close()
+        self._gate.close()
