@@ -154,6 +154,21 @@ def parse_size(text: str) -> int:
     return int(value * units[unit])
 
 
+def _escaped(text: str) -> str:
+    """``text`` with line breaks and tabs as spaces and other unprintable characters as escapes."""
+    out = []
+    for ch in text:
+        if ch in "\r\n\t\v\f":
+            out.append(" ")
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
+                       else f"\\U{code:08x}")
+    return "".join(out)
+
+
 def printable(text: str | None, max_len: int = 200) -> str:
     """One line of plain, printable text from untrusted input (a process name, a command line, a
     hostname, a report's call site): line breaks and tabs become spaces, other control characters
@@ -164,19 +179,7 @@ def printable(text: str | None, max_len: int = 200) -> str:
     # Every character becomes at least one: the first max_len + 1 decide the result, however long
     # the text (a 128 KiB argv[0] costs no more than a short one).
     head = str(text)[: max_len + 1]
-    if head.isprintable():  # the common case, checked in C: nothing to replace
-        return head if len(head) <= max_len else head[:max(0, max_len - 1)] + "…"
-    out = []
-    for ch in head:
-        if ch in "\r\n\t\v\f":
-            out.append(" ")
-        elif ch.isprintable():
-            out.append(ch)
-        else:
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
-                       else f"\\U{code:08x}")
-    s = "".join(out)
+    s = head if head.isprintable() else _escaped(head)  # the common case checked in C: nothing to replace
     if len(s) > max_len:
         s = s[:max(0, max_len - 1)] + "…"
     return s
