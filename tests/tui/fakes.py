@@ -144,6 +144,14 @@ def no_findings(history: Sequence[Snapshot]) -> list[Finding]:
     return []
 
 
+def fed_app():
+    """The app on a live source it never polls, with no findings and no probes: the test feeds it
+    snapshots (``apply_snapshot``)."""
+    from pinmon.tui.app import PinmonApp
+
+    return PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+
+
 class FakeRecorder:
     def __init__(self, path: str = "/tmp/pinmon-test.jsonl.gz"):
         self.path = path

@@ -14,10 +14,9 @@ import pytest
 from textual.widget import Widget
 
 from pinmon.tui import textual_compat
-from pinmon.tui.app import PinmonApp
 from tests.tui.textual_private import count_renders
 
-from .fakes import make_snapshot, no_findings
+from .fakes import fed_app, make_snapshot
 
 WIDE = (160, 48)
 # Textual releases before the switch ignore it (and draw the containers as before).
@@ -38,7 +37,7 @@ def _has_border(widget: Widget) -> bool:
 
 
 async def test_blank_containers_have_no_border_title_or_text_of_their_own():
-    app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+    app = fed_app()
     for size in (WIDE, (80, 24)):
         async with app.run_test(size=size) as pilot:
             app.apply_snapshot(idle(0))
@@ -48,12 +47,12 @@ async def test_blank_containers_have_no_border_title_or_text_of_their_own():
             for w in blank:
                 assert w.BLANK and not _has_border(w) and not w.border_title, w
                 assert w.is_container or w is app.screen, w
-        app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+        app = fed_app()
 
 
 @pytest.mark.skipif(not HONOURS_BLANK, reason="this Textual has no BLANK widgets")
 async def test_an_idle_second_renders_no_container_that_draws_nothing(monkeypatch):
-    app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+    app = fed_app()
     async with app.run_test(size=WIDE) as pilot:
         for i in range(5):
             app.apply_snapshot(idle(i))
@@ -93,7 +92,7 @@ async def test_the_status_line_and_notices_sit_between_the_tab_strip_and_the_pan
     from pinmon.tui.widgets.notices import NoticeBar
 
     for size in (WIDE, (80, 24)):
-        app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+        app = fed_app()
         async with app.run_test(size=size) as pilot:
             app.apply_snapshot(idle(0))
             await pilot.pause()
@@ -110,7 +109,7 @@ async def test_without_a_tab_strip_in_the_compose_the_two_lines_still_come(monke
     from pinmon.tui.widgets.header import StatusHeader
 
     monkeypatch.setattr(layout, "CONTENT_TABS", type("NotYielded", (), {}))
-    app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+    app = fed_app()
     async with app.run_test(size=WIDE) as pilot:
         app.apply_snapshot(idle(0))
         await pilot.pause()

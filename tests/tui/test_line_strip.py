@@ -6,11 +6,10 @@ from __future__ import annotations
 from textual.content import Content, Span
 from textual.visual import Visual
 
-from pinmon.tui.app import PinmonApp
 from pinmon.tui.widgets.gpu_row import GpuRow
 from pinmon.tui.widgets.rows import LineStyles, RowsWidget, line_strip
 
-from .fakes import make_kernel_snapshot, make_snapshot, no_findings
+from .fakes import fed_app, make_kernel_snapshot, make_snapshot
 
 
 def textual_strip(widget, row: Content, index: int, width: int):
@@ -55,7 +54,7 @@ async def test_every_panel_row_is_drawn_as_textual_draws_it():
     # Rows compared per second shown at least: at 160x48 the GPU rows with their graphs, the memory
     # panel with its graph; at 80x24 the memory panel's lines.
     for size, per_pass in (((160, 48), 20), ((80, 24), 3)):
-        app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+        app = fed_app()
         async with app.run_test(size=size) as pilot:
             compared = 0
             for theme in ("textual-dark", "textual-light", "nord"):
@@ -68,7 +67,7 @@ async def test_every_panel_row_is_drawn_as_textual_draws_it():
 
 
 async def test_a_focused_gpu_rows_head_keeps_its_stacked_styles():
-    app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+    app = fed_app()
     async with app.run_test(size=(160, 48)) as pilot:
         app.apply_snapshot(make_snapshot(0))
         await pilot.pause()
@@ -81,7 +80,7 @@ async def test_a_focused_gpu_rows_head_keeps_its_stacked_styles():
 
 
 async def test_rows_it_cannot_draw_go_the_usual_way():
-    app = PinmonApp(type("Src", (), {"live": True})(), no_findings, start_polling=False, probe_every_s=None)
+    app = fed_app()
     async with app.run_test(size=(100, 30)) as pilot:
         app.apply_snapshot(make_snapshot(0))
         await pilot.pause()
